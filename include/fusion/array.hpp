@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Array<T>: an N-d GPU array with value semantics. Copies are deep; moves and views are cheap; a view
+// keeps its storage alive. Assigning an expression evaluates it as one fused kernel.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "fusion/evaluate.hpp"
+#include "fusion/ops.hpp"
+
+namespace fusion {
+
+template <Element T> class Array : public ArrayBase {
+ public:
+  using value_type = T;
+  static constexpr DType dtype_v = dtype_of<T>;
+
+  /// An empty array without memory; assigning to it allocates.
+  Array() : ArrayBase(dtype_v) {}
+  Array(const Array& o) : ArrayBase(o.contiguous_copy()) {}
+  Array(Array&&) noexcept = default;
+  /// Evaluates an expression into a new array of its shape (converting to T on store).
+  template <Expression E> Array(const E& e) : ArrayBase(dtype_v) { detail::assign(*this, e, detail::AssignMode::fresh); }
+  template <Element U> requires(!std::is_same_v<U, T>) explicit Array(const Array<U>& o) : ArrayBase(dtype_v) {
+    detail::assign(*this, detail::to_node(o), detail::AssignMode::fresh);
+  }
+
+  /// Same shape: writes into this array's memory (a view writes through to its base, like NumPy's
+  /// `a[...] = b`). Otherwise this array becomes a new one of the right-hand side's shape.
+  Array& operator=(const Array& o) {
+    if (this != &o) detail::assign(*this, detail::to_node(o), detail::AssignMode::replace);
+    return *this;
+  }
+  Array& operator=(Array&&) noexcept = default;
+  template <Expression E> Array& operator=(const E& e) {
+    detail::assign(*this, e, detail::AssignMode::replace);
+    return *this;
+  }
+  /// In place; the right-hand side broadcasts to this array's shape. One kernel.
+  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator+=(const E& e) { return update<ir::Op::add>(e); }
+  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator-=(const E& e) { return update<ir::Op::sub>(e); }
+  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator*=(const E& e) { return update<ir::Op::mul>(e); }
+  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator/=(const E& e) { return update<ir::Op::div>(e); }
+
+  /// Elements in C order, after the current stream's work completes.
+  std::vector<T> to_host() const {
+    std::vector<T> v(static_cast<std::size_t>(size()));
+    download(v.data());
+    return v;
+  }
+  /// The single element of a size-1 array (synchronizes).
+  T item() const {
+    if (size() != 1) throw ShapeError("item() needs an array of exactly one element; this one has shape " + to_string(shape()));
+    T v;
+    download(&v);
+    return v;
+  }
+
+  Array reshape(Shape s) const { return Array(reshaped(s)); }
+  Array transpose(std::vector<int> axes = {}) const { return Array(transposed(std::move(axes))); }
+  Array slice(const std::vector<Slice>& per_axis) const { return Array(sliced(per_axis)); }
+  Array broadcast_to(const Shape& s) const { return Array(broadcast(s)); }
+  Array expand_dims(int axis) const { return Array(expanded(axis)); }
+  template <Element U> auto astype() const { return cast<U>(*this); }
+
+  explicit Array(ArrayBase base) : ArrayBase(std::move(base)) {
+    if (dtype_ != dtype_v) throw TypeError("internal: array dtype mismatch");
+  }
+
+ private:
+  template <ir::Op OP, class E> Array& update(const E& e) {
+    detail::assign(*this, detail::make_binary<OP>(*this, e), detail::AssignMode::into);
+    return *this;
+  }
+};
+
+// ---- creation ----------------------------------------------------------------------------------
+template <Element T> Array<T> empty(const Shape& shape) { return Array<T>(ArrayBase::make_empty(dtype_of<T>, shape)); }
+/// A placeholder: shape and dtype without memory, for fz::inspect on a machine without a GPU.
+template <Element T> Array<T> placeholder(const Shape& shape) {
+  return Array<T>(ArrayBase::make_placeholder(dtype_of<T>, shape));
+}
+/// Writes `e` into `dst`, broadcasting (NumPy's copyto). One kernel.
+template <Element T, class E> requires(Operand<E> || CppScalar<E>) void copyto(Array<T>& dst, const E& e) {
+  if constexpr (CppScalar<E>) detail::assign(dst, expr::Scalar<T>::make(e), detail::AssignMode::into);
+  else detail::assign(dst, detail::to_node(e), detail::AssignMode::into);
+}
+template <Element T> Array<T> full(const Shape& shape, T value) {
+  Array<T> a = empty<T>(shape);
+  copyto(a, value);
+  return a;
+}
+template <Element T> Array<T> zeros(const Shape& shape) { return full<T>(shape, T(0)); }
+template <Element T> Array<T> ones(const Shape& shape) { return full<T>(shape, T(1)); }
+/// start, start + step, ... below stop (NumPy's arange; values computed as start + i * step).
+template <Element T> Array<T> arange(double start, double stop, double step = 1) {
+  if (step == 0) throw Error("arange: step must not be zero");
+  const double n = std::ceil((stop - start) / step);
+  Array<T> a = empty<T>({n > 0 ? static_cast<std::int64_t>(n) : 0});
+  detail::assign(a, cast<T>(expr::Scalar<double>{{}, start} + expr::Iota{} * step), detail::AssignMode::into);
+  return a;
+}
+template <Element T> Array<T> arange(std::int64_t n) { return arange<T>(0.0, static_cast<double>(n)); }
+/// Copies host data to a new device array of `shape` (C order); the copy is ordered on the current stream.
+template <Element T> Array<T> asarray(std::span<const T> host, const Shape& shape) {
+  Array<T> a = empty<T>(shape);
+  a.upload(host.data(), host.size());
+  return a;
+}
+template <Element T> Array<T> asarray(const std::vector<T>& host, const Shape& shape) {
+  return asarray(std::span<const T>(host), shape);
+}
+template <Element T> Array<T> asarray(const std::vector<T>& host) {
+  return asarray(std::span<const T>(host), Shape{static_cast<std::int64_t>(host.size())});
+}
+
+/// Evaluates an expression into an Array of its own (promoted) type.
+template <Expression E> auto eval(const E& e) { return Array<TypeOf<std::decay_t<E>::dtype>>(e); }
+
+}  // namespace fusion

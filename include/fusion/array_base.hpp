@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// The untyped core of every Array: storage, dtype, shape, strides and offset. Array<T> adds the type.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "fusion/dtype.hpp"
+#include "fusion/shape.hpp"
+
+namespace fusion {
+
+namespace detail { struct Storage; }
+
+/// One dimension of a slice, like Python's start:stop:step (negative indices count from the end).
+struct Slice {
+  std::optional<std::int64_t> start, stop;
+  std::int64_t step = 1;
+};
+
+class ArrayBase {
+ public:
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  /// Element (not byte) strides.
+  const Strides& strides() const { return strides_; }
+  std::int64_t offset() const { return offset_; }
+  int ndim() const { return shape_.size(); }
+  std::int64_t size() const { return numel(shape_); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
+  int device() const;
+  bool is_contiguous() const;
+  /// A placeholder has a shape and dtype but no memory: for fz::inspect without a GPU.
+  bool is_placeholder() const { return placeholder_; }
+  bool has_storage() const { return storage_ != nullptr; }
+  /// Device address of the first element (the offset applied).
+  std::uint64_t data_ptr() const;
+  const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
+
+  // Untyped operations used by Array<T> and the runtime.
+  static ArrayBase make_empty(DType d, const Shape& shape);
+  static ArrayBase make_placeholder(DType d, const Shape& shape);
+  void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()
+  void download(void* host) const;                   ///< this -> host; waits for the current stream
+  ArrayBase reshaped(Shape shape) const;             ///< a view when the layout allows, else a copy
+  ArrayBase transposed(std::vector<int> axes) const; ///< reversed axes when `axes` is empty
+  ArrayBase sliced(const std::vector<Slice>& per_axis) const;
+  ArrayBase broadcast(const Shape& shape) const;
+  ArrayBase expanded(int axis) const;                ///< a new axis of extent 1
+  ArrayBase contiguous_copy() const;                 ///< a fresh C-ordered copy on the current stream
+
+  /// An array of dtype `d` without memory (what `Array<T>()` is).
+  explicit ArrayBase(DType d) : dtype_(d) {}
+
+ protected:
+
+  std::shared_ptr<detail::Storage> storage_;
+  DType dtype_;
+  Shape shape_;
+  Strides strides_;
+  std::int64_t offset_ = 0;
+  bool placeholder_ = false;
+};
+
+}  // namespace fusion

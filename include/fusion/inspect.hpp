@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Seeing what fusion does: the generated kernel of an expression, the unfused baseline, counters.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "fusion/evaluate.hpp"
+
+namespace fusion {
+
+/// What an expression compiles to. Works on placeholder arrays on a machine without a GPU.
+struct KernelInfo {
+  std::string name;        ///< the kernel symbol: fz_<ops>_<dtype>_<hash> or <user name>_<hash>
+  std::uint64_t hash = 0;  ///< stable hash of the canonical IR and layout variant
+  std::string source;      ///< the generated CUDA source
+  std::string variant;     ///< the layout variant in words ("contiguous, 16-byte vectors, 32-bit index")
+  std::string arch;        ///< the architecture it was compiled for (sm_90, ...)
+  std::string cache_path;  ///< the disk-cache entry ("" when the disk cache is off)
+  int registers = -1;      ///< registers per thread reported by ptxas
+  int kernels = 1;         ///< kernels the expression runs as (1 when fully fused)
+};
+std::ostream& operator<<(std::ostream& os, const KernelInfo& k);
+
+namespace detail {
+KernelInfo inspect(const Call& call);
+}
+
+/// The kernel `e` would run as, compiled (through the caches) but not launched.
+template <Expression E> KernelInfo inspect(const E& e) {
+  std::array<const ArrayBase*, std::max(E::n_arrays, 1)> arrays;
+  std::array<detail::ScalarArg, std::max(E::n_scalars, 1)> scalars;
+  detail::ArgSink sink{arrays.data(), scalars.data()};
+  e.pack(sink);
+  return detail::inspect(
+      detail::Call{&detail::lowered<E>(), arrays.data(), scalars.data(), E::n_arrays, E::n_scalars, detail::name_of(e)});
+}
+
+/// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the
+/// same code generator and caches. The honest baseline for measuring what fusion buys.
+class Unfused {
+ public:
+  Unfused();
+  ~Unfused();
+  Unfused(const Unfused&) = delete;
+  Unfused& operator=(const Unfused&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
+/// Process-wide counters.
+struct Stats {
+  std::uint64_t compiles = 0;      ///< NVRTC compilations
+  std::uint64_t memory_hits = 0;   ///< kernels found in the in-memory cache (first lookup of a new variant)
+  std::uint64_t disk_hits = 0;     ///< kernels loaded from the disk cache
+  std::uint64_t launches = 0;      ///< kernels launched
+  std::uint64_t bytes_read = 0;    ///< bytes the launched kernels read (each input once)
+  std::uint64_t bytes_written = 0; ///< bytes they wrote
+  double compile_ms = 0;           ///< time spent in NVRTC
+};
+Stats stats();
+void reset_stats();
+std::ostream& operator<<(std::ostream& os, const Stats& s);
+
+}  // namespace fusion

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory pools: the device pool behind every Array (the driver's stream-ordered allocator) and a
+// pinned host pool that stages transfers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fusion {
+
+/// One per device. Freed blocks stay cached for reuse until free_all_blocks().
+class MemoryPool {
+ public:
+  explicit MemoryPool(int device);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  /// Bytes held by live allocations.
+  std::size_t used_bytes() const;
+  /// Bytes the pool holds from the device: in use plus cached.
+  std::size_t total_bytes() const;
+  /// Return cached blocks to the device (waits for pending frees first).
+  void free_all_blocks();
+  /// Cap on used_bytes(); 0 means no limit. Exceeding it raises OutOfMemoryError.
+  void set_limit(std::size_t bytes);
+  std::size_t limit() const;
+  int device() const { return device_; }
+
+  // Used by array storage; stream is a CUstream.
+  std::uint64_t allocate(std::size_t bytes, void* stream);
+  void deallocate(std::uint64_t ptr, std::size_t bytes, void* stream);
+
+ private:
+  int device_;
+  void* pool_ = nullptr;
+  struct Counters;
+  Counters* counters_;
+};
+
+/// The pool of the current device. FUSION_GPU_MEMORY_LIMIT ("4000000000" or "50%") sets its initial limit.
+MemoryPool& default_memory_pool();
+MemoryPool& memory_pool(int device);
+/// Parses FUSION_GPU_MEMORY_LIMIT's syntax: bytes, or a percentage of `device_total`.
+std::size_t parse_memory_limit(const std::string& text, std::size_t device_total);
+
+/// Page-locked host blocks for transfers, reused once the copy that used them completed.
+class PinnedMemoryPool {
+ public:
+  std::size_t n_free_blocks() const;
+  void free_all_blocks();
+
+  // Used by transfers: a block of at least `bytes`; release() makes it reusable after `stream`'s work.
+  void* acquire(std::size_t bytes);
+  void release(void* block, void* stream);
+};
+PinnedMemoryPool& default_pinned_memory_pool();
+
+}  // namespace fusion

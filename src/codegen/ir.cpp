@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// IR construction (with the casts the typing rules imply) and canonicalization.
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+#include "fusion/error.hpp"
+#include "fusion/ir.hpp"
+
+namespace fusion::ir {
+
+namespace {
+std::uint32_t push(Graph& g, Node n) {
+  g.nodes.push_back(n);
+  return static_cast<std::uint32_t>(g.nodes.size() - 1);
+}
+}  // namespace
+
+std::uint32_t Graph::input(DType d) { return push(*this, {Op::input, d, kNone, kNone, kNone, n_inputs++}); }
+std::uint32_t Graph::scalar(DType d) { return push(*this, {Op::scalar, d, kNone, kNone, kNone, n_scalars++}); }
+std::uint32_t Graph::iota() { return push(*this, {Op::iota, DType::int64}); }
+
+std::uint32_t Graph::cast(std::uint32_t x, DType to) {
+  if (dtype(x) == to) return x;
+  return push(*this, {Op::cast, to, x});
+}
+
+std::uint32_t Graph::unary(Op op, std::uint32_t x) {
+  const DType d = dtype(x);
+  if (arity(op) != Arity::unary) throw Error(fmt::format("internal: {} is not a unary op", op_name(op)));
+  if (!accepts(op, d)) throw TypeError(fmt::format("{} does not accept {}", op_name(op), dtype_name(d)));
+  return push(*this, {op, result_dtype(op, d), cast(x, operand_dtype(op, d))});
+}
+
+std::uint32_t Graph::binary(Op op, std::uint32_t x, std::uint32_t y) {
+  const DType dx = dtype(x), dy = dtype(y);
+  if (arity(op) != Arity::binary) throw Error(fmt::format("internal: {} is not a binary op", op_name(op)));
+  if (!accepts(op, dx, dy))
+    throw TypeError(fmt::format("{} does not accept {} and {}", op_name(op), dtype_name(dx), dtype_name(dy)));
+  const DType od = operand_dtype(op, dx, dy);
+  const std::uint32_t cx = cast(x, od);
+  const std::uint32_t cy = cast(y, od);
+  return push(*this, {op, result_dtype(op, dx, dy), cx, cy});
+}
+
+std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
+  const DType d = promote_types(dtype(x), dtype(y));
+  const std::uint32_t c = cast(cond, DType::bool_);
+  const std::uint32_t cx = cast(x, d);
+  const std::uint32_t cy = cast(y, d);
+  return push(*this, {Op::where, d, c, cx, cy});
+}
+
+Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative) {
+  Graph out;
+  out.n_inputs = g.n_inputs;
+  out.n_scalars = g.n_scalars;
+  std::vector<std::uint32_t> remap(g.nodes.size(), kNone);
+  std::map<std::tuple<Op, DType, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> seen;
+
+  // Mark live nodes first so that dead ones (never the case from the front end, but possible from
+  // hand-built graphs) do not reach the hash.
+  std::vector<bool> live(g.nodes.size(), false);
+  for (std::uint32_t o : g.outputs) live[o] = true;
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    if (!live[i]) continue;
+    const Node& n = g.nodes[i];
+    for (std::uint32_t operand : {n.a, n.b, n.c})
+      if (operand != kNone) live[operand] = true;
+  }
+
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    Node n = g.nodes[i];
+    if (n.op == Op::input && n.slot < input_representative.size()) n.slot = input_representative[n.slot];
+    for (std::uint32_t* operand : {&n.a, &n.b, &n.c})
+      if (*operand != kNone) *operand = remap[*operand];
+    // Commutative ops list their operands in a fixed order, so `x*y` and `y*x` share one node.
+    const bool commutative = n.op == Op::add || n.op == Op::mul || n.op == Op::maximum || n.op == Op::minimum ||
+                             n.op == Op::eq || n.op == Op::ne || n.op == Op::logical_and ||
+                             n.op == Op::logical_or || n.op == Op::bit_and || n.op == Op::bit_or ||
+                             n.op == Op::bit_xor || n.op == Op::hypot;
+    if (commutative && n.a > n.b) std::swap(n.a, n.b);
+    const auto key = std::make_tuple(n.op, n.dtype, n.a, n.b, n.c, n.slot);
+    auto [it, inserted] = seen.emplace(key, static_cast<std::uint32_t>(out.nodes.size()));
+    if (inserted) out.nodes.push_back(n);
+    remap[i] = it->second;
+  }
+  for (std::uint32_t o : g.outputs) out.outputs.push_back(remap[o]);
+  return out;
+}
+
+}  // namespace fusion::ir

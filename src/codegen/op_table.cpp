@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "codegen/op_table.hpp"
+
+#include <fmt/format.h>
+
+#include "fusion/error.hpp"
+
+namespace fusion {
+namespace ir {
+
+const char* op_name(Op op) {
+  static const char* names[] = {
+      "input", "scalar", "iota", "cast", "neg", "abs", "sign", "square", "reciprocal", "floor", "ceil", "trunc",
+      "rint", "round", "invert", "sqrt", "rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+      "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
+      "lgamma", "tgamma", "not", "isnan", "isinf", "isfinite", "signbit", "add", "sub", "mul", "floordiv",
+      "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "and", "or", "xor", "lshift", "rshift",
+      "div", "atan2", "hypot", "copysign", "logaddexp", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "where"};
+  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::count_));
+  return names[static_cast<int>(op)];
+}
+
+}  // namespace ir
+
+namespace codegen {
+
+std::string_view compute_type(DType d) {
+  constexpr std::string_view t[] = {"bool",         "signed char",    "short",          "int",
+                                    "long long",    "unsigned char",  "unsigned short", "unsigned int",
+                                    "unsigned long long", "float",    "float",          "float", "double"};
+  return t[static_cast<int>(d)];
+}
+
+std::string_view storage_type(DType d) {
+  if (d == DType::float16 || d == DType::bfloat16) return "unsigned short";
+  return compute_type(d);
+}
+
+std::string load_conversion(DType d, const std::string& v) {
+  if (d == DType::float16) return fmt::format("fz_half_to_float({})", v);
+  if (d == DType::bfloat16) return fmt::format("fz_bfloat16_to_float({})", v);
+  return v;
+}
+
+std::string store_conversion(DType from, DType to, const std::string& v) {
+  if (to == DType::float16) return fmt::format("fz_float_to_half((float)({}))", v);
+  if (to == DType::bfloat16) return fmt::format("fz_float_to_bfloat16((float)({}))", v);
+  if (from == to || (compute_type(from) == compute_type(to))) return v;
+  return fmt::format("({})({})", compute_type(to), v);
+}
+
+const char* helper_source(Helper h) {
+  switch (h) {
+    case Helper::half:
+      return R"(// IEEE half <-> float, rounding to nearest even (PTX cvt), without cuda_fp16.h.
+__device__ __forceinline__ float fz_half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short fz_float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; })";
+    case Helper::bfloat16:
+      return R"(// bfloat16 <-> float, rounding to nearest even, NaN kept quiet.
+__device__ __forceinline__ float fz_bfloat16_to_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short fz_float_to_bfloat16(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+})";
+    case Helper::floor_divide:
+      return R"(// NumPy's floor_divide: rounds toward -inf; integer division by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_floor_divide_int(T a, T b) {
+  if (b == 0) return 0;
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;
+  return q;
+}
+template <class T> __device__ __forceinline__ T fz_floor_divide_float(T a, T b) {
+  if (b == 0) return a / b;
+  const T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+  if (div == 0) return copysign(T(0), a / b);
+  T q = floor(div);
+  if (div - q > T(0.5)) q += T(1);
+  return q;
+})";
+    case Helper::remainder:
+      return R"(// NumPy's remainder: the result takes the divisor's sign; integer remainder by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_remainder_int(T a, T b) {
+  if (b == 0) return 0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r = r + b;
+  return r;
+}
+template <class T> __device__ __forceinline__ T fz_remainder_float(T a, T b) {
+  T m = fmod(a, b);
+  if (b == 0) return m;
+  if (m != 0) { if ((b < 0) != (m < 0)) m += b; }
+  else m = copysign(T(0), b);
+  return m;
+})";
+    case Helper::fmod_int:
+      return R"(// C's fmod for integers: the dividend's sign; by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_fmod_int(T a, T b) { return b == 0 ? T(0) : T(a % b); })";
+    case Helper::pow_int:
+      return R"(// Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
+template <class T> __device__ __forceinline__ T fz_pow_int(T a, T b) {
+  if (b < 0) return a == T(1) ? T(1) : (a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0));
+  T r = 1;
+  while (b) { if (b & 1) r = r * a; a = a * a; b >>= 1; }
+  return r;
+})";
+    case Helper::maximum:
+      return R"(// NumPy's maximum: NaN in either operand gives NaN.
+template <class T> __device__ __forceinline__ T fz_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); })";
+    case Helper::minimum:
+      return R"(// NumPy's minimum: NaN in either operand gives NaN.
+template <class T> __device__ __forceinline__ T fz_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); })";
+    case Helper::logaddexp:
+      return R"(// log(exp(a) + exp(b)) without overflow; equal infinities stay exact.
+template <class T> __device__ __forceinline__ T fz_logaddexp(T a, T b) {
+  if (a == b) return a + T(0.693147180559945309417232121458176568);
+  const T d = a - b;
+  return d > 0 ? a + log1p(exp(-d)) : (d <= 0 ? b + log1p(exp(d)) : d);
+})";
+    case Helper::shifts:
+      return R"(// Shifts by a negative count or by the width or more are defined, as in NumPy.
+template <class T> __device__ __forceinline__ T fz_shl(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? T(0) : T(a << b); }
+template <class T> __device__ __forceinline__ T fz_shr(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? T(-1) : T(0)) : T(a >> b); })";
+    case Helper::sign:
+      return R"(// -1, 0 or 1; NaN stays NaN.
+template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
+  }
+  return "";
+}
+
+std::string spell(const ir::Node& n, DType d, const std::string& a, const std::string& b, const std::string& c,
+                  std::set<Helper>& needs) {
+  using ir::Op;
+  const bool fl = is_floating(d);
+  const bool is_bool = d == DType::bool_;
+  const std::string t(compute_type(n.dtype));
+  // C++ promotes integers narrower than int before arithmetic; casting back gives the dtype's wrap-around.
+  const bool narrow = !is_floating(n.dtype) && itemsize(n.dtype) < 4;
+  auto wrap = [&](const std::string& e) { return narrow ? fmt::format("({})({})", t, e) : e; };
+  auto call1 = [&](const char* f) { return fmt::format("{}({})", f, a); };
+  auto call2 = [&](const char* f) { return fmt::format("{}({}, {})", f, a, b); };
+  auto helper2 = [&](Helper h, const char* f) {
+    needs.insert(h);
+    return fmt::format("{}<{}>({}, {})", f, compute_type(d), a, b);
+  };
+  switch (n.op) {
+    case Op::cast: {
+      if (n.dtype == DType::bool_) return fmt::format("({} != 0)", a);
+      if (n.dtype == DType::float16) {
+        needs.insert(Helper::half);
+        return fmt::format("fz_half_to_float(fz_float_to_half((float)({})))", a);
+      }
+      if (n.dtype == DType::bfloat16) {
+        needs.insert(Helper::bfloat16);
+        return fmt::format("fz_bfloat16_to_float(fz_float_to_bfloat16((float)({})))", a);
+      }
+      return fmt::format("({})({})", t, a);
+    }
+    case Op::neg: return wrap("-" + a);
+    case Op::abs: return fl ? call1("fabs") : (is_signed_int(d) ? wrap(fmt::format("{0} < 0 ? -{0} : {0}", a)) : a);
+    case Op::sign:
+      needs.insert(Helper::sign);
+      return fmt::format("fz_sign<{}>({})", compute_type(d), a);
+    case Op::square: return is_bool ? a : wrap(fmt::format("{0} * {0}", a));
+    case Op::reciprocal:
+      return fl ? fmt::format("{}(1) / {}", t, a) : wrap(fmt::format("{0} == 0 ? 0 : 1 / {0}", a));
+    case Op::floor: return fl ? call1("floor") : a;
+    case Op::ceil: return fl ? call1("ceil") : a;
+    case Op::trunc: return fl ? call1("trunc") : a;
+    case Op::rint: return fl ? call1("rint") : a;
+    case Op::round: return fl ? call1("round") : a;
+    case Op::bit_not: return is_bool ? "!" + a : wrap("~" + a);
+    case Op::sqrt: return call1("sqrt");
+    case Op::rsqrt: return call1("rsqrt");
+    case Op::cbrt: return call1("cbrt");
+    case Op::exp: return call1("exp");
+    case Op::exp2: return call1("exp2");
+    case Op::expm1: return call1("expm1");
+    case Op::log: return call1("log");
+    case Op::log2: return call1("log2");
+    case Op::log10: return call1("log10");
+    case Op::log1p: return call1("log1p");
+    case Op::sin: return call1("sin");
+    case Op::cos: return call1("cos");
+    case Op::tan: return call1("tan");
+    case Op::asin: return call1("asin");
+    case Op::acos: return call1("acos");
+    case Op::atan: return call1("atan");
+    case Op::sinh: return call1("sinh");
+    case Op::cosh: return call1("cosh");
+    case Op::tanh: return call1("tanh");
+    case Op::asinh: return call1("asinh");
+    case Op::acosh: return call1("acosh");
+    case Op::atanh: return call1("atanh");
+    case Op::erf: return call1("erf");
+    case Op::erfc: return call1("erfc");
+    case Op::lgamma: return call1("lgamma");
+    case Op::tgamma: return call1("tgamma");
+    case Op::logical_not: return "!" + a;
+    case Op::isnan: return fl ? fmt::format("({0} != {0})", a) : "false";
+    case Op::isinf: return fl ? fmt::format("(bool)isinf({})", a) : "false";
+    case Op::isfinite: return fl ? fmt::format("(bool)isfinite({})", a) : "true";
+    case Op::signbit: return fl ? fmt::format("(bool)signbit({})", a) : (is_signed_int(d) ? "(" + a + " < 0)" : "false");
+    case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : wrap(fmt::format("{} + {}", a, b));
+    case Op::sub: return wrap(fmt::format("{} - {}", a, b));
+    case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : wrap(fmt::format("{} * {}", a, b));
+    case Op::div: return fmt::format("{} / {}", a, b);
+    case Op::floor_divide:
+      return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");
+    case Op::remainder: return helper2(Helper::remainder, fl ? "fz_remainder_float" : "fz_remainder_int");
+    case Op::fmod: return fl ? call2("fmod") : helper2(Helper::fmod_int, "fz_fmod_int");
+    case Op::pow: return fl ? call2("pow") : helper2(Helper::pow_int, "fz_pow_int");
+    case Op::maximum: return fl ? helper2(Helper::maximum, "fz_maximum") : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    case Op::minimum: return fl ? helper2(Helper::minimum, "fz_minimum") : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    case Op::fmax: return fl ? call2("fmax") : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    case Op::fmin: return fl ? call2("fmin") : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    case Op::bit_and: return wrap(fmt::format("{} & {}", a, b));
+    case Op::bit_or: return wrap(fmt::format("{} | {}", a, b));
+    case Op::bit_xor: return wrap(fmt::format("{} ^ {}", a, b));
+    case Op::shl: return helper2(Helper::shifts, "fz_shl");
+    case Op::shr: return helper2(Helper::shifts, "fz_shr");
+    case Op::atan2: return call2("atan2");
+    case Op::hypot: return call2("hypot");
+    case Op::copysign: return call2("copysign");
+    case Op::logaddexp: return helper2(Helper::logaddexp, "fz_logaddexp");
+    case Op::eq: return fmt::format("({} == {})", a, b);
+    case Op::ne: return fmt::format("({} != {})", a, b);
+    case Op::lt: return fmt::format("({} < {})", a, b);
+    case Op::le: return fmt::format("({} <= {})", a, b);
+    case Op::gt: return fmt::format("({} > {})", a, b);
+    case Op::ge: return fmt::format("({} >= {})", a, b);
+    case Op::logical_and: return fmt::format("({} && {})", a, b);
+    case Op::logical_or: return fmt::format("({} || {})", a, b);
+    case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
+    case Op::input: case Op::scalar: case Op::iota: case Op::count_: break;
+  }
+  throw Error(fmt::format("internal: no CUDA spelling for op {}", ir::op_name(n.op)));
+}
+
+}  // namespace codegen
+}  // namespace fusion

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one table that maps each IR op to its CUDA spelling. Nothing else in fusion writes operator text.
+#pragma once
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "fusion/ir.hpp"
+
+namespace fusion::codegen {
+
+/// The type values of a dtype live in while computing (16-bit floats compute in float).
+std::string_view compute_type(DType d);
+/// The type of a dtype's elements in memory (16-bit floats are raw bits).
+std::string_view storage_type(DType d);
+/// Converts a loaded element to its compute type.
+std::string load_conversion(DType d, const std::string& value);
+/// Converts a compute value of `from` to the storage of `to` (rounding once for 16-bit floats).
+std::string store_conversion(DType from, DType to, const std::string& value);
+
+/// Helper functions an op may need; emitted once per kernel, only when used.
+enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign };
+const char* helper_source(Helper h);
+
+/// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
+/// `operand` is the operands' dtype. Adds the helpers it relies on to `needs`.
+std::string spell(const ir::Node& n, DType operand, const std::string& a, const std::string& b,
+                  const std::string& c, std::set<Helper>& needs);
+
+}  // namespace fusion::codegen

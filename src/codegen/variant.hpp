@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// A layout variant: the structural facts about a call that change the generated code. Sizes, strides,
+// offsets and scalar values are never part of it (they are kernel arguments).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "codegen/hash.hpp"
+#include "fusion/dtype.hpp"
+
+namespace fusion::codegen {
+
+inline constexpr int kMaxParams = 64;  // distinct arrays one kernel reads
+
+enum class Access : std::uint8_t {
+  contiguous,  ///< element i at index i (in C order of the output)
+  broadcast,   ///< one element for all (a 0-d or fully broadcast input): loaded once
+  strided,     ///< offsets from the multi-index and per-dimension strides
+};
+
+struct Variant {
+  std::uint8_t rank = 1;          ///< dimensions of the index space after collapsing (1: linear kernel)
+  std::uint8_t vector_width = 1;  ///< elements per vector access in linear kernels (1: scalar accesses)
+  bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
+  bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
+  DType out_dtype = DType::float32;
+  Access out_access = Access::contiguous;
+  std::uint8_t n_params = 0;      ///< distinct input arrays
+  std::array<std::uint8_t, kMaxParams> param_of_slot{};  ///< input slot -> parameter (an array read twice is one)
+  std::array<Access, kMaxParams> access{};               ///< per parameter
+
+  bool operator==(const Variant&) const = default;
+  /// True when some operand needs N-d indexing (the kernel computes offsets from the multi-index).
+  bool has_strided() const {
+    if (out_access == Access::strided) return true;
+    for (int p = 0; p < n_params; ++p)
+      if (access[p] == Access::strided) return true;
+    return false;
+  }
+  void hash_into(StableHasher& h, std::uint32_t n_slots) const;
+  /// In words, for fz::inspect: "linear, 16-byte vectors, 32-bit index".
+  std::string describe() const;
+};
+
+}  // namespace fusion::codegen

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-thread device selection shared by the runtime's translation units.
+#pragma once
+#include "fusion/device.hpp"
+
+namespace fusion::detail {
+void ensure_context(int id);
+extern thread_local int tls_current_device;
+/// Validates a device ordinal against the driver's count (NoDeviceError otherwise).
+int checked_device(int id);
+const DeviceProperties& properties_of(int id);
+/// The current device with its context made current: the entry point of every GPU operation.
+inline int enter_current_device() {
+  const int id = tls_current_device;
+  checked_device(id);
+  ensure_context(id);
+  return id;
+}
+}  // namespace fusion::detail

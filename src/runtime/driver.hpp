@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA Driver API, loaded with dlopen("libcuda.so.1") on first use and resolved once.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+namespace fusion::detail {
+
+// Every entry point fusion calls. The name is stringified after macro expansion, so cuda.h's versioned
+// aliases (cuMemAlloc -> cuMemAlloc_v2, ...) resolve to the symbol the header's declaration means.
+#define FUSION_DRIVER_FUNCTIONS(X)                                                                  \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)       \
+  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                   \
+  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize)                              \
+  X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)        \
+  X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags) X(cuLaunchHostFunc)             \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                            \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)       \
+  X(cuEventElapsedTime) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphDestroy)         \
+  X(cuGraphExecDestroy) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)           \
+  X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)        \
+  X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                    \
+  X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleGetFunction)              \
+  X(cuFuncGetAttribute) X(cuLaunchKernel)
+
+struct Driver {
+#define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;
+  FUSION_DRIVER_FUNCTIONS(FUSION_DECLARE_DRIVER_FN)
+#undef FUSION_DECLARE_DRIVER_FN
+  int version = 0;
+  int device_count = 0;
+};
+
+/// The loaded and initialized driver; throws NoDeviceError (with the reason) where there is none.
+const Driver& driver();
+/// The same check without throwing: "" when a driver with at least one device is present.
+const std::string& driver_unavailable_reason();
+
+/// Throws CudaError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) naming `call` when `r` is not success.
+void check(CUresult r, const char* call);
+
+/// Makes device `id`'s primary context current on this thread (cheap when it already is).
+void ensure_context(int id);
+
+}  // namespace fusion::detail
+
+// Calls a driver function and checks its result: FUSION_CU(cuStreamSynchronize, s).
+#define FUSION_CU(fn, ...) ::fusion::detail::check(::fusion::detail::driver().fn(__VA_ARGS__), #fn)

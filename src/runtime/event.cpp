@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fusion/event.hpp"
+
+#include "fusion/error.hpp"
+#include "fusion/stream.hpp"
+#include "runtime/device_state.hpp"
+#include "runtime/driver.hpp"
+
+namespace fusion {
+
+struct Event::State {
+  CUevent handle = nullptr;
+  int device = 0;
+  bool timing_disabled = false;
+  ~State() {
+    detail::ensure_context(device);
+    detail::driver().cuEventDestroy(handle);
+  }
+};
+
+Event::Event(EventOptions o) : state_(std::make_shared<State>()) {
+  state_->device = detail::enter_current_device();
+  if (o.interprocess && !o.disable_timing)
+    throw Error("an interprocess Event must also set disable_timing (CUDA's rule)");
+  unsigned flags = CU_EVENT_DEFAULT;
+  if (o.blocking) flags |= CU_EVENT_BLOCKING_SYNC;
+  if (o.disable_timing) flags |= CU_EVENT_DISABLE_TIMING;
+  if (o.interprocess) flags |= CU_EVENT_INTERPROCESS;
+  state_->timing_disabled = o.disable_timing;
+  FUSION_CU(cuEventCreate, &state_->handle, flags);
+}
+
+void Event::record() { record(current_stream()); }
+void Event::record(const Stream& stream) {
+  detail::ensure_context(state_->device);
+  FUSION_CU(cuEventRecord, state_->handle, stream.handle());
+}
+void Event::synchronize() const {
+  detail::ensure_context(state_->device);
+  FUSION_CU(cuEventSynchronize, state_->handle);
+}
+bool Event::done() const {
+  detail::ensure_context(state_->device);
+  CUresult r = detail::driver().cuEventQuery(state_->handle);
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  detail::check(r, "cuEventQuery");
+  return true;
+}
+bool Event::timing_disabled() const { return state_->timing_disabled; }
+CUevent_st* Event::handle() const { return state_->handle; }
+
+float elapsed_time(const Event& start, const Event& end) {
+  if (start.timing_disabled() || end.timing_disabled())
+    throw TypeError("elapsed_time needs events created with timing enabled (EventOptions{.disable_timing = false})");
+  float ms = 0;
+  FUSION_CU(cuEventElapsedTime, &ms, start.handle(), end.handle());
+  return ms;
+}
+
+}  // namespace fusion

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fusion/graph.hpp"
+
+#include "fusion/error.hpp"
+#include "fusion/stream.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/graph_state.hpp"
+
+namespace fusion {
+
+struct Graph::State {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  int device = 0;
+  ~State() {
+    detail::ensure_context(device);
+    if (exec) detail::driver().cuGraphExecDestroy(exec);
+    if (graph) detail::driver().cuGraphDestroy(graph);
+  }
+};
+
+namespace detail {
+Graph instantiate_graph(CUgraph graph, int device) {
+  auto s = std::make_shared<Graph::State>();
+  s->graph = graph;
+  s->device = device;
+  // Graphs that allocate (arrays created during capture) must free in the same graph or on launch.
+  FUSION_CU(cuGraphInstantiateWithFlags, &s->exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+  return Graph(std::move(s));
+}
+}  // namespace detail
+
+void Graph::launch() const { launch(current_stream()); }
+
+void Graph::launch(const Stream& stream) const {
+  if (!state_) throw Error("launching an empty Graph: obtain one from Stream::end_capture()");
+  detail::ensure_context(state_->device);
+  FUSION_CU(cuGraphLaunch, state_->exec, stream.handle());
+}
+
+}  // namespace fusion

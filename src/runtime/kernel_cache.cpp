@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/kernel_cache.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "runtime/device_state.hpp"
+#include "runtime/disk_cache.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/stats_counters.hpp"
+
+namespace fusion::detail {
+namespace {
+
+bool show_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("FUSION_SHOW_KERNELS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
+  std::string options;
+  for (const auto& o : compile_options(t)) options += o + " ";
+  CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
+  DiskCache& disk = DiskCache::instance();
+  Artifact a;
+  a.target = t.name();
+  a.ptx = t.ptx;
+  if (auto hit = disk.load(key)) {
+    ++counters().disk_hits;
+    a.binary = std::move(hit->binary);
+    a.registers = hit->registers;
+    a.cache_path = disk.path_for(key).string();
+    return a;
+  }
+  CompileOutput out = compile(k.source, k.name, t);
+  ++counters().compiles;
+  counters().compile_ms = counters().compile_ms + out.milliseconds;
+  a.binary = std::move(out.binary);
+  a.registers = out.registers;
+  disk.store(CacheEntry{key, a.binary, t.ptx, a.registers});
+  if (disk.enabled()) a.cache_path = disk.path_for(key).string();
+  return a;
+}
+
+const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<LoadedKernel>> loaded;  // full key: device + source
+  const std::string key = fmt::format("{}\n{}", device, k.source);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = loaded.find(key); it != loaded.end()) {
+      ++counters().memory_hits;
+      return *it->second;
+    }
+  }
+  // Compile outside the lock: other kernels keep loading meanwhile. Two threads racing on one new
+  // kernel both compile; the first to finish wins and the other's module is dropped.
+  const Target t = target_for_arch(properties_of(device).arch());
+  Artifact a = build_artifact(k, t);
+  ensure_context(device);
+  CUmodule module;
+  FUSION_CU(cuModuleLoadData, &module, a.binary.c_str());
+  auto lk = std::make_unique<LoadedKernel>();
+  FUSION_CU(cuModuleGetFunction, &lk->function, module, k.name.c_str());
+  lk->name = k.name;
+  lk->registers = a.registers;
+  lk->target = a.target;
+  lk->cache_path = a.cache_path;
+  if (show_kernels()) std::fprintf(stderr, "fusion: kernel %s (%s)\n%s\n", k.name.c_str(), a.target.c_str(), k.source.c_str());
+  std::lock_guard lock(mu);
+  auto [it, inserted] = loaded.emplace(key, std::move(lk));
+  return *it->second;
+}
+
+}  // namespace fusion::detail

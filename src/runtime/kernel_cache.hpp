@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// From generated source to a launchable function: memory cache -> disk cache -> NVRTC -> module load.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+#include "codegen/emit_elementwise.hpp"
+#include "runtime/nvrtc.hpp"
+
+namespace fusion::detail {
+
+/// A compiled binary and where it came from.
+struct Artifact {
+  std::string binary;
+  bool ptx = false;
+  int registers = -1;
+  std::string target;
+  std::string cache_path;  ///< "" with the disk cache off
+};
+
+/// The binary for `k` on target `t`: from the disk cache, else compiled by NVRTC and stored.
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t);
+
+struct LoadedKernel {
+  CUfunction function = nullptr;
+  std::string name;
+  int registers = -1;
+  std::string target, cache_path;
+};
+
+/// The loaded function for `k` on `device`; thread-safe, loads each (source, device) once per process.
+const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device);
+
+}  // namespace fusion::detail

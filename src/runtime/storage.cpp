@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/storage.hpp"
+
+#include "runtime/driver.hpp"
+
+namespace fusion::detail {
+
+Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
+    : bytes(n), device(stream->device), home(stream) {
+  ptr = memory_pool(device).allocate(n, stream->handle);
+}
+
+void Storage::note_foreign_use(StreamState* stream) {
+  CUevent ev;
+  FUSION_CU(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING);
+  FUSION_CU(cuEventRecord, ev, stream->handle);
+  std::lock_guard lock(mu_);
+  foreign_uses_.push_back(ev);
+}
+
+Storage::~Storage() {
+  if (!ptr && foreign_uses_.empty()) return;
+  try {
+    ensure_context(device);
+    // The free is ordered on the home stream; work other streams did with this memory must finish first.
+    for (CUevent ev : foreign_uses_) {
+      driver().cuStreamWaitEvent(home->handle, ev, 0);
+      driver().cuEventDestroy(ev);
+    }
+    memory_pool(device).deallocate(ptr, bytes, home->handle);
+  } catch (...) {
+    // A destructor cannot report; the pool's counters already reflect the release.
+  }
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a Stream shares among its copies and with the arrays allocated on it.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+
+namespace fusion::detail {
+
+struct StreamState {
+  CUstream handle = nullptr;
+  int device = 0;
+  bool owned = false;  // created by fusion, destroyed with the last owner
+  bool non_blocking = false;
+  int priority = 0;
+  ~StreamState();
+};
+
+/// The calling thread's current stream on the current device (its context made current). Hot path.
+const std::shared_ptr<StreamState>& current_stream_state();
+
+}  // namespace fusion::detail
