@@ -47,11 +47,11 @@ constexpr DType promote_types(DType a, DType b) {
   if (is_floating(a) || is_floating(b)) {
     const DType fa = float_for(a), fb = float_for(b);
     if (fa == fb) return fa;
-    if ((fa == DType::float16 && fb == DType::bfloat16) || (fa == DType::bfloat16 && fb == DType::float16))
-      return DType::float32;
-    // an integer's float_for is float16; next to bfloat16 it yields bfloat16 (as in ml_dtypes)
+    // a small integer's float_for is float16; next to bfloat16 it yields bfloat16 (as in ml_dtypes)
     if (fa == DType::bfloat16 && !is_floating(b) && fb == DType::float16) return DType::bfloat16;
     if (fb == DType::bfloat16 && !is_floating(a) && fa == DType::float16) return DType::bfloat16;
+    if ((fa == DType::float16 && fb == DType::bfloat16) || (fa == DType::bfloat16 && fb == DType::float16))
+      return DType::float32;
     return itemsize(fa) >= itemsize(fb) ? (itemsize(fa) == itemsize(fb) ? DType::float32 : fa) : fb;
   }
   if (is_signed_int(a) == is_signed_int(b)) return itemsize(a) >= itemsize(b) ? a : b;

@@ -131,8 +131,28 @@ template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(
   return "";
 }
 
+bool is_heavy_math(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::sin: case Op::cos: case Op::tan: case Op::asin: case Op::acos: case Op::atan: case Op::sinh:
+    case Op::cosh: case Op::tanh: case Op::asinh: case Op::acosh: case Op::atanh: case Op::erf: case Op::erfc:
+    case Op::lgamma: case Op::tgamma: case Op::pow: case Op::atan2: case Op::hypot: case Op::cbrt:
+    case Op::expm1: case Op::log1p:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string outlined_source(const std::string& f, bool binary) {
+  if (binary)
+    return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a, T b) {{ return {0}(a, b); }}", f);
+  return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a) {{ return {0}(a); }}", f);
+}
+
 std::string spell(const ir::Node& n, DType d, const std::string& a, const std::string& b, const std::string& c,
-                  std::set<Helper>& needs) {
+                  SpellContext& ctx) {
+  std::set<Helper>& needs = ctx.helpers;
   using ir::Op;
   const bool fl = is_floating(d);
   const bool is_bool = d == DType::bool_;
@@ -140,8 +160,16 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // C++ promotes integers narrower than int before arithmetic; casting back gives the dtype's wrap-around.
   const bool narrow = !is_floating(n.dtype) && itemsize(n.dtype) < 4;
   auto wrap = [&](const std::string& e) { return narrow ? fmt::format("({})({})", t, e) : e; };
-  auto call1 = [&](const char* f) { return fmt::format("{}({})", f, a); };
-  auto call2 = [&](const char* f) { return fmt::format("{}({}, {})", f, a, b); };
+  // Costly math goes through a __noinline__ wrapper when the kernel holds many such calls.
+  const bool outline = ctx.outline_heavy_math && is_heavy_math(n.op);
+  auto call1 = [&](const char* f) {
+    if (outline) ctx.outlined.insert(std::string("1") + f);
+    return outline ? fmt::format("fz_outlined_{}({})", f, a) : fmt::format("{}({})", f, a);
+  };
+  auto call2 = [&](const char* f) {
+    if (outline) ctx.outlined.insert(std::string("2") + f);
+    return outline ? fmt::format("fz_outlined_{}({}, {})", f, a, b) : fmt::format("{}({}, {})", f, a, b);
+  };
   auto helper2 = [&](Helper h, const char* f) {
     needs.insert(h);
     return fmt::format("{}<{}>({}, {})", f, compute_type(d), a, b);

@@ -22,9 +22,24 @@ std::string store_conversion(DType from, DType to, const std::string& value);
 enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign };
 const char* helper_source(Helper h);
 
+/// What spelling a kernel's ops needs around them.
+struct SpellContext {
+  std::set<Helper> helpers;          ///< helper functions to emit
+  std::set<std::string> outlined;    ///< math functions called through a __noinline__ wrapper
+  bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
+};
+
+/// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining
+/// each sinf/powf slow path makes ptxas time grow steeply (a 256-sin chain: 114 s inlined, 1 s outlined).
+inline constexpr int kHeavyMathBudget = 8;
+/// True for ops whose CUDA implementation is large (trigonometric, hyperbolic, pow, gamma, erf, ...).
+bool is_heavy_math(ir::Op op);
+/// The __noinline__ wrapper for math function `f` (a template over float and double).
+std::string outlined_source(const std::string& f, bool binary);
+
 /// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
-/// `operand` is the operands' dtype. Adds the helpers it relies on to `needs`.
+/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`.
 std::string spell(const ir::Node& n, DType operand, const std::string& a, const std::string& b,
-                  const std::string& c, std::set<Helper>& needs);
+                  const std::string& c, SpellContext& ctx);
 
 }  // namespace fusion::codegen

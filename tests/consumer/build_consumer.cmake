@@ -1,0 +1,13 @@
+# Configures, builds and runs the consumer project against the installed prefix.
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -DCMAKE_PREFIX_PATH=${PREFIX} RESULT_VARIABLE r)
+if(r)
+  message(FATAL_ERROR "configuring the consumer failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} RESULT_VARIABLE r)
+if(r)
+  message(FATAL_ERROR "building the consumer failed")
+endif()
+execute_process(COMMAND ${BINARY}/consumer RESULT_VARIABLE r)
+if(r)
+  message(FATAL_ERROR "the consumer ran but failed")
+endif()

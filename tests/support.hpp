@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helpers: random data, dtype-aware comparison, and a float64 host interpreter of the IR that
+// GPU results are checked against.
+#pragma once
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.hpp"
+
+namespace fz = fusion;
+
+namespace test {
+
+/// A value of any dtype, kept as double (floats) or as exact 64-bit integers.
+struct Value {
+  double f = 0;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+};
+
+/// Relative and absolute tolerance for comparing a dtype's results with a float64 reference.
+struct Tolerance {
+  double rtol, atol;
+};
+inline Tolerance tolerance(fz::DType d) {
+  switch (d) {
+    case fz::DType::float64: return {1e-12, 1e-13};
+    case fz::DType::float32: return {2e-5, 1e-6};
+    case fz::DType::float16: return {4e-3, 1e-3};
+    case fz::DType::bfloat16: return {2e-2, 1e-2};
+    default: return {0, 0};  // integers and bool: exact
+  }
+}
+
+inline bool close(double got, double want, Tolerance t) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::abs(got - want) <= t.atol + t.rtol * std::abs(want);
+}
+
+template <class T> double as_double(T v) { return static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>, float, T>>(v)); }
+
+/// Uniform random values in [lo, hi] of type T (integers inclusive).
+template <class T> std::vector<T> random(std::size_t n, double lo, double hi, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      x = (rng() & 1) != 0;
+    } else if constexpr (std::is_integral_v<T>) {
+      std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
+      x = static_cast<T>(d(rng));
+    } else {
+      std::uniform_real_distribution<double> d(lo, hi);
+      x = T(static_cast<float>(d(rng)));
+      if constexpr (std::is_same_v<T, double>) x = d(rng);
+    }
+  }
+  return v;
+}
+
+/// Count of elements of `got` that are not within tolerance of `want`; prints the first few.
+template <class T> std::size_t mismatches(const std::vector<T>& got, const std::vector<double>& want, fz::DType d) {
+  REQUIRE(got.size() == want.size());
+  const Tolerance t = tolerance(d);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!close(as_double(got[i]), want[i], t)) {
+      if (bad < 5) UNSCOPED_INFO("element " << i << ": got " << as_double(got[i]) << ", want " << want[i]);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+}  // namespace test

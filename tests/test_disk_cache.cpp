@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "runtime/disk_cache.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using fz::detail::CacheEntry;
+using fz::detail::CacheKey;
+using fz::detail::DiskCache;
+
+namespace {
+
+fs::path fresh_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / fmt::format("fusion-test-{}-{}-{}", tag, getpid(), std::random_device{}());
+  fs::remove_all(d);
+  return d;
+}
+
+CacheEntry sample(const std::string& source = "extern \"C\" __global__ void k() {}") {
+  return CacheEntry{CacheKey{source, "k", "13.0", "--gpu-architecture=sm_90", "sm_90"}, std::string("\x7f" "ELF binary\0bytes", 16), false, 12};
+}
+
+void rewrite(const fs::path& p, const std::function<void(std::string&)>& edit) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  edit(s);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
+}
+
+}  // namespace
+
+TEST_CASE("disk cache: an entry round-trips and is found only by its full key", "[cache]") {
+  DiskCache cache(fresh_dir("roundtrip"));
+  const CacheEntry e = sample();
+  CHECK_FALSE(cache.load(e.key));
+  cache.store(e);
+  auto hit = cache.load(e.key);
+  REQUIRE(hit);
+  CHECK(hit->binary == e.binary);
+  CHECK(hit->registers == 12);
+  CHECK(cache.path_for(e.key).parent_path().filename().string().size() == 2);  // sharded by hash prefix
+  CacheKey other = e.key;
+  other.options += " -O0";
+  CHECK_FALSE(cache.load(other));
+  other = e.key;
+  other.nvrtc_version = "12.9";
+  CHECK_FALSE(cache.load(other));
+  fs::remove_all(cache.dir());
+}
+
+TEST_CASE("disk cache: corrupt, truncated or foreign entries are misses and get replaced", "[cache]") {
+  DiskCache cache(fresh_dir("corrupt"));
+  const CacheEntry e = sample();
+  const fs::path p = cache.path_for(e.key);
+  for (const auto& [what, edit] : std::vector<std::pair<std::string, std::function<void(std::string&)>>>{
+           {"bit flip", [](std::string& s) { s[s.size() / 2] ^= 0x10; }},
+           {"truncated", [](std::string& s) { s.resize(s.size() - 7); }},
+           {"empty", [](std::string& s) { s.clear(); }},
+           {"foreign version", [](std::string& s) { s[4] = 99; }},
+           {"bad magic", [](std::string& s) { s[0] = 'X'; }}}) {
+    INFO(what);
+    cache.store(e);
+    rewrite(p, edit);
+    CHECK_FALSE(cache.load(e.key));
+    cache.store(e);  // replaces the damaged file
+    CHECK(cache.load(e.key));
+  }
+  // another key whose file landed at this path (a hash collision) is a miss, never a wrong binary
+  CacheEntry imposter = sample("different source");
+  cache.store(imposter);
+  fs::copy_file(cache.path_for(imposter.key), p, fs::copy_options::overwrite_existing);
+  CHECK_FALSE(cache.load(e.key));
+  fs::remove_all(cache.dir());
+}
+
+TEST_CASE("disk cache: an unwritable directory means memory-only caching, never a failure", "[cache]") {
+  if (geteuid() == 0) {
+    // root ignores permissions; a path under a regular file is unwritable for everyone
+    const fs::path file = fresh_dir("file");
+    std::ofstream(file) << "not a directory";
+    DiskCache cache(file / "sub");
+    CHECK_NOTHROW(cache.store(sample()));
+    CHECK_FALSE(cache.load(sample().key));
+    CHECK_NOTHROW(cache.store(sample()));  // warned once, then silent
+    fs::remove(file);
+  } else {
+    const fs::path d = fresh_dir("readonly");
+    fs::create_directories(d);
+    fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
+    DiskCache cache(d);
+    CHECK_NOTHROW(cache.store(sample()));
+    CHECK_FALSE(cache.load(sample().key));
+    fs::permissions(d, fs::perms::owner_all);
+    fs::remove_all(d);
+  }
+  DiskCache off(fresh_dir("off"), /*enabled=*/false);
+  off.store(sample());
+  CHECK_FALSE(off.load(sample().key));
+  CHECK_FALSE(fs::exists(off.dir()));
+}
+
+TEST_CASE("disk cache: eight processes compiling the same new kernel all succeed", "[cache][nvrtc]") {
+  const fs::path dir = fresh_dir("procs");
+  // A kernel no earlier run has seen, so every process starts with a miss.
+  const std::string tag = fmt::format("{:x}", std::random_device{}());
+  fz::codegen::GeneratedKernel k{"fz_race_" + tag, 0,
+                                 "extern \"C\" __global__ void fz_race_" + tag + "(float* p) { p[threadIdx.x] *= 2.0f; }\n"};
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int code = 1;
+      try {
+        DiskCache cache(dir);
+        std::string options;
+        for (const auto& o : fz::detail::compile_options(fz::detail::default_target())) options += o + " ";
+        CacheKey key{k.source, k.name, fz::detail::nvrtc_version(), options, fz::detail::default_target().name()};
+        auto hit = cache.load(key);
+        if (!hit) {
+          auto out = fz::detail::compile(k.source, k.name, fz::detail::default_target());
+          cache.store(CacheEntry{key, out.binary, false, out.registers});
+        }
+        code = cache.load(key) ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  DiskCache cache(dir);
+  const auto files = cache.entries();
+  CHECK(files.size() == 1);
+  for (auto& f : fs::recursive_directory_iterator(dir)) CHECK(f.path().filename().string().rfind(".tmp-", 0) != 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the engine compiles once, then hits the disk cache", "[cache][nvrtc]") {
+  auto x = fz::placeholder<double>({64});
+  const double c = std::random_device{}();  // values never change the kernel, so use a fresh expression shape
+  (void)c;
+  fz::reset_stats();
+  const auto first = fz::inspect(fz::atan2(x, x + 1.0) * fz::hypot(x, 2.0) - fz::cbrt(x));
+  const auto s1 = fz::stats();
+  const auto second = fz::inspect(fz::atan2(x, x + 1.0) * fz::hypot(x, 2.0) - fz::cbrt(x));
+  const auto s2 = fz::stats();
+  CHECK(first.source == second.source);
+  CHECK(s1.compiles + s1.disk_hits == 1);
+  CHECK(s2.compiles == s1.compiles);
+  CHECK(s2.disk_hits == s1.disk_hits + 1);
+  CHECK(fs::exists(second.cache_path));
+}
