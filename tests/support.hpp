@@ -50,16 +50,16 @@ template <class T> double as_double(T v) { return static_cast<double>(static_cas
 template <class T> std::vector<T> random(std::size_t n, double lo, double hi, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::vector<T> v(n);
-  for (auto& x : v) {
+  for (std::size_t k = 0; k < n; ++k) {
     if constexpr (std::is_same_v<T, bool>) {
-      x = (rng() & 1) != 0;
+      v[k] = (rng() & 1) != 0;
     } else if constexpr (std::is_integral_v<T>) {
       std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
-      x = static_cast<T>(d(rng));
+      v[k] = static_cast<T>(d(rng));
     } else {
       std::uniform_real_distribution<double> d(lo, hi);
-      x = T(static_cast<float>(d(rng)));
-      if constexpr (std::is_same_v<T, double>) x = d(rng);
+      v[k] = T(static_cast<float>(d(rng)));
+      if constexpr (std::is_same_v<T, double>) v[k] = d(rng);
     }
   }
   return v;

@@ -1,1 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Arrays on a GPU: transfers of every dtype, views reading the right elements, value semantics.
+#include <bit>
+#include <limits>
+#include <numeric>
+
 #include "support.hpp"
+
+namespace {
+
+template <class T> std::vector<T> sample_values(std::size_t n) {
+  std::vector<T> v = test::random<T>(n, -100, 100, 11);
+  if constexpr (std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>) {
+    v[0] = T(std::numeric_limits<float>::infinity());
+    v[1] = T(-0.0f);
+    v[2] = T::from_bits(1);  // smallest subnormal
+    v[3] = T(std::nanf(""));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    v[0] = std::numeric_limits<T>::infinity();
+    v[1] = -0.0;
+    v[2] = std::numeric_limits<T>::denorm_min();
+    v[3] = std::numeric_limits<T>::quiet_NaN();
+  } else if constexpr (!std::is_same_v<T, bool>) {
+    v[0] = std::numeric_limits<T>::max();
+    v[1] = std::numeric_limits<T>::min();
+  }
+  return v;
+}
+
+template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if constexpr (std::is_same_v<T, bool>) return a == b;
+  else return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("transfers of every dtype round-trip exactly", "[gpu][arrays]", bool, std::int8_t, std::int16_t,
+                   std::int32_t, std::int64_t, std::uint8_t, std::uint16_t, std::uint32_t, std::uint64_t, fz::half,
+                   fz::bfloat16, float, double) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
+    const std::vector<TestType> host = sample_values<TestType>(n);
+    fz::Array<TestType> a = fz::asarray(host);
+    CHECK(a.dtype() == fz::dtype_of<TestType>);
+    CHECK(a.shape() == fz::Shape{static_cast<std::int64_t>(n)});
+    CHECK(same_bits(a.to_host(), host));
+    fz::Array<TestType> copy = a;  // deep copy through a kernel
+    CHECK(copy.data_ptr() != a.data_ptr());
+    CHECK(same_bits(copy.to_host(), host));
+  }
+}
+
+TEST_CASE("views read the right elements", "[gpu][arrays]") {
+  std::vector<int> h(24);
+  std::iota(h.begin(), h.end(), 0);
+  fz::Array<int> a = fz::asarray(h, {2, 3, 4});
+  auto at = [&](int i, int j, int k) { return h[static_cast<std::size_t>(i * 12 + j * 4 + k)]; };
+
+  {  // a[:, ::-1, 1::2]
+    auto v = a.slice({{}, {std::nullopt, std::nullopt, -1}, {1, std::nullopt, 2}});
+    CHECK(v.shape() == fz::Shape{2, 3, 2});
+    std::vector<int> want;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 2; j >= 0; --j)
+        for (int k = 1; k < 4; k += 2) want.push_back(at(i, j, k));
+    CHECK(v.to_host() == want);
+  }
+  {  // a.transpose((2, 0, 1))
+    auto t = a.transpose({2, 0, 1});
+    std::vector<int> want;
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j) want.push_back(at(i, j, k));
+    CHECK(t.to_host() == want);
+    CHECK(t.reshape({-1}).to_host() == want);  // reshape of a non-contiguous view copies
+  }
+  {  // a[1, 2:3, :] broadcast to (2, 3, 4)
+    auto row = a.slice({{1, 2}, {2, 3}}).broadcast_to({2, 3, 4});
+    std::vector<int> want;
+    for (int i = 0; i < 24; ++i) want.push_back(at(1, 2, i % 4));
+    CHECK(row.to_host() == want);
+  }
+  CHECK(a.expand_dims(0).shape() == fz::Shape{1, 2, 3, 4});
+  CHECK(a.reshape({4, 6}).to_host() == h);
+  CHECK(a.slice({{1, 2}, {0, 1}, {3, 4}}).item() == at(1, 0, 3));
+  CHECK_THROWS_AS(a.item(), fz::ShapeError);
+}
+
+TEST_CASE("assignment writes into same-shaped arrays, views included", "[gpu][arrays]") {
+  fz::Array<float> a = fz::zeros<float>({4, 6});
+  auto v = a.slice({{1, 3}, {0, 6, 2}});  // a[1:3, ::2]
+  v = v + 5.f;                              // same shape: writes through to a
+  const auto h = a.to_host();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j)
+      CHECK(h[static_cast<std::size_t>(i * 6 + j)] == ((i == 1 || i == 2) && j % 2 == 0 ? 5.f : 0.f));
+
+  fz::Array<float> b = fz::full<float>({3}, 2.f);
+  const auto ptr = b.data_ptr();
+  b = b * 3.f;  // same shape: in place
+  CHECK(b.data_ptr() == ptr);
+  b = fz::full<float>({5}, 1.f) + 1.f;  // another shape: b becomes a new array
+  CHECK(b.shape() == fz::Shape{5});
+  CHECK(b.to_host() == std::vector<float>(5, 2.f));
+
+  fz::Array<float> c = b;  // deep copy
+  c += 1.f;
+  CHECK(b.to_host() == std::vector<float>(5, 2.f));
+  CHECK(c.to_host() == std::vector<float>(5, 3.f));
+  const auto cptr = c.data_ptr();
+  fz::Array<float> d = std::move(c);  // cheap
+  CHECK(d.data_ptr() == cptr);
+  CHECK_THROWS_AS(d += fz::full<float>({2}, 1.f), fz::ShapeError);
+  CHECK_THROWS_AS(a.broadcast_to({2, 4, 6}) = fz::zeros<float>({2, 4, 6}) + 1.f, fz::Error);  // read-only broadcast
+}
+
+TEST_CASE("creation functions", "[gpu][arrays]") {
+  CHECK(fz::zeros<std::int16_t>({3}).to_host() == std::vector<std::int16_t>{0, 0, 0});
+  CHECK(fz::ones<double>({2, 2}).to_host() == std::vector<double>(4, 1.0));
+  CHECK(fz::full<std::uint8_t>({2}, 200).to_host() == std::vector<std::uint8_t>{200, 200});
+  CHECK(fz::arange<std::int32_t>(5).to_host() == std::vector<std::int32_t>{0, 1, 2, 3, 4});
+  CHECK(fz::arange<float>(1, 2, 0.25).to_host() == std::vector<float>{1.f, 1.25f, 1.5f, 1.75f});
+  CHECK(fz::arange<std::int64_t>(10, 0, -3).to_host() == std::vector<std::int64_t>{10, 7, 4, 1});
+  CHECK(fz::arange<float>(3, 1).size() == 0);
+  CHECK(fz::empty<float>({0, 5}).size() == 0);
+  CHECK(fz::full<fz::half>({1}, fz::half(1.5f)).item() == 1.5f);
+  fz::Array<double> e;
+  CHECK_FALSE(e.has_storage());
+  CHECK_THROWS_AS(fz::eval(e + 1.0), fz::Error);
+  CHECK_THROWS_AS(fz::eval(fz::placeholder<float>({3}) + 1.f), fz::Error);
+  CHECK_THROWS_AS(fz::asarray(std::vector<float>{1, 2, 3}, {2, 2}), fz::ShapeError);
+}

@@ -1,1 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fused expressions on a GPU against float64 host references: layouts, broadcasting, aliasing,
+// semantics, fused vs unfused, compile counts, and arrays over 2^31 elements.
+#include <cmath>
+#include <limits>
+
 #include "support.hpp"
+
+namespace {
+
+template <class T> std::vector<double> to_doubles(const std::vector<T>& v) {
+  std::vector<double> d;
+  for (const T& x : v) d.push_back(test::as_double(x));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("the seed expression matches a float64 reference, fused and unfused", "[gpu][elementwise]") {
+  const std::size_t n = (1 << 20) + 3;  // odd: exercises the vector tail
+  const auto xh = test::random<float>(n, -10, 10, 1), yh = test::random<float>(n, -10, 10, 2),
+             zh = test::random<float>(n, 0.1, 10, 3);
+  fz::Array<float> x = fz::asarray(xh), y = fz::asarray(yh), z = fz::asarray(zh);
+  std::vector<double> want(n);
+  for (std::size_t i = 0; i < n; ++i) want[i] = std::sin(double(xh[i])) + std::cos(double(yh[i])) / std::sqrt(double(zh[i]));
+
+  fz::Array<float> out = fz::full<float>({static_cast<std::int64_t>(n)}, std::nanf(""));  // poisoned
+  fz::reset_stats();
+  out = fz::sin(x) + fz::cos(y) / fz::sqrt(z);
+  CHECK(fz::stats().launches == 1);
+  CHECK(fz::stats().bytes_read == 3 * 4 * n);
+  CHECK(fz::stats().bytes_written == 4 * n);
+  CHECK(test::mismatches(out.to_host(), want, fz::DType::float32) == 0);
+
+  fz::Array<float> eager = fz::full<float>({static_cast<std::int64_t>(n)}, std::nanf(""));
+  fz::reset_stats();
+  {
+    fz::Unfused scope;
+    CHECK(fz::Unfused::active());
+    eager = fz::sin(x) + fz::cos(y) / fz::sqrt(z);
+  }
+  CHECK_FALSE(fz::Unfused::active());
+  CHECK(fz::stats().launches == 5);  // sin, cos, sqrt, div, add
+  CHECK(test::mismatches(eager.to_host(), want, fz::DType::float32) == 0);
+}
+
+TEMPLATE_TEST_CASE("an expression gives the same answer in every dtype, fused and unfused", "[gpu][elementwise]",
+                   float, double, fz::half, fz::bfloat16, std::int32_t, std::int8_t, std::uint16_t) {
+  const std::size_t n = 4099;
+  const auto xh = test::random<TestType>(n, 0, 9, 4), yh = test::random<TestType>(n, 0, 9, 5);
+  fz::Array<TestType> x = fz::asarray(xh), y = fz::asarray(yh);
+  std::vector<double> want(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = test::as_double(xh[i]), b = test::as_double(yh[i]);
+    want[i] = (a - b) * (a - b) + 2 * a;
+    if constexpr (std::is_integral_v<TestType>) want[i] = static_cast<double>(static_cast<TestType>(static_cast<std::int64_t>(want[i])));
+  }
+  const fz::DType d = fz::dtype_of<TestType>;
+  fz::Array<TestType> fused = (x - y) * (x - y) + 2 * x;
+  CHECK(test::mismatches(fused.to_host(), want, d) == 0);
+  fz::Unfused scope;
+  fz::Array<TestType> eager = (x - y) * (x - y) + 2 * x;
+  CHECK(test::mismatches(eager.to_host(), want, d) == 0);
+}
+
+TEST_CASE("broadcasting, 0-d and empty arrays", "[gpu][elementwise]") {
+  fz::Array<float> col = fz::asarray(std::vector<float>{1, 2, 3}, {3, 1});
+  fz::Array<float> row = fz::asarray(std::vector<float>{10, 20, 30, 40}, {1, 4});
+  fz::Array<float> grid = col * row + 0.5f;
+  CHECK(grid.shape() == fz::Shape{3, 4});
+  std::vector<float> want;
+  for (int i = 1; i <= 3; ++i)
+    for (int j = 1; j <= 4; ++j) want.push_back(float(i * j * 10) + 0.5f);
+  CHECK(grid.to_host() == want);
+
+  fz::Array<double> scalar = fz::asarray(std::vector<double>{2.5}, fz::Shape{});
+  CHECK(scalar.ndim() == 0);
+  fz::Array<double> v = fz::arange<double>(4) * scalar;
+  CHECK(v.to_host() == std::vector<double>{0, 2.5, 5, 7.5});
+  fz::Array<double> s2 = scalar * scalar;
+  CHECK(s2.ndim() == 0);
+  CHECK(s2.item() == 6.25);
+
+  fz::Array<float> empty = fz::empty<float>({0, 4});
+  fz::reset_stats();
+  fz::Array<float> e2 = empty + row;
+  CHECK(e2.shape() == fz::Shape{0, 4});
+  CHECK(fz::stats().launches == 0);
+  CHECK_THROWS_AS(fz::eval(col.reshape({3}) + row.reshape({4})), fz::ShapeError);
+}
+
+TEST_CASE("strided views as inputs and outputs: negative, zero and transposed strides", "[gpu][elementwise]") {
+  const std::int64_t R = 37, C = 53;
+  const auto h = test::random<float>(R * C, -1, 1, 9);
+  fz::Array<float> m = fz::asarray(h, {R, C});
+  auto at = [&](std::int64_t i, std::int64_t j) { return double(h[static_cast<std::size_t>(i * C + j)]); };
+
+  fz::Array<float> flipped = m.slice({{std::nullopt, std::nullopt, -1}, {std::nullopt, std::nullopt, -2}}) * 2.f;
+  CHECK(flipped.shape() == fz::Shape{R, (C + 1) / 2});
+  std::vector<double> want;
+  for (std::int64_t i = R - 1; i >= 0; --i)
+    for (std::int64_t j = C - 1; j >= 0; j -= 2) want.push_back(2 * at(i, j));
+  CHECK(test::mismatches(flipped.to_host(), want, fz::DType::float32) == 0);
+
+  fz::Array<float> t = fz::full<float>({C, R}, std::nanf(""));
+  auto tt = t.transpose();  // a strided output view of shape (R, C)
+  tt = m + m.slice({{0, 1}}).broadcast_to({R, C});  // zero-stride input
+  want.clear();
+  for (std::int64_t j = 0; j < C; ++j)
+    for (std::int64_t i = 0; i < R; ++i) want.push_back(at(i, j) + at(0, j));
+  CHECK(test::mismatches(t.to_host(), want, fz::DType::float32) == 0);
+}
+
+TEST_CASE("outputs that overlap inputs get NumPy's answer", "[gpu][elementwise]") {
+  std::vector<float> h = {0, 1, 2, 3, 4, 5, 6, 7};
+  fz::Array<float> x = fz::asarray(h);
+  x = x.slice({{std::nullopt, std::nullopt, -1}}) + 1.f;  // all reads before any write
+  CHECK(x.to_host() == std::vector<float>{8, 7, 6, 5, 4, 3, 2, 1});
+
+  fz::Array<float> sq = fz::asarray(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3});
+  sq += sq.transpose();
+  CHECK(sq.to_host() == std::vector<float>{2, 6, 10, 6, 10, 14, 10, 14, 18});
+
+  fz::Array<float> y = fz::asarray(h);
+  fz::reset_stats();
+  y = y * 2.f + y;  // the same view in and out: one kernel, no temporary
+  CHECK(fz::stats().launches == 1);
+  CHECK(y.to_host() == std::vector<float>{0, 3, 6, 9, 12, 15, 18, 21});
+
+  fz::Array<float> z = fz::asarray(h);
+  auto lo = z.slice({{0, 4}}), hi = z.slice({{4, 8}});
+  lo = hi * 1.f;  // disjoint halves of one buffer: no copy needed, still right
+  CHECK(z.to_host() == std::vector<float>{4, 5, 6, 7, 4, 5, 6, 7});
+}
+
+TEST_CASE("NumPy semantics users rely on", "[gpu][elementwise]") {
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  fz::Array<float> a = fz::asarray(std::vector<float>{1, nan, 3, -inf});
+  fz::Array<float> b = fz::asarray(std::vector<float>{nan, 2, 1, 0});
+  auto mx = fz::eval(fz::maximum(a, b)).to_host();
+  CHECK((std::isnan(mx[0]) && std::isnan(mx[1]) && mx[2] == 3 && mx[3] == 0));
+  auto fm = fz::eval(fz::fmax(a, b)).to_host();
+  CHECK(fm == std::vector<float>{1, 2, 3, 0});
+  auto mn = fz::eval(fz::minimum(a, b)).to_host();
+  CHECK((std::isnan(mn[0]) && std::isnan(mn[1]) && mn[2] == 1 && mn[3] == -inf));
+
+  fz::Array<std::int32_t> i = fz::asarray(std::vector<std::int32_t>{7, -7, 7, -7, 5});
+  fz::Array<std::int32_t> j = fz::asarray(std::vector<std::int32_t>{2, 2, -2, -2, 0});
+  CHECK(fz::eval(i / j).to_host() == std::vector<double>{3.5, -3.5, -3.5, 3.5, std::numeric_limits<double>::infinity()});
+  CHECK(fz::eval(fz::floor_divide(i, j)).to_host() == std::vector<std::int32_t>{3, -4, -4, 3, 0});
+  CHECK(fz::eval(i % j).to_host() == std::vector<std::int32_t>{1, 1, -1, -1, 0});
+  CHECK(fz::eval(fz::fmod(i, j)).to_host() == std::vector<std::int32_t>{1, -1, 1, -1, 0});
+  fz::Array<double> fi = fz::cast<double>(i), fj = fz::cast<double>(j);
+  auto fd = fz::eval(fz::floor_divide(fi, fj)).to_host();
+  CHECK((fd[0] == 3 && fd[1] == -4 && fd[2] == -4 && fd[3] == 3 && std::isinf(fd[4])));
+  auto fr = fz::eval(fz::remainder(fi, fj)).to_host();
+  CHECK((fr[0] == 1 && fr[1] == 1 && fr[2] == -1 && fr[3] == -1 && std::isnan(fr[4])));
+
+  // inf and nan constants survive for every float width (scalars are arguments, never literals)
+  fz::Array<fz::half> h = fz::full<fz::half>({2}, fz::half(1.f));
+  fz::Array<fz::bfloat16> bf = fz::full<fz::bfloat16>({2}, fz::bfloat16(1.f));
+  fz::Array<double> d = fz::full<double>({2}, 1.0);
+  fz::Array<float> f = fz::full<float>({2}, 1.f);
+  CHECK(std::isinf(float(fz::eval(h * inf).to_host()[0])));
+  CHECK(std::isnan(float(fz::eval(h + nan).to_host()[0])));
+  CHECK(std::isinf(float(fz::eval(bf * -inf).to_host()[0])));
+  CHECK(std::isnan(float(fz::eval(bf - nan).to_host()[0])));
+  CHECK(std::isinf(fz::eval(f / 0.f).to_host()[0]));
+  CHECK(std::isnan(fz::eval(d * std::nan("")).to_host()[0]));
+  CHECK(std::isinf(fz::eval(d + std::numeric_limits<double>::infinity()).to_host()[1]));
+}
+
+TEST_CASE("half and bfloat16 compute in float and round once, on store", "[gpu][elementwise]") {
+  fz::Array<fz::half> one = fz::full<fz::half>({4}, fz::half(1.f));
+  fz::Array<fz::half> tiny = fz::full<fz::half>({4}, fz::half(1e-4f));
+  // With a rounding after every op, 1 + 1e-4 would round to 1 and the result would be 0.
+  const float r = fz::eval((one + tiny) - one).to_host()[0];
+  CHECK(r == Approx(float(fz::half(1e-4f))).epsilon(1e-3));
+  fz::Array<fz::bfloat16> b1 = fz::full<fz::bfloat16>({4}, fz::bfloat16(1.f));
+  fz::Array<fz::bfloat16> bt = fz::full<fz::bfloat16>({4}, fz::bfloat16(1e-3f));
+  CHECK(float(fz::eval((b1 + bt) - b1).to_host()[0]) == Approx(float(fz::bfloat16(1e-3f))).epsilon(1e-2));
+  // An explicit cast does round.
+  CHECK(float(fz::eval(fz::cast<fz::half>(one + tiny) - one).to_host()[0]) == 0.f);
+}
+
+TEST_CASE("new sizes and new constants never recompile", "[gpu][elementwise]") {
+  fz::Array<float> a = fz::full<float>({1000}, 1.f);
+  fz::Array<float> r = a * 2.f + 1.f;  // warm: compiles (or loads) once
+  fz::reset_stats();
+  for (std::int64_t n : {1000, 5000, 123457, 1 << 20}) {
+    fz::Array<float> b = fz::full<float>({n}, 2.f);
+    fz::Array<float> c = b * 3.5f + static_cast<float>(n);
+    CHECK(c.slice({{n - 1, n}}).item() == 7.f + static_cast<float>(n));
+  }
+  CHECK(fz::stats().compiles == 0);
+  CHECK(fz::stats().disk_hits == 0);
+}
+
+TEST_CASE("arrays over 2^31 elements use 64-bit indexing", "[gpu][elementwise][large]") {
+  const std::int64_t n = (std::int64_t{1} << 31) + 17;
+  fz::Array<std::int8_t> x = fz::full<std::int8_t>({n}, 3);
+  x.slice({{n - 1, n}}) = fz::full<std::int8_t>({1}, 5) * 1;  // mark the last element
+  fz::Array<std::int8_t> y = x * 2 + 1;
+  CHECK(fz::inspect(x * 2 + 1).variant.find("64-bit index") != std::string::npos);
+  CHECK(y.slice({{0, 3}}).to_host() == std::vector<std::int8_t>{7, 7, 7});
+  CHECK(y.slice({{(std::int64_t{1} << 31) - 2, (std::int64_t{1} << 31) + 2}}).to_host() == std::vector<std::int8_t>{7, 7, 7, 7});
+  CHECK(y.slice({{n - 2, n}}).to_host() == std::vector<std::int8_t>{7, 11});
+}

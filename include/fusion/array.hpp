@@ -47,9 +47,15 @@ template <Element T> class Array : public ArrayBase {
 
   /// Elements in C order, after the current stream's work completes.
   std::vector<T> to_host() const {
-    std::vector<T> v(static_cast<std::size_t>(size()));
-    download(v.data());
-    return v;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: stage through bytes
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size()));
+      download(bytes.data());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> v(static_cast<std::size_t>(size()));
+      download(v.data());
+      return v;
+    }
   }
   /// The single element of a size-1 array (synchronizes).
   T item() const {
@@ -88,6 +94,7 @@ template <Element T, class E> requires(Operand<E> || CppScalar<E>) void copyto(A
   if constexpr (CppScalar<E>) detail::assign(dst, expr::Scalar<T>::make(e), detail::AssignMode::into);
   else detail::assign(dst, detail::to_node(e), detail::AssignMode::into);
 }
+template <Element T> void copyto(Array<T>& dst, T value) { detail::assign(dst, expr::Scalar<T>{{}, value}, detail::AssignMode::into); }
 template <Element T> Array<T> full(const Shape& shape, T value) {
   Array<T> a = empty<T>(shape);
   copyto(a, value);
@@ -111,10 +118,17 @@ template <Element T> Array<T> asarray(std::span<const T> host, const Shape& shap
   return a;
 }
 template <Element T> Array<T> asarray(const std::vector<T>& host, const Shape& shape) {
-  return asarray(std::span<const T>(host), shape);
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: stage through bytes
+    const std::vector<std::uint8_t> bytes(host.begin(), host.end());
+    Array<T> a = empty<T>(shape);
+    a.upload(bytes.data(), bytes.size());
+    return a;
+  } else {
+    return asarray(std::span<const T>(host), shape);
+  }
 }
 template <Element T> Array<T> asarray(const std::vector<T>& host) {
-  return asarray(std::span<const T>(host), Shape{static_cast<std::int64_t>(host.size())});
+  return asarray(host, Shape{static_cast<std::int64_t>(host.size())});
 }
 
 /// Evaluates an expression into an Array of its own (promoted) type.

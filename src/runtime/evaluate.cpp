@@ -153,9 +153,7 @@ void analyze(const Call& c, const ArrayBase& out, Layout& L) {
     if (zero && L.n > 1) return Access::broadcast;
     return s == dense ? Access::contiguous : Access::strided;
   };
-  L.v.out_access = classify(L.strides[0]);
-  if (L.v.out_access == Access::broadcast)
-    throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
+  L.v.out_access = classify(L.strides[0]);  // never broadcast: prepare_output refuses such views
   for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[p + 1]);
 
   bool wide = L.n > INT_MAX;
@@ -301,6 +299,9 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device) 
                                    to_string(out.shape())));
     if (out.device() != device)
       throw Error(fmt::format("the output lives on device {} but device {} is current", out.device(), device));
+    for (int d = 0; d < out.ndim(); ++d)
+      if (out.strides()[d] == 0 && out.shape()[d] > 1)
+        throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
   } else {
     out = ArrayBase::make_empty(out.dtype(), shape);
   }
