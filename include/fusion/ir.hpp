@@ -100,6 +100,9 @@ struct Graph {
   std::uint32_t scalar(DType d);
   std::uint32_t iota();
   std::uint32_t cast(std::uint32_t x, DType to);
+  /// A cast the user asked for: like cast(), but a computed 16-bit float value is rounded to its
+  /// storage precision even when the dtype does not change (16-bit values otherwise stay in float).
+  std::uint32_t explicit_cast(std::uint32_t x, DType to);
   std::uint32_t unary(Op op, std::uint32_t x);
   std::uint32_t binary(Op op, std::uint32_t x, std::uint32_t y);
   std::uint32_t where(std::uint32_t cond, std::uint32_t x, std::uint32_t y);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -42,6 +43,16 @@ std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g) {
     if (n.op == Op::scalar) s.emplace_back(n.slot, n.dtype);
   std::sort(s.begin(), s.end());
   return s;
+}
+
+/// Vectors each thread loads per input before computing (FUSION_UNROLL overrides, for tuning only).
+int unroll_factor() {
+  static const int u = [] {
+    const char* e = std::getenv("FUSION_UNROLL");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= 8 ? v : 2;
+  }();
+  return u;
 }
 
 void check_identifier(std::string_view name) {
@@ -81,6 +92,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const bool iota = uses_iota(g);
   const std::uint32_t result = g.outputs[0];
   const DType result_dtype = g.nodes[result].dtype;
+  // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.
+  const bool raw_copy = g.nodes[result].op == Op::input && result_dtype == v.out_dtype;
+  auto value_type = [&](DType d) { return raw_copy ? storage_type(d) : compute_type(d); };
+  auto load_conv = [&](DType d, const std::string& x) { return raw_copy ? x : load_conversion(d, x); };
 
   // Body first: it tells which helpers the kernel needs.
   SpellContext ctx;
@@ -98,10 +113,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   SourceWriter body;
   {
     std::vector<std::string> args;
-    for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", compute_type(pdt[p]), p));
+    for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", value_type(pdt[p]), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
-    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", compute_type(result_dtype), fmt::join(args, ", "));
+    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", value_type(result_dtype), fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
@@ -121,12 +136,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   }
 
   const std::string index_t = v.index64 ? "long long" : "int";
-  auto load = [&](int p, const std::string& at) { return load_conversion(pdt[p], fmt::format("in{}[{}]", p, at)); };
+  auto load = [&](int p, const std::string& at) { return load_conv(pdt[p], fmt::format("in{}[{}]", p, at)); };
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
     std::vector<std::string> args = inputs;
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
-    return store_conversion(result_dtype, v.out_dtype, fmt::format("fz_expr({})", fmt::join(args, ", ")));
+    const std::string value = fmt::format("fz_expr({})", fmt::join(args, ", "));
+    return raw_copy ? value : store_conversion(result_dtype, v.out_dtype, value);
   };
 
   SourceWriter w;
@@ -160,7 +176,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     w.line("const {0} step = ({0})gridDim.x * blockDim.x;", index_t);
     w.line("const {0} first = ({0})blockIdx.x * blockDim.x + threadIdx.x;", index_t);
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::broadcast) w.line("const {} b{} = {};", compute_type(pdt[p]), p, load(p, "0"));
+      if (v.access[p] == Access::broadcast) w.line("const {} b{} = {};", value_type(pdt[p]), p, load(p, "0"));
 
     auto element_inputs = [&](auto&& at) {
       std::vector<std::string> in;
@@ -170,18 +186,32 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
 
     if (!v.has_strided() && v.vector_width > 1) {
       const int V = v.vector_width;
-      w.line("// Main part: {} elements per access, 16 bytes at most, every pointer aligned for it.", V);
+      const int U = unroll_factor();
+      w.line("// Main part: {} elements per 16-byte access; each thread loads {} such vectors per input", V, U);
+      w.line("// before any math, so enough loads are in flight to cover memory latency.");
       w.line("const {0} n_vec = ({0})(n / {1});", index_t, V);
       {
-        auto loop = w.block("for ({} iv = first; iv < n_vec; iv += step)", index_t);
+        auto loop = w.block("for ({} base = first; base < n_vec; base += step * {})", index_t, U);
         for (int p = 0; p < v.n_params; ++p)
-          if (v.access[p] == Access::contiguous)
-            w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
+          if (v.access[p] == Access::contiguous) w.line("FzVec<{}, {}> v{}[{}];", storage_type(pdt[p]), V, p, U);
+        w.line("#pragma unroll");
+        {
+          auto loads = w.block("for (int u = 0; u < {}; ++u)", U);
+          w.line("const {} iv = base + u * step;", index_t);
+          auto guard = w.block("if (iv < n_vec)");
+          for (int p = 0; p < v.n_params; ++p)
+            if (v.access[p] == Access::contiguous)
+              w.line("v{2}[u] = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
+        }
+        w.line("#pragma unroll");
+        auto stores = w.block("for (int u = 0; u < {}; ++u)", U);
+        w.line("const {} iv = base + u * step;", index_t);
+        auto guard = w.block("if (iv < n_vec)");
         w.line("FzVec<{}, {}> r;", storage_type(v.out_dtype), V);
         w.line("#pragma unroll");
         {
           auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
-          auto in = element_inputs([&](int p) { return load_conversion(pdt[p], fmt::format("v{}.v[k]", p)); });
+          auto in = element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}[u].v[k]", p)); });
           w.line("r.v[k] = {};", call(in, fmt::format("iv * {} + k", V)));
         }
         w.line("reinterpret_cast<FzVec<{0}, {1}>*>(out)[iv] = r;", storage_type(v.out_dtype), V);

@@ -26,6 +26,12 @@ std::uint32_t Graph::cast(std::uint32_t x, DType to) {
   return push(*this, {Op::cast, to, x});
 }
 
+std::uint32_t Graph::explicit_cast(std::uint32_t x, DType to) {
+  const bool rounds = (to == DType::float16 || to == DType::bfloat16) && nodes[x].op != Op::input;
+  if (dtype(x) == to && !rounds) return x;
+  return push(*this, {Op::cast, to, x});
+}
+
 std::uint32_t Graph::unary(Op op, std::uint32_t x) {
   const DType d = dtype(x);
   if (arity(op) != Arity::unary) throw Error(fmt::format("internal: {} is not a unary op", op_name(op)));
