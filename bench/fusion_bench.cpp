@@ -72,6 +72,8 @@ double copy_bandwidth_gbs(std::int64_t n) {
   return 2.0 * static_cast<double>(a.nbytes()) / (us * 1e3);  // read + write
 }
 
+bool g_fused_only = false;
+
 template <class T> std::vector<Row> suite(std::int64_t n, bool all) {
   auto x = random_array<T>(n, -2, 2, 1), y = random_array<T>(n, -2, 2, 2), z = random_array<T>(n, 0.5f, 2, 3);
   fz::Array<T> out = fz::empty<T>({n});
@@ -83,9 +85,9 @@ template <class T> std::vector<Row> suite(std::int64_t n, bool all) {
     fn();
     const std::uint64_t fused_k = fz::stats().launches;
     const double f = gpu_us(fn);
-    std::uint64_t unfused_k;
-    double u;
-    {
+    std::uint64_t unfused_k = 0;
+    double u = 0;
+    if (!g_fused_only) {
       fz::Unfused eager;
       fz::reset_stats();
       fn();
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
   int log2n = 26;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
+    if (!std::strcmp(argv[i], "--fused-only")) g_fused_only = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) log2n = std::atoi(argv[++i]);
   }
@@ -179,8 +182,8 @@ int main(int argc, char** argv) {
   const double copy = copy_bandwidth_gbs(n);
   std::vector<Row> rows = suite<float>(n, true);
   for (auto& r : suite<fz::bfloat16>(n, false)) rows.push_back(r);
-  const auto [fused_dispatch, raw_dispatch] = dispatch_us();
-  const double compile = compile_ms();
+  const auto [fused_dispatch, raw_dispatch] = g_fused_only ? std::pair{0.0, 0.0} : dispatch_us();
+  const double compile = g_fused_only ? 0.0 : compile_ms();
 
   fmt::print("fusion-bench on {} (sm_{}), n = 2^{}; device-to-device copy: {:.0f} GB/s (read + write)\n", props.name,
              props.arch(), log2n, copy);

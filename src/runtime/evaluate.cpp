@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -48,6 +50,16 @@ std::mutex& build_mutex() {
 }
 
 thread_local bool tls_unfused = false;
+
+/// Blocks launched at most: FUSION_GRID_WAVES full waves of the device (0: one block per 256 work items).
+int max_blocks(const DeviceProperties& props) {
+  static const int waves = [] {
+    const char* e = std::getenv("FUSION_GRID_WAVES");
+    return e ? std::atoi(e) : 1;
+  }();
+  if (waves <= 0) return std::numeric_limits<int>::max();
+  return waves * props.multiprocessor_count * (props.max_threads_per_multiprocessor / kThreads);
+}
 
 }  // namespace
 
@@ -198,7 +210,7 @@ const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, st
   const LoadedKernel& loaded = load_kernel(k, device);
   const DeviceProperties& props = properties_of(device);
   auto* slot = new KernelSlot{v, device, std::string(name), &loaded, k.hash, std::move(k.source), {},
-                              props.multiprocessor_count * (props.max_threads_per_multiprocessor / kThreads),
+                              max_blocks(props),
                               lw.slots.load(std::memory_order_relaxed)};
   for (const ir::Node& n : lw.graph.nodes)
     if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
