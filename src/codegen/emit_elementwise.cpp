@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -43,16 +42,6 @@ std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g) {
     if (n.op == Op::scalar) s.emplace_back(n.slot, n.dtype);
   std::sort(s.begin(), s.end());
   return s;
-}
-
-/// Vectors each thread loads per input before computing (FUSION_UNROLL overrides, for tuning only).
-int unroll_factor() {
-  static const int u = [] {
-    const char* e = std::getenv("FUSION_UNROLL");
-    const int v = e ? std::atoi(e) : 0;
-    return v >= 1 && v <= 8 ? v : 2;
-  }();
-  return u;
 }
 
 void check_identifier(std::string_view name) {
@@ -186,32 +175,18 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
 
     if (!v.has_strided() && v.vector_width > 1) {
       const int V = v.vector_width;
-      const int U = unroll_factor();
-      w.line("// Main part: {} elements per 16-byte access; each thread loads {} such vectors per input", V, U);
-      w.line("// before any math, so enough loads are in flight to cover memory latency.");
+      w.line("// Main part: {} elements per 16-byte access, every pointer aligned for it.", V);
       w.line("const {0} n_vec = ({0})(n / {1});", index_t, V);
       {
-        auto loop = w.block("for ({} base = first; base < n_vec; base += step * {})", index_t, U);
+        auto loop = w.block("for ({} iv = first; iv < n_vec; iv += step)", index_t);
         for (int p = 0; p < v.n_params; ++p)
-          if (v.access[p] == Access::contiguous) w.line("FzVec<{}, {}> v{}[{}];", storage_type(pdt[p]), V, p, U);
-        w.line("#pragma unroll");
-        {
-          auto loads = w.block("for (int u = 0; u < {}; ++u)", U);
-          w.line("const {} iv = base + u * step;", index_t);
-          auto guard = w.block("if (iv < n_vec)");
-          for (int p = 0; p < v.n_params; ++p)
-            if (v.access[p] == Access::contiguous)
-              w.line("v{2}[u] = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
-        }
-        w.line("#pragma unroll");
-        auto stores = w.block("for (int u = 0; u < {}; ++u)", U);
-        w.line("const {} iv = base + u * step;", index_t);
-        auto guard = w.block("if (iv < n_vec)");
+          if (v.access[p] == Access::contiguous)
+            w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
         w.line("FzVec<{}, {}> r;", storage_type(v.out_dtype), V);
         w.line("#pragma unroll");
         {
           auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
-          auto in = element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}[u].v[k]", p)); });
+          auto in = element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); });
           w.line("r.v[k] = {};", call(in, fmt::format("iv * {} + k", V)));
         }
         w.line("reinterpret_cast<FzVec<{0}, {1}>*>(out)[iv] = r;", storage_type(v.out_dtype), V);

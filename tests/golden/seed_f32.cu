@@ -13,34 +13,18 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
 extern "C" __global__ void __launch_bounds__(256) fz_sin_cos_sqrt_div_f32_e51348d38624b14c(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out, const long long n) {
   const int step = (int)gridDim.x * blockDim.x;
   const int first = (int)blockIdx.x * blockDim.x + threadIdx.x;
-  // Main part: 4 elements per 16-byte access; each thread loads 2 such vectors per input
-  // before any math, so enough loads are in flight to cover memory latency.
+  // Main part: 4 elements per 16-byte access, every pointer aligned for it.
   const int n_vec = (int)(n / 4);
-  for (int base = first; base < n_vec; base += step * 2) {
-    FzVec<float, 4> v0[2];
-    FzVec<float, 4> v1[2];
-    FzVec<float, 4> v2[2];
+  for (int iv = first; iv < n_vec; iv += step) {
+    const FzVec<float, 4> v0 = reinterpret_cast<const FzVec<float, 4>*>(in0)[iv];
+    const FzVec<float, 4> v1 = reinterpret_cast<const FzVec<float, 4>*>(in1)[iv];
+    const FzVec<float, 4> v2 = reinterpret_cast<const FzVec<float, 4>*>(in2)[iv];
+    FzVec<float, 4> r;
     #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int iv = base + u * step;
-      if (iv < n_vec) {
-        v0[u] = reinterpret_cast<const FzVec<float, 4>*>(in0)[iv];
-        v1[u] = reinterpret_cast<const FzVec<float, 4>*>(in1)[iv];
-        v2[u] = reinterpret_cast<const FzVec<float, 4>*>(in2)[iv];
-      }
+    for (int k = 0; k < 4; ++k) {
+      r.v[k] = fz_expr(v0.v[k], v1.v[k], v2.v[k]);
     }
-    #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int iv = base + u * step;
-      if (iv < n_vec) {
-        FzVec<float, 4> r;
-        #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          r.v[k] = fz_expr(v0[u].v[k], v1[u].v[k], v2[u].v[k]);
-        }
-        reinterpret_cast<FzVec<float, 4>*>(out)[iv] = r;
-      }
-    }
+    reinterpret_cast<FzVec<float, 4>*>(out)[iv] = r;
   }
   // Tail: the last n % 4 elements.
   for (int i = n_vec * 4 + first; i < n; i += step) {
