@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 
+#include "runtime/cache_commands.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "support.hpp"
@@ -164,4 +166,28 @@ TEST_CASE("the engine compiles a kernel once, then finds it in a cache", "[cache
   // without a GPU inspect reads the disk cache; with one, the loaded module is found in memory
   CHECK(s2.disk_hits + s2.memory_hits == s1.disk_hits + s1.memory_hits + 1);
   CHECK(fs::exists(second.cache_path));
+}
+
+TEST_CASE("cache management: ls, show, stats, clear and prune", "[cache]") {
+  DiskCache cache(fresh_dir("admin"));
+  for (int i = 0; i < 4; ++i) {
+    CacheEntry e = sample(fmt::format("extern \"C\" __global__ void k{}() {{}}", i));
+    e.key.kernel_name = fmt::format("fz_kernel_{}", i);
+    cache.store(e);
+  }
+  std::ostringstream ls, show, stats;
+  fz::detail::cache_ls(cache, ls);
+  CHECK_THAT(ls.str(), Catch::Contains("fz_kernel_0") && Catch::Contains("fz_kernel_3"));
+  CHECK(fz::detail::cache_show(cache, "fz_kernel_2", show));
+  CHECK(fz::detail::cache_show(cache, cache.entries().front().stem().string().substr(0, 6), show));  // by file hash
+  CHECK_THAT(show.str(), Catch::Contains("void k2()"));
+  CHECK_FALSE(fz::detail::cache_show(cache, "nothing_like_this", show));
+  fz::detail::cache_stats(cache, stats);
+  CHECK_THAT(stats.str(), Catch::Contains("entries:   4"));
+  const auto one = fs::file_size(cache.entries().front());
+  CHECK(fz::detail::cache_prune(cache, 2 * one) == 2);
+  CHECK(cache.entries().size() == 2);
+  CHECK(fz::detail::cache_clear(cache) == 2);
+  CHECK(cache.entries().empty());
+  fs::remove_all(cache.dir());
 }
