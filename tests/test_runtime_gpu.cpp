@@ -211,3 +211,31 @@ TEST_CASE("the pinned pool stages transfers and can be emptied", "[gpu][memory]"
   pinned.free_all_blocks();
   CHECK(pinned.n_free_blocks() == 0);
 }
+
+TEST_CASE("sixteen threads assign identical and different expressions on their own streams", "[gpu][runtime]") {
+  const std::int64_t n = 100003;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        fz::Stream s(fz::StreamOptions{.non_blocking = true});
+        fz::StreamScope scope(s);
+        fz::Array<float> x = fz::full<float>({n}, static_cast<float>(t));
+        for (int rep = 0; rep < 20; ++rep) {
+          // the same expression type in every thread, and one that differs by thread parity
+          fz::Array<float> a = x * 2.f + 1.f;
+          fz::Array<double> b = t % 2 ? fz::eval(fz::cast<double>(x) - 0.5) : fz::eval(fz::cast<double>(x) * 0.5);
+          const float av = a.slice({{n - 1, n}}).item();
+          const double bv = b.slice({{0, 1}}).item();
+          if (av != 2.f * t + 1.f || bv != (t % 2 ? t - 0.5 : t * 0.5)) ++failures;
+        }
+      } catch (const std::exception& e) {
+        UNSCOPED_INFO("thread " << t << ": " << e.what());
+        ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+}

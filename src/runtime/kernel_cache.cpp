@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "runtime/device_state.hpp"
 #include "runtime/disk_cache.hpp"
@@ -26,12 +27,23 @@ bool show_kernels() {
   return on;
 }
 
+/// FUSION_SHOW_KERNELS=1: each kernel's name and source, once per process.
+void announce(const codegen::GeneratedKernel& k, const std::string& target) {
+  if (!show_kernels()) return;
+  static std::mutex mu;
+  static std::set<std::string> shown;
+  std::lock_guard lock(mu);
+  if (shown.insert(k.name).second)
+    std::fprintf(stderr, "fusion: kernel %s (%s)\n%s\n", k.name.c_str(), target.c_str(), k.source.c_str());
+}
+
 }  // namespace
 
 Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   std::string options;
   for (const auto& o : compile_options(t)) options += o + " ";
   CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
+  announce(k, t.name());
   DiskCache& disk = DiskCache::instance();
   Artifact a;
   a.target = t.name();
@@ -77,7 +89,6 @@ const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
   lk->registers = a.registers;
   lk->target = a.target;
   lk->cache_path = a.cache_path;
-  if (show_kernels()) std::fprintf(stderr, "fusion: kernel %s (%s)\n%s\n", k.name.c_str(), a.target.c_str(), k.source.c_str());
   std::lock_guard lock(mu);
   auto [it, inserted] = loaded.emplace(key, std::move(lk));
   return *it->second;
