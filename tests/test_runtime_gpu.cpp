@@ -215,6 +215,8 @@ TEST_CASE("the pinned pool stages transfers and can be emptied", "[gpu][memory]"
 TEST_CASE("sixteen threads assign identical and different expressions on their own streams", "[gpu][runtime]") {
   const std::int64_t n = 100003;
   std::atomic<int> failures{0};
+  std::mutex mu;
+  std::string errors;  // Catch2's reporting is not thread-safe: collect, report after the join
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t) {
     threads.emplace_back([&, t] {
@@ -231,11 +233,13 @@ TEST_CASE("sixteen threads assign identical and different expressions on their o
           if (av != 2.f * t + 1.f || bv != (t % 2 ? t - 0.5 : t * 0.5)) ++failures;
         }
       } catch (const std::exception& e) {
-        UNSCOPED_INFO("thread " << t << ": " << e.what());
+        std::lock_guard lock(mu);
+        errors += fmt::format("thread {}: {}\n", t, e.what());
         ++failures;
       }
     });
   }
   for (auto& th : threads) th.join();
+  INFO(errors);
   CHECK(failures == 0);
 }
