@@ -119,3 +119,8 @@ TEST_CASE("large expressions compile in bounded time", "[codegen][nvrtc][compile
   CHECK(chain_s < 2.0);
   CHECK(poly_s < 2.0);
 }
+
+TEST_CASE("the README shows the generated seed kernel exactly", "[codegen][docs]") {
+  const std::string readme = read_file(std::string(FUSION_GOLDEN_DIR) + "/../../README.md");
+  CHECK(readme.find(read_file(std::string(FUSION_GOLDEN_DIR) + "/seed_f32.cu")) != std::string::npos);
+}

@@ -46,13 +46,18 @@ void evaluate(const Call& call, ArrayBase& out, AssignMode mode);
 template <class E> std::string_view name_of(const E&) { return {}; }
 template <class A> std::string_view name_of(const expr::Named<A>& e) { return e.name; }
 
-/// Packs `e`'s arguments and runs it into `out`.
-template <class E> void assign(ArrayBase& out, const E& e, AssignMode mode) {
+/// Packs `e`'s arguments (on the stack) and hands the call to `f`.
+template <class E, class F> decltype(auto) with_call(const E& e, F&& f) {
   std::array<const ArrayBase*, std::max(E::n_arrays, 1)> arrays;
   std::array<ScalarArg, std::max(E::n_scalars, 1)> scalars;
   ArgSink sink{arrays.data(), scalars.data()};
   e.pack(sink);
-  evaluate(Call{&lowered<E>(), arrays.data(), scalars.data(), E::n_arrays, E::n_scalars, name_of(e)}, out, mode);
+  return f(Call{&lowered<E>(), arrays.data(), scalars.data(), E::n_arrays, E::n_scalars, name_of(e)});
+}
+
+/// Runs `e` into `out`.
+template <class E> void assign(ArrayBase& out, const E& e, AssignMode mode) {
+  with_call(e, [&](const Call& c) { evaluate(c, out, mode); });
 }
 
 }  // namespace detail

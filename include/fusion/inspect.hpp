@@ -28,12 +28,7 @@ KernelInfo inspect(const Call& call);
 
 /// The kernel `e` would run as, compiled (through the caches) but not launched.
 template <Expression E> KernelInfo inspect(const E& e) {
-  std::array<const ArrayBase*, std::max(E::n_arrays, 1)> arrays;
-  std::array<detail::ScalarArg, std::max(E::n_scalars, 1)> scalars;
-  detail::ArgSink sink{arrays.data(), scalars.data()};
-  e.pack(sink);
-  return detail::inspect(
-      detail::Call{&detail::lowered<E>(), arrays.data(), scalars.data(), E::n_arrays, E::n_scalars, detail::name_of(e)});
+  return detail::with_call(e, [](const detail::Call& c) { return detail::inspect(c); });
 }
 
 /// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the
