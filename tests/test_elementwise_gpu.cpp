@@ -141,6 +141,8 @@ TEST_CASE("NumPy semantics users rely on", "[gpu][elementwise]") {
   CHECK((std::isnan(mx[0]) && std::isnan(mx[1]) && mx[2] == 3 && mx[3] == 0));
   auto fm = fz::eval(fz::fmax(a, b)).to_host();
   CHECK(fm == std::vector<float>{1, 2, 3, 0});
+  CHECK(fz::eval(fz::clip(fz::arange<float>(6), 1.5f, 3.f)).to_host() == std::vector<float>{1.5f, 1.5f, 2, 3, 3, 3});
+  CHECK(fz::eval(fz::where(fz::arange<int>(4) % 2 == 0, 10, fz::arange<int>(4))).to_host() == std::vector<int>{10, 1, 10, 3});
   auto mn = fz::eval(fz::minimum(a, b)).to_host();
   CHECK((std::isnan(mn[0]) && std::isnan(mn[1]) && mn[2] == 1 && mn[3] == -inf));
 

@@ -61,3 +61,29 @@ TEST_CASE("stable hash of bytes does not depend on the platform", "[ir]") {
   // computed independently in Python from the documented FNV-1a + splitmix64 definition
   CHECK(fz::hex16(h.digest()) == "e14bff0a5d36620d");
 }
+
+TEST_CASE("asking for a GPU without one raises NoDeviceError that says why", "[ir][device]") {
+  if (fz::device_count() == 0) {
+    CHECK_FALSE(fz::no_device_reason().empty());
+    CHECK_THROWS_AS(fz::empty<float>({4}), fz::NoDeviceError);
+    CHECK_THROWS_WITH(fz::Stream(), Catch::Contains("GPU") || Catch::Contains("driver") || Catch::Contains("device"));
+    CHECK_THROWS_AS(fz::Device(0), fz::NoDeviceError);
+  } else {  // where there is one, the same calls work
+    CHECK(fz::no_device_reason().empty());
+    CHECK(fz::empty<float>({4}).size() == 4);
+  }
+}
+
+TEST_CASE("FUSION_SHOW_KERNELS prints each new kernel's name and source once", "[ir][nvrtc]") {
+  const std::string cmd = std::string("FUSION_SHOW_KERNELS=1 FUSION_CACHE=0 ") + FUSION_TEST_BINARY +
+                          " \"sizes and scalar values are arguments: they never change the kernel\" 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  CHECK(pclose(p) == 0);
+  // that test inspects the same kernel twice (two sizes, two constants): it is shown once
+  CHECK(count(out, "fusion: kernel fz_mul_add_f32_") == 1);
+  CHECK(count(out, "extern \"C\" __global__") == 1);
+}
