@@ -2,6 +2,7 @@
 // The umbrella header: everything fusion offers.
 #pragma once
 #include "fusion/array.hpp"
+#include "fusion/benchmark.hpp"
 #include "fusion/device.hpp"
 #include "fusion/dtype.hpp"
 #include "fusion/error.hpp"
