@@ -44,7 +44,7 @@ BenchmarkResult benchmark(std::string name, const std::function<void()>& fn, Ben
 /// Counts what the engine does while it is alive (compiles, cache hits, launches, bytes moved).
 class Recorder {
  public:
-  Recorder() : start_(stats()) {}
+  Recorder() : start_(fusion::stats()) {}  // qualified: inside the class, stats() names the member
   Stats stats() const;  ///< since construction
 
  private:
