@@ -6,9 +6,11 @@ call at 1,024 elements, and first-call latency in a new process with a cold and 
 
     python3 bench/peers/peers.py --fusion-json bench.json [--out peers.json]
 
-GPU time is taken with CUDA events for CuPy and PyTorch; JAX has no events, so its figure is the median
-wall time of a call followed by block_until_ready (it includes dispatch, so it can only flatter fusion
-at small sizes). CuPy has no bfloat16: those cells are n/a.
+GPU time is taken with CUDA events around a batch of 10 calls for CuPy and PyTorch (so a system's host
+launch overhead hides behind queued work, as it does in a real program); JAX has no events, so its
+figure is the wall time of 10 calls and one block_until_ready. fusion's column is fusion-bench's (events
+around each call: its 4 us dispatch hides behind the kernel at large sizes). Medians of 20. CuPy has no
+bfloat16: those cells are n/a.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
@@ -17,6 +19,13 @@ ARRAYS = {"sin(x)+cos(y)/sqrt(z)": 4, "(x-y)*(x-y)": 3, "softplus": 2, "2.5*x+y"
 
 
 def expression(name, m):
+    """The expression as a named function of x, y, z (cupy.fuse names its kernel after it)."""
+    f = _expression(name, m)
+    f.__name__ = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    return f
+
+
+def _expression(name, m):
     """The expression as a function of x, y, z for a NumPy-like module adapter `m`."""
     if name == "sin(x)+cos(y)/sqrt(z)":
         return lambda x, y, z: m.sin(x) + m.cos(y) / m.sqrt(z)
@@ -36,6 +45,9 @@ def expression(name, m):
     return horner
 
 
+BATCH = 10  # calls between one event pair: host launch gaps hide behind queued work, as in real use
+
+
 def median_events(fn, sync, event_pair, repeats=20, warmup=3):
     for _ in range(warmup):
         fn()
@@ -44,9 +56,10 @@ def median_events(fn, sync, event_pair, repeats=20, warmup=3):
     for _ in range(repeats):
         start, end, elapsed = event_pair()
         start()
-        fn()
+        for _ in range(BATCH):
+            fn()
         end()
-        times.append(elapsed())
+        times.append(elapsed() / BATCH)
     return statistics.median(times)
 
 
@@ -83,8 +96,10 @@ def cupy_system(fused):
         call = lambda: f(x, y, z)
         if host:
             return host_us_per_call(call, cp.cuda.Device().synchronize)
-        r = cupyx.profiler.benchmark(call, n_repeat=20, n_warmup=3)
-        return float(statistics.median(r.gpu_times[0])) * 1e6
+        def events():
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            return s.record, e.record, lambda: (e.synchronize(), cp.cuda.get_elapsed_time(s, e) * 1e3)[1]
+        return median_events(call, cp.cuda.Device().synchronize, events)
     return run
 
 
@@ -134,8 +149,10 @@ def jax_system():
         times = []
         for _ in range(20):
             t0 = time.perf_counter()
-            f(x, y, z).block_until_ready()
-            times.append((time.perf_counter() - t0) * 1e6)
+            for _ in range(BATCH):
+                r = f(x, y, z)
+            r.block_until_ready()
+            times.append((time.perf_counter() - t0) * 1e6 / BATCH)
         return statistics.median(times)
     return run
 
@@ -157,8 +174,8 @@ n = 1 << 20
 if system.startswith("cupy"):
     import cupy as cp
     x = cp.ones(n, cp.float32); y = cp.full(n, 2, cp.float32); cp.cuda.Device().synchronize()
-    f = (lambda a, b: cp.sin(a) * cp.cos(b) + 0.25)
-    if system == "cupy.fuse": f = cp.fuse(f)
+    def first_call(a, b): return cp.sin(a) * cp.cos(b) + 0.25
+    f = cp.fuse(first_call) if system == "cupy.fuse" else first_call
     sync = cp.cuda.Device().synchronize
 elif system.startswith("torch"):
     import torch
@@ -228,6 +245,7 @@ def main():
         def fusion_first():
             out = subprocess.run([args.fusion_bench, "--first-call"], env=dict(os.environ, FUSION_CACHE_DIR=cache),
                                  capture_output=True, text=True)
+            print("fusion:", out.stdout.strip(), file=sys.stderr)
             return float(out.stdout.split()[1])
         first["fusion"] = (fusion_first(), fusion_first())
 
