@@ -21,7 +21,7 @@ ARRAYS = {"sin(x)+cos(y)/sqrt(z)": 4, "(x-y)*(x-y)": 3, "softplus": 2, "2.5*x+y"
 def expression(name, m):
     """The expression as a named function of x, y, z (cupy.fuse names its kernel after it)."""
     f = _expression(name, m)
-    f.__name__ = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    f.__name__ = "expr_" + "".join(c if c.isalnum() else "_" for c in name).strip("_")
     return f
 
 
