@@ -191,7 +191,9 @@ TEST_CASE("memory freed while another stream still reads it is not handed out ea
     fz::Array<float> x = fz::full<float>({n}, 3.f);  // home: the legacy stream
     fz::Stream::null().synchronize();
     fz::StreamScope scope(reader);
-    out = slow(x);  // reader still busy with x when x is dropped below
+    fz::Array<float> acc = fz::zeros<float>({n});
+    for (int i = 0; i < 200; ++i) acc += x;  // many uses on a foreign stream: one event, re-recorded
+    out = slow(x) + acc * 0.f;               // reader still busy with x when x is dropped below
   }
   // x was freed on its home stream, after an event of the reader's use; a new allocation there that
   // is overwritten at once must not corrupt what the reader computes.

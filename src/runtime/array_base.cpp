@@ -68,7 +68,7 @@ void ArrayBase::upload(const void* host, std::size_t count) {
   if (!is_contiguous()) throw Error("internal: upload into a non-contiguous array");
   if (count == 0) return;
   const auto& stream = detail::current_stream_state();
-  storage_->note_use(stream.get());
+  storage_->note_use(stream);
   PinnedMemoryPool& pinned = default_pinned_memory_pool();
   void* staging = pinned.acquire(nbytes());
   std::memcpy(staging, host, nbytes());
@@ -81,7 +81,7 @@ void ArrayBase::download(void* host) const {
   if (!storage_ || size() == 0) return;
   if (!is_contiguous()) return contiguous_copy().download(host);
   const auto& stream = detail::current_stream_state();
-  storage_->note_use(stream.get());
+  storage_->note_use(stream);
   PinnedMemoryPool& pinned = default_pinned_memory_pool();
   void* staging = pinned.acquire(nbytes());
   FUSION_CU(cuMemcpyDtoHAsync, staging, data_ptr(), nbytes(), stream->handle);

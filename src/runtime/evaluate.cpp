@@ -238,10 +238,10 @@ void launch(const KernelSlot& k, const Layout& L, const Call& c, const ArrayBase
   FUSION_CU(cuLaunchKernel, k.kernel->function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
             stream->handle, args, nullptr);
 
-  out.storage()->note_use(stream.get());
+  out.storage()->note_use(stream);
   std::uint64_t read = 0;
   for (int p = 0; p < np; ++p) {
-    L.params[p]->storage()->note_use(stream.get());
+    L.params[p]->storage()->note_use(stream);
     read += static_cast<std::uint64_t>(L.params[p]->size()) * itemsize(L.params[p]->dtype());
   }
   Counters& ctr = counters();

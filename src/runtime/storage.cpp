@@ -10,12 +10,18 @@ Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
   ptr = memory_pool(device).allocate(n, stream->handle);
 }
 
-void Storage::note_foreign_use(StreamState* stream) {
+void Storage::note_foreign_use(const std::shared_ptr<StreamState>& stream) {
+  std::lock_guard lock(mu_);
+  for (ForeignUse& u : foreign_uses_) {
+    if (u.stream.lock() == stream) {
+      FUSION_CU(cuEventRecord, u.last_use, stream->handle);
+      return;
+    }
+  }
   CUevent ev;
   FUSION_CU(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING);
   FUSION_CU(cuEventRecord, ev, stream->handle);
-  std::lock_guard lock(mu_);
-  foreign_uses_.push_back(ev);
+  foreign_uses_.push_back({stream, ev});
 }
 
 Storage::~Storage() {
@@ -23,9 +29,9 @@ Storage::~Storage() {
   try {
     ensure_context(device);
     // The free is ordered on the home stream; work other streams did with this memory must finish first.
-    for (CUevent ev : foreign_uses_) {
-      driver().cuStreamWaitEvent(home->handle, ev, 0);
-      driver().cuEventDestroy(ev);
+    for (const ForeignUse& u : foreign_uses_) {
+      driver().cuStreamWaitEvent(home->handle, u.last_use, 0);
+      driver().cuEventDestroy(u.last_use);
     }
     memory_pool(device).deallocate(ptr, bytes, home->handle);
   } catch (...) {

@@ -25,14 +25,19 @@ struct Storage {
   Storage& operator=(const Storage&) = delete;
 
   /// Called when work on `stream` touches this memory: remembers it if it is not the home stream.
-  void note_use(StreamState* stream) {
-    if (stream != home.get()) note_foreign_use(stream);
+  void note_use(const std::shared_ptr<StreamState>& stream) {
+    if (stream != home) note_foreign_use(stream);
   }
 
  private:
-  void note_foreign_use(StreamState* stream);
+  /// One event per other stream, re-recorded after each use there: it covers all earlier work too.
+  struct ForeignUse {
+    std::weak_ptr<StreamState> stream;  // expired: the stream is gone, its last event still counts
+    CUevent last_use;
+  };
+  void note_foreign_use(const std::shared_ptr<StreamState>& stream);
   std::mutex mu_;
-  std::vector<CUevent> foreign_uses_;  // recorded on other streams after their use
+  std::vector<ForeignUse> foreign_uses_;
 };
 
 }  // namespace fusion::detail
