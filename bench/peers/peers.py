@@ -213,7 +213,7 @@ def main():
     ap.add_argument("--fusion-json", required=True)
     ap.add_argument("--fusion-bench", default="build-gpu/fusion-bench")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--log2n", default="20,26")
+    ap.add_argument("--log2n", default="10,20,26")  # the sizes of fusion-bench
     args = ap.parse_args()
     fz = json.load(open(args.fusion_json))
     copy = fz["copy_gbs"]
