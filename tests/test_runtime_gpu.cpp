@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Devices, streams, events, graphs, host functions and the memory pools on a real GPU.
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -244,4 +245,23 @@ TEST_CASE("sixteen threads assign identical and different expressions on their o
   for (auto& th : threads) th.join();
   INFO(errors);
   CHECK(failures == 0);
+}
+
+// Run only by the test below, in a child process with FUSION_GPU_MEMORY_LIMIT set (hidden tag).
+TEST_CASE("memory limit from the environment (child)", "[.][gpu][memory-env-child]") {
+  const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT");
+  REQUIRE(env);
+  const std::size_t total = fz::Device(0).properties().total_memory;
+  CHECK(fz::default_memory_pool().limit() == fz::parse_memory_limit(env, total));
+  CHECK(fz::default_memory_pool().limit() > 0);
+  CHECK_THROWS_AS(fz::empty<std::uint8_t>({static_cast<std::int64_t>(fz::default_memory_pool().limit()) + 1}), fz::OutOfMemoryError);
+}
+
+TEST_CASE("FUSION_GPU_MEMORY_LIMIT sets the pool's limit, as bytes or a percentage", "[gpu][memory]") {
+  for (const char* value : {"50%", "123456789"}) {
+    const std::string cmd = std::string("FUSION_GPU_MEMORY_LIMIT=") + value + " " + FUSION_TEST_BINARY +
+                            " --gpu \"memory limit from the environment (child)\" > /dev/null 2>&1";
+    INFO("FUSION_GPU_MEMORY_LIMIT=" << value);
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
 }
