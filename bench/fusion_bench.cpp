@@ -60,11 +60,6 @@ template <class T> void suite(std::int64_t n, std::vector<Row>& rows) {
   });
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
 /// issued `calls` times without waiting (so the launch queue never fills).
 std::pair<double, double> dispatch_us(int calls = 300) {
@@ -94,7 +89,7 @@ std::pair<double, double> dispatch_us(int calls = 300) {
     f_t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
     r_t.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count() / calls);
   }
-  return {median(f_t), median(r_t)};
+  return {fz::summarize(f_t).median, fz::summarize(r_t).median};
 }
 
 /// A kernel nobody compiled before, from expression to result, in this (warm) process; the median of
@@ -111,7 +106,7 @@ std::pair<double, double> compile_ms() {
     total.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     nvrtc.push_back(rec.stats().compile_ms);
   }
-  return {median(total), median(nvrtc)};
+  return {fz::summarize(total).median, fz::summarize(nvrtc).median};
 }
 
 int first_call() {

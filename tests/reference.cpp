@@ -293,8 +293,7 @@ std::vector<Scalar> from_bytes(const std::vector<unsigned char>& b, DType d) {
 fusion::ArrayBase upload(const std::vector<Scalar>& values, DType d, const fusion::Shape& shape) {
   fusion::ArrayBase a = fusion::ArrayBase::make_empty(d, shape);
   const auto bytes = to_bytes(values, d);
-  if (d == DType::bool_ || fusion::itemsize(d) == 1) a.upload(bytes.data(), values.size());
-  else a.upload(bytes.data(), values.size());
+  a.upload(bytes.data(), values.size());
   return a;
 }
 

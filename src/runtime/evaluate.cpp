@@ -35,8 +35,6 @@ struct KernelSlot {
   int device;
   std::string name;
   const LoadedKernel* kernel;
-  std::uint64_t hash;
-  std::string source;
   std::vector<std::uint32_t> scalar_slots;  // the scalars the kernel takes, in parameter order
   KernelSlot* next;
 };
@@ -201,7 +199,7 @@ const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, st
     if (s->device == device && s->variant == v && s->name == name) return *s;
   codegen::GeneratedKernel k = generate(lw, v, name);
   const LoadedKernel& loaded = load_kernel(k, device);
-  auto* slot = new KernelSlot{v, device, std::string(name), &loaded, k.hash, std::move(k.source), {},
+  auto* slot = new KernelSlot{v, device, std::string(name), &loaded, {},
                               lw.slots.load(std::memory_order_relaxed)};
   for (const ir::Node& n : lw.graph.nodes)
     if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
