@@ -47,7 +47,7 @@ std::vector<test::Scalar> random_values(std::size_t n, DType d, std::pair<double
 TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
   const std::size_t n = 1021;  // odd: vector loop and tail
   int checked = 0;
-  for (int o = static_cast<int>(Op::neg); o < static_cast<int>(Op::count_); ++o) {
+  for (int o = static_cast<int>(Op::neg); o <= static_cast<int>(fz::ir::kLastElementwise); ++o) {
     const Op op = static_cast<Op>(o);
     for (int di = 0; di < fz::kNumDTypes; ++di) {
       const DType d = static_cast<DType>(di);
@@ -79,7 +79,7 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
       std::vector<const fz::ArrayBase*> ptrs;
       for (auto& a : arrays) ptrs.push_back(&a);
       fz::ArrayBase out = test::poisoned(out_d, {static_cast<std::int64_t>(n)});
-      fz::detail::evaluate(fz::detail::Call{&lw, ptrs.data(), nullptr, static_cast<int>(ptrs.size()), 0, {}}, out,
+      fz::detail::evaluate(fz::detail::Call{&lw, ptrs.data(), nullptr, nullptr, static_cast<int>(ptrs.size()), 0, 0, {}}, out,
                            fz::detail::AssignMode::into);
       const auto got = test::download(out);
       const auto tol = test::tolerance(out_d);

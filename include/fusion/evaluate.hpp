@@ -18,10 +18,12 @@ namespace detail {
 struct Lowered;
 const Lowered& register_lowered(ir::Graph graph);
 
-template <class E> const Lowered& lowered() {
+/// The IR of expression types Es... as one graph with one output per type (one output: an ordinary
+/// expression; several: fz::tie). Lowered once per process.
+template <class... Es> const Lowered& lowered() {
   static const Lowered& l = register_lowered([] {
     ir::Graph g;
-    g.outputs.push_back(E::lower(g));
+    (g.outputs.push_back(Es::lower(g)), ...);  // a fold over ',' runs left to right, as pack() does
     return g;
   }());
   return l;
@@ -37,23 +39,33 @@ struct Call {
   const Lowered* lowered;
   const ArrayBase* const* arrays;
   const ScalarArg* scalars;
-  int n_arrays, n_scalars;
+  const ReduceArg* reductions;
+  int n_arrays, n_scalars, n_reductions;
   std::string_view name;  // the user's name (fz::named) or empty
 };
 
 void evaluate(const Call& call, ArrayBase& out, AssignMode mode);
+/// Several outputs from one call (fz::tie): `outs[k]` receives the graph's output k.
+void evaluate_multi(const Call& call, ArrayBase* const* outs, int n_outs, AssignMode mode);
 
 template <class E> std::string_view name_of(const E&) { return {}; }
 template <class A> std::string_view name_of(const expr::Named<A>& e) { return e.name; }
 
-/// Packs `e`'s arguments (on the stack) and hands the call to `f`.
-template <class E, class F> decltype(auto) with_call(const E& e, F&& f) {
-  std::array<const ArrayBase*, std::max(E::n_arrays, 1)> arrays;
-  std::array<ScalarArg, std::max(E::n_scalars, 1)> scalars;
-  ArgSink sink{arrays.data(), scalars.data()};
-  e.pack(sink);
-  return f(Call{&lowered<E>(), arrays.data(), scalars.data(), E::n_arrays, E::n_scalars, name_of(e)});
+/// Packs the arguments of `es` (on the stack) and hands the call to `f`.
+template <class... Es, class F> decltype(auto) with_call_multi(F&& f, const Es&... es) {
+  constexpr int n_arrays = (Es::n_arrays + ...), n_scalars = (Es::n_scalars + ...);
+  constexpr int n_reductions = (Es::n_reductions + ...);
+  std::array<const ArrayBase*, std::max(n_arrays, 1)> arrays;
+  std::array<ScalarArg, std::max(n_scalars, 1)> scalars;
+  std::array<ReduceArg, std::max(n_reductions, 1)> reductions;
+  ArgSink sink{arrays.data(), scalars.data(), reductions.data()};
+  (es.pack(sink), ...);
+  std::string_view name;
+  ((name = name.empty() ? name_of(es) : name), ...);
+  return f(Call{&lowered<Es...>(), arrays.data(), scalars.data(), reductions.data(), n_arrays, n_scalars,
+                n_reductions, name});
 }
+template <class E, class F> decltype(auto) with_call(const E& e, F&& f) { return with_call_multi(std::forward<F>(f), e); }
 
 /// Runs `e` into `out`.
 template <class E> void assign(ArrayBase& out, const E& e, AssignMode mode) {

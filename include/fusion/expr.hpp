@@ -2,7 +2,9 @@
 // Expression nodes. Each node type knows its dtype at compile time, lowers itself into an ir::Graph
 // (once per process, see evaluate.hpp) and packs its run-time arguments (arrays, scalar values).
 #pragma once
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -12,6 +14,7 @@
 #include "fusion/array_base.hpp"
 #include "fusion/error.hpp"
 #include "fusion/ir.hpp"
+#include "fusion/shape.hpp"
 
 namespace fusion {
 
@@ -25,11 +28,20 @@ struct ScalarArg {
   DType dtype = DType::float32;
 };
 
+/// The run-time half of a reduction: which axes (as the user wrote them), keepdims, and ddof.
+struct ReduceArg {
+  std::array<std::int8_t, kMaxDims> axes{};
+  std::int8_t n_axes = -1;  // -1: every axis
+  bool keepdims = false;
+  double ddof = 0;          // mean divides by (count - ddof): var and std use it
+};
+
 /// Where pack() puts arguments, in the order lower() numbered them.
 struct ArgSink {
   const ArrayBase** arrays;
   ScalarArg* scalars;
-  int n_arrays = 0, n_scalars = 0;
+  ReduceArg* reductions;
+  int n_arrays = 0, n_scalars = 0, n_reductions = 0;
 };
 
 template <class T> ScalarArg to_scalar_arg(T v) {
@@ -61,7 +73,7 @@ template <class Derived> struct Node : ExpressionBase {
 /// An array read by reference (an lvalue Array that outlives the expression).
 template <Element T> struct ArrayRef : Node<ArrayRef<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 1, n_scalars = 0;
+  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0;
   const ArrayBase* array;
   static std::uint32_t lower(ir::Graph& g) { return g.input(dtype); }
   void pack(detail::ArgSink& s) const { s.arrays[s.n_arrays++] = array; }
@@ -70,8 +82,12 @@ template <Element T> struct ArrayRef : Node<ArrayRef<T>> {
 /// An array held by value (a temporary such as `x.slice(...)` kept alive by the expression).
 template <Element T> struct ArrayOwned : Node<ArrayOwned<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 1, n_scalars = 0;
+  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0;
   Array<T> array;
+  explicit ArrayOwned(Array<T>&& a) : array(std::move(a)) {}
+  /// A copy of the node shares the array (a node describes data; it never copies it).
+  ArrayOwned(const ArrayOwned& o) : array(ArrayBase(o.array)) {}
+  ArrayOwned(ArrayOwned&&) noexcept = default;
   static std::uint32_t lower(ir::Graph& g) { return g.input(dtype); }
   void pack(detail::ArgSink& s) const { s.arrays[s.n_arrays++] = &array; }
 };
@@ -80,7 +96,7 @@ template <Element T> struct ArrayOwned : Node<ArrayOwned<T>> {
 /// argument: changing it never recompiles.
 template <Element T> struct Scalar : Node<Scalar<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 0, n_scalars = 1;
+  static constexpr int n_arrays = 0, n_scalars = 1, n_reductions = 0;
   T value;
   static std::uint32_t lower(ir::Graph& g) { return g.scalar(dtype); }
   void pack(detail::ArgSink& s) const { s.scalars[s.n_scalars++] = detail::to_scalar_arg(value); }
@@ -102,14 +118,14 @@ template <Element T> struct Scalar : Node<Scalar<T>> {
 /// The flat element index, as int64 (behind fz::arange).
 struct Iota : Node<Iota> {
   static constexpr DType dtype = DType::int64;
-  static constexpr int n_arrays = 0, n_scalars = 0;
+  static constexpr int n_arrays = 0, n_scalars = 0, n_reductions = 0;
   static std::uint32_t lower(ir::Graph& g) { return g.iota(); }
   void pack(detail::ArgSink&) const {}
 };
 
 template <DType To, class A> struct Cast : Node<Cast<To, A>> {
   static constexpr DType dtype = To;
-  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars;
+  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return g.explicit_cast(A::lower(g), To); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
@@ -122,7 +138,7 @@ template <ir::Op OP, class A> struct Unary : Node<Unary<OP, A>> {
   static_assert(ir::is_bitwise(OP) || ir::accepts(OP, A::dtype),
                 "fusion: negation and sign are not defined for bool arrays (as in NumPy); use !e or cast first");
   static constexpr DType dtype = ir::result_dtype(OP, A::dtype);
-  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars;
+  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return g.unary(OP, A::lower(g)); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
@@ -136,6 +152,7 @@ template <ir::Op OP, class A, class B> struct Binary : Node<Binary<OP, A, B>> {
                 "fusion: '-' is not defined between bool arrays (as in NumPy); use != or cast to an integer first");
   static constexpr DType dtype = ir::result_dtype(OP, A::dtype, B::dtype);
   static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
+  static constexpr int n_reductions = A::n_reductions + B::n_reductions;
   A a;
   B b;
   static std::uint32_t lower(ir::Graph& g) {
@@ -153,6 +170,7 @@ template <class C, class A, class B> struct Where : Node<Where<C, A, B>> {
   static constexpr DType dtype = promote_types(A::dtype, B::dtype);
   static constexpr int n_arrays = C::n_arrays + A::n_arrays + B::n_arrays;
   static constexpr int n_scalars = C::n_scalars + A::n_scalars + B::n_scalars;
+  static constexpr int n_reductions = C::n_reductions + A::n_reductions + B::n_reductions;
   C c;
   A a;
   B b;
@@ -172,11 +190,24 @@ template <class C, class A, class B> struct Where : Node<Where<C, A, B>> {
 /// fz::named: the user's name replaces the op part of the kernel symbol.
 template <class A> struct Named : Node<Named<A>> {
   static constexpr DType dtype = A::dtype;
-  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars;
+  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
   std::string name;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return A::lower(g); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
+};
+
+/// A reduction of `A` to dtype `Result` over the axes in `arg` (known only at run time, like shapes).
+template <ir::Op OP, DType Result, class A> struct Reduce : Node<Reduce<OP, Result, A>> {
+  static constexpr DType dtype = Result;
+  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions + 1;
+  A a;
+  detail::ReduceArg arg;
+  static std::uint32_t lower(ir::Graph& g) { return g.reduce(OP, A::lower(g), Result); }
+  void pack(detail::ArgSink& s) const {
+    a.pack(s);  // inner reductions first: lower() numbers them first too
+    s.reductions[s.n_reductions++] = arg;
+  }
 };
 
 template <class Derived>
@@ -206,7 +237,7 @@ template <class A> auto to_node(A&& a) {
   if constexpr (ArrayLike<A>) {
     using T = typename D::value_type;
     if constexpr (std::is_lvalue_reference_v<A>) return expr::ArrayRef<T>{{}, &a};
-    else return expr::ArrayOwned<T>{{}, std::move(a)};
+    else return expr::ArrayOwned<T>(std::move(a));
   } else {
     return D(std::forward<A>(a));
   }

@@ -11,5 +11,7 @@
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/ops.hpp"
+#include "fusion/reductions.hpp"
+#include "fusion/tie.hpp"
 #include "fusion/shape.hpp"
 #include "fusion/stream.hpp"

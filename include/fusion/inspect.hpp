@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "fusion/evaluate.hpp"
 
@@ -19,6 +20,9 @@ struct KernelInfo {
   std::string cache_path;  ///< the disk-cache entry ("" when the disk cache is off)
   int registers = -1;      ///< registers per thread reported by ptxas
   int kernels = 1;         ///< kernels the expression runs as (1 when fully fused)
+  /// When it runs as several kernels: each one's name and layout, in launch order (`source` then holds
+  /// every kernel's source; the other fields describe the last kernel).
+  std::vector<std::string> plan;
 };
 std::ostream& operator<<(std::ostream& os, const KernelInfo& k);
 

@@ -31,16 +31,22 @@ enum class Op : std::uint8_t {
   eq, ne, lt, le, gt, ge, logical_and, logical_or,
   // ternary
   where,
+  // reductions over the axes of a run-time descriptor (Node::slot); the operand is already converted
+  // to the accumulator dtype (sum, prod, mean) or to bool (any, all)
+  sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean,
   count_
 };
+inline constexpr Op kLastElementwise = Op::where;
 
-enum class Arity : std::uint8_t { leaf, unary, binary, ternary };
+enum class Arity : std::uint8_t { leaf, unary, binary, ternary, reduction };
 constexpr Arity arity(Op op) {
   if (op <= Op::iota) return Arity::leaf;
   if (op <= Op::signbit) return Arity::unary;
   if (op <= Op::logical_or) return Arity::binary;
-  return Arity::ternary;
+  if (op == Op::where) return Arity::ternary;
+  return Arity::reduction;
 }
+constexpr bool is_reduction(Op op) { return op > Op::where && op < Op::count_; }
 constexpr bool is_float_result(Op op) {
   return (op >= Op::sqrt && op <= Op::tgamma) || (op >= Op::div && op <= Op::logaddexp);
 }
@@ -79,13 +85,38 @@ constexpr bool accepts(Op op, DType a, DType b) {
 }
 constexpr bool accepts(Op op, DType a) { return accepts(op, a, a); }
 
+/// NumPy's result dtype of a reduction: integer and bool sums and products widen to int64 (uint64 for
+/// unsigned), the mean of integers is float64, arg-reductions give int64 indices, any/all give bool.
+constexpr DType reduction_result_dtype(Op op, DType in) {
+  switch (op) {
+    case Op::sum: case Op::prod:
+      if (in == DType::bool_ || is_signed_int(in)) return DType::int64;
+      return is_unsigned_int(in) ? DType::uint64 : in;
+    case Op::mean: return is_floating(in) ? in : DType::float64;
+    case Op::argmin: case Op::argmax: return DType::int64;
+    case Op::any: case Op::all: return DType::bool_;
+    default: return in;  // min, max, nanmin, nanmax
+  }
+}
+/// The dtype a reduction accumulates in for a given result dtype: 16-bit floats accumulate in float32.
+constexpr DType reduction_accumulator_dtype(Op op, DType result) {
+  if (op == Op::any || op == Op::all) return DType::bool_;
+  if (op == Op::sum || op == Op::prod || op == Op::mean)
+    return (result == DType::float16 || result == DType::bfloat16) ? DType::float32 : result;
+  return result;
+}
+/// Reductions that have no identity: an empty extent is an error.
+constexpr bool needs_nonempty(Op op) {
+  return op == Op::min || op == Op::max || op == Op::nanmin || op == Op::nanmax || op == Op::argmin || op == Op::argmax;
+}
+
 inline constexpr std::uint32_t kNone = 0xffffffffu;
 
 struct Node {
   Op op;
   DType dtype;
   std::uint32_t a = kNone, b = kNone, c = kNone;  // operand node indices
-  std::uint32_t slot = 0;                        // input or scalar parameter index for leaves
+  std::uint32_t slot = 0;                        // input/scalar parameter index, or reduction descriptor
   bool operator==(const Node&) const = default;
 };
 
@@ -93,7 +124,7 @@ struct Node {
 struct Graph {
   std::vector<Node> nodes;
   std::vector<std::uint32_t> outputs;
-  std::uint32_t n_inputs = 0, n_scalars = 0;
+  std::uint32_t n_inputs = 0, n_scalars = 0, n_reductions = 0;
 
   // Builders used by lowering: they insert the casts the typing rules require.
   std::uint32_t input(DType d);
@@ -106,6 +137,14 @@ struct Graph {
   std::uint32_t unary(Op op, std::uint32_t x);
   std::uint32_t binary(Op op, std::uint32_t x, std::uint32_t y);
   std::uint32_t where(std::uint32_t cond, std::uint32_t x, std::uint32_t y);
+  /// A reduction with result dtype `result` (reduction_result_dtype unless the user chose one); takes
+  /// the next reduction descriptor slot. `x` is converted to the accumulator dtype first.
+  std::uint32_t reduce(Op op, std::uint32_t x, DType result);
+  /// Appends a node exactly as given (operands already in this graph), for graphs rebuilt from others.
+  std::uint32_t append(const Node& n) {
+    nodes.push_back(n);
+    return static_cast<std::uint32_t>(nodes.size() - 1);
+  }
   DType dtype(std::uint32_t n) const { return nodes[n].dtype; }
 };
 

@@ -58,10 +58,18 @@ std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y)
   return push(*this, {Op::where, d, c, cx, cy});
 }
 
+std::uint32_t Graph::reduce(Op op, std::uint32_t x, DType result) {
+  if (!is_reduction(op)) throw Error(fmt::format("internal: {} is not a reduction", op_name(op)));
+  if (op == Op::any || op == Op::all || op == Op::sum || op == Op::prod || op == Op::mean)
+    x = cast(x, reduction_accumulator_dtype(op, result));
+  return push(*this, {op, result, x, kNone, kNone, n_reductions++});
+}
+
 Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative) {
   Graph out;
   out.n_inputs = g.n_inputs;
   out.n_scalars = g.n_scalars;
+  out.n_reductions = g.n_reductions;
   std::vector<std::uint32_t> remap(g.nodes.size(), kNone);
   std::map<std::tuple<Op, DType, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> seen;
 

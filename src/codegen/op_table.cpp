@@ -15,7 +15,8 @@ const char* op_name(Op op) {
       "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
       "lgamma", "tgamma", "not", "isnan", "isinf", "isfinite", "signbit", "add", "sub", "mul", "floordiv",
       "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "and", "or", "xor", "lshift", "rshift",
-      "div", "atan2", "hypot", "copysign", "logaddexp", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "where"};
+      "div", "atan2", "hypot", "copysign", "logaddexp", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "where",
+      "sum", "prod", "min", "max", "nanmin", "nanmax", "argmin", "argmax", "any", "all", "mean"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::count_));
   return names[static_cast<int>(op)];
 }

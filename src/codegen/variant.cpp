@@ -10,11 +10,18 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(vector_width);
   h.add_byte(index64);
   h.add_byte(out_aliases_input);
-  h.add_byte(static_cast<std::uint8_t>(out_dtype));
-  h.add_byte(static_cast<std::uint8_t>(out_access));
+  h.add_byte(static_cast<std::uint8_t>(out_dtype[0]));
+  h.add_byte(static_cast<std::uint8_t>(out_access[0]));
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
   for (int p = 0; p < n_params; ++p) h.add_byte(static_cast<std::uint8_t>(access[p]));
+  if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
+    h.add_byte(n_outputs);
+    for (int k = 1; k < n_outputs; ++k) {
+      h.add_byte(static_cast<std::uint8_t>(out_dtype[k]));
+      h.add_byte(static_cast<std::uint8_t>(out_access[k]));
+    }
+  }
 }
 
 std::string Variant::describe() const {
@@ -29,7 +36,42 @@ std::string Variant::describe() const {
   }
   if (broadcast) s += fmt::format(", {} broadcast input(s)", broadcast);
   if (strided) s += fmt::format(", {} strided input(s)", strided);
-  if (out_access == Access::strided) s += ", strided output";
+  for (int k = 0; k < n_outputs; ++k) {
+    const std::string which = n_outputs > 1 ? fmt::format("output {}", k) : std::string("output");
+    if (out_access[k] == Access::strided) s += ", strided " + which;
+    if (out_access[k] == Access::broadcast) s += fmt::format(", {} written where its broadcast coordinates are 0", which);
+  }
+  if (n_outputs > 1) s += fmt::format(", {} outputs", n_outputs);
+  return s;
+}
+
+}  // namespace fusion::codegen
+
+#include "codegen/reduce_variant.hpp"
+
+namespace fusion::codegen {
+
+void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
+  h.add_byte(0xd7);  // tells reduction variants from elementwise ones
+  h.add_byte(static_cast<std::uint8_t>(mode));
+  h.add_u32(group);
+  h.add_byte(vector_width);
+  h.add_byte(split);
+  h.add_byte(rank_kept);
+  h.add_byte(rank_reduced);
+  h.add_byte(static_cast<std::uint8_t>(out_dtype));
+  h.add_byte(n_params);
+  for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+  for (int p = 0; p < n_params; ++p) h.add_byte(broadcast[p]);
+}
+
+std::string ReduceVariant::describe() const {
+  std::string s = mode == ReduceMode::inner
+                      ? fmt::format("reduction, {} per output", group == 32 ? "a warp" : "a block")
+                      : std::string("reduction, a thread per output");
+  s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
+  if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
+  if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
   return s;
 }
 

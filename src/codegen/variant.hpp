@@ -12,10 +12,12 @@
 namespace fusion::codegen {
 
 inline constexpr int kMaxParams = 64;  // distinct arrays one kernel reads
+inline constexpr int kMaxOutputs = 8;  // arrays one kernel writes (fz::tie)
 
 enum class Access : std::uint8_t {
   contiguous,  ///< element i at index i (in C order of the output)
-  broadcast,   ///< one element for all (a 0-d or fully broadcast input): loaded once
+  broadcast,   ///< inputs: one element for all, loaded once; outputs: smaller than the index space,
+               ///< written only where its broadcast coordinates are 0 (fz::tie of different shapes)
   strided,     ///< offsets from the multi-index and per-dimension strides
 };
 
@@ -24,8 +26,9 @@ struct Variant {
   std::uint8_t vector_width = 1;  ///< elements per vector access in linear kernels (1: scalar accesses)
   bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
   bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
-  DType out_dtype = DType::float32;
-  Access out_access = Access::contiguous;
+  std::uint8_t n_outputs = 1;
+  std::array<DType, kMaxOutputs> out_dtype{};    ///< per output
+  std::array<Access, kMaxOutputs> out_access{};  ///< per output
   std::uint8_t n_params = 0;      ///< distinct input arrays
   std::array<std::uint8_t, kMaxParams> param_of_slot{};  ///< input slot -> parameter (an array read twice is one)
   std::array<Access, kMaxParams> access{};               ///< per parameter
@@ -33,7 +36,8 @@ struct Variant {
   bool operator==(const Variant&) const = default;
   /// True when some operand needs N-d indexing (the kernel computes offsets from the multi-index).
   bool has_strided() const {
-    if (out_access == Access::strided) return true;
+    for (int k = 0; k < n_outputs; ++k)
+      if (out_access[k] != Access::contiguous) return true;
     for (int p = 0; p < n_params; ++p)
       if (access[p] == Access::strided) return true;
     return false;

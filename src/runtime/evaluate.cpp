@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running an expression: layout analysis (which variant), the per-expression kernel list (lock-free on
-// the hot path), argument packing and launch; plus the unfused baseline and inspection.
+// the hot path), argument packing and launch of elementwise kernels (one or several outputs); the
+// dispatch between elementwise kernels, reductions and plans; and inspection.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "runtime/device_state.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/evaluate_internal.hpp"
+#include "runtime/plan.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/stats_counters.hpp"
 #include "runtime/storage.hpp"
@@ -22,12 +24,23 @@ namespace fusion {
 namespace detail {
 
 using codegen::Access;
+using codegen::kMaxOutputs;
 using codegen::kMaxParams;
 using codegen::Variant;
 
 namespace {
 
 constexpr int kThreads = 256;
+
+thread_local bool tls_unfused = false;
+
+/// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
+/// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
+/// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
+/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
+constexpr std::int64_t kMaxBlocks = 0x7fffffff;
+
+}  // namespace
 
 /// One compiled kernel of an expression type, for one variant, device and user name.
 struct KernelSlot {
@@ -44,39 +57,25 @@ std::mutex& build_mutex() {
   return mu;
 }
 
-thread_local bool tls_unfused = false;
-
-/// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
-/// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
-/// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
-/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
-constexpr std::int64_t kMaxBlocks = 0x7fffffff;
-
-}  // namespace
-
-struct Lowered {
-  ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
-  ir::Graph canonical;  // without merging inputs (the unfused path walks this)
-  std::atomic<KernelSlot*> slots{nullptr};
-};
-
 const Lowered& register_lowered(ir::Graph g) {
   auto* l = new Lowered;  // one per expression type, alive for the process
   l->canonical = ir::canonicalize(g);
+  for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
   l->graph = std::move(g);
   return *l;
 }
 
-namespace {
-
-/// The layout facts of one call: the variant plus the run-time values that go with it.
-struct Layout {
-  Variant v;
-  std::int64_t n = 0;
-  Shape shape;                        // collapsed
-  const ArrayBase* params[kMaxParams];
-  Strides strides[kMaxParams + 1];    // collapsed; [0] is the output
-};
+const Lowered& lowered_for_graph(ir::Graph g) {
+  static std::mutex mu;
+  static std::multimap<std::uint64_t, const Lowered*> registry;
+  const std::uint64_t h = ir::hash(g);
+  std::lock_guard lock(mu);
+  for (auto [it, end] = registry.equal_range(h); it != end; ++it)
+    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return *it->second;
+  const Lowered& l = register_lowered(std::move(g));
+  registry.emplace(h, &l);
+  return l;
+}
 
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
   if (&a == &b) return true;
@@ -84,7 +83,6 @@ bool same_view(const ArrayBase& a, const ArrayBase& b) {
   return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-/// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).
 Strides broadcast_strides(const ArrayBase& a, const Shape& shape) {
   Strides st;
   st.resize(shape.size());
@@ -96,16 +94,69 @@ Strides broadcast_strides(const ArrayBase& a, const Shape& shape) {
   return st;
 }
 
+Shape broadcast_shape_of(const Call& c) {
+  Shape s;
+  for (int i = 0; i < c.n_arrays; ++i) s = broadcast_shapes(s, c.arrays[i]->shape());
+  return s;
+}
+
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape) {
+  for (int i = 0; i < c.n_arrays; ++i) {
+    const ArrayBase& a = *c.arrays[i];
+    if (!a.has_storage())
+      throw Error(a.is_placeholder() ? "a placeholder array has no memory: use fz::inspect(e) to see its kernel, "
+                                       "or fz::empty / fz::asarray to make arrays that can run"
+                                     : "an expression reads an empty Array (default-constructed, never assigned)");
+    if (a.device() != device)
+      throw Error(fmt::format("an array on device {} is used while device {} is current; use fz::DeviceScope",
+                              a.device(), device));
+  }
+  if (mode == AssignMode::replace) mode = (out.has_storage() && out.shape() == shape) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::into) {
+    if (!out.has_storage()) throw Error("assigning into an Array that has no memory");
+    if (broadcast_shapes(shape, out.shape()) != out.shape())
+      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
+                                   to_string(out.shape())));
+    if (out.device() != device)
+      throw Error(fmt::format("the output lives on device {} but device {} is current", out.device(), device));
+    for (int d = 0; d < out.ndim(); ++d)
+      if (out.strides()[d] == 0 && out.shape()[d] > 1)
+        throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
+  } else {
+    out = ArrayBase::make_empty(out.dtype(), shape);
+  }
+  return out.size() > 0;
+}
+
+namespace {
+
+/// The layout facts of one call: the variant plus the run-time values that go with it.
+struct Layout {
+  Variant v;
+  std::int64_t n = 0;
+  Shape shape;                                   // collapsed
+  const ArrayBase* params[kMaxParams];
+  Strides strides[kMaxParams + kMaxOutputs];     // collapsed; outputs first, then the parameters
+};
+
 std::int64_t max_offset(const Strides& st, const Shape& shape) {
   std::int64_t m = 0;
   for (int i = 0; i < shape.size(); ++i) m += (st[i] < 0 ? -st[i] : st[i]) * (shape[i] - 1);
   return m;
 }
 
-void analyze(const Call& c, const ArrayBase& out, Layout& L) {
+/// The index space of a call: the broadcast of every output's shape.
+Shape index_space(const ArrayBase* const* outs, int K) {
+  Shape s;
+  for (int k = 0; k < K; ++k) s = broadcast_shapes(s, outs[k]->shape());
+  return s;
+}
+
+void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   L.v = Variant{};
-  L.v.out_dtype = out.dtype();
-  const Shape& full = out.shape();
+  L.v.n_outputs = static_cast<std::uint8_t>(K);
+  for (int k = 0; k < K; ++k) L.v.out_dtype[k] = outs[k]->dtype();
+  const Shape full = index_space(outs, K);
   L.n = numel(full);
 
   int np = 0;
@@ -122,12 +173,12 @@ void analyze(const Call& c, const ArrayBase& out, Layout& L) {
   }
   L.v.n_params = static_cast<std::uint8_t>(np);
 
-  // Operand 0 is the output; 1.. are the parameters. Collapse dimensions that every operand walks
-  // contiguously, and drop extent-1 dimensions, so most calls become one linear loop.
-  Strides st[kMaxParams + 1];
-  st[0] = out.strides();
-  for (int p = 0; p < np; ++p) st[p + 1] = broadcast_strides(*L.params[p], full);
-  const int n_ops = np + 1;
+  // Operands 0..K-1 are the outputs; K.. are the parameters. Collapse dimensions that every operand
+  // walks contiguously, and drop extent-1 dimensions, so most calls become one linear loop.
+  Strides st[kMaxParams + kMaxOutputs];
+  for (int k = 0; k < K; ++k) st[k] = broadcast_strides(*outs[k], full);
+  for (int p = 0; p < np; ++p) st[K + p] = broadcast_strides(*L.params[p], full);
+  const int n_ops = np + K;
   L.shape = Shape();
   for (int k = 0; k < n_ops; ++k) L.strides[k] = Strides();
   for (int d = 0; d < full.size(); ++d) {
@@ -150,45 +201,59 @@ void analyze(const Call& c, const ArrayBase& out, Layout& L) {
   L.v.rank = static_cast<std::uint8_t>(L.shape.size());
 
   const Strides dense = contiguous_strides(L.shape);
-  auto classify = [&](const Strides& s) {
-    bool zero = true;
-    for (std::int64_t x : s) zero = zero && x == 0;
+  auto classify = [&](const Strides& s, bool output) {
+    bool zero = !output, some_zero = false;
+    for (int d = 0; d < s.size(); ++d) {
+      zero = zero && s[d] == 0;
+      some_zero = some_zero || (s[d] == 0 && L.shape[d] > 1);
+    }
     if (zero && L.n > 1) return Access::broadcast;
+    if (output && some_zero) return Access::broadcast;  // a smaller output of fz::tie
     return s == dense ? Access::contiguous : Access::strided;
   };
-  L.v.out_access = classify(L.strides[0]);  // never broadcast: prepare_output refuses such views
-  for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[p + 1]);
+  for (int k = 0; k < K; ++k) L.v.out_access[k] = classify(L.strides[k], true);
+  for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[K + p], false);
 
   bool wide = L.n > INT_MAX;
   for (int k = 0; k < n_ops && !wide; ++k) wide = max_offset(L.strides[k], L.shape) > INT_MAX;
   L.v.index64 = wide;
 
   for (int p = 0; p < np; ++p)
-    if (L.params[p]->storage() && L.params[p]->storage() == out.storage()) L.v.out_aliases_input = true;
+    for (int k = 0; k < K; ++k)
+      if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
   if (!L.v.has_strided()) {
-    std::size_t widest = itemsize(out.dtype());
+    std::size_t widest = 1;
+    for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
     for (int p = 0; p < np; ++p)
       if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous)
         widest = std::max(widest, itemsize(L.params[p]->dtype()));
     const std::size_t V = 16 / widest;
     bool aligned = V > 1;
     auto ok = [&](const ArrayBase& a) { return a.data_ptr() % (V * itemsize(a.dtype())) == 0; };
-    aligned = aligned && ok(out);
+    for (int k = 0; k < K && aligned; ++k) aligned = ok(*outs[k]);
     for (int p = 0; p < np && aligned; ++p)
       if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous) aligned = ok(*L.params[p]);
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
 }
 
-codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::string_view name) {
+}  // namespace
+
+ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, kMaxParams>& param_of_slot) {
   std::vector<std::uint32_t> representative(lw.graph.n_inputs);
   for (std::uint32_t s = 0; s < lw.graph.n_inputs; ++s) {
     std::uint32_t r = 0;
-    while (v.param_of_slot[r] != v.param_of_slot[s]) ++r;
+    while (param_of_slot[r] != param_of_slot[s]) ++r;
     representative[s] = r;
   }
-  return codegen::emit_elementwise(ir::canonicalize(lw.graph, representative), v, name);
+  return ir::canonicalize(lw.graph, representative);
+}
+
+namespace {
+
+codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::string_view name) {
+  return codegen::emit_elementwise(merged_graph(lw, v.param_of_slot), v, name);
 }
 
 const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
@@ -199,8 +264,7 @@ const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, st
     if (s->device == device && s->variant == v && s->name == name) return *s;
   codegen::GeneratedKernel k = generate(lw, v, name);
   const LoadedKernel& loaded = load_kernel(k, device);
-  auto* slot = new KernelSlot{v, device, std::string(name), &loaded, {},
-                              lw.slots.load(std::memory_order_relaxed)};
+  auto* slot = new KernelSlot{v, device, std::string(name), &loaded, {}, lw.slots.load(std::memory_order_relaxed)};
   for (const ir::Node& n : lw.graph.nodes)
     if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
   std::sort(slot->scalar_slots.begin(), slot->scalar_slots.end());
@@ -208,18 +272,20 @@ const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, st
   return *slot;
 }
 
-void launch(const KernelSlot& k, const Layout& L, const Call& c, const ArrayBase& out,
+void launch(const KernelSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
             const std::shared_ptr<StreamState>& stream) {
-  void* args[2 * kMaxParams + 16 + 256];
-  std::uint64_t ptrs[kMaxParams + 1];
+  void* args[2 * (kMaxParams + kMaxOutputs) + 16 + 256];
+  std::uint64_t ptrs[kMaxParams + kMaxOutputs];
   int na = 0;
   const int np = L.v.n_params;
   for (int p = 0; p < np; ++p) {
     ptrs[p] = L.params[p]->data_ptr();
     args[na++] = &ptrs[p];
   }
-  ptrs[np] = out.data_ptr();
-  args[na++] = &ptrs[np];
+  for (int o = 0; o < K; ++o) {
+    ptrs[np + o] = outs[o]->data_ptr();
+    args[na++] = &ptrs[np + o];
+  }
   if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
   for (std::uint32_t s : k.scalar_slots) args[na++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
   std::int64_t n = L.n;
@@ -228,16 +294,20 @@ void launch(const KernelSlot& k, const Layout& L, const Call& c, const ArrayBase
     args[na++] = const_cast<std::int64_t*>(L.shape.begin());
     for (int p = 0; p < np; ++p)
       if (L.v.access[static_cast<std::size_t>(p)] == Access::strided)
-        args[na++] = const_cast<std::int64_t*>(L.strides[p + 1].begin());
-    if (L.v.out_access == Access::strided) args[na++] = const_cast<std::int64_t*>(L.strides[0].begin());
+        args[na++] = const_cast<std::int64_t*>(L.strides[K + p].begin());
+    for (int o = 0; o < K; ++o)
+      if (L.v.out_access[o] != Access::contiguous) args[na++] = const_cast<std::int64_t*>(L.strides[o].begin());
   }
   const std::int64_t work = L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width;
   const std::int64_t blocks = std::min<std::int64_t>((work + kThreads - 1) / kThreads, kMaxBlocks);
   FUSION_CU(cuLaunchKernel, k.kernel->function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
             stream->handle, args, nullptr);
 
-  out.storage()->note_use(stream);
-  std::uint64_t read = 0;
+  std::uint64_t read = 0, written = 0;
+  for (int o = 0; o < K; ++o) {
+    outs[o]->storage()->note_use(stream);
+    written += static_cast<std::uint64_t>(outs[o]->size()) * itemsize(outs[o]->dtype());
+  }
   for (int p = 0; p < np; ++p) {
     L.params[p]->storage()->note_use(stream);
     read += static_cast<std::uint64_t>(L.params[p]->size()) * itemsize(L.params[p]->dtype());
@@ -245,146 +315,81 @@ void launch(const KernelSlot& k, const Layout& L, const Call& c, const ArrayBase
   Counters& ctr = counters();
   ctr.launches.fetch_add(1, std::memory_order_relaxed);
   ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
-  ctr.bytes_written.fetch_add(static_cast<std::uint64_t>(L.n) * itemsize(out.dtype()), std::memory_order_relaxed);
+  ctr.bytes_written.fetch_add(written, std::memory_order_relaxed);
 }
 
-Shape result_shape(const Call& c) {
+/// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
+Shape output_shape(const Call& c, int k) {
+  if (c.lowered->graph.outputs.size() == 1) return broadcast_shape_of(c);
+  const ir::Graph& g = c.lowered->graph;
+  const std::vector<bool> reads = codegen::reachable(g, g.outputs[static_cast<std::size_t>(k)]);
   Shape s;
-  for (int i = 0; i < c.n_arrays; ++i) s = broadcast_shapes(s, c.arrays[i]->shape());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (reads[i] && g.nodes[i].op == ir::Op::input) s = broadcast_shapes(s, c.arrays[g.nodes[i].slot]->shape());
   return s;
 }
 
-DType result_dtype(const Call& c) { return c.lowered->graph.dtype(c.lowered->graph.outputs[0]); }
+bool shares_memory(const ArrayBase& a, const ArrayBase& b) {
+  if (a.storage() != b.storage() || !a.storage() || a.size() == 0 || b.size() == 0) return false;
+  const auto span = [](const ArrayBase& x) {
+    std::int64_t lo = 0, hi = 0;
+    for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);
+    const auto base = static_cast<std::int64_t>(x.data_ptr());
+    const auto w = static_cast<std::int64_t>(itemsize(x.dtype()));
+    return std::pair{base + lo * w, base + (hi + 1) * w};
+  };
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
 
-/// True when writing `out` could change an input before it is read: it shares memory with an input
-/// that is not the very same view (x = x.slice(reversed) + 1, x += x.transpose()).
-bool overlaps_harmfully(const Call& c, const ArrayBase& out) {
-  for (int i = 0; i < c.n_arrays; ++i) {
-    const ArrayBase& a = *c.arrays[i];
-    if (a.storage() != out.storage() || a.size() == 0) continue;
-    if (a.shape() == out.shape() && a.data_ptr() == out.data_ptr() &&
-        broadcast_strides(a, out.shape()) == broadcast_strides(out, out.shape()))
-      continue;
-    const auto span = [](const ArrayBase& x) {
-      std::int64_t lo = 0, hi = 0;
-      for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);
-      const auto base = static_cast<std::int64_t>(x.data_ptr());
-      const auto w = static_cast<std::int64_t>(itemsize(x.dtype()));
-      return std::pair{base + lo * w, base + (hi + 1) * w};
-    };
-    const auto [a0, a1] = span(a);
-    const auto [o0, o1] = span(out);
-    if (a0 < o1 && o0 < a1) return true;
-  }
+/// True when writing the outputs could change an input before it is read: an output shares memory
+/// with an input that is not the very same view walked over the whole index space
+/// (x = x.slice(reversed) + 1, x += x.transpose(), tie(a, b) = (a + 1, a + y) with `a` broadcast).
+bool overlaps_harmfully(const Call& c, const ArrayBase* const* outs, int K, const Shape& full) {
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < c.n_arrays; ++i) {
+      const ArrayBase& a = *c.arrays[i];
+      if (!shares_memory(a, *outs[k])) continue;
+      const ArrayBase& out = *outs[k];
+      if (out.shape() == full && a.shape() == out.shape() && a.data_ptr() == out.data_ptr() &&
+          broadcast_strides(a, full) == broadcast_strides(out, full))
+        continue;
+      return true;
+    }
   return false;
 }
 
-/// Prepares `out` for the call: validates inputs, allocates when needed. False when nothing is to run.
-bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device) {
-  for (int i = 0; i < c.n_arrays; ++i) {
-    const ArrayBase& a = *c.arrays[i];
-    if (!a.has_storage())
-      throw Error(a.is_placeholder() ? "a placeholder array has no memory: use fz::inspect(e) to see its kernel, "
-                                       "or fz::empty / fz::asarray to make arrays that can run"
-                                     : "an expression reads an empty Array (default-constructed, never assigned)");
-    if (a.device() != device)
-      throw Error(fmt::format("an array on device {} is used while device {} is current; use fz::DeviceScope",
-                              a.device(), device));
-  }
-  const Shape shape = result_shape(c);
-  if (mode == AssignMode::replace) mode = (out.has_storage() && out.shape() == shape) ? AssignMode::into : AssignMode::fresh;
-  if (mode == AssignMode::into) {
-    if (!out.has_storage()) throw Error("assigning into an Array that has no memory");
-    if (broadcast_shapes(shape, out.shape()) != out.shape())
-      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
-                                   to_string(out.shape())));
-    if (out.device() != device)
-      throw Error(fmt::format("the output lives on device {} but device {} is current", out.device(), device));
-    for (int d = 0; d < out.ndim(); ++d)
-      if (out.strides()[d] == 0 && out.shape()[d] > 1)
-        throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
-  } else {
-    out = ArrayBase::make_empty(out.dtype(), shape);
-  }
-  return out.size() > 0;
-}
+}  // namespace
 
-void evaluate_fused(const Call& c, ArrayBase& out, AssignMode mode) {
+void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
   const auto& stream = current_stream_state();
   const int device = stream->device;
-  if (!prepare_output(c, out, mode, device)) return;  // empty: no launch
-  if (overlaps_harmfully(c, out)) {
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < k; ++j)
+      if (outs[k] == outs[j] || (mode != AssignMode::fresh && shares_memory(*outs[k], *outs[j])))
+        throw Error(fmt::format("fz::tie: outputs {} and {} share memory; give each result its own array", j, k));
+  bool any = false;
+  for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, device, output_shape(c, k)) || any;
+  if (!any) return;  // empty: no launch
+  const Shape full = index_space(outs, K);
+  if (overlaps_harmfully(c, outs, K, full)) {
     // NumPy's answer: every input is read before any output is written. Compute aside, then copy.
-    ArrayBase tmp = ArrayBase::make_empty(out.dtype(), out.shape());
-    evaluate_fused(c, tmp, AssignMode::into);
-    copy_array(tmp, out, AssignMode::into);
+    std::vector<ArrayBase> tmp;
+    ArrayBase* tmp_ptrs[kMaxOutputs];
+    for (int k = 0; k < K; ++k) tmp.push_back(ArrayBase::make_empty(outs[k]->dtype(), outs[k]->shape()));
+    for (int k = 0; k < K; ++k) tmp_ptrs[k] = &tmp[static_cast<std::size_t>(k)];
+    evaluate_elementwise(c, tmp_ptrs, K, AssignMode::into);
+    for (int k = 0; k < K; ++k) copy_array(tmp[static_cast<std::size_t>(k)], *outs[k], AssignMode::into);
     return;
   }
   Layout L;
-  analyze(c, out, L);
+  analyze(c, outs, K, L);
   const KernelSlot& k = kernel_for(*c.lowered, L.v, device, c.name);
-  launch(k, L, c, out, stream);
+  launch(k, L, c, outs, K, stream);
 }
 
-// ---- the unfused baseline ------------------------------------------------------------------------
-
-const Lowered& lowered_for_graph(ir::Graph g) {
-  static std::mutex mu;
-  static std::multimap<std::uint64_t, const Lowered*> registry;
-  const std::uint64_t h = ir::hash(g);
-  std::lock_guard lock(mu);
-  for (auto [it, end] = registry.equal_range(h); it != end; ++it)
-    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return *it->second;
-  const Lowered& l = register_lowered(std::move(g));
-  registry.emplace(h, &l);
-  return l;
-}
-
-/// Each op node becomes its own kernel; the casts and leaves feeding it are folded into that kernel
-/// (as NumPy's and CuPy's ufuncs convert inside their loops).
-void evaluate_unfused(const Call& c, ArrayBase& out, AssignMode mode) {
-  const ir::Graph& g = c.lowered->canonical;
-  std::vector<std::optional<ArrayBase>> temps(g.nodes.size());
-  auto is_op = [&](std::uint32_t i) { return ir::arity(g.nodes[i].op) != ir::Arity::leaf && g.nodes[i].op != ir::Op::cast; };
-  const std::uint32_t root = g.outputs[0];
-  for (std::uint32_t r = 0; r < g.nodes.size(); ++r) {
-    if (!(is_op(r) || r == root)) continue;
-    ir::Graph sub;
-    std::vector<const ArrayBase*> arrays;
-    std::vector<ScalarArg> scalars;
-    auto build = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
-      const ir::Node& n = g.nodes[i];
-      if (i != r && temps[i]) {
-        arrays.push_back(&*temps[i]);
-        return sub.input(n.dtype);
-      }
-      switch (n.op) {
-        case ir::Op::input: arrays.push_back(c.arrays[n.slot]); return sub.input(n.dtype);
-        case ir::Op::scalar: scalars.push_back(c.scalars[n.slot]); return sub.scalar(n.dtype);
-        case ir::Op::iota: return sub.iota();
-        case ir::Op::cast: return sub.cast(self(self, n.a), n.dtype);
-        case ir::Op::where: {
-          const std::uint32_t k = self(self, n.a), x = self(self, n.b), y = self(self, n.c);
-          return sub.where(k, x, y);
-        }
-        default: break;
-      }
-      if (ir::arity(n.op) == ir::Arity::unary) return sub.unary(n.op, self(self, n.a));
-      const std::uint32_t x = self(self, n.a);
-      const std::uint32_t y = self(self, n.b);
-      return sub.binary(n.op, x, y);
-    };
-    sub.outputs.push_back(build(build, r));
-    const Lowered& lw = lowered_for_graph(std::move(sub));
-    const Call sc{&lw, arrays.data(), scalars.data(), static_cast<int>(arrays.size()), static_cast<int>(scalars.size()), c.name};
-    if (r == root) {
-      evaluate_fused(sc, out, mode);
-    } else {
-      temps[r].emplace(g.nodes[r].dtype);
-      evaluate_fused(sc, *temps[r], AssignMode::fresh);
-    }
-  }
-}
+namespace {
 
 const Lowered& identity_lowered(DType d) {
   static const Lowered* table[kNumDTypes] = {};
@@ -399,27 +404,42 @@ const Lowered& identity_lowered(DType d) {
   return *table[static_cast<int>(d)];
 }
 
+/// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
+void dispatch(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  const Lowered& lw = *c.lowered;
+  if (!tls_unfused && !lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
+  const Plan& p = plan_of(lw, tls_unfused);
+  if (p.direct) {
+    if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
+    return evaluate_elementwise(c, outs, K, mode);
+  }
+  run_plan(p, c, outs, mode);
+}
+
 }  // namespace
 
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
-  if (tls_unfused) evaluate_unfused(c, out, mode);
-  else evaluate_fused(c, out, mode);
+  ArrayBase* outs[1] = {&out};
+  dispatch(c, outs, 1, mode);
+}
+
+void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
+  if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
+  dispatch(c, outs, n_outs, mode);
 }
 
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode) {
   const ArrayBase* arrays[1] = {&src};
-  evaluate_fused(Call{&identity_lowered(src.dtype()), arrays, nullptr, 1, 0, {}}, dst, mode);
+  ArrayBase* outs[1] = {&dst};
+  evaluate_elementwise(Call{&identity_lowered(src.dtype()), arrays, nullptr, nullptr, 1, 0, 0, {}}, outs, 1, mode);
 }
 
-KernelInfo inspect(const Call& c) {
-  const ArrayBase out = ArrayBase::make_placeholder(result_dtype(c), result_shape(c));
-  Layout L;
-  analyze(c, out, L);
-  codegen::GeneratedKernel k = generate(*c.lowered, L.v, c.name);
+/// Compiles (through the caches) without launching; works without a GPU.
+KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant) {
   KernelInfo info;
   info.name = k.name;
   info.hash = k.hash;
-  info.variant = L.v.describe();
+  info.variant = std::move(variant);
   if (device_count() > 0) {
     const int device = enter_current_device();
     const LoadedKernel& lk = load_kernel(k, device);
@@ -433,6 +453,36 @@ KernelInfo inspect(const Call& c) {
     info.registers = a.registers;
   }
   info.source = std::move(k.source);
+  return info;
+}
+
+KernelInfo inspect_elementwise(const Call& c) {
+  const int K = static_cast<int>(c.lowered->graph.outputs.size());
+  std::vector<ArrayBase> outs;
+  ArrayBase* ptrs[kMaxOutputs];
+  for (int k = 0; k < K; ++k)
+    outs.push_back(ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
+                                               output_shape(c, k)));
+  for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
+  Layout L;
+  analyze(c, ptrs, K, L);
+  return finish_inspect(generate(*c.lowered, L.v, c.name), L.v.describe());
+}
+
+KernelInfo inspect(const Call& c) {
+  const Lowered& lw = *c.lowered;
+  if (!lw.has_reduction) return inspect_elementwise(c);
+  const Plan& p = plan_of(lw, false);
+  if (p.direct) return inspect_reduction(c);
+  std::vector<KernelInfo> steps = inspect_plan(p, c);
+  KernelInfo info = steps.back();
+  info.kernels = static_cast<int>(steps.size());
+  std::string source;
+  for (const KernelInfo& s : steps) {
+    info.plan.push_back(fmt::format("{} ({})", s.name, s.variant));
+    source += fmt::format("// ---- kernel {} of {}: {}\n{}\n", info.plan.size(), steps.size(), s.name, s.source);
+  }
+  info.source = std::move(source);
   return info;
 }
 

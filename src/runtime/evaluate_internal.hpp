@@ -1,8 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
+// What the evaluators share: an expression type's lowered IR with its kernel lists and plans, and the
+// layout helpers that elementwise and reduction launches both use.
 #pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "codegen/emit_common.hpp"
 #include "fusion/evaluate.hpp"
+#include "fusion/inspect.hpp"
 
 namespace fusion::detail {
+
+struct KernelSlot;  // an elementwise kernel (evaluate.cpp)
+struct ReduceSlot;  // a reduction kernel (reduce.cpp)
+struct Plan;        // several kernels (plan.hpp)
+
+struct Lowered {
+  ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
+  ir::Graph canonical;  // without merging inputs (plans walk this)
+  bool has_reduction = false;
+  std::atomic<KernelSlot*> slots{nullptr};
+  std::atomic<ReduceSlot*> reduce_slots{nullptr};
+  // How the expression runs when it is more than one elementwise kernel: [0] fused, [1] unfused.
+  mutable std::once_flag plan_once[2];
+  mutable std::unique_ptr<Plan> plans[2];
+};
+
+/// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
+const Lowered& lowered_for_graph(ir::Graph g);
+
+/// The canonical graph a variant compiles: input slots read through one parameter become one input.
+ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
+
+/// Serializes compilation of new kernels (lookups stay lock-free).
+std::mutex& build_mutex();
+
+bool same_view(const ArrayBase& a, const ArrayBase& b);
+/// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).
+Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
+/// The broadcast shape of the call's arrays.
+Shape broadcast_shape_of(const Call& c);
+/// Validates inputs and prepares `out` for a result of `shape`; false when there is nothing to compute.
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape);
+
+/// One elementwise kernel (every output of the call's graph, which has no reduction).
+void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);
+/// One reduction kernel (the call's graph holds exactly one reduction with a scalar-only epilogue).
+void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode);
+/// The output shape of such a reduction call (checks the axes).
+Shape reduction_output_shape(const Call& c);
+KernelInfo inspect_elementwise(const Call& c);
+/// A generated kernel compiled through the caches (not launched; no GPU needed) and described.
+KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
+KernelInfo inspect_reduction(const Call& c);
+
 /// Writes `src` into `dst` (same shape or broadcastable), or into a new array when `dst` has no memory.
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode);
+
 }  // namespace fusion::detail

@@ -37,6 +37,10 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 }  // namespace
 
 StreamState::~StreamState() {
+  if (reduce_workspace) {
+    ensure_context(device);
+    driver().cuMemFree(reduce_workspace);  // waits for work still using it
+  }
   if (owned && handle) {
     // The driver releases the stream once its queued work completes; nothing is cut short.
     ensure_context(device);

@@ -13,6 +13,9 @@ struct StreamState {
   bool owned = false;  // created by fusion, destroyed with the last owner
   bool non_blocking = false;
   int priority = 0;
+  /// Scratch for reductions split over several blocks (counters, then partial results): kernels on
+  /// one stream run in order, so they can share it. Allocated on first use, zeroed counters.
+  CUdeviceptr reduce_workspace = 0;
   ~StreamState();
 };
 

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reductions: sum, prod, min, max, mean, var, std, argmin, argmax, any, all (and the NaN-ignoring
+// nansum, nanmin, nanmax). Like every operation they only build a node; the elementwise work inside a
+// reduction (its prologue) and on its result (its epilogue) run in the same kernel.
+#pragma once
+#include <initializer_list>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fusion/ops.hpp"
+
+namespace fusion {
+
+/// The axes a reduction runs over: every axis (the default), one (`1`, `-1`) or several (`{0, 2}`),
+/// counted like NumPy's (negative from the end). Checked against the operand's rank when it runs.
+class Axes {
+ public:
+  Axes() = default;
+  Axes(int axis) { add(axis); }
+  Axes(std::initializer_list<int> axes) : all_(false) {
+    for (int a : axes) add(a);
+  }
+  Axes(const std::vector<int>& axes) : all_(false) {
+    for (int a : axes) add(a);
+  }
+  detail::ReduceArg arg(bool keepdims, double ddof = 0) const {
+    detail::ReduceArg r = arg_;
+    if (all_) r.n_axes = -1;
+    r.keepdims = keepdims;
+    r.ddof = ddof;
+    return r;
+  }
+
+ private:
+  void add(int axis) {
+    if (arg_.n_axes < 0) arg_.n_axes = 0, all_ = false;
+    if (arg_.n_axes == kMaxDims)
+      throw ShapeError("a reduction takes at most " + std::to_string(kMaxDims) + " axes");
+    if (axis < -128 || axis > 127) throw ShapeError("axis " + std::to_string(axis) + " is out of range");
+    arg_.axes[static_cast<std::size_t>(arg_.n_axes++)] = static_cast<std::int8_t>(axis);
+  }
+  detail::ReduceArg arg_;
+  bool all_ = true;
+};
+
+namespace detail {
+
+template <ir::Op OP, DType Result, class A> auto make_reduce(A&& a, const Axes& axes, bool keepdims, double ddof = 0) {
+  auto x = to_node(std::forward<A>(a));
+  return expr::Reduce<OP, Result, decltype(x)>{{}, std::move(x), axes.arg(keepdims, ddof)};
+}
+
+/// NumPy's result dtype, or the user's `U` (which is then also the accumulator, as NumPy's `dtype=`).
+template <ir::Op OP, class U, class A> constexpr DType reduce_dtype() {
+  if constexpr (std::is_void_v<U>) return ir::reduction_result_dtype(OP, node_t<A>::dtype);
+  else return dtype_of<U>;
+}
+
+}  // namespace detail
+
+// Integer and bool sums and products give int64 (uint64 for unsigned); 16-bit floats accumulate in
+// float32; `sum<double>(x)` chooses the result and accumulator dtype. An empty extent gives the identity.
+template <class U = void, Operand A> auto sum(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::sum, detail::reduce_dtype<ir::Op::sum, U, A>()>(std::forward<A>(a), axes, keepdims);
+}
+template <class U = void, Operand A> auto prod(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::prod, detail::reduce_dtype<ir::Op::prod, U, A>()>(std::forward<A>(a), axes, keepdims);
+}
+/// The mean of integers is float64; of an empty extent, NaN (0/0) as in NumPy.
+template <class U = void, Operand A> auto mean(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::mean, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes, keepdims);
+}
+// min and max propagate NaN; nanmin and nanmax ignore it (NaN only where every element is NaN). An
+// empty extent is a ShapeError: they have no identity.
+template <Operand A> auto min(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::min, detail::reduce_dtype<ir::Op::min, void, A>()>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto max(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::max, detail::reduce_dtype<ir::Op::max, void, A>()>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto nanmin(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::nanmin, detail::reduce_dtype<ir::Op::nanmin, void, A>()>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto nanmax(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::nanmax, detail::reduce_dtype<ir::Op::nanmax, void, A>()>(std::forward<A>(a), axes, keepdims);
+}
+/// The int64 index of the first minimum (the first NaN if any), flat in C order over the reduced axes.
+template <Operand A> auto argmin(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::argmin, DType::int64>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto argmax(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::argmax, DType::int64>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto any(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::any, DType::bool_>(std::forward<A>(a), axes, keepdims);
+}
+template <Operand A> auto all(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  return detail::make_reduce<ir::Op::all, DType::bool_>(std::forward<A>(a), axes, keepdims);
+}
+/// sum with NaN counted as zero.
+template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, bool keepdims = false) {
+  auto x = detail::to_node(std::forward<A>(a));
+  if constexpr (is_floating(decltype(x)::dtype)) return sum<U>(where(isnan(x), 0, x), axes, keepdims);
+  else return sum<U>(std::move(x), axes, keepdims);
+}
+
+/// Variance with NumPy's two-pass definition, mean(square(x - mean(x))) * n / (n - ddof): two
+/// kernels (the mean, then the squared deviations with the mean broadcast back), accumulated in float32
+/// for 16-bit floats and float64 for integers.
+template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, bool keepdims = false, double ddof = 0) {
+  auto x = detail::to_node(std::forward<A>(a));
+  constexpr DType result = detail::reduce_dtype<ir::Op::mean, U, decltype(x)>();
+  constexpr DType acc = ir::reduction_accumulator_dtype(ir::Op::mean, result);
+  auto centered = cast<TypeOf<acc>>(x) - detail::make_reduce<ir::Op::mean, acc>(x, axes, true);
+  auto v = detail::make_reduce<ir::Op::mean, acc>(square(std::move(centered)), axes, keepdims, ddof);
+  return cast<TypeOf<result>>(std::move(v));
+}
+template <class U = void, Operand A> auto std(A&& a, const Axes& axes = {}, bool keepdims = false, double ddof = 0) {
+  return sqrt(var<U>(std::forward<A>(a), axes, keepdims, ddof));
+}
+
+}  // namespace fusion

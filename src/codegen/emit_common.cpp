@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "codegen/emit_common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "codegen/hash.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::codegen {
+namespace {
+
+void check_identifier(std::string_view name) {
+  bool ok = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok) throw Error(fmt::format("kernel name '{}' is not a C identifier (letters, digits, '_')", name));
+}
+
+}  // namespace
+
+std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view user_name) {
+  if (!user_name.empty()) {
+    check_identifier(user_name);
+    return fmt::format("{}_{}", user_name, hex16(hash));
+  }
+  std::vector<std::string> ops;
+  bool iota = false;
+  for (const ir::Node& n : g.nodes) {
+    iota = iota || n.op == ir::Op::iota;
+    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast) continue;
+    std::string name = ir::op_name(n.op);
+    if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
+  }
+  if (ops.empty()) ops.push_back(iota ? "arange" : "copy");
+  return fmt::format("fz_{}_{}_{}", fmt::join(ops, "_"), dtype_tag(out), hex16(hash));
+}
+
+std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params) {
+  std::vector<DType> d(static_cast<std::size_t>(n_params), DType::float32);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::input) d[param_of_slot[n.slot]] = n.dtype;
+  return d;
+}
+
+std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g) {
+  std::vector<std::pair<std::uint32_t, DType>> s;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::scalar) s.emplace_back(n.slot, n.dtype);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_t stop) {
+  std::vector<bool> r(g.nodes.size(), false);
+  r[root] = true;
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    if (!r[i] || i == stop) continue;
+    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
+      if (o != ir::kNone) r[o] = true;
+  }
+  return r;
+}
+
+void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
+                  SpellContext& ctx) {
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!wanted[i] || !value[i].empty()) continue;
+    const ir::Node& n = g.nodes[i];
+    auto name_of = [&](std::uint32_t o) { return o == ir::kNone ? std::string() : value[o]; };
+    const DType operand = n.a == ir::kNone ? n.dtype : g.nodes[n.op == ir::Op::where ? n.b : n.a].dtype;
+    const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx);
+    value[i] = fmt::format("t{}", i);
+    w.line("const {} t{} = {};", compute_type(n.dtype), i, e);
+  }
+}
+
+int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out) {
+  int heavy = 0;
+  for (const ir::Node& n : g.nodes) heavy += is_heavy_math(n.op);
+  ctx.outline_heavy_math = heavy > kHeavyMathBudget;
+  for (DType d : params) {
+    if (d == DType::float16) ctx.helpers.insert(Helper::half);
+    if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  }
+  if (out == DType::float16) ctx.helpers.insert(Helper::half);
+  if (out == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  return heavy;
+}
+
+void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy) {
+  for (Helper hp : ctx.helpers) w.line("{}", helper_source(hp)).blank();
+  if (!ctx.outlined.empty()) {
+    w.line("// {} costly math calls: called, not inlined, to keep compile time linear.", heavy);
+    for (const std::string& f : ctx.outlined) w.line("{}", outlined_source(f.substr(1), f[0] == '2'));
+    w.blank();
+  }
+}
+
+}  // namespace fusion::codegen

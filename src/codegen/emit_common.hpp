@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the elementwise and the reduction emitters share: kernel names, parameter dtypes, scalar slots,
+// and writing a graph's nodes as `const T tN = ...;` lines.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "codegen/op_table.hpp"
+#include "codegen/source_writer.hpp"
+#include "codegen/variant.hpp"
+
+namespace fusion::codegen {
+
+struct GeneratedKernel {
+  std::string name;    ///< fz_<ops>_<dtype>_<hash> or <user name>_<hash>
+  std::uint64_t hash;  ///< of the canonical IR and the variant
+  std::string source;
+};
+
+/// The kernel symbol for a graph: readable op names (or the user's) and the hash.
+std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view user_name);
+
+/// The dtype of each kernel parameter (input array), taken from the graph's input nodes.
+std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params);
+
+/// The scalar slots the graph uses, in slot order, with their dtypes.
+std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g);
+
+/// Nodes reachable from `root`, not looking past `stop` (kNone: no stop).
+std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_t stop = ir::kNone);
+
+/// Writes `const T tN = <spelling>;` for every wanted node whose `value` is still empty, in graph order,
+/// and names it tN. Leaves must already be named by the caller.
+void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
+                  SpellContext& ctx);
+
+/// Prepares `ctx` for a kernel: heavy-math outlining and the 16-bit conversion helpers its parameters need.
+/// Returns the number of costly math calls.
+int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out);
+
+/// The kernel text before the device functions: helpers and outlined math wrappers.
+void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy);
+
+}  // namespace fusion::codegen

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// The layout variant of a reduction kernel: how threads map onto outputs and reduced elements. As for
+// elementwise kernels, extents, strides and the split size are kernel arguments, never baked in.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "codegen/hash.hpp"
+#include "codegen/variant.hpp"
+
+namespace fusion::codegen {
+
+enum class ReduceMode : std::uint8_t {
+  inner,  ///< the reduced elements are the fast-moving ones: a group of threads (warp or block) per output
+  outer,  ///< the kept elements are: one thread per output, neighbouring threads read neighbouring outputs
+};
+
+struct ReduceVariant {
+  ReduceMode mode = ReduceMode::inner;
+  std::uint16_t group = 256;       ///< inner mode: threads per output, 32 (a warp) or 256 (the block)
+  std::uint8_t vector_width = 1;   ///< inner mode: elements per 16-byte load (reduced rank 1, unit strides)
+  bool split = false;              ///< several blocks share an output; the last to finish combines them
+  std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
+  std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing
+  DType out_dtype = DType::float32;
+  std::uint8_t n_params = 0;
+  std::array<std::uint8_t, kMaxParams> param_of_slot{};
+  std::array<bool, kMaxParams> broadcast{};  ///< one element for all (loaded once)
+
+  bool operator==(const ReduceVariant&) const = default;
+  void hash_into(StableHasher& h, std::uint32_t n_slots) const;
+  std::string describe() const;
+};
+
+}  // namespace fusion::codegen

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: Apache-2.0
+// Running one reduction kernel: the reduced axes from the call, dimensions split into kept and reduced
+// and collapsed, the thread layout (variant) chosen, the kernel found or built, and launched.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/emit_reduction.hpp"
+#include "fusion/error.hpp"
+#include "runtime/device_state.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/evaluate_internal.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/stats_counters.hpp"
+#include "runtime/storage.hpp"
+
+namespace fusion::detail {
+
+using codegen::kMaxParams;
+using codegen::ReduceMode;
+using codegen::ReduceVariant;
+
+struct ReduceSlot {
+  ReduceVariant variant;
+  int device;
+  std::string name;
+  const LoadedKernel* kernel;
+  std::vector<std::uint32_t> scalar_slots;
+  ReduceSlot* next;
+};
+
+namespace {
+
+constexpr int kThreads = 256;
+// The per-stream workspace of split reductions: one counter per output (or output tile), then partials.
+constexpr std::size_t kMaxCounters = 4096;
+constexpr std::size_t kCounterBytes = kMaxCounters * sizeof(unsigned);
+constexpr std::size_t kPartialBytes = std::size_t{4} << 20;
+
+struct ReduceLayout {
+  ReduceVariant v;
+  std::uint32_t node = 0;  // the reduction node of the call's graph
+  Shape kshape, rshape;    // collapsed kept and reduced extents
+  const ArrayBase* params[kMaxParams];
+  Strides kst[kMaxParams], rst[kMaxParams], kst_out;
+  std::int64_t n_out = 1, n_red = 1, chunk = 0;
+  std::int64_t blocks = 1, splits = 1;
+  double divisor = 0;
+};
+
+/// The reduced axes as a bit mask over a rank-`rank` operand; a ShapeError names a bad axis.
+unsigned reduced_mask(const ReduceArg& r, int rank) {
+  if (r.n_axes < 0) return rank >= 32 ? ~0u : (1u << rank) - 1;
+  unsigned mask = 0;
+  for (int i = 0; i < r.n_axes; ++i) {
+    const int given = r.axes[static_cast<std::size_t>(i)];
+    const int axis = given < 0 ? given + rank : given;
+    if (axis < 0 || axis >= rank)
+      throw ShapeError(fmt::format("axis {} is out of range for an operand of rank {} (valid: {} to {})", given, rank,
+                                   -rank, rank - 1));
+    if (mask & (1u << axis)) throw ShapeError(fmt::format("axis {} is repeated in a reduction", given));
+    mask |= 1u << axis;
+  }
+  return mask;
+}
+
+struct Reduced {
+  Shape in;          // the operand's (broadcast) shape
+  unsigned mask = 0;
+  Shape out;         // the result's shape
+};
+
+Reduced reduced_shapes(const Call& c, const ir::Node& rn) {
+  Reduced r;
+  r.in = broadcast_shape_of(c);
+  const ReduceArg& arg = c.reductions[rn.slot];
+  r.mask = reduced_mask(arg, r.in.size());
+  for (int d = 0; d < r.in.size(); ++d) {
+    if (!(r.mask & (1u << d))) r.out.push_back(r.in[d]);
+    else if (arg.keepdims) r.out.push_back(1);
+  }
+  return r;
+}
+
+void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int device, ReduceLayout& L) {
+  const ir::Graph& g = c.lowered->graph;
+  L.node = codegen::reduction_node(g);
+  const ir::Node& rn = g.nodes[L.node];
+  ReduceVariant& v = L.v;
+  v = ReduceVariant{};
+  v.out_dtype = out.dtype();
+
+  int np = 0;
+  for (int s = 0; s < c.n_arrays; ++s) {
+    int p = 0;
+    while (p < np && !same_view(*L.params[p], *c.arrays[s])) ++p;
+    if (p == np) {
+      if (np == kMaxParams)
+        throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
+      L.params[np++] = c.arrays[s];
+    }
+    v.param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
+  }
+  v.n_params = static_cast<std::uint8_t>(np);
+
+  // Split the dimensions into kept and reduced; within each group merge neighbours that every operand
+  // walks as one (and drop extent-1 dimensions), so common cases become a 1-d by 1-d problem.
+  const Shape& in = shapes.in;
+  Strides st[kMaxParams];
+  for (int p = 0; p < np; ++p) st[p] = broadcast_strides(*L.params[p], in);
+  Strides out_st;
+  out_st.resize(in.size());
+  {
+    const bool keep = c.reductions[rn.slot].keepdims;
+    for (int d = 0, j = 0; d < in.size(); ++d) {
+      const bool reduced = shapes.mask & (1u << d);
+      if (!reduced || keep) {
+        out_st[d] = reduced ? 0 : out.strides()[j];
+        ++j;
+      }
+    }
+  }
+  L.kshape = Shape();
+  L.rshape = Shape();
+  L.kst_out = Strides();
+  for (int p = 0; p < np; ++p) L.kst[p] = Strides(), L.rst[p] = Strides();
+  for (int d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    const bool reduced = shapes.mask & (1u << d);
+    Shape& shape = reduced ? L.rshape : L.kshape;
+    auto group = [&](int p) -> Strides& { return reduced ? L.rst[p] : L.kst[p]; };
+    bool merge = !shape.empty();
+    const int last = shape.size() - 1;
+    for (int p = 0; merge && p < np; ++p) merge = group(p)[last] == st[p][d] * in[d];
+    if (merge && !reduced) merge = L.kst_out[last] == out_st[d] * in[d];
+    if (merge) {
+      shape[last] *= in[d];
+      for (int p = 0; p < np; ++p) group(p)[last] = st[p][d];
+      if (!reduced) L.kst_out[last] = out_st[d];
+    } else {
+      shape.push_back(in[d]);
+      for (int p = 0; p < np; ++p) group(p).push_back(st[p][d]);
+      if (!reduced) L.kst_out.push_back(out_st[d]);
+    }
+  }
+  v.rank_kept = static_cast<std::uint8_t>(L.kshape.size());
+  v.rank_reduced = static_cast<std::uint8_t>(L.rshape.size());
+  L.n_out = numel(L.kshape);
+  L.n_red = numel(L.rshape);
+
+  int main = -1;
+  for (int p = 0; p < np; ++p) {
+    bool zero = true;
+    for (std::int64_t x : L.kst[p]) zero = zero && x == 0;
+    for (std::int64_t x : L.rst[p]) zero = zero && x == 0;
+    v.broadcast[static_cast<std::size_t>(p)] = zero;
+    if (!zero && main < 0) main = p;
+  }
+
+  // Which elements are adjacent in memory decides the mapping: reduced ones -> a warp or block per
+  // output, reading along the row; kept ones -> a thread per output, neighbours reading neighbours.
+  bool inner = true;
+  if (v.rank_reduced == 0) inner = false;  // nothing to combine: one thread per output
+  else if (v.rank_kept > 0 && main >= 0) {
+    const std::int64_t r = std::abs(L.rst[main][v.rank_reduced - 1]);
+    const std::int64_t k = std::abs(L.kst[main][v.rank_kept - 1]);
+    inner = r < k;
+  }
+  if (!inner && L.n_out < 64 && v.rank_reduced > 0) inner = true;  // too few outputs for a thread each
+  v.mode = inner ? ReduceMode::inner : ReduceMode::outer;
+  v.group = static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? 32 : 256);
+
+  if (inner && v.rank_reduced == 1) {
+    std::size_t widest = 1;
+    bool unit = true;
+    for (int p = 0; p < np; ++p) {
+      if (v.broadcast[static_cast<std::size_t>(p)]) continue;
+      unit = unit && L.rst[p][0] == 1;
+      widest = std::max(widest, itemsize(L.params[p]->dtype()));
+    }
+    const std::size_t V = 16 / widest;
+    bool ok = unit && V > 1 && main >= 0;
+    for (int p = 0; p < np && ok; ++p) {
+      if (v.broadcast[static_cast<std::size_t>(p)]) continue;
+      ok = L.params[p]->data_ptr() % (V * itemsize(L.params[p]->dtype())) == 0;
+      for (std::int64_t x : L.kst[p]) ok = ok && x % static_cast<std::int64_t>(V) == 0;
+    }
+    v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  }
+
+  // Enough blocks to fill the device: when the outputs alone give too few, split the reduced range
+  // over several blocks per output; the last block to finish combines the partials in a fixed order.
+  const std::int64_t per_block = inner ? kThreads / v.group : kThreads;
+  L.blocks = (L.n_out + per_block - 1) / per_block;
+  // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
+  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
+  const std::int64_t target = sms * (2048 / kThreads);
+  std::int64_t S = 1;
+  const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
+  if (v.group == 256 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters && L.n_red > 1) {
+    const std::int64_t min_chunk = inner ? std::int64_t{kThreads} * v.vector_width * 4 : 32;
+    S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
+    const std::int64_t slots = inner ? L.n_out : L.blocks * kThreads;
+    S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / codegen::accumulator_bytes(g)) / slots);
+    S = std::clamp<std::int64_t>(S, 1, 65535);
+  }
+  L.chunk = (L.n_red + S - 1) / S;
+  if (v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
+  L.splits = L.chunk > 0 ? (L.n_red + L.chunk - 1) / L.chunk : 1;
+  v.split = L.splits > 1;
+  L.divisor = static_cast<double>(L.n_red) - c.reductions[rn.slot].ddof;
+}
+
+const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
+  for (ReduceSlot* s = lw.reduce_slots.load(std::memory_order_acquire); s; s = s->next)
+    if (s->device == device && s->variant == v && s->name == name) return *s;
+  std::lock_guard lock(build_mutex());
+  for (ReduceSlot* s = lw.reduce_slots.load(std::memory_order_acquire); s; s = s->next)
+    if (s->device == device && s->variant == v && s->name == name) return *s;
+  const LoadedKernel& loaded = load_kernel(codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name), device);
+  auto* slot = new ReduceSlot{v, device, std::string(name), &loaded, {}, lw.reduce_slots.load(std::memory_order_relaxed)};
+  for (const ir::Node& n : lw.graph.nodes)
+    if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
+  std::sort(slot->scalar_slots.begin(), slot->scalar_slots.end());
+  const_cast<Lowered&>(lw).reduce_slots.store(slot, std::memory_order_release);
+  return *slot;
+}
+
+CUdeviceptr workspace(StreamState& s) {
+  if (!s.reduce_workspace) {
+    FUSION_CU(cuMemAlloc, &s.reduce_workspace, kCounterBytes + kPartialBytes);
+    FUSION_CU(cuMemsetD8Async, s.reduce_workspace, 0, kCounterBytes, s.handle);
+  }
+  return s.reduce_workspace;
+}
+
+void launch(const ReduceSlot& k, ReduceLayout& L, const Call& c, const ArrayBase& out,
+            const std::shared_ptr<StreamState>& stream) {
+  void* args[3 * kMaxParams + 16 + 256];
+  std::uint64_t ptrs[kMaxParams + 3];
+  int na = 0;
+  const int np = L.v.n_params;
+  for (int p = 0; p < np; ++p) {
+    ptrs[p] = L.params[p]->data_ptr();
+    args[na++] = &ptrs[p];
+  }
+  ptrs[np] = out.data_ptr();
+  args[na++] = &ptrs[np];
+  if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
+  for (std::uint32_t s : k.scalar_slots) args[na++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
+  args[na++] = &L.n_out;
+  args[na++] = &L.n_red;
+  args[na++] = &L.chunk;
+  args[na++] = &L.divisor;
+  if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kshape.begin());
+  if (L.v.rank_reduced > 0) args[na++] = const_cast<std::int64_t*>(L.rshape.begin());
+  for (int p = 0; p < np; ++p) {
+    if (L.v.broadcast[static_cast<std::size_t>(p)]) continue;
+    if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kst[p].begin());
+    if (L.v.rank_reduced > 0) args[na++] = const_cast<std::int64_t*>(L.rst[p].begin());
+  }
+  if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kst_out.begin());
+  if (L.v.split) {
+    const CUdeviceptr ws = workspace(*stream);
+    ptrs[np + 1] = ws + kCounterBytes;  // partials
+    ptrs[np + 2] = ws;                  // counters
+    args[na++] = &ptrs[np + 1];
+    args[na++] = &ptrs[np + 2];
+  }
+  FUSION_CU(cuLaunchKernel, k.kernel->function, static_cast<unsigned>(L.blocks), static_cast<unsigned>(L.splits), 1,
+            kThreads, 1, 1, 0, stream->handle, args, nullptr);
+
+  out.storage()->note_use(stream);
+  std::uint64_t read = 0;
+  for (int p = 0; p < np; ++p) {
+    L.params[p]->storage()->note_use(stream);
+    read += static_cast<std::uint64_t>(L.params[p]->size()) * itemsize(L.params[p]->dtype());
+  }
+  Counters& ctr = counters();
+  ctr.launches.fetch_add(1, std::memory_order_relaxed);
+  ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
+  ctr.bytes_written.fetch_add(static_cast<std::uint64_t>(out.size()) * itemsize(out.dtype()), std::memory_order_relaxed);
+}
+
+/// Checks that a reduction without an identity has something to reduce.
+void check_extent(const ir::Node& rn, const Reduced& shapes) {
+  if (!ir::needs_nonempty(rn.op)) return;
+  std::int64_t n_red = 1, n_out = 1;
+  for (int d = 0; d < shapes.in.size(); ++d) ((shapes.mask & (1u << d)) ? n_red : n_out) *= shapes.in[d];
+  if (n_red == 0 && n_out > 0)
+    throw ShapeError(fmt::format("{} of an empty extent (operand shape {}): it has no identity; check the size "
+                                 "before reducing or use sum/prod/any/all, which do",
+                                 ir::op_name(rn.op), to_string(shapes.in)));
+}
+
+}  // namespace
+
+Shape reduction_output_shape(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  return reduced_shapes(c, g.nodes[codegen::reduction_node(g)]).out;
+}
+
+void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(c, rn);
+  check_extent(rn, shapes);
+  if (mode == AssignMode::replace)
+    mode = (out.has_storage() && out.shape() == shapes.out) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::into) {
+    bool aside = out.has_storage() && out.shape() != shapes.out;  // broadcast into a larger array
+    for (int i = 0; i < c.n_arrays && !aside; ++i)
+      aside = c.arrays[i]->storage() && c.arrays[i]->storage() == out.storage();
+    if (aside) {  // every input read before the output is written: compute aside, then copy
+      ArrayBase tmp(out.dtype());
+      evaluate_reduction(c, tmp, AssignMode::fresh);
+      copy_array(tmp, out, AssignMode::into);
+      return;
+    }
+  }
+  const auto& stream = current_stream_state();
+  if (!prepare_output(c, out, mode, stream->device, shapes.out)) return;  // no outputs: no launch
+  ReduceLayout L;
+  analyze(c, out, shapes, stream->device, L);
+  const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
+  launch(k, L, c, out, stream);
+}
+
+KernelInfo inspect_reduction(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(c, rn);
+  const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);
+  ReduceLayout L;
+  const int device = device_count() > 0 ? enter_current_device() : -1;
+  analyze(c, out, shapes, device, L);
+  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name), L.v.describe());
+}
+
+}  // namespace fusion::detail
