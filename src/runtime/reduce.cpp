@@ -330,6 +330,7 @@ KernelInfo inspect_reduction(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
   const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
   const Reduced shapes = reduced_shapes(c, rn);
+  check_extent(rn, shapes);
   const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);
   ReduceLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reductions without a GPU: NumPy's result dtypes, every reduction x dtype x thread layout through
+// NVRTC, the plans (how many kernels, which fused), and bad axes.
+#include <fmt/format.h>
+
+#include "codegen/emit_reduction.hpp"
+#include "runtime/nvrtc.hpp"
+#include "support.hpp"
+
+using fz::DType;
+using fz::ir::Op;
+
+TEST_CASE("reduction result dtypes follow NumPy", "[reduction][dtype]") {
+  using fz::ir::reduction_result_dtype;
+  // np.sum / np.prod: bool and signed ints -> int64, unsigned -> uint64, floats keep their dtype
+  for (DType d : {DType::bool_, DType::int8, DType::int16, DType::int32, DType::int64}) {
+    CHECK(reduction_result_dtype(Op::sum, d) == DType::int64);
+    CHECK(reduction_result_dtype(Op::prod, d) == DType::int64);
+  }
+  for (DType d : {DType::uint8, DType::uint16, DType::uint32, DType::uint64}) CHECK(reduction_result_dtype(Op::sum, d) == DType::uint64);
+  for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64}) {
+    CHECK(reduction_result_dtype(Op::sum, d) == d);
+    CHECK(reduction_result_dtype(Op::mean, d) == d);
+    CHECK(reduction_result_dtype(Op::max, d) == d);
+  }
+  // np.mean of integers and bool is float64; argmin/argmax give int64; any/all give bool
+  for (DType d : {DType::bool_, DType::int8, DType::uint32, DType::int64}) CHECK(reduction_result_dtype(Op::mean, d) == DType::float64);
+  CHECK(reduction_result_dtype(Op::argmax, DType::float16) == DType::int64);
+  CHECK(reduction_result_dtype(Op::any, DType::float32) == DType::bool_);
+  CHECK(reduction_result_dtype(Op::min, DType::int8) == DType::int8);
+  // 16-bit floats accumulate in float32
+  CHECK(fz::ir::reduction_accumulator_dtype(Op::sum, DType::float16) == DType::float32);
+  CHECK(fz::ir::reduction_accumulator_dtype(Op::mean, DType::bfloat16) == DType::float32);
+  CHECK(fz::ir::reduction_accumulator_dtype(Op::sum, DType::int8) == DType::int8);  // sum<int8>: as NumPy's dtype=
+
+  // the C++ result types agree with the table
+  auto i32 = fz::placeholder<std::int32_t>({4});
+  auto u8 = fz::placeholder<std::uint8_t>({4});
+  auto h = fz::placeholder<fz::half>({4});
+  auto b = fz::placeholder<bool>({4});
+  STATIC_REQUIRE(decltype(fz::sum(i32))::dtype == DType::int64);
+  STATIC_REQUIRE(decltype(fz::sum(u8))::dtype == DType::uint64);
+  STATIC_REQUIRE(decltype(fz::mean(i32))::dtype == DType::float64);
+  STATIC_REQUIRE(decltype(fz::mean(h))::dtype == DType::float16);
+  STATIC_REQUIRE(decltype(fz::var(i32))::dtype == DType::float64);
+  STATIC_REQUIRE(decltype(fz::std(h))::dtype == DType::float16);
+  STATIC_REQUIRE(decltype(fz::sum(b))::dtype == DType::int64);
+  STATIC_REQUIRE(decltype(fz::sum<double>(h))::dtype == DType::float64);
+  STATIC_REQUIRE(decltype(fz::argmax(h, 0))::dtype == DType::int64);
+  STATIC_REQUIRE(decltype(fz::all(i32))::dtype == DType::bool_);
+  STATIC_REQUIRE(decltype(fz::sqrt(fz::sum(h * h)))::dtype == DType::float16);
+}
+
+namespace {
+
+/// One reduction graph: `op` over input(d) (times 2 for arithmetic dtypes, to have a prologue) with an
+/// epilogue adding a scalar where the result allows it.
+fz::ir::Graph reduction_graph(Op op, DType d) {
+  fz::ir::Graph g;
+  std::uint32_t x = g.input(d);
+  if (d != DType::bool_) x = g.binary(Op::mul, x, g.scalar(d));
+  std::uint32_t r = g.reduce(op, x, fz::ir::reduction_result_dtype(op, d));
+  if (g.dtype(r) != DType::bool_) r = g.binary(Op::add, r, g.scalar(g.dtype(r)));
+  g.outputs.push_back(r);
+  return fz::ir::canonicalize(g);
+}
+
+std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
+  using fz::codegen::ReduceMode;
+  std::vector<fz::codegen::ReduceVariant> vs;
+  auto base = [&] {
+    fz::codegen::ReduceVariant v;
+    v.out_dtype = out;
+    v.n_params = 1;
+    return v;
+  };
+  auto v = base();  // a warp per output, 2-d kept and reduced spaces
+  v.group = 32, v.rank_kept = 2, v.rank_reduced = 2;
+  vs.push_back(v);
+  v = base();  // a block per output, vectorized, split (the full reduction)
+  v.group = 256, v.rank_reduced = 1, v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d)), v.split = true;
+  vs.push_back(v);
+  v = base();  // a thread per output, split (the column reduction)
+  v.mode = ReduceMode::outer, v.rank_kept = 1, v.rank_reduced = 1, v.split = true;
+  vs.push_back(v);
+  return vs;
+}
+
+}  // namespace
+
+TEST_CASE("every reduction compiles through NVRTC for every dtype and thread layout", "[reduction][nvrtc]") {
+  int kernels = 0;
+  for (int di = 0; di < fz::kNumDTypes; ++di) {
+    const DType d = static_cast<DType>(di);
+    std::string program;  // one NVRTC program per dtype, each kernel in its own namespace
+    for (int o = static_cast<int>(Op::sum); o < static_cast<int>(Op::count_); ++o) {
+      const Op op = static_cast<Op>(o);
+      const fz::ir::Graph g = reduction_graph(op, d);
+      for (const auto& v : layouts(d, g.dtype(g.outputs[0])))
+        program += fmt::format("namespace k{} {{\n{}}}\n", kernels++, fz::codegen::emit_reduction(g, v, "").source);
+    }
+    INFO("dtype " << fz::dtype_name(d));
+    CHECK_NOTHROW(fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
+  }
+  CHECK(kernels == 13 * 11 * 3);
+}
+
+TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][plan]") {
+  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20});
+  auto m = fz::placeholder<float>({119, 127});
+
+  const fz::KernelInfo dot = fz::inspect(fz::sum(x * y));
+  CHECK(dot.kernels == 1);
+  CHECK_THAT(dot.name, Catch::StartsWith("fz_mul_sum_f32_"));
+  CHECK_THAT(dot.variant, Catch::Contains("split over blocks"));
+  CHECK_THAT(dot.variant, Catch::Contains("4-wide vectors"));
+
+  const fz::KernelInfo norm = fz::inspect(fz::sqrt(fz::sum(x * x)));  // prologue and epilogue, one kernel
+  CHECK(norm.kernels == 1);
+  CHECK_THAT(norm.source, Catch::Contains("= sqrt(r)"));  // in the finalization, after the sum
+
+  const fz::KernelInfo rows = fz::inspect(fz::mean(m, 1));
+  CHECK(rows.kernels == 1);
+  CHECK_THAT(rows.variant, Catch::Contains("a warp per output"));
+  const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));
+  CHECK_THAT(cols.variant, Catch::Contains("a thread per output"));
+
+  const fz::KernelInfo centered = fz::inspect(m - fz::mean(m, 0, true));  // the mean, then the difference
+  CHECK(centered.kernels == 2);
+  REQUIRE(centered.plan.size() == 2);
+  CHECK_THAT(centered.plan[0], Catch::Contains("mean"));
+  CHECK_THAT(centered.plan[1], Catch::Contains("sub"));
+
+  CHECK(fz::inspect(x / fz::sum(x)).kernels == 2);
+  CHECK(fz::inspect(fz::var(m, 1)).kernels == 2);  // two passes: the mean, then the squared deviations
+  CHECK(fz::inspect(fz::sum(x) + fz::max(y)).kernels == 3);
+
+  // the same expression at two other sizes needs no other kernel source
+  auto m2 = fz::placeholder<float>({300, 500});
+  CHECK(fz::inspect(fz::mean(m2, 1)).name == fz::inspect(fz::mean(fz::placeholder<float>({40, 700}), 1)).name);
+}
+
+TEST_CASE("bad reduction axes are ShapeErrors naming the axis and rank", "[reduction][errors]") {
+  auto m = fz::placeholder<float>({3, 4});
+  CHECK_THROWS_MATCHES(fz::inspect(fz::sum(m, 2)), fz::ShapeError, Catch::Matchers::Message(
+      "axis 2 is out of range for an operand of rank 2 (valid: -2 to 1)"));
+  CHECK_THROWS_AS(fz::inspect(fz::sum(m, -3)), fz::ShapeError);
+  CHECK_THROWS_AS(fz::inspect(fz::sum(m, {0, 0})), fz::ShapeError);
+  CHECK_NOTHROW(fz::inspect(fz::sum(m, {-1, 0})));
+  auto empty = fz::placeholder<float>({3, 0});
+  CHECK_THROWS_AS(fz::inspect(fz::max(empty, 1)), fz::ShapeError);
+}
