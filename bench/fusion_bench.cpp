@@ -60,6 +60,27 @@ template <class T> void suite(std::int64_t n, std::vector<Row>& rows) {
   });
 }
 
+/// The reductions issue's targets: full reductions of 2^26 float32, row and column sums of an 8192 x 8192
+/// matrix, and two outputs from two inputs in one kernel (fz::tie).
+void reduction_suite(std::vector<Row>& rows) {
+  const std::int64_t n = std::int64_t{1} << 26;
+  auto x = random_array<float>(n, -2, 2, 1), y = random_array<float>(n, -2, 2, 2);
+  auto m = x.reshape({8192, 8192});
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  auto run = [&](const std::string& name, auto&& fn) {
+    rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
+  };
+  run("sum(x*y)", [&] { return fz::Array<float>(fz::sum(x * y)); });
+  run("sum((x-y)*(x-y))", [&] { return fz::Array<float>(fz::sum((x - y) * (x - y))); });
+  run("sum(m,-1) 8192^2", [&] { return fz::Array<float>(fz::sum(m, -1)); });
+  run("sum(m,0) 8192^2", [&] { return fz::Array<float>(fz::sum(m, 0)); });
+  run("tie(x+y,x*y)", [&] {
+    fz::Array<float> a, b;
+    fz::tie(a, b) = std::forward_as_tuple(x + y, x * y);
+    return a;
+  });
+}
+
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
 /// issued `calls` times without waiting (so the launch queue never fills).
 std::pair<double, double> dispatch_us(int calls = 300) {
@@ -169,6 +190,7 @@ int main(int argc, char** argv) {
     suite<float>(std::int64_t{1} << e, rows);
     suite<fz::bfloat16>(std::int64_t{1} << e, rows);
   }
+  if (std::find(sizes.begin(), sizes.end(), 26) != sizes.end()) reduction_suite(rows);
   const auto dispatch = dispatch_us();
   const auto [compile, compile_nvrtc] = compile_ms();
   int driver = 0;
