@@ -277,6 +277,9 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
   if (inner) {
     w.line("const int lane = threadIdx.x % {};", v.group);
     w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", 256 / v.group, v.group);
+  } else if (v.vector_width > 1) {
+    w.line("// {} neighbouring outputs per thread, read with 16-byte loads.", v.vector_width);
+    w.line("const long long o = ((long long)blockIdx.x * 256 + threadIdx.x) * {};", v.vector_width);
   } else {
     w.line("const long long o = (long long)blockIdx.x * 256 + threadIdx.x;");
   }
@@ -284,6 +287,11 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
   w.line("const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;");
   w.line("{} a = fz_identity();", Acc);
   w.line("long long k_out = 0;");
+  if (!inner && v.vector_width > 1) {
+    w.line("{} acc[{}];", Acc, v.vector_width);
+    w.line("#pragma unroll");
+    w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", v.vector_width);
+  }
   {
     auto active = w.block("if (o < n_out)");
     decode("o", "kshape", rk, kept_targets);
@@ -314,8 +322,30 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
       auto tail = w.block("for (long long r = r_vec + lane; r < r1; r += {})", v.group);
       w.line("a = fz_combine(a, fz_lift({}, r));",
              inputs([&](int p) { return load_conversion(pdt[p], fmt::format("in{0}[k{0} + r]", p)); }));
+    } else if (inner && rr == 2) {
+      // Two reduced dimensions (e.g. N and H*W of a batch norm): step the coordinates instead of
+      // dividing every index.
+      w.line("long long c0 = (r0 + lane) / rshape.v[1], c1 = (r0 + lane) % rshape.v[1];");
+      auto loop = w.block("for (long long r = r0 + lane; r < r1; r += {})", v.group);
+      for (const auto& [offset, strides] : reduced_targets)
+        w.line("const long long {} = c0 * {}.v[0] + c1 * {}.v[1];", offset, strides, strides);
+      w.line("a = fz_combine(a, fz_lift({}, r));", inputs(strided_element));
+      w.line("c1 += {};", v.group);
+      w.line("while (c1 >= rshape.v[1]) c1 -= rshape.v[1], ++c0;");
     } else if (inner) {
       scalar_loop(fmt::format("for (long long r = r0 + lane; r < r1; r += {})", v.group));
+    } else if (v.vector_width > 1) {
+      const int V = v.vector_width;
+      w.line("#pragma unroll 4");
+      auto loop = w.block("for (long long r = r0; r < r1; ++r)");
+      decode("r", "rshape", rr, reduced_targets);
+      for (int p = 0; p < v.n_params; ++p)
+        if (!v.broadcast[p])
+          w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(pdt[p]), V, p);
+      w.line("#pragma unroll");
+      auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
+      w.line("acc[j] = fz_combine(acc[j], fz_lift({}, r));",
+             inputs([&](int p) { return load_conversion(pdt[p], fmt::format("v{}.v[j]", p)); }));
     } else {
       w.line("#pragma unroll 4");
       scalar_loop("for (long long r = r0; r < r1; ++r)");
@@ -345,6 +375,31 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
     auto t0 = w.block("if (threadIdx.x == 0)");
     w.line("counters[o] = 0;  // ready for the next launch");
     w.line("{}", store);
+  } else if (v.vector_width > 1) {
+    const int V = v.vector_width;
+    const std::string store_j = fmt::format("out[k_out + j] = {};", store_conversion(g.nodes[result].dtype, v.out_dtype,
+                                            fmt::format("fz_final({})", fmt::join(final_args, ", "))));
+    if (!v.split) {
+      w.line("#pragma unroll");
+      w.line("for (int j = 0; j < {}; ++j) {{ {} a = acc[j]; if (o < n_out) {} }}", V, Acc, store_j);
+    } else {
+      w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
+      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(o + j) * gridDim.y + blockIdx.y] = acc[j];", V);
+      w.line("__threadfence();");
+      w.line("__syncthreads();");
+      w.line("__shared__ bool last;");
+      w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
+      w.line("__syncthreads();");
+      auto l = w.block("if (last)");
+      {
+        auto act = w.block("if (o < n_out) for (int j = 0; j < {}; ++j)", V);
+        w.line("a = fz_identity();");
+        w.line("#pragma unroll 8");
+        w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(o + j) * gridDim.y + s]));");
+        w.line("{}", store_j);
+      }
+      w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+    }
   } else if (!v.split) {
     w.line("if (o < n_out) {}", store);
   } else {
@@ -359,6 +414,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
     {
       auto act = w.block("if (o < n_out)");
       w.line("a = fz_identity();");
+      w.line("#pragma unroll 8");
       w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));");
       w.line("{}", store);
     }

@@ -19,7 +19,8 @@ enum class ReduceMode : std::uint8_t {
 struct ReduceVariant {
   ReduceMode mode = ReduceMode::inner;
   std::uint16_t group = 256;       ///< inner mode: threads per output, 32 (a warp) or 256 (the block)
-  std::uint8_t vector_width = 1;   ///< inner mode: elements per 16-byte load (reduced rank 1, unit strides)
+  std::uint8_t vector_width = 1;   ///< elements per 16-byte load: inner mode along the reduced axis, outer
+                                   ///< mode across neighbouring outputs (kept rank 1, unit strides)
   bool split = false;              ///< several blocks share an output; the last to finish combines them
   std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
   std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing

@@ -170,6 +170,19 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
   v.mode = inner ? ReduceMode::inner : ReduceMode::outer;
   v.group = static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? 32 : 256);
 
+  if (!inner && v.rank_kept == 1 && L.kst_out[0] == 1 && main >= 0) {  // V neighbouring outputs per thread
+    std::size_t widest = 1;
+    for (int p = 0; p < np; ++p)
+      if (!v.broadcast[static_cast<std::size_t>(p)]) widest = std::max(widest, itemsize(L.params[p]->dtype()));
+    const std::size_t V = 16 / widest;
+    bool ok = V > 1 && L.n_out % static_cast<std::int64_t>(V) == 0;
+    for (int p = 0; p < np && ok; ++p) {
+      if (v.broadcast[static_cast<std::size_t>(p)]) continue;
+      ok = L.kst[p][0] == 1 && L.params[p]->data_ptr() % (V * itemsize(L.params[p]->dtype())) == 0;
+      for (std::int64_t x : L.rst[p]) ok = ok && x % static_cast<std::int64_t>(V) == 0;
+    }
+    v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  }
   if (inner && v.rank_reduced == 1) {
     std::size_t widest = 1;
     bool unit = true;
@@ -190,7 +203,7 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
 
   // Enough blocks to fill the device: when the outputs alone give too few, split the reduced range
   // over several blocks per output; the last block to finish combines the partials in a fixed order.
-  const std::int64_t per_block = inner ? kThreads / v.group : kThreads;
+  const std::int64_t per_block = inner ? kThreads / v.group : kThreads * v.vector_width;
   L.blocks = (L.n_out + per_block - 1) / per_block;
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
@@ -200,12 +213,12 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
   if (v.group == 256 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters && L.n_red > 1) {
     const std::int64_t min_chunk = inner ? std::int64_t{kThreads} * v.vector_width * 4 : 32;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
-    const std::int64_t slots = inner ? L.n_out : L.blocks * kThreads;
+    const std::int64_t slots = inner ? L.n_out : L.blocks * per_block;
     S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / codegen::accumulator_bytes(g)) / slots);
     S = std::clamp<std::int64_t>(S, 1, 65535);
   }
   L.chunk = (L.n_red + S - 1) / S;
-  if (v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
+  if (inner && v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
   L.splits = L.chunk > 0 ? (L.n_red + L.chunk - 1) / L.chunk : 1;
   v.split = L.splits > 1;
   L.divisor = static_cast<double>(L.n_red) - c.reductions[rn.slot].ddof;
