@@ -344,3 +344,28 @@ TEST_CASE("fz::tie writes several outputs from one kernel", "[gpu][reductions][t
   CHECK(max_out.item() == 360);
   CHECK_THROWS_AS((fz::tie(a, a) = std::forward_as_tuple(x, y)), fz::Error);
 }
+
+TEST_CASE("a column reduction of many columns reads neighbouring outputs per thread", "[gpu][reductions]") {
+  const std::int64_t R = 5, C = std::int64_t{1} << 22;  // enough columns to use 16-byte loads across outputs
+  const auto h = test::random<float>(static_cast<std::size_t>(R * C), -1, 1, 21);
+  auto m = fz::asarray(h, {R, C});
+  CHECK_THAT(fz::inspect(fz::max(m, 0)).variant, Catch::Contains("4-wide vectors"));
+  fz::Array<float> s = fz::sum(m, 0), mx = fz::max(m, 0);
+  fz::Array<std::int64_t> am = fz::argmin(m, 0);
+  const auto hs = s.to_host(), hm = mx.to_host();
+  const auto ha = am.to_host();
+  int bad = 0;
+  for (std::int64_t c = 0; c < C; c += 997) {
+    double sum = 0;
+    float best = -1e30f, low = 1e30f;
+    std::int64_t arg = 0;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float v = h[static_cast<std::size_t>(r * C + c)];
+      sum += v;
+      best = std::max(best, v);
+      if (v < low) low = v, arg = r;
+    }
+    bad += std::abs(hs[c] - sum) > 1e-5 || hm[c] != best || ha[c] != arg;
+  }
+  CHECK(bad == 0);
+}
