@@ -26,8 +26,6 @@ std::uint32_t reduction_node(const ir::Graph& g) {
 
 namespace {
 
-template <class F> void write_kernel_body(SourceWriter&, F&& body) { body(); }
-
 bool is_arg(Op op) { return op == Op::argmin || op == Op::argmax; }
 
 /// The extreme value of a dtype as a CUDA literal: `high` the largest (+inf for floats), else the lowest.
@@ -272,7 +270,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
                                                                             fmt::format("fz_final({})", fmt::join(final_args, ", "))));
 
   const bool inner = v.mode == ReduceMode::inner;
-  write_kernel_body(w, [&] {
+  {  // the kernel's closing brace is written when this scope ends, before the text is taken
   auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__(256) {}({})", k.name, fmt::join(params, ", "));
   if (inner) {
     w.line("const int lane = threadIdx.x % {};", v.group);
@@ -420,7 +418,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
     }
     w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
   }
-  });  // the kernel's closing brace is written when its guard ends, before the text is taken
+  }
   k.source = w.str();
   return k;
 }

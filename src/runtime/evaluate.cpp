@@ -77,6 +77,29 @@ const Lowered& lowered_for_graph(ir::Graph g) {
   return l;
 }
 
+std::vector<std::uint32_t> sorted_scalar_slots(const ir::Graph& g) {
+  std::vector<std::uint32_t> slots;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::scalar) slots.push_back(n.slot);
+  std::sort(slots.begin(), slots.end());
+  return slots;
+}
+
+int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
+  int np = 0;
+  for (int s = 0; s < c.n_arrays; ++s) {
+    int p = 0;
+    while (p < np && !same_view(*params[p], *c.arrays[s])) ++p;
+    if (p == np) {
+      if (np == kMaxParams)
+        throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
+      params[np++] = c.arrays[s];
+    }
+    param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
+  }
+  return np;
+}
+
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
   if (&a == &b) return true;
   if (!a.storage() || a.storage() != b.storage()) return false;  // placeholders are distinct unless identical
@@ -159,18 +182,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   const Shape full = index_space(outs, K);
   L.n = numel(full);
 
-  int np = 0;
-  for (int s = 0; s < c.n_arrays; ++s) {
-    const ArrayBase* a = c.arrays[s];
-    int p = 0;
-    while (p < np && !same_view(*L.params[p], *a)) ++p;
-    if (p == np) {
-      if (np == kMaxParams)
-        throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
-      L.params[np++] = a;
-    }
-    L.v.param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
-  }
+  const int np = distinct_params(c, L.params, L.v.param_of_slot);
   L.v.n_params = static_cast<std::uint8_t>(np);
 
   // Operands 0..K-1 are the outputs; K.. are the parameters. Collapse dimensions that every operand
@@ -257,19 +269,10 @@ codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::stri
 }
 
 const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
-  for (KernelSlot* s = lw.slots.load(std::memory_order_acquire); s; s = s->next)
-    if (s->device == device && s->variant == v && s->name == name) return *s;
-  std::lock_guard lock(build_mutex());
-  for (KernelSlot* s = lw.slots.load(std::memory_order_acquire); s; s = s->next)
-    if (s->device == device && s->variant == v && s->name == name) return *s;
-  codegen::GeneratedKernel k = generate(lw, v, name);
-  const LoadedKernel& loaded = load_kernel(k, device);
-  auto* slot = new KernelSlot{v, device, std::string(name), &loaded, {}, lw.slots.load(std::memory_order_relaxed)};
-  for (const ir::Node& n : lw.graph.nodes)
-    if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
-  std::sort(slot->scalar_slots.begin(), slot->scalar_slots.end());
-  const_cast<Lowered&>(lw).slots.store(slot, std::memory_order_release);
-  return *slot;
+  return find_or_build(lw.slots, v, device, name, [&] {
+    const LoadedKernel& loaded = load_kernel(generate(lw, v, name), device);
+    return new KernelSlot{v, device, std::string(name), &loaded, sorted_scalar_slots(lw.graph), nullptr};
+  });
 }
 
 void launch(const KernelSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 #include "codegen/emit_common.hpp"
 #include "fusion/evaluate.hpp"
@@ -35,6 +37,30 @@ ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen
 
 /// Serializes compilation of new kernels (lookups stay lock-free).
 std::mutex& build_mutex();
+
+/// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
+/// path, else built once under build_mutex() and published. `build()` returns a new Slot (its `next` unset).
+template <class Slot, class V, class Build>
+const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name, Build&& build) {
+  auto find = [&]() -> const Slot* {
+    for (Slot* s = head.load(std::memory_order_acquire); s; s = s->next)
+      if (s->device == device && s->variant == v && s->name == name) return s;
+    return nullptr;
+  };
+  if (const Slot* s = find()) return *s;
+  std::lock_guard lock(build_mutex());
+  if (const Slot* s = find()) return *s;
+  Slot* slot = build();
+  slot->next = head.load(std::memory_order_relaxed);
+  const_cast<std::atomic<Slot*>&>(head).store(slot, std::memory_order_release);
+  return *slot;
+}
+
+/// The scalar slots a graph uses, sorted: the order kernels take them in.
+std::vector<std::uint32_t> sorted_scalar_slots(const ir::Graph& g);
+
+/// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
+int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 
 bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).

@@ -90,17 +90,7 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
   v = ReduceVariant{};
   v.out_dtype = out.dtype();
 
-  int np = 0;
-  for (int s = 0; s < c.n_arrays; ++s) {
-    int p = 0;
-    while (p < np && !same_view(*L.params[p], *c.arrays[s])) ++p;
-    if (p == np) {
-      if (np == kMaxParams)
-        throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
-      L.params[np++] = c.arrays[s];
-    }
-    v.param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
-  }
+  const int np = distinct_params(c, L.params, v.param_of_slot);
   v.n_params = static_cast<std::uint8_t>(np);
 
   // Split the dimensions into kept and reduced; within each group merge neighbours that every operand
@@ -228,18 +218,10 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
 }
 
 const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
-  for (ReduceSlot* s = lw.reduce_slots.load(std::memory_order_acquire); s; s = s->next)
-    if (s->device == device && s->variant == v && s->name == name) return *s;
-  std::lock_guard lock(build_mutex());
-  for (ReduceSlot* s = lw.reduce_slots.load(std::memory_order_acquire); s; s = s->next)
-    if (s->device == device && s->variant == v && s->name == name) return *s;
-  const LoadedKernel& loaded = load_kernel(codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name), device);
-  auto* slot = new ReduceSlot{v, device, std::string(name), &loaded, {}, lw.reduce_slots.load(std::memory_order_relaxed)};
-  for (const ir::Node& n : lw.graph.nodes)
-    if (n.op == ir::Op::scalar) slot->scalar_slots.push_back(n.slot);
-  std::sort(slot->scalar_slots.begin(), slot->scalar_slots.end());
-  const_cast<Lowered&>(lw).reduce_slots.store(slot, std::memory_order_release);
-  return *slot;
+  return find_or_build(lw.reduce_slots, v, device, name, [&] {
+    const LoadedKernel& loaded = load_kernel(codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name), device);
+    return new ReduceSlot{v, device, std::string(name), &loaded, sorted_scalar_slots(lw.graph), nullptr};
+  });
 }
 
 CUdeviceptr workspace(StreamState& s) {
