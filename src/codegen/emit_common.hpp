@@ -19,6 +19,10 @@ struct GeneratedKernel {
   std::string name;    ///< fz_<ops>_<dtype>_<hash> or <user name>_<hash>
   std::uint64_t hash;  ///< of the canonical IR and the variant
   std::string source;
+  /// NVRTC options beyond fusion's own (user kernels); part of the disk-cache key.
+  std::vector<std::string> options;
+  /// Compile without -minimal (user code may use any device API).
+  bool full_headers = false;
 };
 
 /// The kernel symbol for a graph: readable op names (or the user's) and the hash.

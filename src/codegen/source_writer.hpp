@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 
 namespace fusion::codegen {
 
@@ -14,6 +15,19 @@ class SourceWriter {
     out_.append(static_cast<std::size_t>(2 * depth_), ' ');
     out_ += fmt::format(f, std::forward<Args>(args)...);
     out_ += '\n';
+    return *this;
+  }
+  /// Writes text that may span several lines (user code), each line at the current indentation.
+  SourceWriter& text(std::string_view t) {
+    while (!t.empty()) {
+      const std::size_t end = t.find('\n');
+      const std::string_view l = t.substr(0, end);
+      if (!l.empty()) out_.append(static_cast<std::size_t>(2 * depth_), ' ');
+      out_.append(l);
+      out_ += '\n';
+      if (end == std::string_view::npos) break;
+      t.remove_prefix(end + 1);
+    }
     return *this;
   }
   SourceWriter& blank() {

@@ -41,7 +41,7 @@ void announce(const codegen::GeneratedKernel& k, const std::string& target) {
 
 Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   std::string options;
-  for (const auto& o : compile_options(t)) options += o + " ";
+  for (const auto& o : compile_options(t, k.options, !k.full_headers)) options += o + " ";
   CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
   announce(k, t.name());
   DiskCache& disk = DiskCache::instance();
@@ -55,7 +55,7 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
     a.cache_path = disk.path_for(key).string();
     return a;
   }
-  CompileOutput out = compile(k.source, k.name, t);
+  CompileOutput out = compile(k.source, k.name, t, k.options, !k.full_headers);
   ++counters().compiles;
   counters().compile_ms.fetch_add(out.milliseconds, std::memory_order_relaxed);
   a.binary = std::move(out.binary);
@@ -65,10 +65,21 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   return a;
 }
 
-const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
+namespace {
+
+/// The in-memory key: everything the binary depends on besides the target (fixed by the device).
+std::string memory_key(const codegen::GeneratedKernel& k, int device) {
+  std::string key = fmt::format("{}\n{}\n{}\n", device, k.full_headers, k.name);
+  for (const auto& o : k.options) key += o + '\n';
+  return key + k.source;
+}
+
+}  // namespace
+
+const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<LoadedKernel>> loaded;  // full key: device + source
-  const std::string key = fmt::format("{}\n{}", device, k.source);
+  static std::map<std::string, std::unique_ptr<LoadedModule>> loaded;
+  const std::string key = memory_key(k, device);
   {
     std::lock_guard lock(mu);
     if (auto it = loaded.find(key); it != loaded.end()) {
@@ -81,17 +92,36 @@ const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
   const Target t = target_for_arch(properties_of(device).arch());
   Artifact a = build_artifact(k, t);
   ensure_context(device);
-  CUmodule module;
-  FUSION_CU(cuModuleLoadData, &module, a.binary.c_str());
-  auto lk = std::make_unique<LoadedKernel>();
-  FUSION_CU(cuModuleGetFunction, &lk->function, module, k.name.c_str());
-  lk->name = k.name;
-  lk->registers = a.registers;
-  lk->target = a.target;
-  lk->cache_path = a.cache_path;
+  auto lm = std::make_unique<LoadedModule>();
+  FUSION_CU(cuModuleLoadData, &lm->module, a.binary.c_str());
+  lm->registers = a.registers;
+  lm->target = a.target;
+  lm->cache_path = a.cache_path;
   std::lock_guard lock(mu);
-  auto [it, inserted] = loaded.emplace(key, std::move(lk));
+  auto [it, inserted] = loaded.emplace(key, std::move(lm));
+  if (!inserted) {
+    // lost the race: unload ours (the winner's functions are already handed out)
+    FUSION_CU(cuModuleUnload, lm->module);
+  }
   return *it->second;
+}
+
+const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
+  static std::mutex mu;
+  static std::map<const LoadedModule*, std::unique_ptr<LoadedKernel>> functions;
+  const LoadedModule& m = load_module(k, device);
+  std::lock_guard lock(mu);
+  auto& slot = functions[&m];
+  if (!slot) {
+    auto lk = std::make_unique<LoadedKernel>();
+    FUSION_CU(cuModuleGetFunction, &lk->function, m.module, k.name.c_str());
+    lk->name = k.name;
+    lk->registers = m.registers;
+    lk->target = m.target;
+    lk->cache_path = m.cache_path;
+    slot = std::move(lk);
+  }
+  return *slot;
 }
 
 }  // namespace fusion::detail

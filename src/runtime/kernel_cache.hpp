@@ -22,6 +22,15 @@ struct Artifact {
 /// The binary for `k` on target `t`: from the disk cache, else compiled by NVRTC and stored.
 Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t);
 
+struct LoadedModule {
+  CUmodule module = nullptr;
+  int registers = -1;  ///< ptxas' figure for the first (or only) kernel
+  std::string target, cache_path;
+};
+
+/// The loaded module for `k`'s source and options on `device`; thread-safe, loads each once per process.
+const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device);
+
 struct LoadedKernel {
   CUfunction function = nullptr;
   std::string name;
@@ -29,7 +38,7 @@ struct LoadedKernel {
   std::string target, cache_path;
 };
 
-/// The loaded function for `k` on `device`; thread-safe, loads each (source, device) once per process.
+/// The loaded function `k.name` of `k`'s module on `device`; thread-safe, looked up once per process.
 const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device);
 
 }  // namespace fusion::detail

@@ -26,9 +26,11 @@ struct CompileOutput {
 
 /// "13.0"
 const std::string& nvrtc_version();
-/// The options every kernel is compiled with for `t` (they are part of the disk-cache key).
-std::vector<std::string> compile_options(const Target& t);
+/// The options a kernel is compiled with for `t` (they are part of the disk-cache key): fusion's own,
+/// then `extra` (user options). `minimal` leaves out headers that generated kernels never need.
+std::vector<std::string> compile_options(const Target& t, const std::vector<std::string>& extra = {}, bool minimal = true);
 /// Compiles `source`; CompileError with the log and numbered source when NVRTC rejects it.
-CompileOutput compile(const std::string& source, const std::string& kernel_name, const Target& t);
+CompileOutput compile(const std::string& source, const std::string& kernel_name, const Target& t,
+                      const std::vector<std::string>& extra = {}, bool minimal = true);
 
 }  // namespace fusion::detail

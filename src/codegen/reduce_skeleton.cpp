@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reduction kernel skeleton shared by fused reductions and ReductionKernel. The combination order
+// is fixed by the thread layout alone, so results are bit-identical run to run.
+#include "codegen/reduce_skeleton.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/op_table.hpp"
+
+namespace fusion::codegen {
+namespace {
+
+/// Moving an accumulator down a warp: shuffles take 32- and 64-bit values, so narrow types widen.
+std::string shuffle(DType d, const std::string& x) {
+  const std::string t(compute_type(d));
+  if (itemsize(d) >= 4 || is_floating(d)) return fmt::format("__shfl_down_sync(0xffffffffu, {}, d)", x);
+  return fmt::format("({})__shfl_down_sync(0xffffffffu, (int){}, d)", t, x);
+}
+
+/// A load from the split workspace that bypasses L1 (other blocks wrote it during this kernel).
+std::string load_cg(DType d, const std::string& p) {
+  if (d == DType::bool_) return fmt::format("(__ldcg((const unsigned char*){}) != 0)", p);
+  return fmt::format("__ldcg({})", p);
+}
+
+}  // namespace
+
+void write_reduce_helpers(SourceWriter& fn, const std::string& acc, DType vd, bool arg) {
+  if (arg)
+    fn.line("__device__ __forceinline__ FzArg fz_shfl_down(FzArg a, int d) {{ return FzArg{{{}, {}}}; }}",
+            shuffle(vd, "a.v"), shuffle(DType::int64, "a.i"));
+  else
+    fn.line("__device__ __forceinline__ {0} fz_shfl_down({0} a, int d) {{ return {1}; }}", acc, shuffle(vd, "a"));
+  fn.line("__device__ __forceinline__ {0} fz_load_partial(const {0}* p) {{ return {1}; }}", acc,
+          arg ? fmt::format("FzArg{{{}, {}}}", load_cg(vd, "&p->v"), load_cg(DType::int64, "&p->i")) : load_cg(vd, "p"));
+  {
+    auto f = fn.block("__device__ __forceinline__ {} fz_warp_reduce({} a)", acc, acc);
+    fn.line("#pragma unroll");
+    fn.line("for (int d = 16; d > 0; d >>= 1) a = fz_combine(a, fz_shfl_down(a, d));");
+    fn.line("return a;");
+  }
+  auto f = fn.block("// The block's 8 warps, combined in warp order; the result is in thread 0.\n"
+                    "__device__ __forceinline__ {0} fz_block_reduce({0} a)", acc);
+  fn.line("__shared__ {} warp_result[8];", acc);
+  fn.line("a = fz_warp_reduce(a);");
+  fn.line("if (threadIdx.x % 32 == 0) warp_result[threadIdx.x / 32] = a;");
+  fn.line("__syncthreads();");
+  fn.line("if (threadIdx.x < 32) a = fz_warp_reduce(threadIdx.x < 8 ? warp_result[threadIdx.x] : fz_identity());");
+  fn.line("return a;");
+}
+
+void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s, const std::string& functions) {
+  const int rk = v.rank_kept, rr = v.rank_reduced;
+  if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk);
+  if (rr > 0) w.line("struct FzReduced {{ long long v[{}]; }};", rr);
+  if (v.vector_width > 1) w.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};");
+  w.blank().line("{}", functions);
+
+  std::vector<std::string> params;
+  for (int p = 0; p < v.n_params; ++p) params.push_back(fmt::format("const {}* __restrict__ in{}", storage_type(s.params[p]), p));
+  params.push_back(fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
+  params.insert(params.end(), s.scalar_params.begin(), s.scalar_params.end());
+  for (const char* s : {"const long long n_out", "const long long n_red", "const long long chunk", "const double divisor"})
+    params.push_back(s);
+  if (rk > 0) params.push_back("const FzKept kshape");
+  if (rr > 0) params.push_back("const FzReduced rshape");
+  for (int p = 0; p < v.n_params; ++p) {
+    if (v.broadcast[p]) continue;
+    if (rk > 0) params.push_back(fmt::format("const FzKept kst{}", p));
+    if (rr > 0) params.push_back(fmt::format("const FzReduced rst{}", p));
+  }
+  if (rk > 0) params.push_back("const FzKept kst_out");
+  if (v.split) {
+    params.push_back(fmt::format("{}* __restrict__ partials", s.acc));
+    params.push_back("unsigned int* __restrict__ counters");
+  }
+
+  // Offsets of multi-index `index` over `shape` (rank `rank`) along each operand's strides.
+  auto decode = [&](const char* index, const char* shape, int rank, const std::vector<std::pair<std::string, std::string>>& targets) {
+    for (const auto& [offset, strides] : targets) w.line("long long {} = 0;", offset);
+    if (rank == 0 || targets.empty()) return;
+    auto b = w.block("");
+    w.line("long long rest = {};", index);
+    for (int d = rank - 1; d >= 1; --d) {
+      w.line("const long long c{0} = rest % {1}.v[{0}];", d, shape);
+      w.line("rest /= {}.v[{}];", shape, d);
+      for (const auto& [offset, strides] : targets) w.line("{} += c{} * {}.v[{}];", offset, d, strides, d);
+    }
+    for (const auto& [offset, strides] : targets) w.line("{} += rest * {}.v[0];", offset, strides);
+  };
+  std::vector<std::pair<std::string, std::string>> kept_targets, reduced_targets;
+  for (int p = 0; p < v.n_params; ++p) {
+    if (v.broadcast[p]) continue;
+    kept_targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
+    reduced_targets.emplace_back(fmt::format("q{}", p), fmt::format("rst{}", p));
+  }
+  kept_targets.emplace_back("ko", "kst_out");
+  auto inputs = [&](auto&& element) {
+    std::vector<std::string> in;
+    for (int p = 0; p < v.n_params; ++p) in.push_back(v.broadcast[p] ? fmt::format("b{}", p) : element(p));
+    in.insert(in.end(), s.scalar_args.begin(), s.scalar_args.end());
+    return fmt::format("fz_expr({})", fmt::join(in, ", "));
+  };
+  auto strided_element = [&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + q{0}]", p)); };
+  auto scalar_loop = [&](const std::string& head) {
+    auto loop = w.block("{}", head);
+    decode("r", "rshape", rr, reduced_targets);
+    w.line("a = fz_combine(a, fz_lift({}, r));", inputs(strided_element));
+  };
+  const std::string store = s.store("k_out");
+
+  const bool inner = v.mode == ReduceMode::inner;
+  {  // the kernel's closing brace is written when this scope ends, before the text is taken
+  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__(256) {}({})", s.kernel_name, fmt::join(params, ", "));
+  if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
+  if (inner) {
+    w.line("const int lane = threadIdx.x % {};", v.group);
+    w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", 256 / v.group, v.group);
+  } else if (v.vector_width > 1) {
+    w.line("// {} neighbouring outputs per thread, read with 16-byte loads.", v.vector_width);
+    w.line("const long long o = ((long long)blockIdx.x * 256 + threadIdx.x) * {};", v.vector_width);
+  } else {
+    w.line("const long long o = (long long)blockIdx.x * 256 + threadIdx.x;");
+  }
+  w.line("const long long r0 = (long long)blockIdx.y * chunk;");
+  w.line("const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;");
+  w.line("{} a = fz_identity();", s.acc);
+  w.line("long long k_out = 0;");
+  if (!inner && v.vector_width > 1) {
+    w.line("{} acc[{}];", s.acc, v.vector_width);
+    w.line("#pragma unroll");
+    w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", v.vector_width);
+  }
+  {
+    auto active = w.block("if (o < n_out)");
+    decode("o", "kshape", rk, kept_targets);
+    w.line("k_out = ko;");
+    for (int p = 0; p < v.n_params; ++p)
+      if (v.broadcast[p]) w.line("const {} b{} = {};", compute_type(s.params[p]), p, load_conversion(s.params[p], fmt::format("in{}[0]", p)));
+    if (inner && v.vector_width > 1) {
+      const int V = v.vector_width;
+      w.line("// {} elements per 16-byte load, each lane of the vector with its own accumulator.", V);
+      w.line("{} acc[{}];", s.acc, V);
+      w.line("#pragma unroll");
+      w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", V);
+      w.line("const long long r_vec = r0 + (r1 - r0) / {0} * {0};", V);
+      {
+        w.line("#pragma unroll 4");
+        auto loop = w.block("for (long long r = r0 + lane * {0}; r < r_vec; r += {1} * {0})", V, v.group);
+        for (int p = 0; p < v.n_params; ++p)
+          if (!v.broadcast[p])
+            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);", storage_type(s.params[p]), V, p);
+        w.line("#pragma unroll");
+        auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
+        w.line("acc[j] = fz_combine(acc[j], fz_lift({}, r + j));",
+               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+      }
+      w.line("a = acc[0];");
+      w.line("#pragma unroll");
+      w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, acc[j]);", V);
+      auto tail = w.block("for (long long r = r_vec + lane; r < r1; r += {})", v.group);
+      w.line("a = fz_combine(a, fz_lift({}, r));",
+             inputs([&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + r]", p)); }));
+    } else if (inner && rr == 2) {
+      // Two reduced dimensions (e.g. N and H*W of a batch norm): step the coordinates instead of
+      // dividing every index.
+      w.line("long long c0 = (r0 + lane) / rshape.v[1], c1 = (r0 + lane) % rshape.v[1];");
+      auto loop = w.block("for (long long r = r0 + lane; r < r1; r += {})", v.group);
+      for (const auto& [offset, strides] : reduced_targets)
+        w.line("const long long {} = c0 * {}.v[0] + c1 * {}.v[1];", offset, strides, strides);
+      w.line("a = fz_combine(a, fz_lift({}, r));", inputs(strided_element));
+      w.line("c1 += {};", v.group);
+      w.line("while (c1 >= rshape.v[1]) c1 -= rshape.v[1], ++c0;");
+    } else if (inner) {
+      scalar_loop(fmt::format("for (long long r = r0 + lane; r < r1; r += {})", v.group));
+    } else if (v.vector_width > 1) {
+      const int V = v.vector_width;
+      w.line("#pragma unroll 4");
+      auto loop = w.block("for (long long r = r0; r < r1; ++r)");
+      decode("r", "rshape", rr, reduced_targets);
+      for (int p = 0; p < v.n_params; ++p)
+        if (!v.broadcast[p])
+          w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(s.params[p]), V, p);
+      w.line("#pragma unroll");
+      auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
+      w.line("acc[j] = fz_combine(acc[j], fz_lift({}, r));",
+             inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+    } else {
+      w.line("#pragma unroll 4");
+      scalar_loop("for (long long r = r0; r < r1; ++r)");
+    }
+  }
+  if (inner && v.group == 32) {
+    w.line("a = fz_warp_reduce(a);");
+    w.line("if (lane == 0 && o < n_out) {}", store);
+  } else if (inner && !v.split) {
+    w.line("a = fz_block_reduce(a);");
+    w.line("if (threadIdx.x == 0) {}", store);
+  } else if (inner) {
+    w.line("a = fz_block_reduce(a);");
+    w.line("// Blocks of one output meet here: the last to arrive combines every block's partial in order.");
+    w.line("__shared__ bool last;");
+    {
+      auto t0 = w.block("if (threadIdx.x == 0)");
+      w.line("partials[o * gridDim.y + blockIdx.y] = a;");
+      w.line("__threadfence();");
+      w.line("last = atomicAdd(&counters[o], 1u) == gridDim.y - 1;");
+    }
+    w.line("__syncthreads();");
+    auto l = w.block("if (last)");
+    w.line("a = fz_identity();");
+    w.line("for (unsigned s = threadIdx.x; s < gridDim.y; s += 256) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));");
+    w.line("a = fz_block_reduce(a);");
+    auto t0 = w.block("if (threadIdx.x == 0)");
+    w.line("counters[o] = 0;  // ready for the next launch");
+    w.line("{}", store);
+  } else if (v.vector_width > 1) {
+    const int V = v.vector_width;
+    const std::string store_j = s.store("k_out + j");
+    if (!v.split) {
+      w.line("#pragma unroll");
+      w.line("for (int j = 0; j < {}; ++j) {{ {} a = acc[j]; if (o < n_out) {} }}", V, s.acc, store_j);
+    } else {
+      w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
+      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(o + j) * gridDim.y + blockIdx.y] = acc[j];", V);
+      w.line("__threadfence();");
+      w.line("__syncthreads();");
+      w.line("__shared__ bool last;");
+      w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
+      w.line("__syncthreads();");
+      auto l = w.block("if (last)");
+      {
+        auto act = w.block("if (o < n_out) for (int j = 0; j < {}; ++j)", V);
+        w.line("a = fz_identity();");
+        w.line("#pragma unroll 8");
+        w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(o + j) * gridDim.y + s]));");
+        w.line("{}", store_j);
+      }
+      w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+    }
+  } else if (!v.split) {
+    w.line("if (o < n_out) {}", store);
+  } else {
+    w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
+    w.line("if (o < n_out) partials[o * gridDim.y + blockIdx.y] = a;");
+    w.line("__threadfence();");
+    w.line("__syncthreads();");
+    w.line("__shared__ bool last;");
+    w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
+    w.line("__syncthreads();");
+    auto l = w.block("if (last)");
+    {
+      auto act = w.block("if (o < n_out)");
+      w.line("a = fz_identity();");
+      w.line("#pragma unroll 8");
+      w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));");
+      w.line("{}", store);
+    }
+    w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+  }
+  }
+}
+
+}  // namespace fusion::codegen
