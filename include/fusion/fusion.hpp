@@ -13,5 +13,6 @@
 #include "fusion/ops.hpp"
 #include "fusion/reductions.hpp"
 #include "fusion/tie.hpp"
+#include "fusion/user_kernels.hpp"
 #include "fusion/shape.hpp"
 #include "fusion/stream.hpp"

@@ -44,8 +44,8 @@ class SourceWriter {
   };
   template <class... Args> [[nodiscard]] Block block(fmt::format_string<Args...> f, Args&&... args) {
     out_.append(static_cast<std::size_t>(2 * depth_), ' ');
-    out_ += fmt::format(f, std::forward<Args>(args)...);
-    out_ += " {\n";
+    const std::string head = fmt::format(f, std::forward<Args>(args)...);
+    out_ += head.empty() ? "{\n" : head + " {\n";
     ++depth_;
     return Block{*this};
   }

@@ -85,7 +85,11 @@ std::vector<UserParam> parse_params(std::string_view spec, std::string_view what
     p.name = std::string(w[1]);
     if (p.name == "i" || p.name == "_ind" || p.name.starts_with("_fz") || p.name.starts_with("fz_") || p.name == "raw")
       throw fail(fmt::format("uses the reserved name '{}' (i and _ind are the element index, _fz*/fz_* are fusion's)", p.name));
-    p.dtype = dtype_from_name(p.type);
+    try {
+      p.dtype = dtype_from_name(p.type);
+    } catch (const TypeError& e) {
+      throw fail(e.what());
+    }
     if (dtype_from_name(p.name)) throw fail(fmt::format("is named '{}', which is a type name", p.name));
     for (const UserParam& q : params)
       if (q.name == p.name) throw fail(fmt::format("repeats the name '{}'", p.name));

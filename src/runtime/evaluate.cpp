@@ -77,6 +77,33 @@ const Lowered& lowered_for_graph(ir::Graph g) {
   return l;
 }
 
+std::int64_t max_offset(const Strides& st, const Shape& shape) {
+  std::int64_t m = 0;
+  for (int i = 0; i < shape.size(); ++i) m += (st[i] < 0 ? -st[i] : st[i]) * (shape[i] - 1);
+  return m;
+}
+
+void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out) {
+  shape = Shape();
+  for (int k = 0; k < n_ops; ++k) out[k] = Strides();
+  for (int d = 0; d < full.size(); ++d) {
+    if (full[d] == 1) continue;
+    bool merge = !shape.empty();
+    for (int k = 0; merge && k < n_ops; ++k) merge = out[k][shape.size() - 1] == st[k][d] * full[d];
+    if (merge) {
+      shape[shape.size() - 1] *= full[d];
+      for (int k = 0; k < n_ops; ++k) out[k][out[k].size() - 1] = st[k][d];
+    } else {
+      shape.push_back(full[d]);
+      for (int k = 0; k < n_ops; ++k) out[k].push_back(st[k][d]);
+    }
+  }
+  if (shape.empty()) {  // a single element
+    shape.push_back(1);
+    for (int k = 0; k < n_ops; ++k) out[k].push_back(1);
+  }
+}
+
 std::vector<std::uint32_t> sorted_scalar_slots(const ir::Graph& g) {
   std::vector<std::uint32_t> slots;
   for (const ir::Node& n : g.nodes)
@@ -162,11 +189,6 @@ struct Layout {
   Strides strides[kMaxParams + kMaxOutputs];     // collapsed; outputs first, then the parameters
 };
 
-std::int64_t max_offset(const Strides& st, const Shape& shape) {
-  std::int64_t m = 0;
-  for (int i = 0; i < shape.size(); ++i) m += (st[i] < 0 ? -st[i] : st[i]) * (shape[i] - 1);
-  return m;
-}
 
 /// The index space of a call: the broadcast of every output's shape.
 Shape index_space(const ArrayBase* const* outs, int K) {
@@ -191,25 +213,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   for (int k = 0; k < K; ++k) st[k] = broadcast_strides(*outs[k], full);
   for (int p = 0; p < np; ++p) st[K + p] = broadcast_strides(*L.params[p], full);
   const int n_ops = np + K;
-  L.shape = Shape();
-  for (int k = 0; k < n_ops; ++k) L.strides[k] = Strides();
-  for (int d = 0; d < full.size(); ++d) {
-    if (full[d] == 1) continue;
-    bool merge = !L.shape.empty();
-    for (int k = 0; merge && k < n_ops; ++k)
-      merge = L.strides[k][L.shape.size() - 1] == st[k][d] * full[d];
-    if (merge) {
-      L.shape[L.shape.size() - 1] *= full[d];
-      for (int k = 0; k < n_ops; ++k) L.strides[k][L.strides[k].size() - 1] = st[k][d];
-    } else {
-      L.shape.push_back(full[d]);
-      for (int k = 0; k < n_ops; ++k) L.strides[k].push_back(st[k][d]);
-    }
-  }
-  if (L.shape.empty()) {  // a single element
-    L.shape.push_back(1);
-    for (int k = 0; k < n_ops; ++k) L.strides[k].push_back(1);
-  }
+  collapse_dims(full, st, n_ops, L.shape, L.strides);
   L.v.rank = static_cast<std::uint8_t>(L.shape.size());
 
   const Strides dense = contiguous_strides(L.shape);

@@ -63,6 +63,12 @@ std::vector<std::uint32_t> sorted_scalar_slots(const ir::Graph& g);
 int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 
 bool same_view(const ArrayBase& a, const ArrayBase& b);
+/// Merges the dimensions of `full` that every operand walks as one and drops extent-1 ones (most calls
+/// become one linear loop): `st[k]` are operand k's strides over `full`, `out[k]` its collapsed strides.
+/// A 0-d or all-ones shape becomes one dimension of extent 1.
+void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out);
+/// The largest element offset an operand with strides `st` reaches over `shape`.
+std::int64_t max_offset(const Strides& st, const Shape& shape);
 /// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).
 Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
 /// The broadcast shape of the call's arrays.

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// User kernels -> CUDA source. The user's code is pasted between fusion's loop and addressing: each
+// parameter becomes a variable of its name (inputs `const`, outputs references, raw arrays indexable),
+// each bound placeholder a typedef, and the whole text is hashed into the kernel's name.
+#include <fmt/format.h>
+
+#include "codegen/emit_user.hpp"
+#include "codegen/op_table.hpp"
+#include "codegen/reduce_skeleton.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::codegen {
+namespace {
+
+bool is_16bit(DType d) { return d == DType::float16 || d == DType::bfloat16; }
+
+std::uint64_t spec_hash(const UserKernelSpec& s, const UserVariant& v) {
+  StableHasher h;
+  h.add_byte(s.reduction ? 0x52 : 0x45);
+  for (const std::string* t : {&s.name, &s.operation, &s.map_expr, &s.reduce_expr, &s.post_map_expr, &s.identity,
+                               &s.preamble, &s.reduce_type, &s.loop_prep, &s.after_loop})
+    h.add(*t);
+  for (const auto* list : {&s.in, &s.out}) {
+    h.add_u32(static_cast<std::uint32_t>(list->size()));
+    for (const UserParam& p : *list) {
+      h.add(p.name);
+      h.add(p.type);
+      h.add_byte(p.raw);
+    }
+  }
+  for (const std::string& o : s.options) h.add(o);
+  for (DType d : v.dtypes) h.add_byte(static_cast<std::uint8_t>(d));
+  for (UserAccess a : v.access) h.add_byte(static_cast<std::uint8_t>(a));
+  for (std::uint8_t r : v.raw_rank) h.add_byte(r);
+  for (bool f : v.fresh) h.add_byte(f);
+  h.add_byte(v.rank);
+  h.add_byte(v.index64);
+  if (s.reduction) v.reduce.hash_into(h, v.reduce.n_params);
+  return h.digest();
+}
+
+std::string signature(const UserKernelSpec& s) {
+  auto list = [](const std::vector<UserParam>& ps) {
+    std::string r;
+    for (const UserParam& p : ps) r += fmt::format("{}{}{} {}", r.empty() ? "" : ", ", p.raw ? "raw " : "", p.type, p.name);
+    return r;
+  };
+  return fmt::format("{} '{}' ({} -> {})", s.reduction ? "ReductionKernel" : "ElementwiseKernel", s.name, list(s.in),
+                     list(s.out));
+}
+
+/// Helpers for 16-bit values, the typedefs of the bound placeholders, then the user's preamble.
+void write_user_prelude(SourceWriter& w, const UserKernelSpec& s, const UserVariant& v) {
+  SpellContext ctx;
+  for (DType d : v.dtypes) {
+    if (d == DType::float16) ctx.helpers.insert(Helper::half);
+    if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  }
+  if (s.reduction) {
+    if (v.reduce.out_dtype == DType::float16) ctx.helpers.insert(Helper::half);
+    if (v.reduce.out_dtype == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  }
+  write_prelude(w, ctx, 0);
+  for (const auto& [name, d] : v.types) w.line("typedef {} {};", compute_type(d), name);
+  if (!v.types.empty()) w.blank();
+  if (!s.preamble.empty()) w.text(s.preamble).blank();
+}
+
+/// The types of raw parameters: indexed in C order of the array's own shape; 16-bit elements read as
+/// float and round on assignment.
+void write_raw_helpers(SourceWriter& w, const UserVariant& v) {
+  w.line("template <class T> __device__ __forceinline__ T& fz_elem(T* p) {{ return *p; }}");
+  for (const auto& [d, tag, to, from] : {std::tuple{DType::float16, "F16", "fz_half_to_float", "fz_float_to_half"},
+                                         std::tuple{DType::bfloat16, "BF16", "fz_bfloat16_to_float", "fz_float_to_bfloat16"}}) {
+    bool used = false;
+    for (std::size_t p = 0; p < v.dtypes.size(); ++p)
+      used = used || (v.dtypes[p] == d && (v.access[p] == UserAccess::raw_contiguous || v.access[p] == UserAccess::raw_strided));
+    if (!used) continue;
+    w.line("struct Fz{} {{ unsigned short bits; }};", tag);
+    w.line("struct Fz{}Ref {{", tag);
+    w.line("  Fz{}* p;", tag);
+    w.line("  __device__ __forceinline__ operator float() const {{ return {}(p->bits); }}", to);
+    w.line("  __device__ __forceinline__ Fz{0}Ref& operator=(float v) {{ p->bits = {1}(v); return *this; }}", tag, from);
+    w.line("  __device__ __forceinline__ Fz{0}Ref& operator+=(float v) {{ return *this = float(*this) + v; }}", tag);
+    w.line("}};");
+    w.line("__device__ __forceinline__ Fz{0}Ref fz_elem(Fz{0}* p) {{ return Fz{0}Ref{{p}}; }}", tag);
+  }
+  w.line("template <class T> struct FzRaw {{");
+  w.line("  T* p; long long n;");
+  w.line("  __device__ __forceinline__ decltype(fz_elem((T*)0)) operator[](long long k) const {{ return fz_elem(p + k); }}");
+  w.line("  __device__ __forceinline__ long long size() const {{ return n; }}");
+  w.line("}};");
+  w.line("template <class T, int R> struct FzRawN {{");
+  w.line("  T* p; long long n; long long shape[R]; long long strides[R];");
+  w.line("  __device__ __forceinline__ decltype(fz_elem((T*)0)) operator[](long long k) const {{");
+  w.line("    long long o = 0;");
+  w.line("    for (int d = R - 1; d > 0; --d) {{ o += (k % shape[d]) * strides[d]; k /= shape[d]; }}");
+  w.line("    return fz_elem(p + o + k * strides[0]);");
+  w.line("  }}");
+  w.line("  __device__ __forceinline__ long long size() const {{ return n; }}");
+  w.line("}};");
+}
+
+}  // namespace
+
+GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant& v) {
+  GeneratedKernel k;
+  k.hash = spec_hash(s, v);
+  k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
+  k.options = s.options;
+  const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
+  auto param = [&](std::size_t p) -> const UserParam& { return p < n_in ? s.in[p] : s.out[p - n_in]; };
+  bool raw = false, strided = false;
+  for (std::size_t p = 0; p < n; ++p) {
+    const bool is_raw = v.access[p] == UserAccess::raw_contiguous || v.access[p] == UserAccess::raw_strided;
+    raw = raw || is_raw;
+    strided = strided || v.access[p] == UserAccess::strided;
+  }
+  auto raw_elem = [&](DType d) {
+    return d == DType::float16 ? std::string("FzF16") : d == DType::bfloat16 ? std::string("FzBF16") : std::string(storage_type(d));
+  };
+
+  SourceWriter w;
+  w.line("// Generated by fusion. {}: {}.", signature(s), v.describe());
+  write_user_prelude(w, s, v);
+  if (raw) write_raw_helpers(w, v);
+  w.line("struct FzInd {{ long long n; __device__ __forceinline__ long long size() const {{ return n; }} }};");
+  if (strided) w.line("struct FzDims {{ long long v[{}]; }};", v.rank);
+  w.blank();
+
+  const std::string idx = v.index64 ? "long long" : "int";
+  std::vector<std::string> params;
+  for (std::size_t p = 0; p < n; ++p) {
+    const UserParam& u = param(p);
+    const DType d = v.dtypes[p];
+    const bool out = p >= n_in;
+    switch (v.access[p]) {
+      case UserAccess::scalar: params.push_back(fmt::format("const {} {}", compute_type(d), u.name)); break;
+      case UserAccess::raw_contiguous: params.push_back(fmt::format("const FzRaw<{}> {}", raw_elem(d), u.name)); break;
+      case UserAccess::raw_strided:
+        params.push_back(fmt::format("const FzRawN<{}, {}> {}", raw_elem(d), v.raw_rank[p], u.name));
+        break;
+      default: params.push_back(fmt::format("{}{}* _fz_p_{}", out ? "" : "const ", storage_type(d), u.name));
+    }
+  }
+  params.push_back("const long long _fz_n");
+  if (strided) {
+    params.push_back("const FzDims _fz_shape");
+    for (std::size_t p = 0; p < n; ++p)
+      if (v.access[p] == UserAccess::strided) params.push_back(fmt::format("const FzDims _fz_st_{}", param(p).name));
+  }
+  {
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__(256) {}({})", k.name, fmt::join(params, ", "));
+    w.line("const FzInd _ind{{_fz_n}};");
+    w.line("const {0} _fz_step = ({0})gridDim.x * blockDim.x;", idx);
+    auto loop = w.block("for ({0} _fz_i = ({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step)", idx);
+    w.line("const long long i = _fz_i;");
+    auto offset = [&](std::size_t p) {
+      switch (v.access[p]) {
+        case UserAccess::contiguous: return std::string("_fz_i");
+        case UserAccess::broadcast: return std::string("0");
+        default: return fmt::format("_fz_o_{}", param(p).name);
+      }
+    };
+    if (strided) {
+      std::vector<std::string> targets;
+      for (std::size_t p = 0; p < n; ++p)
+        if (v.access[p] == UserAccess::strided) targets.push_back(param(p).name);
+      w.line("{} _fz_rest = _fz_i;", idx);
+      for (const auto& t : targets) w.line("{} _fz_o_{} = 0;", idx, t);
+      w.line("#pragma unroll");
+      {
+        auto dims = w.block("for (int _fz_d = {}; _fz_d >= 1; --_fz_d)", v.rank - 1);
+        w.line("const {0} _fz_c = _fz_rest % ({0})_fz_shape.v[_fz_d];", idx);
+        w.line("_fz_rest /= ({})_fz_shape.v[_fz_d];", idx);
+        for (const auto& t : targets) w.line("_fz_o_{0} += _fz_c * ({1})_fz_st_{0}.v[_fz_d];", t, idx);
+      }
+      for (const auto& t : targets) w.line("_fz_o_{0} += _fz_rest * ({1})_fz_st_{0}.v[0];", t, idx);
+    }
+    std::vector<std::string> stores;
+    for (std::size_t p = 0; p < n; ++p) {
+      const UserAccess a = v.access[p];
+      if (a == UserAccess::scalar || a == UserAccess::raw_contiguous || a == UserAccess::raw_strided) continue;
+      const UserParam& u = param(p);
+      const DType d = v.dtypes[p];
+      const std::string at = fmt::format("_fz_p_{}[{}]", u.name, offset(p));
+      if (p < n_in) {
+        w.line("const {} {} = {};", compute_type(d), u.name, load_conversion(d, at));
+      } else if (is_16bit(d)) {  // computed in float, rounded once on store
+        w.line("float {} = {};", u.name, v.fresh[p - n_in] ? "0.f" : load_conversion(d, at));
+        stores.push_back(fmt::format("{} = {};", at, store_conversion(DType::float32, d, u.name)));
+      } else {
+        w.line("{}& {} = {};", storage_type(d), u.name, at);
+      }
+    }
+    {
+      auto user = w.block("");
+      w.text(s.operation + ";");
+    }
+    for (const auto& st : stores) w.line("{}", st);
+  }
+  k.source = w.str();
+  return k;
+}
+
+GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& v) {
+  GeneratedKernel k;
+  k.hash = spec_hash(s, v);
+  k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
+  k.options = s.options;
+  const std::size_t n_in = s.in.size();
+  TypeBinding b;
+  for (const auto& [name, d] : v.types) b.set(name, d);
+  const DType rd = b.resolve(s.reduce_type, "reduce_type");
+  const std::string acc(compute_type(rd));
+  const DType out = v.dtypes[n_in];
+
+  ReduceSkeleton sk;
+  sk.kernel_name = k.name;
+  sk.acc = acc;
+  sk.kernel_prep = s.loop_prep.empty() ? std::string() : s.loop_prep + ";";
+  SourceWriter fn;
+  {
+    std::vector<std::string> args, bind;
+    for (std::size_t p = 0; p < n_in; ++p) {
+      const DType d = v.dtypes[p];
+      const std::string& name = s.in[p].name;
+      if (v.access[p] == UserAccess::scalar) {
+        sk.scalar_params.push_back(fmt::format("const {} _fz_s_{}", compute_type(d), name));
+        sk.scalar_args.push_back("_fz_s_" + name);
+      } else {
+        args.push_back(fmt::format("{} _fz_x{}", compute_type(d), sk.params.size()));
+        bind.push_back(fmt::format("const {} {} = _fz_x{};", compute_type(d), name, sk.params.size()));
+        sk.params.push_back(d);
+      }
+    }
+    for (std::size_t p = 0; p < n_in; ++p)
+      if (v.access[p] == UserAccess::scalar) {
+        args.push_back(fmt::format("{} _fz_s{}", compute_type(v.dtypes[p]), p));
+        bind.push_back(fmt::format("const {} {} = _fz_s{};", compute_type(v.dtypes[p]), s.in[p].name, p));
+      }
+    auto f = fn.block("// map_expr: one element as the reduction sees it.\n__device__ __forceinline__ {} fz_expr({})", acc,
+                      fmt::join(args, ", "));
+    for (const auto& l : bind) fn.line("{}", l);
+    fn.line("return ({})({});", acc, s.map_expr);
+  }
+  fn.line("__device__ __forceinline__ {0} fz_identity() {{ return ({0})({1}); }}", acc, s.identity);
+  fn.line("__device__ __forceinline__ {0} fz_lift({0} x, long long) {{ return x; }}", acc);
+  fn.line("// reduce_expr: `a` holds earlier elements than `b`.");
+  fn.line("__device__ __forceinline__ {0} fz_combine({0} a, {0} b) {{ return ({0})({1}); }}", acc, s.reduce_expr);
+  write_reduce_helpers(fn, acc, rd, false);
+  const std::string& y = s.out[0].name;
+  sk.store = [&, y](const std::string& index) {
+    const std::string value_type = is_16bit(out) ? "float" : std::string(compute_type(out));
+    std::string body = fmt::format("{{ {} {}{{}}; ", value_type, y);
+    if (!s.after_loop.empty()) body += s.after_loop + "; ";
+    body += s.post_map_expr + "; ";
+    body += fmt::format("out[{}] = {}; }}", index, store_conversion(is_16bit(out) ? DType::float32 : out, out, y));
+    return body;
+  };
+
+  SourceWriter w;
+  w.line("// Generated by fusion. {}: {}; {}.", signature(s), v.describe(), v.reduce.describe());
+  write_user_prelude(w, s, v);
+  write_reduce_kernel(w, v.reduce, sk, fn.str());
+  k.source = w.str();
+  return k;
+}
+
+}  // namespace fusion::codegen

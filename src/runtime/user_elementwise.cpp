@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// Running an ElementwiseKernel: bind the placeholders, broadcast the non-raw arguments, allocate the
+// outputs not passed, choose the addressing (the same dimension collapsing as fused kernels), launch.
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "fusion/error.hpp"
+#include "fusion/user_kernels.hpp"
+#include "runtime/device_state.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/evaluate_internal.hpp"
+#include "runtime/stats_counters.hpp"
+#include "runtime/storage.hpp"
+#include "runtime/user_kernel.hpp"
+
+namespace fusion {
+namespace detail {
+namespace {
+
+using codegen::UserAccess;
+
+constexpr int kThreads = 256;
+constexpr int kMaxUserParams = 64;
+
+struct ElementwiseLayout {
+  codegen::UserVariant v;
+  std::vector<ArrayBase> outs;
+  std::vector<const ArrayBase*> arrays;  // per parameter (null for scalars)
+  std::vector<std::uint64_t> scalars;    // per parameter (converted values of scalar arguments)
+  Shape shape;                           // collapsed index space
+  std::vector<Strides> strides;          // per parameter (collapsed; strided ones are passed)
+  std::int64_t n = 0;
+};
+
+ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args, bool inspect) {
+  const auto& s = k.spec;
+  const std::size_t n_in = s.in.size(), n_params = n_in + s.out.size();
+  if (n_params > kMaxUserParams) throw TypeError(fmt::format("a user kernel takes at most {} parameters", kMaxUserParams));
+  const BoundCall b = bind_call(k, args);
+  ElementwiseLayout L;
+  L.v.dtypes = b.dtypes;
+  L.v.types = b.types.types();
+  L.v.access.assign(n_params, UserAccess::contiguous);
+  L.v.raw_rank.assign(n_params, 0);
+
+  bool sized = false;
+  for (std::size_t p = 0; p < args.size(); ++p) sized = sized || (args[p].array && !param_at(s, p).raw);
+  const Shape index = broadcast_args(k, args, b.what, true);
+  if (!sized)
+    throw ShapeError(fmt::format("{}: no non-raw array argument sets the number of elements; pass a non-raw input "
+                                 "or output array", b.what));
+  for (std::size_t j = 0; j < s.out.size(); ++j) {
+    const std::size_t p = n_in + j;
+    if (b.outputs_given) {
+      const ArrayBase& o = *args[p].array;
+      if (!s.out[j].raw && o.shape() != index)
+        throw ShapeError(fmt::format("{}: the output '{}' has shape {} but the arguments broadcast to {}; pass an output "
+                                     "of that shape or leave it out", b.what, s.out[j].name, to_string(o.shape()),
+                                     to_string(index)));
+      for (int d = 0; d < o.ndim(); ++d)
+        if (o.strides()[d] == 0 && o.shape()[d] > 1)
+          throw Error(fmt::format("{}: the output '{}' is a broadcast view (elements share memory); copy it first", b.what,
+                                  s.out[j].name));
+      L.outs.push_back(o);
+    } else {
+      L.outs.push_back(inspect ? ArrayBase::make_placeholder(b.dtypes[p], index) : ArrayBase::make_empty(b.dtypes[p], index));
+    }
+    L.v.fresh.push_back(!b.outputs_given && (b.dtypes[p] == DType::float16 || b.dtypes[p] == DType::bfloat16));
+  }
+  L.n = numel(index);
+
+  L.arrays.assign(n_params, nullptr);
+  L.scalars.assign(n_params, 0);
+  for (std::size_t p = 0; p < n_params; ++p) {
+    L.arrays[p] = p < n_in ? args[p].array : &L.outs[p - n_in];
+    if (!L.arrays[p]) {
+      L.v.access[p] = UserAccess::scalar;
+      L.scalars[p] = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
+    } else if (param_at(s, p).raw) {
+      const bool dense = L.arrays[p]->is_contiguous() || L.arrays[p]->ndim() == 0;
+      L.v.access[p] = dense ? UserAccess::raw_contiguous : UserAccess::raw_strided;
+      L.v.raw_rank[p] = static_cast<std::uint8_t>(dense ? 0 : L.arrays[p]->ndim());
+    }
+  }
+
+  // The non-raw arrays walk the index space together: collapse it as for fused kernels.
+  std::vector<std::size_t> walked;
+  std::vector<Strides> st;
+  for (std::size_t p = 0; p < n_params; ++p)
+    if (L.arrays[p] && !param_at(s, p).raw) {
+      walked.push_back(p);
+      st.push_back(broadcast_strides(*L.arrays[p], index));
+    }
+  std::vector<Strides> collapsed(walked.size());
+  collapse_dims(index, st.data(), static_cast<int>(walked.size()), L.shape, collapsed.data());
+  L.v.rank = static_cast<std::uint8_t>(L.shape.size());
+  L.strides.assign(n_params, Strides());
+  const Strides dense = contiguous_strides(L.shape);
+  bool wide = L.n > INT_MAX;
+  for (std::size_t w = 0; w < walked.size(); ++w) {
+    const std::size_t p = walked[w];
+    bool zero = true;
+    for (std::int64_t x : collapsed[w]) zero = zero && x == 0;
+    L.v.access[p] = zero && L.n > 1 && p < n_in ? UserAccess::broadcast
+                    : collapsed[w] == dense      ? UserAccess::contiguous
+                                                 : UserAccess::strided;
+    L.strides[p] = collapsed[w];
+    wide = wide || max_offset(collapsed[w], L.shape) > INT_MAX;
+  }
+  L.v.index64 = wide;
+  return L;
+}
+
+void launch(const LoadedKernel& kernel, ElementwiseLayout& L, const std::shared_ptr<StreamState>& stream) {
+  const std::size_t np = L.v.dtypes.size();
+  std::vector<void*> argv;
+  std::vector<std::uint64_t> ptrs(np);
+  std::vector<std::vector<std::int64_t>> raw(np);
+  for (std::size_t p = 0; p < np; ++p) {
+    switch (L.v.access[p]) {
+      case UserAccess::scalar: argv.push_back(&L.scalars[p]); break;
+      case UserAccess::raw_contiguous:
+      case UserAccess::raw_strided: {
+        const ArrayBase& a = *L.arrays[p];
+        raw[p] = {static_cast<std::int64_t>(a.data_ptr()), a.size()};
+        if (L.v.access[p] == UserAccess::raw_strided) {
+          for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.shape()[d]);
+          for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.strides()[d]);
+        }
+        argv.push_back(raw[p].data());
+        break;
+      }
+      default:
+        ptrs[p] = L.arrays[p]->data_ptr();
+        argv.push_back(&ptrs[p]);
+    }
+  }
+  argv.push_back(&L.n);
+  bool strided = false;
+  for (auto a : L.v.access) strided = strided || a == UserAccess::strided;
+  if (strided) {
+    argv.push_back(const_cast<std::int64_t*>(L.shape.begin()));
+    for (std::size_t p = 0; p < np; ++p)
+      if (L.v.access[p] == UserAccess::strided) argv.push_back(const_cast<std::int64_t*>(L.strides[p].begin()));
+  }
+  const std::int64_t blocks = std::min<std::int64_t>((L.n + kThreads - 1) / kThreads, 0x7fffffff);
+  FUSION_CU(cuLaunchKernel, kernel.function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, stream->handle,
+            argv.data(), nullptr);
+  std::uint64_t read = 0, written = 0;
+  const std::size_t n_in = np - L.outs.size();
+  for (std::size_t p = 0; p < np; ++p) {
+    if (!L.arrays[p]) continue;
+    L.arrays[p]->storage()->note_use(stream);
+    (p < n_in ? read : written) += static_cast<std::uint64_t>(L.arrays[p]->nbytes());
+  }
+  Counters& ctr = counters();
+  ctr.launches.fetch_add(1, std::memory_order_relaxed);
+  ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
+  ctr.bytes_written.fetch_add(written, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Outputs run_elementwise(const UserKernel& k, const std::vector<UserArg>& args) {
+  const auto& stream = current_stream_state();
+  check_arrays(args, k, stream->device, false);
+  ElementwiseLayout L = analyze(k, args, false);
+  if (L.n > 0) {
+    const LoadedKernel& kernel = k.kernel_for(L.v, stream->device, [&] { return codegen::emit_user_elementwise(k.spec, L.v); });
+    launch(kernel, L, stream);
+  }
+  return Outputs(std::move(L.outs));
+}
+
+KernelInfo inspect_elementwise(const UserKernel& k, const std::vector<UserArg>& args) {
+  check_arrays(args, k, -1, true);
+  const ElementwiseLayout L = analyze(k, args, true);
+  return finish_inspect(codegen::emit_user_elementwise(k.spec, L.v), L.v.describe());
+}
+
+}  // namespace detail
+
+ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params, std::string operation, std::string name,
+                                     ElementwiseOptions options)
+    : impl_(std::make_shared<detail::UserKernel>(
+          codegen::make_elementwise_spec(std::move(in_params), std::move(out_params), std::move(operation), std::move(name),
+                                         std::move(options.preamble), std::move(options.options)))) {}
+
+const std::string& ElementwiseKernel::name() const { return impl_->spec.name; }
+
+}  // namespace fusion

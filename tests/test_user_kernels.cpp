@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+// User kernels without a GPU: CuPy's parameter syntax, placeholder binding, and the generated kernels
+// compiled by NVRTC (through fz::inspect on placeholder arrays).
+#include "codegen/user_params.hpp"
+#include "support.hpp"
+
+using fz::DType;
+using fz::codegen::ArgKind;
+using fz::codegen::bind_types;
+using fz::codegen::parse_params;
+
+TEST_CASE("user kernel parameter lists parse as CuPy's", "[user][params]") {
+  const auto ps = parse_params(" float32 x,T y ,  raw int64 idx, raw U  table,bool  flag", "test");
+  REQUIRE(ps.size() == 5);
+  CHECK(ps[0].name == "x");
+  CHECK(ps[0].dtype == DType::float32);
+  CHECK(!ps[0].raw);
+  CHECK(ps[1].name == "y");
+  CHECK(ps[1].type == "T");
+  CHECK(!ps[1].dtype);
+  CHECK(ps[2].raw);
+  CHECK(ps[2].dtype == DType::int64);
+  CHECK(ps[3].raw);
+  CHECK(ps[3].type == "U");
+  CHECK(ps[4].dtype == DType::bool_);
+  CHECK(parse_params("", "test").empty());
+  CHECK(parse_params("  ", "test").empty());
+  // every dtype name, plus the unambiguous C spellings
+  for (int d = 0; d < fz::kNumDTypes; ++d) {
+    const auto p = parse_params(fmt::format("{} v", fz::dtype_name(static_cast<DType>(d))), "test");
+    CHECK(p[0].dtype == static_cast<DType>(d));
+  }
+  CHECK(parse_params("double a, half b", "test")[0].dtype == DType::float64);
+  CHECK(parse_params("double a, half b", "test")[1].dtype == DType::float16);
+}
+
+TEST_CASE("malformed parameter lists are TypeErrors that say what is wrong", "[user][params][errors]") {
+  auto fails_with = [](const char* spec, const char* words) {
+    INFO(spec);
+    REQUIRE_THROWS_AS(parse_params(spec, "ElementwiseKernel 'k' in_params"), fz::TypeError);
+    try {
+      parse_params(spec, "ElementwiseKernel 'k' in_params");
+    } catch (const fz::TypeError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(words));
+      CHECK_THAT(e.what(), Catch::Contains("ElementwiseKernel 'k' in_params"));
+    }
+  };
+  fails_with("float32", "needs a type and a name");
+  fails_with("float32 x y", "more than a type and a name");
+  fails_with("float32 x, float32 x", "repeats the name 'x'");
+  fails_with("float32 2x", "not an identifier");
+  fails_with("float x", "different widths");        // NumPy float64 vs C float
+  fails_with("int n", "different widths");
+  fails_with("complex64 z", "complex");
+  fails_with("float32 i", "reserved");
+  fails_with("float32 _ind", "reserved");
+  fails_with("float32 x,", "needs a type and a name");
+  fails_with("float32 int32", "type name");
+}
+
+TEST_CASE("placeholders bind from arrays first, then from scalars", "[user][params]") {
+  const auto in = parse_params("T x, T y, U s", "test");
+  const auto out = parse_params("T z", "test");
+  // arrays bind T; the scalar binds U
+  auto b = bind_types(in, out, std::vector<ArgKind>{{true, DType::float16}, {true, DType::float16}, {false, DType::float64}}, "k");
+  CHECK(b.find("T") == DType::float16);
+  CHECK(b.find("U") == DType::float64);
+  // a scalar for T adapts to the array's T (NumPy's weak scalars)
+  b = bind_types(parse_params("T x, T y", "t"), out, std::vector<ArgKind>{{false, DType::float64}, {true, DType::int32}}, "k");
+  CHECK(b.find("T") == DType::int32);
+  // only scalars: the first binds
+  b = bind_types(parse_params("T x", "t"), out, std::vector<ArgKind>{{false, DType::float32}}, "k");
+  CHECK(b.find("T") == DType::float32);
+  // an output binds its placeholder when passed
+  b = bind_types(parse_params("float32 x", "t"), parse_params("U y", "t"),
+                 std::vector<ArgKind>{{true, DType::float32}, {true, DType::int8}}, "k");
+  CHECK(b.find("U") == DType::int8);
+  CHECK(b.of(parse_params("U y", "t")[0]) == DType::int8);
+}
+
+TEST_CASE("arguments that do not fit the parameters are TypeErrors naming the parameter", "[user][params][errors]") {
+  const auto in = parse_params("T x, T y, float32 w, raw int32 r", "t");
+  const auto out = parse_params("T z", "t");
+  using K = std::vector<ArgKind>;
+  auto message = [&](const K& args) -> std::string {
+    try {
+      bind_types(in, out, args, "ElementwiseKernel 'k'");
+    } catch (const fz::TypeError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const ArgKind f32{true, DType::float32}, f64{true, DType::float64}, i32{true, DType::int32};
+  CHECK_THAT(message(K{f32, f32, f32}), Catch::Contains("takes 4 inputs (x, y, w, r) and optionally 1 output (z); got 3"));
+  CHECK_THAT(message(K{f32, f64, f32, i32}), Catch::Contains("placeholder T is float32 from 'x' but the array for 'y' is float64"));
+  CHECK_THAT(message(K{f32, f32, f64, i32}), Catch::Contains("the input 'w' is float32 but the array passed for it is float64"));
+  CHECK_THAT(message(K{f32, f32, f32, {false, DType::int32}}), Catch::Contains("raw input 'r' needs an array"));
+  CHECK_THAT(message(K{f32, f32, f32, i32, {false, DType::float32}}), Catch::Contains("output 'z' needs an array"));
+  CHECK_THAT(message(K{f32, f32, f32, i32, f64}), Catch::Contains("placeholder T is float32"));
+  CHECK(message(K{f32, f32, {false, DType::int64}, i32}) == "no error");  // scalars convert to fixed dtypes
+  // an output placeholder that nothing binds
+  CHECK_THROWS_WITH(bind_types(parse_params("float32 x", "t"), parse_params("U y", "t"), K{f32}, "k"),
+                    Catch::Contains("nothing binds the type U of the output 'y'"));
+  CHECK_THROWS_WITH(bind_types(parse_params("float32 x", "t"), parse_params("raw float32 y", "t"), K{f32}, "k"),
+                    Catch::Contains("raw output 'y' has no shape"));
+}
+
+TEST_CASE("ElementwiseKernel generates, names and compiles one kernel per bound dtype and layout", "[user][nvrtc]") {
+  fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff");
+  auto x = fz::placeholder<float>({1000}), y = fz::placeholder<float>({1000});
+  const fz::KernelInfo k = squared_diff.inspect(x, y);
+  CHECK(k.name.starts_with("squared_diff_"));
+  CHECK(k.name.size() == std::string("squared_diff_").size() + 16);
+  CHECK_THAT(k.source, Catch::Contains("z = (x - y) * (x - y);"));
+  CHECK_THAT(k.source, Catch::Contains("const float x = _fz_p_x[_fz_i];"));
+  CHECK_THAT(k.source, Catch::Contains("float& z = _fz_p_z[_fz_i];"));
+  CHECK(k.variant == "linear, 32-bit index");
+  CHECK(squared_diff.inspect(x, y).name == k.name);  // stable
+  // the same code with other bodies or names gives other kernels
+  fz::ElementwiseKernel other("float32 x, float32 y", "float32 z", "z = x - y", "squared_diff");
+  CHECK(other.inspect(x, y).name != k.name);
+
+  // placeholders at two dtypes: two kernels, each with its typedef
+  fz::ElementwiseKernel axpy("T a, T x, T y", "T z", "z = a * x + y", "axpy");
+  auto xd = fz::placeholder<double>({64}), yd = fz::placeholder<double>({64});
+  auto xh = fz::placeholder<fz::half>({64}), yh = fz::placeholder<fz::half>({64});
+  const auto kd = axpy.inspect(2.0, xd, yd);
+  const auto kh = axpy.inspect(2.0, xh, yh);
+  CHECK(kd.name != kh.name);
+  CHECK_THAT(kd.source, Catch::Contains("typedef double T;"));
+  CHECK_THAT(kd.source, Catch::Contains("const double a"));
+  CHECK_THAT(kh.source, Catch::Contains("typedef float T;"));            // 16-bit values compute in float
+  CHECK_THAT(kh.source, Catch::Contains("fz_float_to_half"));            // and round once on store
+  CHECK_THAT(kd.variant, Catch::Contains("T=float64"));
+
+  // broadcasting and strided views: N-d addressing
+  auto col = fz::placeholder<float>({8, 1}), row = fz::placeholder<float>({5});
+  const auto kb = squared_diff.inspect(col, row);
+  CHECK_THAT(kb.variant, Catch::Contains("strided, rank 2"));
+  auto m = fz::placeholder<float>({6, 7});
+  CHECK_THAT(squared_diff.inspect(m.transpose(), fz::placeholder<float>({7, 6})).variant, Catch::Contains("strided"));
+}
+
+TEST_CASE("raw parameters, preamble and options reach the kernel", "[user][nvrtc]") {
+  fz::ElementwiseKernel gather("raw T table, int64 idx", "T out", "out = table[idx] * SCALE + twice(table.size())",
+                               "gather", {.preamble = "__device__ long long twice(long long v) { return 2 * v; }",
+                                          .options = {"-DSCALE=3"}});
+  auto table = fz::placeholder<float>({10, 4});
+  auto idx = fz::placeholder<std::int64_t>({32});
+  const auto k = gather.inspect(table, idx);
+  CHECK_THAT(k.source, Catch::Contains("const FzRaw<float> table"));
+  CHECK_THAT(k.source, Catch::Contains("__device__ long long twice"));
+  const auto ks = gather.inspect(table.transpose(), idx);  // a strided raw array indexes in its own C order
+  CHECK_THAT(ks.source, Catch::Contains("const FzRawN<float, 2> table"));
+  CHECK(ks.name != k.name);
+  // 16-bit raw elements read as float and round on assignment; _ind.size() is the element count
+  fz::ElementwiseKernel reverse("raw T x", "raw T y", "y[_ind.size() - 1 - i] = x[i]", "reverse");
+  auto hx = fz::placeholder<fz::bfloat16>({16}), hy = fz::placeholder<fz::bfloat16>({16});
+  fz::ElementwiseKernel reverse_n("raw T x, int64 n", "raw T y", "if (i < n) y[n - 1 - i] = x[i]", "reverse_n");
+  CHECK_THAT(reverse_n.inspect(hx, fz::placeholder<std::int64_t>({16}), hy).source, Catch::Contains("FzBF16Ref"));
+}
+
+TEST_CASE("user kernel mistakes are typed errors with what to fix", "[user][errors]") {
+  // a syntax error in the body: CompileError with NVRTC's log and the numbered source
+  fz::ElementwiseKernel broken("float32 x", "float32 y", "y = x +* 2", "broken");
+  auto x = fz::placeholder<float>({4});
+  try {
+    broken.inspect(x);
+    FAIL("no CompileError");
+  } catch (const fz::CompileError& e) {
+    CHECK_THAT(e.log(), Catch::Contains("error"));
+    CHECK_THAT(e.numbered_source(), Catch::Contains("y = x +* 2;"));
+    CHECK_THAT(e.numbered_source(), Catch::Contains("   1 | "));
+    CHECK(e.kernel().starts_with("broken_"));
+  }
+  // construction checks
+  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 x", "x = 1", "k"), fz::TypeError);
+  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "  ", "k"), fz::TypeError);
+  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "y = x", "my kernel"), fz::TypeError);
+  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "y = x", "k", {.options = {"-arch=sm_80"}}), fz::TypeError);
+  // wrong argument count and dtype name the parameter
+  fz::ElementwiseKernel sq("float32 x, float32 y", "float32 z", "z = x * y", "sq");
+  CHECK_THROWS_WITH(sq.inspect(x), Catch::Contains("takes 2 inputs (x, y)"));
+  CHECK_THROWS_WITH(sq.inspect(x, fz::placeholder<double>({4})), Catch::Contains("the input 'y' is float32"));
+  // shapes that do not broadcast, an output of the wrong shape
+  CHECK_THROWS_AS(sq.inspect(x, fz::placeholder<float>({5})), fz::ShapeError);
+  CHECK_THROWS_WITH(sq.inspect(x, fz::placeholder<float>({5})), Catch::Contains("x, y ((4,), (5,))"));
+  auto m24 = fz::placeholder<float>({2, 4});
+  CHECK_THROWS_WITH(sq.inspect(m24, x, x), Catch::Contains("the output 'z' has shape (4,) but the arguments broadcast to (2, 4)"));
+  CHECK_NOTHROW(sq.inspect(x, x, m24));  // an output broadcasts the inputs, as in CuPy
+  // scalars that do not fit their parameter
+  fz::ElementwiseKernel shift("int8 x, int8 s", "int8 y", "y = x << s", "shift");
+  auto xi = fz::placeholder<std::int8_t>({4});
+  CHECK_THROWS_WITH(shift.inspect(xi, 300), Catch::Contains("300 does not fit"));
+  CHECK_THROWS_WITH(shift.inspect(xi, 1.5), Catch::Contains("1.5 does not fit"));
+  CHECK_NOTHROW(shift.inspect(xi, 3));
+  // nothing to set the size
+  fz::ElementwiseKernel fill("raw float32 x", "", "x[i] = 1", "fill");
+  CHECK_THROWS_AS(fill.inspect(x), fz::ShapeError);
+}
