@@ -198,3 +198,44 @@ TEST_CASE("user kernel mistakes are typed errors with what to fix", "[user][erro
   fz::ElementwiseKernel fill("raw float32 x", "", "x[i] = 1", "fill");
   CHECK_THROWS_AS(fill.inspect(x), fz::ShapeError);
 }
+
+TEST_CASE("ReductionKernel generates the fused reductions' layouts around the user's expressions", "[user][nvrtc]") {
+  fz::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  auto v = fz::placeholder<float>({1 << 20});
+  const auto full = l2norm.inspect(v);
+  CHECK(full.name.starts_with("l2norm_"));
+  CHECK_THAT(full.source, Catch::Contains("return (float)(x * x);"));
+  CHECK_THAT(full.source, Catch::Contains("return (float)(a + b);"));
+  CHECK_THAT(full.source, Catch::Contains("y = sqrt(a);"));
+  CHECK_THAT(full.variant, Catch::Contains("split over blocks"));  // one output: the whole GPU works on it
+  auto m = fz::placeholder<double>({512, 300});
+  const auto rows = l2norm.inspect(m, fz::Axes(1));
+  CHECK_THAT(rows.source, Catch::Contains("typedef double T;"));
+  CHECK(rows.name != full.name);
+  CHECK_THAT(l2norm.inspect(m, fz::Axes(0)).variant, Catch::Contains("a thread per output"));
+
+  // scalars, a reduce_type wider than the inputs, loop_prep / after_loop, a preamble
+  fz::ReductionKernel weighted("T x, T w, float64 scale", "float64 y", "(double)x * w", "a + b", "y = a * scale + bias",
+                               "0", "weighted", {.preamble = "#define FZ_TEST_BIAS 0", .reduce_type = "float64",
+                                                 .loop_prep = "double bias = FZ_TEST_BIAS", .after_loop = "bias += 0.0"});
+  auto h = fz::placeholder<fz::half>({4096});
+  const auto kw = weighted.inspect(h, h, 2.0);
+  CHECK_THAT(kw.source, Catch::Contains("double bias = FZ_TEST_BIAS;"));
+  CHECK_THAT(kw.source, Catch::Contains("fz_combine(double a, double b)"));
+}
+
+TEST_CASE("ReductionKernel mistakes are typed errors", "[user][errors]") {
+  CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y, T z", "x", "a + b", "y = a", "0", "r"), Catch::Contains("exactly one"));
+  CHECK_THROWS_WITH(fz::ReductionKernel("raw T x", "T y", "x", "a + b", "y = a", "0", "r"), Catch::Contains("ElementwiseKernel only"));
+  CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y", "x", "a + b", "y = a", "", "r"), Catch::Contains("identity"));
+  CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "r", {.reduce_type = "V"}),
+                    Catch::Contains("reduce_type 'V'"));
+  fz::ReductionKernel broken("T x", "T y", "x", "a +* b", "y = a", "0", "broken_reduce");
+  auto v = fz::placeholder<float>({100});
+  CHECK_THROWS_AS(broken.inspect(v), fz::CompileError);
+  fz::ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plain_sum");
+  CHECK_THROWS_WITH(sum.inspect(v, fz::Axes(1)), Catch::Contains("axis 1 is out of range"));
+  CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<float>({3})), Catch::Contains("the output 'y' has shape (3,) but the reduction gives ()"));
+  CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<double>({})), Catch::Contains("the array for 'y' is float64"));
+  CHECK_THROWS_WITH(sum.inspect(v, fz::Axes(0), v), Catch::Contains("axes after every array"));
+}

@@ -218,7 +218,11 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
   ReduceSkeleton sk;
   sk.kernel_name = k.name;
   sk.acc = acc;
-  sk.kernel_prep = s.loop_prep.empty() ? std::string() : s.loop_prep + ";";
+  // Scalar inputs by name, then loop_prep: visible to after_loop and post_map_expr.
+  for (std::size_t p = 0; p < n_in; ++p)
+    if (v.access[p] == UserAccess::scalar)
+      sk.kernel_prep += fmt::format("const {0} {1} = _fz_s_{1};\n", compute_type(v.dtypes[p]), s.in[p].name);
+  if (!s.loop_prep.empty()) sk.kernel_prep += s.loop_prep + ";";
   SourceWriter fn;
   {
     std::vector<std::string> args, bind;

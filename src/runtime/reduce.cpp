@@ -10,6 +10,7 @@
 #include "runtime/device_state.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/evaluate_internal.hpp"
+#include "runtime/reduce_layout.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/stats_counters.hpp"
 #include "runtime/storage.hpp"
@@ -37,17 +38,6 @@ constexpr std::size_t kMaxCounters = 4096;
 constexpr std::size_t kCounterBytes = kMaxCounters * sizeof(unsigned);
 constexpr std::size_t kPartialBytes = std::size_t{4} << 20;
 
-struct ReduceLayout {
-  ReduceVariant v;
-  std::uint32_t node = 0;  // the reduction node of the call's graph
-  Shape kshape, rshape;    // collapsed kept and reduced extents
-  const ArrayBase* params[kMaxParams];
-  Strides kst[kMaxParams], rst[kMaxParams], kst_out;
-  std::int64_t n_out = 1, n_red = 1, chunk = 0;
-  std::int64_t blocks = 1, splits = 1;
-  double divisor = 0;
-};
-
 /// The reduced axes as a bit mask over a rank-`rank` operand; a ShapeError names a bad axis.
 unsigned reduced_mask(const ReduceArg& r, int rank) {
   if (r.n_axes < 0) return rank >= 32 ? ~0u : (1u << rank) - 1;
@@ -64,16 +54,11 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
   return mask;
 }
 
-struct Reduced {
-  Shape in;          // the operand's (broadcast) shape
-  unsigned mask = 0;
-  Shape out;         // the result's shape
-};
+}  // namespace
 
-Reduced reduced_shapes(const Call& c, const ir::Node& rn) {
+Reduced reduced_shapes(const Shape& in, const ReduceArg& arg) {
   Reduced r;
-  r.in = broadcast_shape_of(c);
-  const ReduceArg& arg = c.reductions[rn.slot];
+  r.in = in;
   r.mask = reduced_mask(arg, r.in.size());
   for (int d = 0; d < r.in.size(); ++d) {
     if (!(r.mask & (1u << d))) r.out.push_back(r.in[d]);
@@ -82,15 +67,10 @@ Reduced reduced_shapes(const Call& c, const ir::Node& rn) {
   return r;
 }
 
-void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int device, ReduceLayout& L) {
-  const ir::Graph& g = c.lowered->graph;
-  L.node = codegen::reduction_node(g);
-  const ir::Node& rn = g.nodes[L.node];
+void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
+                       int device, ReduceLayout& L) {
   ReduceVariant& v = L.v;
-  v = ReduceVariant{};
   v.out_dtype = out.dtype();
-
-  const int np = distinct_params(c, L.params, v.param_of_slot);
   v.n_params = static_cast<std::uint8_t>(np);
 
   // Split the dimensions into kept and reduced; within each group merge neighbours that every operand
@@ -101,7 +81,7 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
   Strides out_st;
   out_st.resize(in.size());
   {
-    const bool keep = c.reductions[rn.slot].keepdims;
+    const bool keep = arg.keepdims;
     for (int d = 0, j = 0; d < in.size(); ++d) {
       const bool reduced = shapes.mask & (1u << d);
       if (!reduced || keep) {
@@ -207,15 +187,17 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
     const std::int64_t min_chunk = inner ? std::int64_t{kThreads} * v.vector_width * 4 : 32;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * per_block;
-    S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / codegen::accumulator_bytes(g)) / slots);
+    S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / acc_bytes) / slots);
     S = std::clamp<std::int64_t>(S, 1, 65535);
   }
   L.chunk = (L.n_red + S - 1) / S;
   if (inner && v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
   L.splits = L.chunk > 0 ? (L.n_red + L.chunk - 1) / L.chunk : 1;
   v.split = L.splits > 1;
-  L.divisor = static_cast<double>(L.n_red) - c.reductions[rn.slot].ddof;
+  L.divisor = static_cast<double>(L.n_red) - arg.ddof;
 }
+
+namespace {
 
 const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
   return find_or_build(lw.reduce_slots, v, device, name, [&] {
@@ -232,8 +214,10 @@ CUdeviceptr workspace(StreamState& s) {
   return s.reduce_workspace;
 }
 
-void launch(const ReduceSlot& k, ReduceLayout& L, const Call& c, const ArrayBase& out,
-            const std::shared_ptr<StreamState>& stream) {
+}  // namespace
+
+void launch_reduction(CUfunction f, ReduceLayout& L, std::span<void* const> scalars, const ArrayBase& out,
+                      const std::shared_ptr<StreamState>& stream) {
   void* args[3 * kMaxParams + 16 + 256];
   std::uint64_t ptrs[kMaxParams + 3];
   int na = 0;
@@ -244,8 +228,8 @@ void launch(const ReduceSlot& k, ReduceLayout& L, const Call& c, const ArrayBase
   }
   ptrs[np] = out.data_ptr();
   args[na++] = &ptrs[np];
-  if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
-  for (std::uint32_t s : k.scalar_slots) args[na++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
+  if (scalars.size() > 256) throw Error("a kernel may take at most 256 scalars");
+  for (void* s : scalars) args[na++] = s;
   args[na++] = &L.n_out;
   args[na++] = &L.n_red;
   args[na++] = &L.chunk;
@@ -265,7 +249,7 @@ void launch(const ReduceSlot& k, ReduceLayout& L, const Call& c, const ArrayBase
     args[na++] = &ptrs[np + 1];
     args[na++] = &ptrs[np + 2];
   }
-  FUSION_CU(cuLaunchKernel, k.kernel->function, static_cast<unsigned>(L.blocks), static_cast<unsigned>(L.splits), 1,
+  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(L.blocks), static_cast<unsigned>(L.splits), 1,
             kThreads, 1, 1, 0, stream->handle, args, nullptr);
 
   out.storage()->note_use(stream);
@@ -278,6 +262,17 @@ void launch(const ReduceSlot& k, ReduceLayout& L, const Call& c, const ArrayBase
   ctr.launches.fetch_add(1, std::memory_order_relaxed);
   ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
   ctr.bytes_written.fetch_add(static_cast<std::uint64_t>(out.size()) * itemsize(out.dtype()), std::memory_order_relaxed);
+}
+
+namespace {
+
+/// The layout of a fused reduction call: its distinct arrays, then the shared analysis.
+void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int device, ReduceLayout& L) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  L.v = ReduceVariant{};
+  const int np = distinct_params(c, L.params, L.v.param_of_slot);
+  analyze_reduction(np, out, shapes, c.reductions[rn.slot], codegen::accumulator_bytes(g), device, L);
 }
 
 /// Checks that a reduction without an identity has something to reduce.
@@ -295,13 +290,13 @@ void check_extent(const ir::Node& rn, const Reduced& shapes) {
 
 Shape reduction_output_shape(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
-  return reduced_shapes(c, g.nodes[codegen::reduction_node(g)]).out;
+  return reduced_shapes(broadcast_shape_of(c), c.reductions[g.nodes[codegen::reduction_node(g)].slot]).out;
 }
 
 void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   const ir::Graph& g = c.lowered->graph;
   const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
-  const Reduced shapes = reduced_shapes(c, rn);
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
   check_extent(rn, shapes);
   if (mode == AssignMode::replace)
     mode = (out.has_storage() && out.shape() == shapes.out) ? AssignMode::into : AssignMode::fresh;
@@ -321,13 +316,17 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   ReduceLayout L;
   analyze(c, out, shapes, stream->device, L);
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  launch(k, L, c, out, stream);
+  void* scalars[256];
+  if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
+  std::size_t ns = 0;
+  for (std::uint32_t s : k.scalar_slots) scalars[ns++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
+  launch_reduction(k.kernel->function, L, {scalars, ns}, out, stream);
 }
 
 KernelInfo inspect_reduction(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
   const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
-  const Reduced shapes = reduced_shapes(c, rn);
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
   check_extent(rn, shapes);
   const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);
   ReduceLayout L;
