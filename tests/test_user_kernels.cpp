@@ -2,6 +2,9 @@
 // User kernels without a GPU: CuPy's parameter syntax, placeholder binding, and the generated kernels
 // compiled by NVRTC (through fz::inspect on placeholder arrays).
 #include "codegen/user_params.hpp"
+#include "runtime/disk_cache.hpp"
+
+#include <filesystem>
 #include "support.hpp"
 
 using fz::DType;
@@ -238,4 +241,44 @@ TEST_CASE("ReductionKernel mistakes are typed errors", "[user][errors]") {
   CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<float>({3})), Catch::Contains("the output 'y' has shape (3,) but the reduction gives ()"));
   CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<double>({})), Catch::Contains("the array for 'y' is float64"));
   CHECK_THROWS_WITH(sum.inspect(v, fz::Axes(0), v), Catch::Contains("axes after every array"));
+}
+
+TEST_CASE("RawKernel and RawModule compile through the same NVRTC path and disk cache", "[user][nvrtc]") {
+  const char* square_src = R"(extern "C" __global__ void elementwise_square(const float* x, float* y, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = x[i] * x[i];
+})";
+  fz::RawKernel square(square_src, "elementwise_square");
+  const auto info = square.inspect();
+  CHECK(info.name == "elementwise_square");
+  CHECK(info.source == square_src);
+  CHECK(info.registers > 0);
+  if (fz::detail::DiskCache::instance().enabled()) {
+    CHECK(std::filesystem::exists(info.cache_path));
+    const auto before = fz::stats().compiles;
+    fz::RawKernel again(square_src, "elementwise_square");
+    CHECK(again.inspect().cache_path == info.cache_path);
+    CHECK(fz::stats().compiles == before);  // a disk-cache hit
+  }
+  // options are part of the key
+  fz::RawKernel fast(square_src, "elementwise_square", {"--use_fast_math"});
+  CHECK(fast.inspect().cache_path != info.cache_path);
+
+  // a module of several kernels using the CUDA headers (half precision)
+  fz::RawModule module(R"(#include <cuda_fp16.h>
+extern "C" __global__ void to_half(const float* x, __half* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = __float2half(x[i]); }
+extern "C" __global__ void scale(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
+)");
+  CHECK_NOTHROW(module.inspect());
+  CHECK(module.get_function("scale").name() == "scale");
+
+  fz::RawKernel broken("extern \"C\" __global__ void k(float* x) { x[0] = undefined_name; }", "k");
+  try {
+    broken.inspect();
+    FAIL("no CompileError");
+  } catch (const fz::CompileError& e) {
+    CHECK_THAT(e.log(), Catch::Contains("undefined_name"));
+    CHECK_THAT(e.numbered_source(), Catch::Contains("   1 | extern \"C\""));
+  }
+  CHECK_THROWS_AS(fz::RawKernel(square_src, ""), fz::TypeError);
+  CHECK_THROWS_AS(fz::RawKernel(square_src, "elementwise_square", {"-arch=sm_80"}), fz::TypeError);
 }

@@ -11,6 +11,7 @@
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/ops.hpp"
+#include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
 #include "fusion/tie.hpp"
 #include "fusion/user_kernels.hpp"

@@ -108,6 +108,7 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
   k.hash = spec_hash(s, v);
   k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
   k.options = s.options;
+  k.full_headers = true;  // the user's code and preamble may use any device header
   const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
   auto param = [&](std::size_t p) -> const UserParam& { return p < n_in ? s.in[p] : s.out[p - n_in]; };
   bool raw = false, strided = false;
@@ -208,6 +209,7 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
   k.hash = spec_hash(s, v);
   k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
   k.options = s.options;
+  k.full_headers = true;  // the user's code and preamble may use any device header
   const std::size_t n_in = s.in.size();
   TypeBinding b;
   for (const auto& [name, d] : v.types) b.set(name, d);
