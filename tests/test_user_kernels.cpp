@@ -282,3 +282,46 @@ extern "C" __global__ void scale(float* x, float a, int n) { int i = blockIdx.x 
   CHECK_THROWS_AS(fz::RawKernel(square_src, ""), fz::TypeError);
   CHECK_THROWS_AS(fz::RawKernel(square_src, "elementwise_square", {"-arch=sm_80"}), fz::TypeError);
 }
+
+TEST_CASE("fz::function is defined once per kernel and fuses with everything around it", "[user][function][nvrtc]") {
+  auto sq_r = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
+  auto x = fz::placeholder<float>({4096}), y = fz::placeholder<float>({4096});
+  const auto k = fz::inspect(fz::sqrt(sq_r(x, y)) + 1.f);
+  CHECK(k.kernels == 1);
+  CHECK(k.name.starts_with("fz_sq_r_sqrt_add_f32_"));
+  CHECK_THAT(k.source, Catch::Contains("__device__ __forceinline__ float sq_r(float x, float y) { return x * x + y * y; }"));
+  // called twice (and with a scalar, converted to the parameter's dtype): defined once
+  const auto twice = fz::inspect(sq_r(x, y) - sq_r(y, 2));
+  std::size_t defs = 0;
+  for (std::size_t at = twice.source.find("float sq_r("); at != std::string::npos; at = twice.source.find("float sq_r(", at + 1)) ++defs;
+  CHECK(defs == 1);
+  // the same definition made again is the same kernel (stable across objects and processes)
+  auto again = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
+  CHECK(fz::inspect(fz::sqrt(again(x, y)) + 1.f).name == k.name);
+  // another body under another name: another kernel, with a different hash
+  auto cube = fz::function<float(float)>("cube", "(float v) { return v * v * v; }");
+  CHECK(fz::inspect(fz::sqrt(cube(x)) + 1.f).name != k.name);
+  // inside a reduction, 16-bit arrays and other dtypes convert to the parameters
+  auto h = fz::placeholder<fz::half>({4096});
+  const auto r = fz::inspect(fz::sum(sq_r(h, x)));
+  CHECK(r.kernels == 1);
+  CHECK_THAT(r.source, Catch::Contains("sq_r("));
+  auto clampi = fz::function<std::int32_t(std::int32_t, std::int32_t, std::int32_t)>(
+      "clampi", "(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }");
+  auto i = fz::placeholder<std::int64_t>({100});
+  CHECK_NOTHROW(fz::inspect(clampi(i, 0, 10) * 2));
+}
+
+TEST_CASE("fz::function mistakes are typed errors", "[user][function][errors]") {
+  using F = fz::Function<float(float)>;
+  CHECK_THROWS_AS(F("bad name", "(float v) { return v; }"), fz::TypeError);
+  CHECK_THROWS_AS(F("fz_mine", "(float v) { return v; }"), fz::TypeError);
+  CHECK_THROWS_WITH(F("f", "return v;"), Catch::Contains("starts with the parameter list"));
+  // two different definitions of one name cannot meet in one kernel
+  F a("twin", "(float v) { return v + 1; }"), b("twin", "(float v) { return v + 2; }");
+  auto x = fz::placeholder<float>({8});
+  CHECK_THROWS_WITH(fz::inspect(a(x) + b(x)), Catch::Contains("two different fz::functions named 'twin'"));
+  // a body that does not compile: CompileError with the numbered source
+  F broken("broken_fn", "(float v) { return v +* 1; }");
+  CHECK_THROWS_AS(fz::inspect(broken(x)), fz::CompileError);
+}

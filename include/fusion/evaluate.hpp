@@ -42,6 +42,8 @@ struct Call {
   const ReduceArg* reductions;
   int n_arrays, n_scalars, n_reductions;
   std::string_view name;  // the user's name (fz::named) or empty
+  const std::uint32_t* functions = nullptr;  // fz::function ids by call slot (see ir::Op::call)
+  int n_functions = 0;
 };
 
 void evaluate(const Call& call, ArrayBase& out, AssignMode mode);
@@ -54,16 +56,17 @@ template <class A> std::string_view name_of(const expr::Named<A>& e) { return e.
 /// Packs the arguments of `es` (on the stack) and hands the call to `f`.
 template <class... Es, class F> decltype(auto) with_call_multi(F&& f, const Es&... es) {
   constexpr int n_arrays = (Es::n_arrays + ...), n_scalars = (Es::n_scalars + ...);
-  constexpr int n_reductions = (Es::n_reductions + ...);
+  constexpr int n_reductions = (Es::n_reductions + ...), n_functions = (Es::n_functions + ...);
   std::array<const ArrayBase*, std::max(n_arrays, 1)> arrays;
   std::array<ScalarArg, std::max(n_scalars, 1)> scalars;
   std::array<ReduceArg, std::max(n_reductions, 1)> reductions;
-  ArgSink sink{arrays.data(), scalars.data(), reductions.data()};
+  std::array<std::uint32_t, std::max(n_functions, 1)> functions;
+  ArgSink sink{arrays.data(), scalars.data(), reductions.data(), functions.data()};
   (es.pack(sink), ...);
   std::string_view name;
   ((name = name.empty() ? name_of(es) : name), ...);
   return f(Call{&lowered<Es...>(), arrays.data(), scalars.data(), reductions.data(), n_arrays, n_scalars,
-                n_reductions, name});
+                n_reductions, name, functions.data(), n_functions});
 }
 template <class E, class F> decltype(auto) with_call(const E& e, F&& f) { return with_call_multi(std::forward<F>(f), e); }
 

@@ -41,7 +41,8 @@ struct ArgSink {
   const ArrayBase** arrays;
   ScalarArg* scalars;
   ReduceArg* reductions;
-  int n_arrays = 0, n_scalars = 0, n_reductions = 0;
+  std::uint32_t* functions;  // fz::function ids, in the order lower() numbered their calls
+  int n_arrays = 0, n_scalars = 0, n_reductions = 0, n_functions = 0;
 };
 
 template <class T> ScalarArg to_scalar_arg(T v) {
@@ -73,7 +74,7 @@ template <class Derived> struct Node : ExpressionBase {
 /// An array read by reference (an lvalue Array that outlives the expression).
 template <Element T> struct ArrayRef : Node<ArrayRef<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0;
+  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0, n_functions = 0;
   const ArrayBase* array;
   static std::uint32_t lower(ir::Graph& g) { return g.input(dtype); }
   void pack(detail::ArgSink& s) const { s.arrays[s.n_arrays++] = array; }
@@ -82,7 +83,7 @@ template <Element T> struct ArrayRef : Node<ArrayRef<T>> {
 /// An array held by value (a temporary such as `x.slice(...)` kept alive by the expression).
 template <Element T> struct ArrayOwned : Node<ArrayOwned<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0;
+  static constexpr int n_arrays = 1, n_scalars = 0, n_reductions = 0, n_functions = 0;
   Array<T> array;
   explicit ArrayOwned(Array<T>&& a) : array(std::move(a)) {}
   /// A copy of the node shares the array (a node describes data; it never copies it).
@@ -96,7 +97,7 @@ template <Element T> struct ArrayOwned : Node<ArrayOwned<T>> {
 /// argument: changing it never recompiles.
 template <Element T> struct Scalar : Node<Scalar<T>> {
   static constexpr DType dtype = dtype_of<T>;
-  static constexpr int n_arrays = 0, n_scalars = 1, n_reductions = 0;
+  static constexpr int n_arrays = 0, n_scalars = 1, n_reductions = 0, n_functions = 0;
   T value;
   static std::uint32_t lower(ir::Graph& g) { return g.scalar(dtype); }
   void pack(detail::ArgSink& s) const { s.scalars[s.n_scalars++] = detail::to_scalar_arg(value); }
@@ -118,7 +119,7 @@ template <Element T> struct Scalar : Node<Scalar<T>> {
 /// The flat element index, as int64 (behind fz::arange).
 struct Iota : Node<Iota> {
   static constexpr DType dtype = DType::int64;
-  static constexpr int n_arrays = 0, n_scalars = 0, n_reductions = 0;
+  static constexpr int n_arrays = 0, n_scalars = 0, n_reductions = 0, n_functions = 0;
   static std::uint32_t lower(ir::Graph& g) { return g.iota(); }
   void pack(detail::ArgSink&) const {}
 };
@@ -126,6 +127,7 @@ struct Iota : Node<Iota> {
 template <DType To, class A> struct Cast : Node<Cast<To, A>> {
   static constexpr DType dtype = To;
   static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
+  static constexpr int n_functions = A::n_functions;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return g.explicit_cast(A::lower(g), To); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
@@ -139,6 +141,7 @@ template <ir::Op OP, class A> struct Unary : Node<Unary<OP, A>> {
                 "fusion: negation and sign are not defined for bool arrays (as in NumPy); use !e or cast first");
   static constexpr DType dtype = ir::result_dtype(OP, A::dtype);
   static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
+  static constexpr int n_functions = A::n_functions;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return g.unary(OP, A::lower(g)); }
   void pack(detail::ArgSink& s) const { a.pack(s); }
@@ -152,7 +155,7 @@ template <ir::Op OP, class A, class B> struct Binary : Node<Binary<OP, A, B>> {
                 "fusion: '-' is not defined between bool arrays (as in NumPy); use != or cast to an integer first");
   static constexpr DType dtype = ir::result_dtype(OP, A::dtype, B::dtype);
   static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
-  static constexpr int n_reductions = A::n_reductions + B::n_reductions;
+  static constexpr int n_reductions = A::n_reductions + B::n_reductions, n_functions = A::n_functions + B::n_functions;
   A a;
   B b;
   static std::uint32_t lower(ir::Graph& g) {
@@ -171,6 +174,7 @@ template <class C, class A, class B> struct Where : Node<Where<C, A, B>> {
   static constexpr int n_arrays = C::n_arrays + A::n_arrays + B::n_arrays;
   static constexpr int n_scalars = C::n_scalars + A::n_scalars + B::n_scalars;
   static constexpr int n_reductions = C::n_reductions + A::n_reductions + B::n_reductions;
+  static constexpr int n_functions = C::n_functions + A::n_functions + B::n_functions;
   C c;
   A a;
   B b;
@@ -191,6 +195,7 @@ template <class C, class A, class B> struct Where : Node<Where<C, A, B>> {
 template <class A> struct Named : Node<Named<A>> {
   static constexpr DType dtype = A::dtype;
   static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
+  static constexpr int n_functions = A::n_functions;
   std::string name;
   A a;
   static std::uint32_t lower(ir::Graph& g) { return A::lower(g); }
@@ -201,6 +206,7 @@ template <class A> struct Named : Node<Named<A>> {
 template <ir::Op OP, DType Result, class A> struct Reduce : Node<Reduce<OP, Result, A>> {
   static constexpr DType dtype = Result;
   static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions + 1;
+  static constexpr int n_functions = A::n_functions;
   A a;
   detail::ReduceArg arg;
   static std::uint32_t lower(ir::Graph& g) { return g.reduce(OP, A::lower(g), Result); }

@@ -7,6 +7,7 @@
 #include "fusion/dtype.hpp"
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
+#include "fusion/function.hpp"
 #include "fusion/graph.hpp"
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"

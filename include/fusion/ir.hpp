@@ -31,6 +31,9 @@ enum class Op : std::uint8_t {
   eq, ne, lt, le, gt, ge, logical_and, logical_or,
   // ternary
   where,
+  // a user device function (fz::function) of 1 to 3 operands (a, b, c), already converted to its
+  // parameter dtypes; Node::slot is the call's function slot (as lowered), then the function's id
+  call,
   // reductions over the axes of a run-time descriptor (Node::slot); the operand is already converted
   // to the accumulator dtype (sum, prod, mean) or to bool (any, all)
   sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean,
@@ -38,15 +41,18 @@ enum class Op : std::uint8_t {
 };
 inline constexpr Op kLastElementwise = Op::where;
 
-enum class Arity : std::uint8_t { leaf, unary, binary, ternary, reduction };
+enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction };
 constexpr Arity arity(Op op) {
   if (op <= Op::iota) return Arity::leaf;
   if (op <= Op::signbit) return Arity::unary;
   if (op <= Op::logical_or) return Arity::binary;
   if (op == Op::where) return Arity::ternary;
+  if (op == Op::call) return Arity::call;
   return Arity::reduction;
 }
-constexpr bool is_reduction(Op op) { return op > Op::where && op < Op::count_; }
+constexpr bool is_reduction(Op op) { return op > Op::call && op < Op::count_; }
+/// Most operands a user function call takes (Node has three operand fields).
+inline constexpr int kMaxCallArgs = 3;
 constexpr bool is_float_result(Op op) {
   return (op >= Op::sqrt && op <= Op::tgamma) || (op >= Op::div && op <= Op::logaddexp);
 }
@@ -124,7 +130,7 @@ struct Node {
 struct Graph {
   std::vector<Node> nodes;
   std::vector<std::uint32_t> outputs;
-  std::uint32_t n_inputs = 0, n_scalars = 0, n_reductions = 0;
+  std::uint32_t n_inputs = 0, n_scalars = 0, n_reductions = 0, n_functions = 0;
 
   // Builders used by lowering: they insert the casts the typing rules require.
   std::uint32_t input(DType d);
@@ -140,6 +146,9 @@ struct Graph {
   /// A reduction with result dtype `result` (reduction_result_dtype unless the user chose one); takes
   /// the next reduction descriptor slot. `x` is converted to the accumulator dtype first.
   std::uint32_t reduce(Op op, std::uint32_t x, DType result);
+  /// A call of the next function slot with result dtype `result`; each argument is converted to its
+  /// parameter's dtype first.
+  std::uint32_t call(DType result, const std::uint32_t* args, const DType* params, int n);
   /// Appends a node exactly as given (operands already in this graph), for graphs rebuilt from others.
   std::uint32_t append(const Node& n) {
     nodes.push_back(n);

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "codegen/hash.hpp"
+#include "codegen/user_functions.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion::codegen {
@@ -30,7 +32,7 @@ std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::
   for (const ir::Node& n : g.nodes) {
     iota = iota || n.op == ir::Op::iota;
     if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast) continue;
-    std::string name = ir::op_name(n.op);
+    std::string name = n.op == ir::Op::call ? user_function(n.slot).name : ir::op_name(n.op);
     if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
   }
   if (ops.empty()) ops.push_back(iota ? "arange" : "copy");
@@ -91,6 +93,15 @@ int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DTy
 
 void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy) {
   for (Helper hp : ctx.helpers) w.line("{}", helper_source(hp)).blank();
+  std::set<std::string> names;
+  for (std::uint32_t id : ctx.functions) {
+    const UserFunction& f = user_function(id);
+    if (!names.insert(f.name).second)
+      throw TypeError(fmt::format("two different fz::functions named '{}' meet in one kernel; give them different names", f.name));
+    w.line("// fz::function {}", f.name);
+    const std::string_view body = std::string_view(f.body).substr(f.body.find('('));
+    w.text(fmt::format("__device__ __forceinline__ {} {}{}", compute_type(f.result), f.name, body)).blank();
+  }
   if (!ctx.outlined.empty()) {
     w.line("// {} costly math calls: called, not inlined, to keep compile time linear.", heavy);
     for (const std::string& f : ctx.outlined) w.line("{}", outlined_source(f.substr(1), f[0] == '2'));

@@ -65,11 +65,19 @@ std::uint32_t Graph::reduce(Op op, std::uint32_t x, DType result) {
   return push(*this, {op, result, x, kNone, kNone, n_reductions++});
 }
 
+std::uint32_t Graph::call(DType result, const std::uint32_t* args, const DType* params, int n) {
+  if (n < 1 || n > kMaxCallArgs) throw Error("internal: a function call takes 1 to 3 arguments");
+  std::uint32_t x[kMaxCallArgs] = {kNone, kNone, kNone};
+  for (int k = 0; k < n; ++k) x[k] = cast(args[k], params[k]);
+  return push(*this, {Op::call, result, x[0], x[1], x[2], n_functions++});
+}
+
 Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative) {
   Graph out;
   out.n_inputs = g.n_inputs;
   out.n_scalars = g.n_scalars;
   out.n_reductions = g.n_reductions;
+  out.n_functions = g.n_functions;
   std::vector<std::uint32_t> remap(g.nodes.size(), kNone);
   std::map<std::tuple<Op, DType, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> seen;
 

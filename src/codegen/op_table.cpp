@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/user_functions.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion {
@@ -16,7 +17,7 @@ const char* op_name(Op op) {
       "lgamma", "tgamma", "not", "isnan", "isinf", "isfinite", "signbit", "add", "sub", "mul", "floordiv",
       "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "and", "or", "xor", "lshift", "rshift",
       "div", "atan2", "hypot", "copysign", "logaddexp", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "where",
-      "sum", "prod", "min", "max", "nanmin", "nanmax", "argmin", "argmax", "any", "all", "mean"};
+      "call", "sum", "prod", "min", "max", "nanmin", "nanmax", "argmin", "argmax", "any", "all", "mean"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::count_));
   return names[static_cast<int>(op)];
 }
@@ -264,6 +265,13 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logical_and: return fmt::format("({} && {})", a, b);
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
+    case Op::call: {
+      ctx.functions.insert(n.slot);
+      std::string args = a;
+      for (const std::string* x : {&b, &c})
+        if (!x->empty()) args += ", " + *x;
+      return fmt::format("{}({})", user_function(n.slot).name, args);
+    }
     case Op::input: case Op::scalar: case Op::iota: case Op::count_: break;
   }
   throw Error(fmt::format("internal: no CUDA spelling for op {}", ir::op_name(n.op)));

@@ -27,6 +27,7 @@ struct SpellContext {
   std::set<Helper> helpers;          ///< helper functions to emit
   std::set<std::string> outlined;    ///< math functions called through a __noinline__ wrapper
   bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
+  std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
 };
 
 /// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining

@@ -425,14 +425,29 @@ void dispatch(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
 
 }  // namespace
 
+Call with_functions_resolved(const Call& c) {
+  if (c.n_functions == 0) return c;
+  // The expression type's graph numbers its fz::function calls; this call's functions fill them in.
+  // (One graph copy and lookup per evaluation: the functions are values, not part of the type.)
+  ir::Graph g = c.lowered->graph;
+  for (ir::Node& n : g.nodes)
+    if (n.op == ir::Op::call) n.slot = c.functions[n.slot];
+  g.n_functions = 0;
+  Call r = c;
+  r.lowered = &lowered_for_graph(std::move(g));
+  r.functions = nullptr;
+  r.n_functions = 0;
+  return r;
+}
+
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   ArrayBase* outs[1] = {&out};
-  dispatch(c, outs, 1, mode);
+  dispatch(with_functions_resolved(c), outs, 1, mode);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
-  dispatch(c, outs, n_outs, mode);
+  dispatch(with_functions_resolved(c), outs, n_outs, mode);
 }
 
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode) {
@@ -476,7 +491,8 @@ KernelInfo inspect_elementwise(const Call& c) {
   return finish_inspect(generate(*c.lowered, L.v, c.name), L.v.describe());
 }
 
-KernelInfo inspect(const Call& c) {
+KernelInfo inspect(const Call& call) {
+  const Call c = with_functions_resolved(call);
   const Lowered& lw = *c.lowered;
   if (!lw.has_reduction) return inspect_elementwise(c);
   const Plan& p = plan_of(lw, false);
