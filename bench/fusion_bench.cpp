@@ -81,6 +81,31 @@ void reduction_suite(std::vector<Row>& rows) {
   });
 }
 
+/// User kernels at 2^26 float32: ElementwiseKernel and fz::function against the same fused expression,
+/// ReductionKernel against fz::sqrt(fz::sum(x * x)). (One kernel either way; "unfused" runs the same.)
+void user_suite(std::vector<Row>& rows) {
+  const std::int64_t n = std::int64_t{1} << 26;
+  auto x = random_array<float>(n, -2, 2, 1), y = random_array<float>(n, -2, 2, 2);
+  auto m = x.reshape({8192, 8192});
+  fz::Array<float> out = fz::empty<float>({n});
+  static const fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff");
+  static const fz::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+  static const auto sq_r = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  auto run = [&](const std::string& name, auto&& fn) {
+    rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
+  };
+  run("EK squared_diff", [&] {
+    squared_diff(x, y, out);
+    return out;
+  });
+  run("(x-y)*(x-y)", [&] { return fz::Array<float>((x - y) * (x - y)); });
+  run("fn sqrt(sq_r(x,y))+1", [&] { return fz::Array<float>(fz::sqrt(sq_r(x, y)) + 1.f); });
+  run("RK l2norm(x)", [&] { return fz::Array<float>(l2norm(x)); });
+  run("sqrt(sum(x*x))", [&] { return fz::Array<float>(fz::sqrt(fz::sum(x * x))); });
+  run("RK l2norm(m,1) 8192^2", [&] { return fz::Array<float>(l2norm(m, fz::Axes(1))); });
+}
+
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
 /// issued `calls` times without waiting (so the launch queue never fills).
 std::pair<double, double> dispatch_us(int calls = 300) {
@@ -111,6 +136,28 @@ std::pair<double, double> dispatch_us(int calls = 300) {
     r_t.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count() / calls);
   }
   return {fz::summarize(f_t).median, fz::summarize(r_t).median};
+}
+
+/// Host time per call of an ElementwiseKernel and of a fused expression with an fz::function, 1024 elements.
+std::pair<double, double> user_dispatch_us(int calls = 300) {
+  const std::int64_t n = 1024;
+  fz::Array<float> x = fz::full<float>({n}, 1.f), y = fz::full<float>({n}, 2.f), out = fz::empty<float>({n});
+  const fz::ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = 2.5f * x + y", "dispatch_user");
+  const auto f = fz::function<float(float, float)>("dispatch_fn", "(float x, float y) { return 2.5f * x + y; }");
+  auto time = [&](auto&& fn) {
+    fn();
+    fz::current_stream().synchronize();
+    std::vector<double> t;
+    for (int rep = 0; rep < 7; ++rep) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < calls; ++i) fn();
+      auto t1 = Clock::now();
+      fz::current_stream().synchronize();
+      t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+    }
+    return fz::summarize(t).median;
+  };
+  return {time([&] { k(x, y, out); }), time([&] { out = f(x, y); })};
 }
 
 /// A kernel nobody compiled before, from expression to result, in this (warm) process; the median of
@@ -190,8 +237,9 @@ int main(int argc, char** argv) {
     suite<float>(std::int64_t{1} << e, rows);
     suite<fz::bfloat16>(std::int64_t{1} << e, rows);
   }
-  if (std::find(sizes.begin(), sizes.end(), 26) != sizes.end()) reduction_suite(rows);
+  if (std::find(sizes.begin(), sizes.end(), 26) != sizes.end()) reduction_suite(rows), user_suite(rows);
   const auto dispatch = dispatch_us();
+  const auto user_dispatch = user_dispatch_us();
   const auto [compile, compile_nvrtc] = compile_ms();
   int driver = 0;
   fz::detail::driver().cuDriverGetVersion(&driver);
@@ -214,6 +262,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("dispatch at 1024 elements: fused assignment {:.2f} us/call, raw cuLaunchKernel {:.2f} us/call (+{:.2f} us)\n",
              dispatch.first, dispatch.second, dispatch.first - dispatch.second);
+  fmt::print("dispatch at 1024 elements: ElementwiseKernel call {:.2f} us/call, fused expression with an fz::function "
+             "{:.2f} us/call\n", user_dispatch.first, user_dispatch.second);
   fmt::print("compile of a new simple kernel in a warm process: {:.1f} ms (NVRTC {:.1f} ms), median of 5\n", compile,
              compile_nvrtc);
   if (!json.empty()) write_json_and_csv(json, rows, props.name, driver, date, copy, dispatch, compile);
