@@ -20,10 +20,12 @@ std::uint32_t register_function(std::string name, std::string body, DType result
 
 namespace expr {
 
+/// The parameter dtypes of a user function (std::integer_sequence takes integral types only).
+template <DType... P> struct DTypes {};
+
 /// A call of a user function; arguments are converted to the parameter dtypes `P` first.
 template <DType R, class Params, class... A> struct Call;
-template <DType R, DType... P, class... A> struct Call<R, std::integer_sequence<DType, P...>, A...>
-    : Node<Call<R, std::integer_sequence<DType, P...>, A...>> {
+template <DType R, DType... P, class... A> struct Call<R, DTypes<P...>, A...> : Node<Call<R, DTypes<P...>, A...>> {
   static constexpr DType dtype = R;
   static constexpr int n_arrays = (A::n_arrays + ...), n_scalars = (A::n_scalars + ...);
   static constexpr int n_reductions = (A::n_reductions + ...), n_functions = (A::n_functions + ...) + 1;
@@ -71,7 +73,7 @@ template <class R, class... P> class Function<R(P...)> {
       if constexpr (CppScalar<std::decay_t<X>>) return expr::Scalar<std::tuple_element_t<decltype(index)::value, Params>>::make(x);
       else return detail::to_node(std::forward<X>(x));
     };
-    using Node = expr::Call<dtype_of<R>, std::integer_sequence<DType, dtype_of<P>...>,
+    using Node = expr::Call<dtype_of<R>, expr::DTypes<dtype_of<P>...>,
                             decltype(node(std::forward<A>(a), std::integral_constant<std::size_t, I>{}))...>;
     return Node{{}, id_, {node(std::forward<A>(a), std::integral_constant<std::size_t, I>{})...}};
   }
