@@ -464,7 +464,7 @@ KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant) {
   info.variant = std::move(variant);
   if (device_count() > 0) {
     const int device = enter_current_device();
-    const LoadedKernel& lk = load_kernel(k, device);
+    const LoadedModule& lk = load_module(k, device);  // compiled and loaded; no function needed to describe it
     info.arch = lk.target;
     info.cache_path = lk.cache_path;
     info.registers = lk.registers;
