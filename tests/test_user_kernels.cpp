@@ -119,6 +119,11 @@ TEST_CASE("ElementwiseKernel generates, names and compiles one kernel per bound 
   CHECK_THAT(k.source, Catch::Contains("float& z = _fz_p_z[_fz_i];"));
   CHECK(k.variant == "linear, 32-bit index");
   CHECK(squared_diff.inspect(x, y).name == k.name);  // stable
+  if (!k.cache_path.empty()) {  // listed by `fusion cache ls` under its name, like fused kernels
+    const auto entry = fz::detail::DiskCache::read_file(k.cache_path);
+    REQUIRE(entry);
+    CHECK(entry->key.kernel_name == k.name);
+  }
   // the same code with other bodies or names gives other kernels
   fz::ElementwiseKernel other("float32 x, float32 y", "float32 z", "z = x - y", "squared_diff");
   CHECK(other.inspect(x, y).name != k.name);
@@ -254,6 +259,7 @@ TEST_CASE("RawKernel and RawModule compile through the same NVRTC path and disk 
   CHECK(info.registers > 0);
   if (fz::detail::DiskCache::instance().enabled()) {
     CHECK(std::filesystem::exists(info.cache_path));
+    CHECK(fz::detail::DiskCache::read_file(info.cache_path)->key.kernel_name == "elementwise_square");
     const auto before = fz::stats().compiles;
     fz::RawKernel again(square_src, "elementwise_square");
     CHECK(again.inspect().cache_path == info.cache_path);
