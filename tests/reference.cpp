@@ -36,14 +36,26 @@ double to_double(Scalar s, DType d) {
 
 namespace {
 
-Scalar convert(Scalar s, DType from, DType to) {
+/// NumPy and C++ leave a float -> integer conversion undefined when the truncated value does not fit.
+bool fits(double f, DType to) {
+  if (std::isnan(f)) return false;
+  const double t = std::trunc(f);
+  const int bits = static_cast<int>(8 * fusion::itemsize(to));
+  if (fusion::is_unsigned_int(to)) return t >= 0 && t < std::ldexp(1.0, bits);
+  return t >= -std::ldexp(1.0, bits - 1) && t < std::ldexp(1.0, bits - 1);
+}
+
+Scalar convert(Scalar s, DType from, DType to, bool* undefined) {
   Scalar r;
   if (fusion::is_floating(to)) {
     r.f = to_double(s, from);
   } else if (to == DType::bool_) {
     r.i = fusion::is_floating(from) ? (s.f != 0) : (s.i != 0);
   } else if (fusion::is_floating(from)) {
-    // float -> integer truncates (the GPU saturates out-of-range values; tests keep values in range)
+    if (!fits(s.f, to)) {
+      if (undefined) *undefined = true;
+      return normalize(r, to);
+    }
     r.i = fusion::is_unsigned_int(to) && s.f >= 9.2e18 ? static_cast<std::int64_t>(static_cast<std::uint64_t>(s.f))
                                                        : static_cast<std::int64_t>(std::trunc(s.f));
   } else {
@@ -148,7 +160,7 @@ std::int64_t int_op(Op op, DType d, std::int64_t a, std::int64_t b) {
     case Op::abs: return neg_a ? static_cast<std::int64_t>(0 - ua) : a;
     case Op::sign: return a == 0 ? 0 : (neg_a ? -1 : 1);
     case Op::square: return static_cast<std::int64_t>(ua * ua);
-    case Op::reciprocal: return a == 0 ? 0 : (u ? static_cast<std::int64_t>(1 / ua) : 1 / a);
+    case Op::reciprocal: return a == 0 ? 0 : (u ? static_cast<std::int64_t>(1 / ua) : (a == -1 ? -1 : 1 / a));
     case Op::floor: case Op::ceil: case Op::trunc: case Op::rint: case Op::round: return a;
     case Op::bit_not: return d == DType::bool_ ? !a : ~a;
     case Op::add: return d == DType::bool_ ? (a || b) : static_cast<std::int64_t>(ua + ub);
@@ -157,6 +169,7 @@ std::int64_t int_op(Op op, DType d, std::int64_t a, std::int64_t b) {
     case Op::floor_divide: {
       if (b == 0) return 0;
       if (u) return static_cast<std::int64_t>(ua / ub);
+      if (b == -1) return static_cast<std::int64_t>(0 - ua);  // INT64_MIN / -1 wraps (and traps on the host)
       std::int64_t q = a / b;
       if (a % b != 0 && ((a < 0) != (b < 0))) --q;
       return q;
@@ -164,11 +177,12 @@ std::int64_t int_op(Op op, DType d, std::int64_t a, std::int64_t b) {
     case Op::remainder: {
       if (b == 0) return 0;
       if (u) return static_cast<std::int64_t>(ua % ub);
+      if (b == -1) return 0;
       std::int64_t r = a % b;
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
     }
-    case Op::fmod: return b == 0 ? 0 : (u ? static_cast<std::int64_t>(ua % ub) : a % b);
+    case Op::fmod: return b == 0 || (!u && b == -1) ? 0 : (u ? static_cast<std::int64_t>(ua % ub) : a % b);
     case Op::pow: {
       if (neg_b) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
       std::uint64_t r = 1, base = ua, e = ub;
@@ -219,38 +233,45 @@ bool compare(Op op, Scalar x, Scalar y, DType d) {
 
 }  // namespace
 
+Scalar apply(const Node& n, DType od, Scalar a, Scalar b, Scalar c, std::int64_t index, bool* undefined) {
+  Scalar r;
+  switch (n.op) {
+    case Op::input: case Op::scalar: r = a; break;
+    case Op::iota: r.i = index; break;
+    case Op::cast: r = convert(a, od, n.dtype, undefined); break;
+    case Op::where: r = a.i ? b : c; break;
+    case Op::logical_not: r.i = !a.i; break;
+    case Op::logical_and: r.i = a.i && b.i; break;
+    case Op::logical_or: r.i = a.i || b.i; break;
+    case Op::isnan: r.i = fusion::is_floating(od) && std::isnan(a.f); break;
+    case Op::isinf: r.i = fusion::is_floating(od) && std::isinf(a.f); break;
+    case Op::isfinite: r.i = !fusion::is_floating(od) || std::isfinite(a.f); break;
+    case Op::signbit: r.i = fusion::is_floating(od) ? std::signbit(a.f) : (fusion::is_signed_int(od) && a.i < 0); break;
+    case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: r.i = compare(n.op, a, b, od); break;
+    default:
+      if (fusion::is_floating(od)) r.f = float_op(n.op, a.f, b.f, c.f);
+      else r.i = int_op(n.op, od, a.i, b.i);
+  }
+  // 16-bit floats compute in float on the GPU and round only on store; float32 rounds per op.
+  return (n.dtype == DType::float16 || n.dtype == DType::bfloat16) && n.op != Op::cast && n.op != Op::input
+             ? Scalar{static_cast<float>(r.f), r.i}
+             : normalize(r, n.dtype);
+}
+
+DType operand_dtype_of(const fusion::ir::Graph& g, const Node& n) {
+  return n.a == fusion::ir::kNone ? n.dtype : g.nodes[n.op == Op::where ? n.b : n.a].dtype;
+}
+
 Scalar interpret(const fusion::ir::Graph& g, const std::vector<Scalar>& inputs, const std::vector<Scalar>& scalars,
                  std::int64_t index) {
   std::vector<Scalar> v(g.nodes.size());
   for (std::size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
-    const DType od = n.a == fusion::ir::kNone ? n.dtype : g.nodes[n.op == Op::where ? n.b : n.a].dtype;
-    const Scalar a = n.a != fusion::ir::kNone ? v[n.a] : Scalar{};
-    const Scalar b = n.b != fusion::ir::kNone ? v[n.b] : Scalar{};
-    const Scalar c = n.c != fusion::ir::kNone ? v[n.c] : Scalar{};
-    Scalar r;
-    switch (n.op) {
-      case Op::input: r = normalize(inputs.at(n.slot), n.dtype); break;
-      case Op::scalar: r = normalize(scalars.at(n.slot), n.dtype); break;
-      case Op::iota: r.i = index; break;
-      case Op::cast: r = convert(a, od, n.dtype); break;
-      case Op::where: r = a.i ? b : c; break;
-      case Op::logical_not: r.i = !a.i; break;
-      case Op::logical_and: r.i = a.i && b.i; break;
-      case Op::logical_or: r.i = a.i || b.i; break;
-      case Op::isnan: r.i = fusion::is_floating(od) && std::isnan(a.f); break;
-      case Op::isinf: r.i = fusion::is_floating(od) && std::isinf(a.f); break;
-      case Op::isfinite: r.i = !fusion::is_floating(od) || std::isfinite(a.f); break;
-      case Op::signbit: r.i = fusion::is_floating(od) ? std::signbit(a.f) : (fusion::is_signed_int(od) && a.i < 0); break;
-      case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: r.i = compare(n.op, a, b, od); break;
-      default:
-        if (fusion::is_floating(od)) r.f = float_op(n.op, a.f, b.f, c.f);
-        else r.i = int_op(n.op, od, a.i, b.i);
-    }
-    // 16-bit floats compute in float on the GPU and round only on store; float32 rounds per op.
-    v[k] = (n.dtype == DType::float16 || n.dtype == DType::bfloat16) && n.op != Op::cast && n.op != Op::input
-               ? Scalar{static_cast<float>(r.f), r.i}
-               : normalize(r, n.dtype);
+    auto operand = [&](std::uint32_t x) { return x != fusion::ir::kNone ? v[x] : Scalar{}; };
+    Scalar a = operand(n.a);
+    if (n.op == Op::input) a = inputs.at(n.slot);
+    if (n.op == Op::scalar) a = scalars.at(n.slot);
+    v[k] = apply(n, operand_dtype_of(g, n), a, operand(n.b), operand(n.c), index);
   }
   return v[g.outputs[0]];
 }

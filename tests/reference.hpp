@@ -22,6 +22,14 @@ struct Scalar {
 Scalar interpret(const fusion::ir::Graph& g, const std::vector<Scalar>& inputs, const std::vector<Scalar>& scalars,
                  std::int64_t index);
 
+/// One node on its operands' values (of dtype `operand_dtype`), rounded as the GPU keeps it. Sets
+/// `*undefined` where NumPy and C++ leave the result undefined (a float converted to an integer it does
+/// not fit). An input or scalar node takes its value in `a`.
+Scalar apply(const fusion::ir::Node& n, fusion::DType operand_dtype, Scalar a, Scalar b, Scalar c, std::int64_t index,
+             bool* undefined = nullptr);
+/// The dtype a node's operands have (its own for leaves; the branches' for where).
+fusion::DType operand_dtype_of(const fusion::ir::Graph& g, const fusion::ir::Node& n);
+
 /// The value of `s` (of dtype d) as a double, for comparisons.
 double to_double(Scalar s, fusion::DType d);
 /// Wraps an integer into dtype d's range (sign-extends or masks); rounds floats to d's precision.

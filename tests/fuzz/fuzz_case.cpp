@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fuzz_case.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace fuzz {
+
+using fusion::Shape;
+using fusion::Strides;
+
+Shape shape_of(const Case& c, const std::vector<int>& dims) {
+  Shape s;
+  for (int d : dims) s.push_back(d < 0 ? 1 : c.dim_sizes.at(static_cast<std::size_t>(d)));
+  return s;
+}
+
+Shape base_shape(const Case& c, const Input& in) {
+  const Shape s = shape_of(c, in.dims);
+  Shape b;
+  for (int d = 0; d < s.size(); ++d) {
+    if (in.layout == Layout::transposed) b.push_back(s[s.size() - 1 - d]);
+    else b.push_back(in.layout == Layout::strided ? 2 * s[d] : s[d]);
+  }
+  return b;
+}
+
+void view_of(const Case& c, const Input& in, std::int64_t& offset, Strides& strides) {
+  const Shape s = shape_of(c, in.dims);
+  const Strides base = fusion::contiguous_strides(base_shape(c, in));
+  offset = 0;
+  strides = Strides{};
+  for (int d = 0; d < s.size(); ++d) {
+    switch (in.layout) {
+      case Layout::contiguous: strides.push_back(base[d]); break;
+      case Layout::transposed: strides.push_back(base[s.size() - 1 - d]); break;
+      case Layout::strided: strides.push_back(2 * base[d]); break;
+      case Layout::reversed:
+        strides.push_back(-base[d]);
+        if (s[d] > 0) offset += (s[d] - 1) * base[d];
+        break;
+    }
+  }
+}
+
+namespace {
+
+test::Scalar rich_value(std::mt19937_64& rng, DType d) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  test::Scalar s;
+  const bool special = unit(rng) < 0.08;
+  if (fusion::is_floating(d)) {
+    static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e30, -1e-30, 3e-39, 65504, 0.5};
+    s.f = special ? specials[rng() % std::size(specials)] : std::uniform_real_distribution<double>(-4, 4)(rng);
+  } else if (d == DType::bool_) {
+    s.i = static_cast<std::int64_t>(rng() & 1);
+  } else if (special) {
+    const int bits = static_cast<int>(8 * fusion::itemsize(d));
+    const bool u = fusion::is_unsigned_int(d);
+    const std::int64_t lo = u ? 0 : (bits == 64 ? std::numeric_limits<std::int64_t>::min() : -(std::int64_t{1} << (bits - 1)));
+    const std::int64_t hi = bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t{1} << (bits - (u ? 0 : 1))) - 1;
+    const std::int64_t choices[] = {lo, hi, 0, u ? 1 : -1};
+    s.i = (u && bits == 64 && rng() % 4 == 1) ? -1 : choices[rng() % 4];  // uint64 max is all ones
+  } else {
+    s.i = fusion::is_unsigned_int(d) ? std::uniform_int_distribution<std::int64_t>(0, 40)(rng)
+                                     : std::uniform_int_distribution<std::int64_t>(-20, 20)(rng);
+  }
+  return s;
+}
+
+test::Scalar simple_value(std::mt19937_64& rng, DType d) {
+  test::Scalar s;
+  if (fusion::is_floating(d)) s.f = 0.5 * std::uniform_int_distribution<int>(-6, 6)(rng);
+  else if (d == DType::bool_) s.i = static_cast<std::int64_t>(rng() & 1);
+  else s.i = std::uniform_int_distribution<std::int64_t>(fusion::is_unsigned_int(d) ? 0 : -3, 5)(rng);
+  return s;
+}
+
+}  // namespace
+
+std::vector<test::Scalar> base_values(const Case& c, const Input& in) {
+  std::mt19937_64 rng(in.seed);
+  std::vector<test::Scalar> v(static_cast<std::size_t>(fusion::numel(base_shape(c, in))));
+  for (auto& x : v) x = test::normalize(in.values == Values::rich ? rich_value(rng, in.dtype) : simple_value(rng, in.dtype), in.dtype);
+  return v;
+}
+
+std::vector<test::Scalar> logical_values(const Case& c, const Input& in) {
+  const std::vector<test::Scalar> base = base_values(c, in);
+  const Shape s = shape_of(c, in.dims);
+  std::int64_t offset;
+  Strides st;
+  view_of(c, in, offset, st);
+  std::vector<test::Scalar> out(static_cast<std::size_t>(fusion::numel(s)));
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    std::int64_t rest = static_cast<std::int64_t>(k), at = offset;
+    for (int d = s.size(); d-- > 0;) {
+      at += (rest % s[d]) * st[d];
+      rest /= s[d];
+    }
+    out[k] = base[static_cast<std::size_t>(at)];
+  }
+  return out;
+}
+
+std::optional<DType> result_dtype(const Case& c, const Expr& e) {
+  switch (e.kind) {
+    case Kind::input: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
+    case Kind::scalar: return std::nullopt;
+    case Kind::cast: return e.dtype;
+    case Kind::unary: {
+      const auto a = result_dtype(c, e.args[0]);
+      return a ? std::optional(fusion::ir::result_dtype(e.op, *a)) : std::nullopt;
+    }
+    case Kind::binary: case Kind::where: {
+      const Expr& x = e.args[e.kind == Kind::where ? 1 : 0];
+      const Expr& y = e.args[e.kind == Kind::where ? 2 : 1];
+      auto dx = result_dtype(c, x), dy = result_dtype(c, y);
+      if (!dx && !dy) return std::nullopt;
+      if (!dx) dx = fusion::promote_weak(*dy, x.scalar_kind);
+      if (!dy) dy = fusion::promote_weak(*dx, y.scalar_kind);
+      if (e.kind == Kind::where) return fusion::promote_types(*dx, *dy);
+      return fusion::ir::result_dtype(e.op, *dx, *dy);
+    }
+    case Kind::reduce: {
+      const auto a = result_dtype(c, e.args[0]);
+      return a ? std::optional(fusion::ir::reduction_result_dtype(e.op, *a)) : std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Lowers expression trees into one graph in the order the front end's lower() visits them, and
+/// collects the arguments pack() would.
+struct Lowering {
+  const Case& c;
+  Built& b;
+  std::string* why;
+
+  struct Result {
+    std::uint32_t node;
+    Shape shape;
+  };
+
+  std::nullopt_t fail(std::string msg) {
+    if (why && why->empty()) *why = std::move(msg);
+    return std::nullopt;
+  }
+
+  std::optional<DType> dtype_of(const Expr& e) const { return result_dtype(c, e); }
+
+  std::optional<Result> scalar(const Expr& e, DType d) {
+    fusion::detail::ScalarArg s;
+    s.dtype = d;
+    if (fusion::is_floating(d)) {
+      // the front end converts a literal to the array's type: float, half and bfloat16 travel as float
+      const bool wide = d == DType::float64;
+      const double v = wide ? e.value : static_cast<double>(static_cast<float>(e.value));
+      if (wide) std::memcpy(&s.bits, &v, 8);
+      else { const float f = static_cast<float>(v); std::memcpy(&s.bits, &f, 4); }
+    } else {
+      if (e.scalar_kind == fusion::ScalarKind::floating) return fail("a float literal beside an integer array");
+      const auto v = static_cast<std::int64_t>(e.value);
+      const test::Scalar n = test::normalize(test::Scalar{0, v}, d);
+      if (n.i != v) return fail(fmt::format("the literal {} does not fit {}", v, fusion::dtype_name(d)));
+      std::memcpy(&s.bits, &v, fusion::itemsize(d));
+    }
+    b.scalars.push_back(s);
+    return Result{b.graph.scalar(d), Shape{}};
+  }
+
+  std::optional<Result> operand(const Expr& e, const std::optional<DType>& partner) {
+    if (e.kind != Kind::scalar) return lower(e);
+    if (!partner) return fail("an operation between two literals");
+    return scalar(e, fusion::promote_weak(*partner, e.scalar_kind));
+  }
+
+  std::optional<Shape> broadcast(const Shape& x, const Shape& y) {
+    try {
+      return fusion::broadcast_shapes(x, y);
+    } catch (const fusion::ShapeError& err) {
+      return fail(err.what());
+    }
+  }
+
+  std::optional<Result> lower(const Expr& e) {
+    try {
+      return lower_checked(e);
+    } catch (const fusion::TypeError& err) {  // the graph builders refuse what the front end's static_asserts do
+      return fail(err.what());
+    }
+  }
+
+  std::optional<Result> lower_checked(const Expr& e) {
+    fusion::ir::Graph& g = b.graph;
+    switch (e.kind) {
+      case Kind::input: {
+        const Input& in = c.inputs.at(static_cast<std::size_t>(e.input));
+        b.slot_input.push_back(e.input);
+        return Result{g.input(in.dtype), shape_of(c, in.dims)};
+      }
+      case Kind::scalar: return fail("a literal on its own");
+      case Kind::cast: {
+        auto a = lower(e.args[0]);
+        if (!a) return std::nullopt;
+        return Result{g.explicit_cast(a->node, e.dtype), a->shape};
+      }
+      case Kind::unary: {
+        auto a = lower(e.args[0]);
+        if (!a) return std::nullopt;
+        return Result{g.unary(e.op, a->node), a->shape};
+      }
+      case Kind::binary: {
+        auto x = operand(e.args[0], dtype_of(e.args[1]));
+        if (!x) return std::nullopt;
+        auto y = operand(e.args[1], g.dtype(x->node));
+        if (!y) return std::nullopt;
+        auto s = broadcast(x->shape, y->shape);
+        if (!s) return std::nullopt;
+        return Result{g.binary(e.op, x->node, y->node), *s};
+      }
+      case Kind::where: {
+        if (e.args[0].kind == Kind::scalar) return fail("a literal condition");
+        auto k = lower(e.args[0]);
+        if (!k) return std::nullopt;
+        auto x = operand(e.args[1], dtype_of(e.args[2]));
+        if (!x) return std::nullopt;
+        auto y = operand(e.args[2], g.dtype(x->node));
+        if (!y) return std::nullopt;
+        auto s = broadcast(k->shape, x->shape);
+        if (s) s = broadcast(*s, y->shape);
+        if (!s) return std::nullopt;
+        return Result{g.where(k->node, x->node, y->node), *s};
+      }
+      case Kind::reduce: {
+        auto a = lower(e.args[0]);
+        if (!a) return std::nullopt;
+        const int rank = a->shape.size();
+        fusion::detail::ReduceArg arg;
+        arg.keepdims = e.keepdims;
+        Shape out;
+        if (e.all_axes) {
+          arg.n_axes = -1;
+        } else {
+          if (e.axes >> rank) return fail("a reduction axis beyond the operand's rank");
+          arg.n_axes = 0;
+          for (int d = 0; d < rank; ++d)
+            if ((e.axes >> d) & 1) arg.axes[static_cast<std::size_t>(arg.n_axes++)] = static_cast<std::int8_t>(e.negative_axes ? d - rank : d);
+          if (arg.n_axes > 1 && (e.op == Op::argmin || e.op == Op::argmax)) return fail("argmin/argmax take one axis");
+        }
+        for (int d = 0; d < rank; ++d) {
+          const bool reduced = e.all_axes || ((e.axes >> d) & 1);
+          if (!reduced) out.push_back(a->shape[d]);
+          else if (e.keepdims) out.push_back(1);
+        }
+        b.reductions.push_back(arg);
+        const DType in = g.dtype(a->node);
+        return Result{g.reduce(e.op, a->node, fusion::ir::reduction_result_dtype(e.op, in)), out};
+      }
+    }
+    return fail("unknown node");
+  }
+};
+
+}  // namespace
+
+std::optional<Built> build(const Case& c, std::string* why) {
+  Built b;
+  Lowering l{c, b, why};
+  b.out_shape = shape_of(c, c.out_dims);
+  if (c.outputs.empty()) return l.fail("no outputs");
+  for (const Expr& e : c.outputs) {
+    auto r = l.lower(e);
+    if (!r) return std::nullopt;
+    b.graph.outputs.push_back(r->node);
+    b.result_shapes.push_back(r->shape);
+    // Outputs are written at out_shape: each result must broadcast to it (fresh: equal it).
+    auto s = l.broadcast(r->shape, b.out_shape);
+    if (!s) return std::nullopt;
+    if (!(*s == b.out_shape) || (!c.into && !(r->shape == b.out_shape)))
+      return l.fail(fmt::format("a result of shape {} cannot be written at {}", fusion::to_string(r->shape),
+                                fusion::to_string(b.out_shape)));
+  }
+  for (const Input& in : c.inputs)
+    if (fusion::numel(base_shape(c, in)) > (std::int64_t{1} << 24)) return l.fail("an input over 2^24 elements");
+  return b;
+}
+
+int size(const Case& c) {
+  int n = 0;
+  auto count = [&](auto& self, const Expr& e) -> void {
+    ++n;
+    for (const Expr& a : e.args) self(self, a);
+  };
+  for (const Expr& e : c.outputs) count(count, e);
+  return n;
+}
+
+}  // namespace fuzz

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// The differential fuzzer's test case: random input arrays (dtype, broadcast shape, layout, values) and
+// one to three expression trees over them. A case is plain data, so that the shrinker can edit it and
+// the printer can write it out as C++. `build` lowers it to the IR the engine and the reference share.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.hpp"
+#include "reference.hpp"
+
+namespace fuzz {
+
+using fusion::DType;
+using fusion::ir::Op;
+
+/// How an input array is laid out in memory: its view over a base allocation.
+enum class Layout : std::uint8_t { contiguous, transposed, reversed, strided };
+/// Which values an input holds: `rich` mixes ordinary values with 0, -0, +-inf, NaN, huge, tiny and
+/// integer extremes; `simple` holds small, exact values (the shrinker tries it to get a readable repro).
+enum class Values : std::uint8_t { rich, simple };
+
+struct Input {
+  DType dtype = DType::float32;
+  std::vector<int> dims;  // per axis: a dimension variable of the case, or -1 for a broadcast axis of 1
+  Layout layout = Layout::contiguous;
+  std::uint64_t seed = 0;
+  Values values = Values::rich;
+};
+
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce };
+
+/// A node of an expression tree, as a person would write it with fusion's operators.
+struct Expr {
+  Kind kind = Kind::input;
+  Op op = Op::input;                 // unary, binary and reduce: which op
+  DType dtype = DType::float32;      // cast: the target
+  int input = -1;                    // input: which of the case's inputs
+  double value = 0;                  // scalar: a C++ literal of kind `scalar_kind`
+  fusion::ScalarKind scalar_kind = fusion::ScalarKind::floating;
+  unsigned axes = 0;                 // reduce: bit d set = reduce axis d of the operand
+  bool all_axes = false, keepdims = false, negative_axes = false;  // negative: written as -1, -2, ...
+  std::vector<Expr> args;
+};
+
+struct Case {
+  std::uint64_t seed = 0;
+  std::vector<std::int64_t> dim_sizes;  // the dimension variables' extents
+  std::vector<int> out_dims;            // the outputs' shape, in dimension variables
+  std::vector<Input> inputs;
+  std::vector<Expr> outputs;            // several: one fz::tie kernel
+  bool into = false;                    // write into preallocated outputs (else the engine allocates)
+  bool unfused = false;                 // evaluate under fz::Unfused
+};
+
+/// A case lowered to the IR, with the run-time arguments in the order the graph numbered them.
+struct Built {
+  fusion::ir::Graph graph;
+  std::vector<int> slot_input;  // per input slot: the case's input
+  std::vector<fusion::detail::ScalarArg> scalars;
+  std::vector<fusion::detail::ReduceArg> reductions;
+  std::vector<fusion::Shape> result_shapes;  // each output expression's own shape
+  fusion::Shape out_shape;                   // the shape outputs are written at
+};
+
+/// Lowers a case, or says why it is not a well-formed expression (ill-typed, shapes that do not
+/// broadcast, a scalar that does not fit its dtype...): the shrinker's edits can produce those.
+std::optional<Built> build(const Case& c, std::string* why = nullptr);
+
+/// The dtype a tree computes; none for a literal on its own (it takes its partner's).
+std::optional<DType> result_dtype(const Case& c, const Expr& e);
+
+fusion::Shape shape_of(const Case& c, const std::vector<int>& dims);
+fusion::Shape base_shape(const Case& c, const Input& in);  // the allocation a view is taken of
+/// The view of an input's base allocation: offset and strides (elements) over its logical shape.
+void view_of(const Case& c, const Input& in, std::int64_t& offset, fusion::Strides& strides);
+/// Host values of an input's base allocation (C order), made from its seed.
+std::vector<test::Scalar> base_values(const Case& c, const Input& in);
+/// The input as the expression sees it: its view's values in C order over its logical shape.
+std::vector<test::Scalar> logical_values(const Case& c, const Input& in);
+
+struct GenOptions {
+  int max_depth = 8;
+  std::int64_t max_elements = 3000;  // per array
+};
+Case generate(std::uint64_t seed, const GenOptions& o = {});
+
+/// Number of nodes in a case's trees (the shrinker's measure of size).
+int size(const Case& c);
+
+}  // namespace fuzz

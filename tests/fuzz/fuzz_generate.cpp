@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random, well-typed cases. Shapes are built top-down: every subtree is generated for a target shape
+// it must broadcast to, so a reduction inside an expression gets an operand with extra (reduced) axes.
+#include <random>
+
+#include "fuzz_case.hpp"
+
+namespace fuzz {
+
+namespace {
+
+using fusion::ir::Arity;
+
+struct Generator {
+  std::mt19937_64 rng;
+  Case& c;
+  GenOptions o;
+  int reductions = 0;
+
+  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+
+  DType random_dtype() {
+    static const DType common[] = {DType::float32, DType::float32, DType::float32, DType::float64, DType::float64,
+                                   DType::int32,   DType::int32,   DType::int64,   DType::float16, DType::bfloat16};
+    if (chance(0.75)) return common[pick(static_cast<int>(std::size(common)))];
+    return static_cast<DType>(pick(fusion::kNumDTypes));  // any, bool and the narrow integers included
+  }
+
+  std::int64_t numel(const std::vector<int>& dims) const { return fusion::numel(shape_of(c, dims)); }
+
+  /// A new dimension variable whose extent keeps `with` (plus it) within the element budget.
+  int new_dim(const std::vector<int>& with) {
+    const std::int64_t room = std::max<std::int64_t>(1, o.max_elements / std::max<std::int64_t>(1, numel(with)));
+    std::int64_t n;
+    const int r = pick(100);
+    if (r < 3) n = 0;
+    else if (r < 18) n = 1;
+    else if (r < 75) n = 2 + pick(7);
+    else if (r < 93) n = 9 + pick(32);
+    else n = 41 + pick(160);
+    c.dim_sizes.push_back(std::min(n, room));
+    return static_cast<int>(c.dim_sizes.size() - 1);
+  }
+
+  bool broadcasts_to(const std::vector<int>& dims, const std::vector<int>& target) const {
+    if (dims.size() > target.size()) return false;
+    const fusion::Shape s = shape_of(c, dims), t = shape_of(c, target);
+    for (int k = 1; k <= s.size(); ++k)
+      if (s[s.size() - k] != 1 && s[s.size() - k] != t[t.size() - k]) return false;
+    return true;
+  }
+
+  /// `full`: the leaf must have the target's rank (a reduction's operand needs its axes to exist).
+  Expr input_leaf(const std::vector<int>& target, bool full) {
+    std::vector<int> fits;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k)
+      if (broadcasts_to(c.inputs[k].dims, target) && (!full || c.inputs[k].dims.size() == target.size())) fits.push_back(static_cast<int>(k));
+    Expr e;
+    e.kind = Kind::input;
+    if (!fits.empty() && (c.inputs.size() >= 8 || chance(0.4))) {
+      e.input = fits[static_cast<std::size_t>(pick(static_cast<int>(fits.size())))];
+      return e;
+    }
+    Input in;
+    in.dtype = random_dtype();
+    const std::size_t drop = full || target.empty() || chance(0.8) ? 0 : 1 + pick(static_cast<int>(target.size()));
+    for (std::size_t k = drop; k < target.size(); ++k) in.dims.push_back(chance(0.15) ? -1 : target[k]);
+    const int l = pick(10);
+    in.layout = l < 5 ? Layout::contiguous : l < 7 ? Layout::transposed : l < 9 ? Layout::reversed : Layout::strided;
+    in.seed = rng();
+    c.inputs.push_back(in);
+    e.input = static_cast<int>(c.inputs.size() - 1);
+    return e;
+  }
+
+  Expr literal() {
+    Expr e;
+    e.kind = Kind::scalar;
+    const int k = pick(10);
+    e.scalar_kind = k < 5 ? fusion::ScalarKind::integer : k < 9 ? fusion::ScalarKind::floating : fusion::ScalarKind::boolean;
+    if (e.scalar_kind == fusion::ScalarKind::integer) e.value = pick(8);
+    else if (e.scalar_kind == fusion::ScalarKind::floating) e.value = 0.25 * (pick(33) - 16);
+    else e.value = pick(2);
+    return e;
+  }
+
+  static Expr wrap(Kind kind, Op op, std::vector<Expr> args) {
+    Expr e;
+    e.kind = kind;
+    e.op = op;
+    e.args = std::move(args);
+    return e;
+  }
+  static Expr cast(Expr a, DType to) {
+    Expr e = wrap(Kind::cast, Op::cast, {std::move(a)});
+    e.dtype = to;
+    return e;
+  }
+  DType integer_dtype() {
+    static const DType ints[] = {DType::int8, DType::int16, DType::int32, DType::int64, DType::uint8, DType::uint32, DType::bool_};
+    return ints[pick(static_cast<int>(std::size(ints)))];
+  }
+
+  Expr unary(const std::vector<int>& target, int depth, bool full) {
+    const Op op = static_cast<Op>(static_cast<int>(Op::neg) + pick(static_cast<int>(Op::signbit) - static_cast<int>(Op::neg) + 1));
+    Expr a = gen(target, depth - 1, full);
+    const DType d = *dtype(a);
+    if (!fusion::ir::accepts(op, d)) a = cast(std::move(a), fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int16);
+    return wrap(Kind::unary, op, {std::move(a)});
+  }
+
+  Expr binary(const std::vector<int>& target, int depth, bool full) {
+    const Op op = static_cast<Op>(static_cast<int>(Op::add) + pick(static_cast<int>(Op::logical_or) - static_cast<int>(Op::add) + 1));
+    Expr a = gen(target, depth - 1, full), b = gen(target, depth - 1);
+    if (chance(0.2)) b = literal();
+    if (chance(0.4)) std::swap(a, b);
+    const auto da = dtype(a), db = dtype(b);
+    const DType xa = da ? *da : fusion::promote_weak(*db, a.scalar_kind), xb = db ? *db : fusion::promote_weak(*da, b.scalar_kind);
+    if (!fusion::ir::accepts(op, xa, xb)) {
+      // make both operands integers (a literal stays: it adopts its partner's dtype)
+      const DType to = fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int32;
+      if (a.kind == Kind::scalar && a.scalar_kind == fusion::ScalarKind::floating) a.scalar_kind = fusion::ScalarKind::integer, a.value = 3;
+      if (b.kind == Kind::scalar && b.scalar_kind == fusion::ScalarKind::floating) b.scalar_kind = fusion::ScalarKind::integer, b.value = 2;
+      if (a.kind != Kind::scalar) a = cast(std::move(a), to);
+      if (b.kind != Kind::scalar) b = cast(std::move(b), to);
+    }
+    return wrap(Kind::binary, op, {std::move(a), std::move(b)});
+  }
+
+  Expr reduce(const std::vector<int>& target, int depth, bool full) {
+    static const Op ops[] = {Op::sum, Op::sum, Op::sum, Op::prod, Op::min, Op::max, Op::nanmin, Op::nanmax,
+                             Op::argmin, Op::argmax, Op::any, Op::all, Op::mean, Op::mean};
+    Expr e = wrap(Kind::reduce, ops[pick(static_cast<int>(std::size(ops)))], {});
+    e.keepdims = chance(0.4);
+    e.negative_axes = chance(0.3);
+    const bool arg = e.op == Op::argmin || e.op == Op::argmax;
+    std::vector<int> dims;
+    if ((chance(0.25) && !(full && !target.empty())) || target.size() >= 6) {
+      // over every axis: a 0-d result (or all ones with keepdims), broadcast against anything
+      e.all_axes = true;
+      // a full-rank result (deep inside a reduction) keeps every axis: as many as the target has
+      e.keepdims = (e.keepdims || full) && !target.empty();
+      const int rank = full && e.keepdims ? static_cast<int>(target.size())
+                       : e.keepdims     ? 1 + pick(static_cast<int>(std::min<std::size_t>(3, target.size())))
+                                        : 1 + pick(3);
+      for (int k = 0; k < rank; ++k) dims.push_back(new_dim(dims));
+    } else if (e.keepdims && !target.empty()) {
+      dims = target;  // reduce one or two axes of the target: their extent-1 results broadcast back
+      const int n = arg ? 1 : 1 + pick(2);
+      for (int k = 0; k < n; ++k) {
+        const int axis = pick(static_cast<int>(dims.size()));
+        if ((e.axes >> axis) & 1) continue;
+        std::vector<int> others = dims;
+        others.erase(others.begin() + axis);
+        dims[static_cast<std::size_t>(axis)] = new_dim(others);
+        e.axes |= 1u << axis;
+      }
+    } else {
+      e.keepdims = false;  // insert one or two reduced axes
+      dims = target;
+      const int n = arg ? 1 : 1 + pick(2);
+      for (int k = 0; k < n; ++k) {
+        const int axis = pick(static_cast<int>(dims.size()) + 1);
+        dims.insert(dims.begin() + axis, new_dim(dims));
+        // earlier reduced axes at or after `axis` move one up
+        unsigned moved = 0;
+        for (int d = 0; d < 8; ++d)
+          if ((e.axes >> d) & 1) moved |= 1u << (d >= axis ? d + 1 : d);
+        e.axes = moved | (1u << axis);
+      }
+    }
+    ++reductions;
+    e.args.push_back(gen(dims, depth - 1, true));
+    return e;
+  }
+
+  std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
+
+  /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
+  Expr gen(const std::vector<int>& target, int depth, bool full = false) {
+    if (depth <= 0 || chance(0.12)) return input_leaf(target, full);
+    const int r = pick(100);
+    if (r < 30) return unary(target, depth, full);
+    if (r < 72) return binary(target, depth, full);
+    if (r < 80) return cast(gen(target, depth - 1, full), random_dtype());
+    if (r < 87) {
+      Expr x = gen(target, depth - 1, full), y = gen(target, depth - 1);
+      if (chance(0.15)) y = literal();
+      if (chance(0.4)) std::swap(x, y);
+      return wrap(Kind::where, Op::where, {gen(target, depth - 1), std::move(x), std::move(y)});
+    }
+    if (reductions < 3) return reduce(target, depth, full);
+    return unary(target, depth, full);
+  }
+};
+
+}  // namespace
+
+Case generate(std::uint64_t seed, const GenOptions& o) {
+  Case c;
+  c.seed = seed;
+  Generator g{std::mt19937_64(seed), c, o};
+  const int rank = g.pick(5);
+  for (int k = 0; k < rank; ++k) c.out_dims.push_back(g.new_dim(c.out_dims));
+  const int n_out = g.chance(0.8) ? 1 : 2 + g.pick(2);
+  c.into = n_out > 1 || g.chance(0.5);
+  c.unfused = g.chance(0.2);
+  const int depth = 1 + g.pick(o.max_depth);
+  for (int k = 0; k < n_out; ++k) c.outputs.push_back(g.gen(c.out_dims, depth, k == 0));
+  // The engine allocates only results of exactly the output shape; anything else is written into one.
+  if (!c.into) {
+    auto b = build(c);
+    if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
+  }
+  return c;
+}
+
+}  // namespace fuzz

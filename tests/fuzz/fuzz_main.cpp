@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// fusion-fuzz: differential fuzzing of the engine against the float64 reference.
+//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D]
+// Each worker thread runs cases on its own stream. A failing case is shrunk and printed as a Catch2
+// test; the exit status is 1 when any case failed. Without a GPU only --compile-only runs (else 77).
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fuzz_run.hpp"
+
+namespace {
+
+struct Totals {
+  std::mutex mu;
+  std::map<std::string, std::int64_t> verdicts;
+  std::int64_t compared = 0, unstable = 0, undefined = 0, kernels = 0, nodes = 0;
+  std::map<std::string, std::int64_t> ops, dtypes;
+  std::vector<std::string> repros;
+};
+
+void count_coverage(const fuzz::Case& c, Totals& t) {
+  auto walk = [&](auto& self, const fuzz::Expr& e) -> void {
+    if (e.kind != fuzz::Kind::input && e.kind != fuzz::Kind::scalar) ++t.ops[fusion::ir::op_name(e.op)];
+    for (const fuzz::Expr& a : e.args) self(self, a);
+  };
+  for (const fuzz::Expr& e : c.outputs) walk(walk, e);
+  for (const fuzz::Input& in : c.inputs) ++t.dtypes[std::string(fusion::dtype_name(in.dtype))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t count = 1000;
+  std::uint64_t seed = 1;
+  int threads = 1;
+  bool compile = false;
+  fuzz::GenOptions gen;
+  for (int i = 1; i < argc; ++i) {
+    auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
+    if (!std::strcmp(argv[i], "--count")) count = std::atoll(next());
+    else if (!std::strcmp(argv[i], "--seed")) seed = std::strtoull(next(), nullptr, 0);
+    else if (!std::strcmp(argv[i], "--threads")) threads = std::max(1, std::atoi(next()));
+    else if (!std::strcmp(argv[i], "--compile-only")) compile = true;
+    else if (!std::strcmp(argv[i], "--max-depth")) gen.max_depth = std::atoi(next());
+    else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
+  }
+  if (!compile && fusion::device_count() == 0) {
+    fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
+    return 77;
+  }
+  const auto run = compile ? fuzz::compile_only : fuzz::run_on_gpu;
+  Totals t;
+  std::atomic<std::int64_t> next_case{0};
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    std::optional<fusion::Stream> stream;
+    std::optional<fusion::StreamScope> scope;
+    if (!compile) stream.emplace(), scope.emplace(*stream);
+    for (std::int64_t k; (k = next_case++) < count;) {
+      const fuzz::Case c = fuzz::generate(seed * 1000003 + static_cast<std::uint64_t>(k), gen);
+      fuzz::Verdict v;
+      try {
+        v = run(c);
+      } catch (const std::exception& e) {  // a harness bug or an exception that is not an fz::Error
+        v = {fuzz::Verdict::engine_error, std::string("uncaught: ") + e.what()};
+      }
+      std::string repro;
+      if (v.failed()) {
+        const fuzz::Case small = fuzz::shrink(c, run);
+        const fuzz::Verdict sv = run(small);
+        repro = fmt::format("// case seed {} ({} nodes, shrunk to {}): {}\n// {}\n{}", c.seed, fuzz::size(c), fuzz::size(small),
+                            fuzz::kind_name(v.kind), sv.detail.substr(0, sv.detail.find('\n')),
+                            fuzz::to_cpp(small, fmt::format("fuzz: case {}", c.seed)));
+      }
+      std::lock_guard lock(t.mu);
+      ++t.verdicts[fuzz::kind_name(v.kind)];
+      t.compared += v.compared, t.unstable += v.unstable, t.undefined += v.undefined, t.kernels += v.kernels;
+      t.nodes += fuzz::size(c);
+      count_coverage(c, t);
+      if (!repro.empty()) {
+        fmt::print("{}\n", repro);
+        std::fflush(stdout);
+        t.repros.push_back(repro);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  fmt::print("fusion-fuzz: {} cases (seed {}, {} threads, {}) in {:.1f} s\n", count, seed, threads,
+             compile ? "codegen + NVRTC only" : "on the GPU", secs);
+  for (const auto& [k, n] : t.verdicts) fmt::print("  {:<32} {}\n", k, n);
+  fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched", t.kernels);
+  fmt::print("  elements compared {}, skipped as ill-conditioned {}, undefined {}\n", t.compared, t.unstable, t.undefined);
+  std::string ops;
+  for (const auto& [k, n] : t.ops) ops += fmt::format(" {}:{}", k, n);
+  fmt::print("  ops ({}):{}\n", t.ops.size(), ops);
+  std::string dts;
+  for (const auto& [k, n] : t.dtypes) dts += fmt::format(" {}:{}", k, n);
+  fmt::print("  input dtypes ({}):{}\n", t.dtypes.size(), dts);
+  fmt::print("  failures: {}\n", t.repros.size());
+  return t.repros.empty() ? 0 : 1;
+}

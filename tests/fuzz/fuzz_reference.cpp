@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fuzz_reference.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "reference_reduce.hpp"
+#include "support.hpp"
+
+namespace fuzz {
+
+using fusion::Shape;
+using fusion::ir::Node;
+
+test::Scalar scalar_value(const fusion::detail::ScalarArg& s) {
+  test::Scalar v;
+  if (s.dtype == DType::float64) {
+    std::memcpy(&v.f, &s.bits, 8);
+  } else if (fusion::is_floating(s.dtype)) {
+    float f;
+    std::memcpy(&f, &s.bits, 4);
+    v.f = f;
+  } else {
+    std::memcpy(&v.i, &s.bits, 8);
+  }
+  return test::normalize(v, s.dtype);
+}
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: a well-spread hash of (run, node, element)
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// A factor in [1 - u, 1 + u], different for every (run, node, element).
+double jitter(std::uint64_t run, std::size_t node, std::size_t element, double u) {
+  const std::uint64_t h = mix(run ^ mix(node * 0x100000001b3ull ^ mix(element)));
+  return 1 + u * (static_cast<double>(h >> 11) * 0x1p-53 * 2 - 1);
+}
+
+/// The rounding error a node's value may carry on the GPU: 4 units of float64/float32 arithmetic; half a
+/// unit of the 16-bit formats, which round wherever a value is stored (outputs, temporaries, unfused ops).
+double rounding_unit(DType d) {
+  switch (d) {
+    case DType::float64: return 0x1p-50;
+    case DType::float32: return 0x1p-21;
+    case DType::float16: return 0x1p-11;
+    case DType::bfloat16: return 0x1p-8;
+    default: return 0;
+  }
+}
+
+/// Ops whose result is exact given their operands: perturbing them adds nothing.
+bool exact(fusion::ir::Op op) {
+  using fusion::ir::Op;
+  switch (op) {
+    case Op::input: case Op::scalar: case Op::cast: case Op::where: case Op::neg: case Op::abs: case Op::sign:
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::rint: case Op::round: case Op::maximum:
+    case Op::minimum: case Op::fmax: case Op::fmin: case Op::copysign: case Op::min: case Op::max:
+    case Op::nanmin: case Op::nanmax: case Op::argmin: case Op::argmax: case Op::any: case Op::all:
+      return true;
+    default: return false;
+  }
+}
+
+/// Index of element `k` of `out` in an operand of shape `s` broadcast against it.
+struct Broadcaster {
+  Shape out;
+  fusion::Strides st;  // per output axis: the operand's stride (0 where it is broadcast)
+  Broadcaster(const Shape& s, const Shape& o) : out(o) {
+    const fusion::Strides cs = fusion::contiguous_strides(s);
+    for (int d = 0; d < o.size(); ++d) {
+      const int sd = d - (o.size() - s.size());
+      st.push_back(sd < 0 || s[sd] == 1 ? 0 : cs[sd]);
+    }
+  }
+  std::size_t operator()(std::int64_t k) const {
+    std::int64_t at = 0;
+    for (int d = out.size(); d-- > 0;) {
+      at += (k % out[d]) * st[d];
+      k /= out[d];
+    }
+    return static_cast<std::size_t>(at);
+  }
+};
+
+Tensor broadcast_to(const Tensor& t, const Shape& s) {
+  const Broadcaster at(t.shape, s);
+  Tensor r{s, {}, {}};
+  const auto n = static_cast<std::size_t>(fusion::numel(s));
+  r.values.resize(n);
+  r.undefined.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    r.values[k] = t.values[at(static_cast<std::int64_t>(k))];
+    r.undefined[k] = t.undefined[at(static_cast<std::int64_t>(k))];
+  }
+  return r;
+}
+
+struct Interpreter {
+  const Case& c;
+  const Built& b;
+  std::uint64_t run;
+  std::vector<Tensor> v;
+  std::string error;
+
+  Tensor input(const Node& n) {
+    const Input& in = c.inputs[static_cast<std::size_t>(b.slot_input[n.slot])];
+    Tensor t{shape_of(c, in.dims), logical_values(c, in), {}};
+    t.undefined.assign(t.values.size(), 0);
+    return t;
+  }
+
+  Tensor elementwise(std::size_t k, const Node& n) {
+    const fusion::ir::Graph& g = b.graph;
+    Shape s;
+    for (std::uint32_t x : {n.a, n.b, n.c})
+      if (x != fusion::ir::kNone) s = fusion::broadcast_shapes(s, v[x].shape);
+    const auto total = static_cast<std::size_t>(fusion::numel(s));
+    Tensor r{s, std::vector<test::Scalar>(total), std::vector<std::uint8_t>(total)};
+    const DType od = test::operand_dtype_of(g, n);
+    const double u = run && !exact(n.op) ? rounding_unit(n.dtype) : 0;
+    std::vector<Broadcaster> at;
+    for (std::uint32_t x : {n.a, n.b, n.c})
+      if (x != fusion::ir::kNone) at.emplace_back(v[x].shape, s);
+    for (std::size_t e = 0; e < total; ++e) {
+      test::Scalar ops[3];
+      bool undefined = false;
+      int j = 0;
+      for (std::uint32_t x : {n.a, n.b, n.c}) {
+        if (x == fusion::ir::kNone) continue;
+        const std::size_t i = at[static_cast<std::size_t>(j)](static_cast<std::int64_t>(e));
+        ops[j++] = v[x].values[i];
+        // where: only the branch taken decides whether the result is defined
+        if (n.op != fusion::ir::Op::where) undefined = undefined || v[x].undefined[i];
+      }
+      if (n.op == fusion::ir::Op::where) {
+        const Tensor& taken = v[ops[0].i ? n.b : n.c];
+        undefined = v[n.a].undefined[at[0](static_cast<std::int64_t>(e))] ||
+                    taken.undefined[at[ops[0].i ? 1 : 2](static_cast<std::int64_t>(e))];
+      }
+      test::Scalar x = test::apply(n, od, ops[0], ops[1], ops[2], static_cast<std::int64_t>(e), &undefined);
+      if (u) x.f = test::normalize({x.f * jitter(run, k, e, u), 0}, n.dtype).f;
+      r.values[e] = x;
+      r.undefined[e] = undefined;
+    }
+    return r;
+  }
+
+  Tensor reduce(std::size_t k, const Node& n) {
+    const fusion::detail::ReduceArg& arg = b.reductions[n.slot];
+    Tensor operand = v[n.a];
+    const int rank = operand.shape.size();
+    unsigned mask = 0;
+    if (arg.n_axes < 0) mask = (1u << rank) - 1;
+    for (int j = 0; j < arg.n_axes; ++j) mask |= 1u << ((arg.axes[static_cast<std::size_t>(j)] + rank) % rank);
+    std::int64_t count = 1;
+    Shape s;
+    for (int d = 0; d < rank; ++d) {
+      if ((mask >> d) & 1) count *= operand.shape[d];
+      if (!((mask >> d) & 1)) s.push_back(operand.shape[d]);
+      else if (arg.keepdims) s.push_back(1);
+    }
+    if (count == 0 && fusion::ir::needs_nonempty(n.op) && fusion::numel(s) > 0) {
+      error = std::string(fusion::ir::op_name(n.op)) + " of an empty extent";
+      return {};
+    }
+    const DType in = b.graph.dtype(n.a);
+    // Accumulation rounds: jitter the operand by the accumulator's error, growing with log2 of the extent.
+    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean;
+    if (run && accumulates && fusion::is_floating(in)) {
+      const double u = rounding_unit(in) * (1 + std::log2(static_cast<double>(count) + 1));
+      for (std::size_t e = 0; e < operand.values.size(); ++e) operand.values[e].f *= jitter(run, k, e, u);
+    }
+    Tensor r;
+    r.shape = s;
+    r.values = test::reduce(n.op, in, n.dtype, operand.values, operand.shape, mask, arg.ddof).values;
+    std::vector<test::Scalar> flags(operand.undefined.size());
+    for (std::size_t e = 0; e < flags.size(); ++e) flags[e].i = operand.undefined[e];
+    for (const test::Scalar& f : test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
+      r.undefined.push_back(static_cast<std::uint8_t>(f.i));
+    const double u = run ? rounding_unit(n.dtype) : 0;  // a 16-bit result rounds where it is stored
+    if (u && (n.dtype == DType::float16 || n.dtype == DType::bfloat16))
+      for (std::size_t e = 0; e < r.values.size(); ++e) r.values[e].f = test::normalize({r.values[e].f * jitter(run, k, e, u), 0}, n.dtype).f;
+    return r;
+  }
+
+  Expected operator()() {
+    const fusion::ir::Graph& g = b.graph;
+    v.resize(g.nodes.size());
+    for (std::size_t k = 0; k < g.nodes.size() && error.empty(); ++k) {
+      const Node& n = g.nodes[k];
+      if (n.op == fusion::ir::Op::input) {
+        v[k] = input(n);
+      } else if (n.op == fusion::ir::Op::scalar) {
+        v[k] = Tensor{Shape{}, {test::normalize(scalar_value(b.scalars[n.slot]), n.dtype)}, {0}};
+      } else if (fusion::ir::is_reduction(n.op)) {
+        v[k] = reduce(k, n);
+      } else {
+        v[k] = elementwise(k, n);
+      }
+    }
+    Expected out;
+    out.error = error;
+    if (!error.empty()) return out;
+    for (std::uint32_t o : g.outputs) out.outputs.push_back(broadcast_to(v[o], b.out_shape));
+    return out;
+  }
+};
+
+}  // namespace
+
+Expected reference(const Case& c, const Built& b, std::uint64_t perturbation) {
+  return Interpreter{c, b, perturbation, {}, {}}();
+}
+
+Oracle oracle(const Case& c, const Built& b) {
+  Oracle o{reference(c, b), {}};
+  if (o.exact.error.empty())
+    for (std::uint64_t run : {0x5eedull, 0xfeedull}) o.perturbed.push_back(reference(c, b, run));
+  return o;
+}
+
+bool close(test::Scalar got, test::Scalar want, DType d, double scale) {
+  if (!fusion::is_floating(d)) return test::normalize(got, d).i == test::normalize(want, d).i;
+  const test::Tolerance t = test::tolerance(d);
+  return test::close(got.f, want.f, {t.rtol * scale, t.atol * scale});
+}
+
+Status status(const Oracle& o, std::size_t k, std::size_t e, DType d) {
+  if (o.exact.outputs[k].undefined[e]) return Status::undefined;
+  for (const Expected& p : o.perturbed)
+    if (!p.error.empty() || p.outputs[k].undefined[e] || !close(p.outputs[k].values[e], o.exact.outputs[k].values[e], d, 0.5))
+      return Status::unstable;
+  return Status::check;
+}
+
+}  // namespace fuzz

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fuzz_run.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <stdexcept>
+
+#include "runtime/evaluate_internal.hpp"
+
+namespace fuzz {
+
+using fusion::ArrayBase;
+using fusion::Shape;
+
+const char* kind_name(Verdict::Kind k) {
+  switch (k) {
+    case Verdict::pass: return "pass";
+    case Verdict::mismatch: return "mismatch";
+    case Verdict::engine_error: return "engine error";
+    case Verdict::missing_error: return "missing error";
+    case Verdict::corrupted_output: return "output written before an error";
+    case Verdict::invalid: return "invalid case";
+  }
+  return "?";
+}
+
+namespace {
+
+/// The input as the engine sees it: a view of a base allocation (device memory, or a placeholder).
+ArrayBase make_view(const Case& c, const Input& in, bool placeholder) {
+  const Shape bs = base_shape(c, in);
+  ArrayBase base = placeholder ? ArrayBase::make_placeholder(in.dtype, bs) : test::upload(base_values(c, in), in.dtype, bs);
+  const auto every_axis = [&](std::int64_t step) { return std::vector<fusion::Slice>(static_cast<std::size_t>(bs.size()), {{}, {}, step}); };
+  ArrayBase view = in.layout == Layout::transposed ? base.transposed({})
+                   : in.layout == Layout::reversed ? base.sliced(every_axis(-1))
+                   : in.layout == Layout::strided  ? base.sliced(every_axis(2))
+                                                   : base;
+  // The reference reads the same elements through view_of(); both must describe one view.
+  std::int64_t offset;
+  fusion::Strides strides;
+  view_of(c, in, offset, strides);
+  if (!(view.shape() == shape_of(c, in.dims)) || (view.size() > 1 && (view.offset() != offset || !(view.strides() == strides))))
+    throw std::logic_error("fuzz harness: the engine's view differs from the reference's");
+  return view;
+}
+
+/// A case's arrays and arguments, ready to hand to the engine.
+struct Prepared {
+  Built b;
+  std::vector<ArrayBase> views;
+  std::vector<const ArrayBase*> slots;
+
+  Prepared(const Case& c, Built built, bool placeholder) : b(std::move(built)) {
+    for (const Input& in : c.inputs) views.push_back(make_view(c, in, placeholder));
+    for (int i : b.slot_input) slots.push_back(&views[static_cast<std::size_t>(i)]);
+  }
+  fusion::detail::Call call() const {
+    return {&fusion::detail::lowered_for_graph(b.graph), slots.data(), b.scalars.data(), b.reductions.data(),
+            static_cast<int>(slots.size()), static_cast<int>(b.scalars.size()), static_cast<int>(b.reductions.size()), {}};
+  }
+};
+
+bool still_poisoned(const ArrayBase& a) {
+  std::vector<unsigned char> bytes(a.nbytes());
+  a.download(bytes.data());
+  const unsigned char poison = a.dtype() == DType::bool_ ? 0x01 : 0xff;
+  for (unsigned char x : bytes)
+    if (x != poison) return false;
+  return true;
+}
+
+std::string describe(const test::Scalar& s, DType d) { return fmt::format("{}", test::to_double(s, d)); }
+
+Verdict compare(const Prepared& p, const Oracle& o, const std::vector<ArrayBase>& outs) {
+  Verdict v;
+  int shown = 0;
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const DType d = p.b.graph.dtype(p.b.graph.outputs[k]);
+    if (!(outs[k].shape() == p.b.out_shape) || outs[k].dtype() != d) {
+      v.kind = Verdict::mismatch;
+      v.detail += fmt::format("output {}: {} {} instead of {} {}\n", k, fusion::dtype_name(outs[k].dtype()),
+                              fusion::to_string(outs[k].shape()), fusion::dtype_name(d), fusion::to_string(p.b.out_shape));
+      continue;
+    }
+    const std::vector<test::Scalar> got = test::download(outs[k]);
+    for (std::size_t e = 0; e < got.size(); ++e) {
+      switch (status(o, k, e, d)) {
+        case Status::undefined: ++v.undefined; continue;
+        case Status::unstable: ++v.unstable; continue;
+        case Status::check: break;
+      }
+      ++v.compared;
+      const test::Scalar& want = o.exact.outputs[k].values[e];
+      if (!close(got[e], want, d)) {
+        v.kind = Verdict::mismatch;
+        if (shown++ < 4)
+          v.detail += fmt::format("output {} ({}) element {}: got {}, want {}\n", k, fusion::dtype_name(d), e,
+                                  describe(got[e], d), describe(want, d));
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+Verdict run_on_gpu(const Case& c) {
+  std::string why;
+  auto built = build(c, &why);
+  if (!built) return {Verdict::invalid, why};
+  const Oracle o = oracle(c, *built);
+  const Prepared p(c, std::move(*built), false);
+  const std::size_t n_out = c.outputs.size();
+  std::vector<ArrayBase> outs;
+  std::vector<ArrayBase*> out_ptrs;
+  if (c.into) {
+    for (std::size_t k = 0; k < n_out; ++k) outs.push_back(test::poisoned(p.b.graph.dtype(p.b.graph.outputs[k]), p.b.out_shape));
+  } else {
+    outs.push_back(ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[0]), {0}));  // replaced: fresh keeps only its dtype
+  }
+  for (ArrayBase& a : outs) out_ptrs.push_back(&a);
+  const std::uint64_t launches = fusion::stats().launches;
+  try {
+    std::optional<fusion::Unfused> unfused;
+    if (c.unfused) unfused.emplace();
+    const auto mode = c.into ? fusion::detail::AssignMode::into : fusion::detail::AssignMode::fresh;
+    if (n_out == 1) fusion::detail::evaluate(p.call(), outs[0], mode);
+    else fusion::detail::evaluate_multi(p.call(), out_ptrs.data(), static_cast<int>(n_out), mode);
+  } catch (const fusion::Error& e) {
+    if (o.exact.error.empty()) return {Verdict::engine_error, e.what()};
+    for (const ArrayBase& a : outs)
+      if (c.into && a.size() > 0 && !still_poisoned(a)) return {Verdict::corrupted_output, e.what()};
+    return {Verdict::pass, e.what()};
+  }
+  if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
+  Verdict v = compare(p, o, outs);
+  v.kernels = static_cast<int>(fusion::stats().launches - launches);
+  return v;
+}
+
+Verdict compile_only(const Case& c) {
+  std::string why;
+  auto built = build(c, &why);
+  if (!built) return {Verdict::invalid, why};
+  const Oracle o = oracle(c, *built);  // the reference runs here too: it must not fail on any case
+  const Prepared p(c, std::move(*built), true);
+  Verdict v;
+  try {
+    const fusion::KernelInfo info = fusion::detail::inspect(p.call());
+    v.kernels = info.kernels;
+  } catch (const fusion::CompileError& e) {
+    return {Verdict::engine_error, e.what()};
+  } catch (const fusion::Error& e) {
+    if (o.exact.error.empty()) return {Verdict::engine_error, e.what()};
+  }
+  for (std::size_t k = 0; k < o.exact.outputs.size(); ++k)
+    for (std::size_t e = 0; e < o.exact.outputs[k].values.size(); ++e) {
+      const Status s = status(o, k, e, p.b.graph.dtype(p.b.graph.outputs[k]));
+      ++(s == Status::check ? v.compared : s == Status::unstable ? v.unstable : v.undefined);
+    }
+  return v;
+}
+
+// ---- shrinking ------------------------------------------------------------------------------------
+
+namespace {
+
+/// Every node of the case's trees, as (output, path of operand indices), in pre-order.
+void paths(const Expr& e, std::vector<int>& at, std::vector<std::vector<int>>& out) {
+  out.push_back(at);
+  for (std::size_t j = 0; j < e.args.size(); ++j) {
+    at.push_back(static_cast<int>(j));
+    paths(e.args[j], at, out);
+    at.pop_back();
+  }
+}
+
+Expr& node_at(Expr& root, const std::vector<int>& path) {
+  Expr* e = &root;
+  for (int j : path) e = &e->args[static_cast<std::size_t>(j)];
+  return *e;
+}
+
+/// Drops inputs no tree reads and renumbers the rest.
+void drop_unused_inputs(Case& c) {
+  std::vector<int> used(c.inputs.size(), 0);
+  auto mark = [&](auto& self, Expr& e) -> void {
+    if (e.kind == Kind::input) used[static_cast<std::size_t>(e.input)] = 1;
+    for (Expr& a : e.args) self(self, a);
+  };
+  for (Expr& e : c.outputs) mark(mark, e);
+  std::vector<int> renumber(c.inputs.size(), -1);
+  std::vector<Input> kept;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k)
+    if (used[k]) renumber[k] = static_cast<int>(kept.size()), kept.push_back(c.inputs[k]);
+  auto remap = [&](auto& self, Expr& e) -> void {
+    if (e.kind == Kind::input) e.input = renumber[static_cast<std::size_t>(e.input)];
+    for (Expr& a : e.args) self(self, a);
+  };
+  for (Expr& e : c.outputs) remap(remap, e);
+  c.inputs = std::move(kept);
+}
+
+}  // namespace
+
+Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, int budget) {
+  Case best = start;
+  const Verdict::Kind kind = run(best).kind;
+  auto attempt = [&](Case cand) {
+    if (budget <= 0 || !build(cand)) return false;
+    --budget;
+    if (run(cand).kind != kind) return false;
+    drop_unused_inputs(cand);
+    best = std::move(cand);
+    return true;
+  };
+  for (bool progress = true; progress && budget > 0;) {
+    progress = false;
+    for (std::size_t k = 0; best.outputs.size() > 1 && k < best.outputs.size();) {
+      Case cand = best;
+      cand.outputs.erase(cand.outputs.begin() + static_cast<std::ptrdiff_t>(k));
+      if (attempt(std::move(cand))) progress = true;
+      else ++k;
+    }
+    // a node replaced by one of its operands: restart the walk after each success (paths change)
+    for (bool again = true; again && budget > 0;) {
+      again = false;
+      for (std::size_t k = 0; k < best.outputs.size() && !again; ++k) {
+        std::vector<std::vector<int>> all;
+        std::vector<int> at;
+        paths(best.outputs[k], at, all);
+        for (const auto& path : all) {
+          const Expr& node = node_at(best.outputs[k], path);
+          for (std::size_t j = 0; j < node.args.size() && !again; ++j) {
+            Case cand = best;
+            Expr child = node.args[j];
+            node_at(cand.outputs[k], path) = std::move(child);
+            again = attempt(std::move(cand));
+          }
+          if (again) break;
+        }
+      }
+      progress = progress || again;
+    }
+    for (std::size_t i = 0; i < best.inputs.size(); ++i) {
+      if (best.inputs[i].layout != Layout::contiguous) {
+        Case cand = best;
+        cand.inputs[i].layout = Layout::contiguous;
+        progress = attempt(std::move(cand)) || progress;
+      }
+      if (i < best.inputs.size() && best.inputs[i].values != Values::simple) {
+        Case cand = best;
+        cand.inputs[i].values = Values::simple;
+        progress = attempt(std::move(cand)) || progress;
+      }
+    }
+    for (std::size_t d = 0; d < best.dim_sizes.size(); ++d) {
+      for (std::int64_t smaller : {std::int64_t{1}, best.dim_sizes[d] / 2}) {
+        if (smaller >= best.dim_sizes[d] || (smaller == 0 && best.dim_sizes[d] != 0)) continue;
+        Case cand = best;
+        cand.dim_sizes[d] = smaller;
+        if (attempt(std::move(cand))) { progress = true; break; }
+      }
+    }
+    if (best.unfused) {
+      Case cand = best;
+      cand.unfused = false;
+      progress = attempt(std::move(cand)) || progress;
+    }
+    if (best.into) {
+      Case cand = best;
+      cand.into = false;
+      progress = attempt(std::move(cand)) || progress;
+    }
+  }
+  return best;
+}
+
+}  // namespace fuzz

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// The differential fuzzer without a GPU: the generator's coverage, a fixed-seed slice through codegen
+// and NVRTC (with the host reference run on every case), shrinking and the C++ repro.
+#include <set>
+
+#include "fuzz_run.hpp"
+#include "support.hpp"
+
+namespace {
+
+void walk(const fuzz::Expr& e, const std::function<void(const fuzz::Expr&)>& f) {
+  f(e);
+  for (const fuzz::Expr& a : e.args) walk(a, f);
+}
+
+bool contains(const fuzz::Case& c, fz::ir::Op op) {
+  bool found = false;
+  for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { found = found || (x.kind != fuzz::Kind::input && x.kind != fuzz::Kind::scalar && x.op == op); });
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature", "[fuzz]") {
+  std::set<fz::ir::Op> ops;
+  std::set<fz::DType> dtypes, out_dtypes;
+  std::set<fuzz::Layout> layouts;
+  int invalid = 0, multi = 0, unfused = 0, into = 0, zero_size = 0, zero_d = 0, scalars = 0, keepdims = 0, deep = 0;
+  for (std::uint64_t s = 0; s < 3000; ++s) {
+    const fuzz::Case c = fuzz::generate(s);
+    std::string why;
+    const auto b = fuzz::build(c, &why);
+    if (!b) {
+      UNSCOPED_INFO("seed " << s << ": " << why);
+      ++invalid;
+      continue;
+    }
+    for (const fuzz::Input& in : c.inputs) dtypes.insert(in.dtype), layouts.insert(in.layout);
+    for (auto o : b->graph.outputs) out_dtypes.insert(b->graph.dtype(o));
+    int depth = 0;
+    for (const fuzz::Expr& e : c.outputs) {
+      auto d = [&](auto& self, const fuzz::Expr& x) -> int {
+        int m = 0;
+        for (const fuzz::Expr& a : x.args) m = std::max(m, self(self, a));
+        return m + 1;
+      };
+      depth = std::max(depth, d(d, e));
+      walk(e, [&](const fuzz::Expr& x) {
+        if (x.kind != fuzz::Kind::input && x.kind != fuzz::Kind::scalar) ops.insert(x.op);
+        scalars += x.kind == fuzz::Kind::scalar;
+        keepdims += x.kind == fuzz::Kind::reduce && x.keepdims;
+      });
+    }
+    deep += depth >= 8;
+    multi += c.outputs.size() > 1;
+    unfused += c.unfused;
+    into += c.into;
+    zero_size += fz::numel(b->out_shape) == 0;
+    zero_d += b->out_shape.size() == 0;
+  }
+  CHECK(invalid == 0);
+  // every op but the leaves and fz::function calls
+  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 4);
+  CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
+  CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
+  CHECK(layouts.size() == 4);
+  CHECK(multi > 100);
+  CHECK(unfused > 300);
+  CHECK(into > 300);
+  CHECK(zero_size > 20);
+  CHECK(zero_d > 100);
+  CHECK(scalars > 500);
+  CHECK(keepdims > 100);
+  CHECK(deep > 50);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice compiles through codegen and NVRTC, and the reference evaluates it", "[fuzz][nvrtc]") {
+  const int n = 60;
+  int failed = 0, kernels = 0;
+  std::int64_t checkable = 0;
+  for (int k = 0; k < n; ++k) {
+    const fuzz::Case c = fuzz::generate(0xc1'0000 + static_cast<std::uint64_t>(k));
+    const fuzz::Verdict v = fuzz::compile_only(c);
+    if (v.failed()) {
+      ++failed;
+      UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "compile failure") << v.detail);
+    }
+    CHECK(v.kind != fuzz::Verdict::invalid);
+    kernels += v.kernels;
+    checkable += v.compared;
+  }
+  CHECK(failed == 0);
+  CHECK(kernels >= n);
+  CHECK(checkable > 1000);  // the reference gives most elements a checkable value
+}
+
+TEST_CASE("fuzz: shrinking finds the smallest failing case and prints it as C++", "[fuzz]") {
+  // A stand-in for a bug: "fails" whenever the expression takes a square root.
+  const auto sqrt_is_broken = [](const fuzz::Case& c) {
+    return fuzz::Verdict{contains(c, fz::ir::Op::sqrt) ? fuzz::Verdict::mismatch : fuzz::Verdict::pass, "sqrt"};
+  };
+  int shrunk = 0;
+  for (std::uint64_t s = 0; s < 400 && shrunk < 3; ++s) {
+    const fuzz::Case c = fuzz::generate(s);
+    if (!contains(c, fz::ir::Op::sqrt) || fuzz::size(c) < 6) continue;
+    const fuzz::Case small = fuzz::shrink(c, sqrt_is_broken);
+    CHECK(sqrt_is_broken(small).kind == fuzz::Verdict::mismatch);
+    CHECK(fuzz::size(small) == 2);  // sqrt of one input
+    CHECK(small.outputs.size() == 1);
+    CHECK(small.inputs.size() == 1);
+    CHECK(small.inputs[0].layout == fuzz::Layout::contiguous);
+    CHECK(small.inputs[0].values == fuzz::Values::simple);
+    for (std::int64_t d : small.dim_sizes) CHECK(d <= 1);
+    const std::string cpp = fuzz::to_cpp(small, "sqrt");
+    CHECK(cpp.find("fz::sqrt(in0)") != std::string::npos);
+    CHECK(cpp.find("TEST_CASE(\"sqrt\", \"[gpu][fuzz]\")") == 0);
+    ++shrunk;
+  }
+  CHECK(shrunk == 3);
+}
+
+TEST_CASE("fuzz: a repro is fusion C++ with the arrays, the expression and the reference values", "[fuzz]") {
+  fuzz::Case c;
+  c.dim_sizes = {2, 3};
+  c.out_dims = {0, 1};
+  c.inputs = {{fz::DType::float32, {0, 1}, fuzz::Layout::transposed, 1, fuzz::Values::simple},
+              {fz::DType::int16, {1}, fuzz::Layout::reversed, 2, fuzz::Values::simple}};
+  fuzz::Expr x{fuzz::Kind::input}, y{fuzz::Kind::input}, two{fuzz::Kind::scalar};
+  x.input = 0, y.input = 1, two.value = 2, two.scalar_kind = fz::ScalarKind::integer;
+  fuzz::Expr mul{fuzz::Kind::binary, fz::ir::Op::mul};
+  mul.args = {y, two};
+  fuzz::Expr add{fuzz::Kind::binary, fz::ir::Op::add};
+  add.args = {x, mul};
+  fuzz::Expr total{fuzz::Kind::reduce, fz::ir::Op::sum};
+  total.axes = 1, total.keepdims = true, total.args = {add};
+  fuzz::Expr out{fuzz::Kind::binary, fz::ir::Op::sub};
+  out.args = {add, total};
+  c.outputs = {out};
+  const auto b = fuzz::build(c);
+  REQUIRE(b);
+  CHECK(b->out_shape == fz::Shape{2, 3});
+  const std::string cpp = fuzz::to_cpp(c, "repro");
+  INFO(cpp);
+  CHECK(cpp.find("const auto in0 = fz::asarray(std::vector<float>{") != std::string::npos);
+  CHECK(cpp.find("}, {3, 2}).transpose();") != std::string::npos);
+  CHECK(cpp.find("const auto in1 = fz::asarray(std::vector<std::int16_t>{") != std::string::npos);
+  CHECK(cpp.find("}, {3}).slice({fz::Slice{{}, {}, -1}});") != std::string::npos);
+  CHECK(cpp.find("const auto out0 = fz::eval(((in0 + (in1 * 2)) - fz::sum((in0 + (in1 * 2)), {0}, true)));") != std::string::npos);
+  CHECK(cpp.find("{5, ") != std::string::npos);  // all six elements are listed with their values
+}
+
+// ---- regressions the fuzzer found ------------------------------------------------------------------
+
+TEST_CASE("fuzz regression: a bool literal beside an integer array compiles (std::in_range refuses bool)", "[fuzz]") {
+  const auto x = fz::placeholder<std::int32_t>({5});
+  const fz::KernelInfo info = fz::inspect(false == x);
+  CHECK(info.source.find("bool") != std::string::npos);
+  CHECK(fz::inspect(x + true).name.find("_i32_") != std::string::npos);
+}
