@@ -157,3 +157,10 @@ TEST_CASE("fuzz regression: a bool literal beside an integer array compiles (std
   CHECK(info.source.find("bool") != std::string::npos);
   CHECK(fz::inspect(x + true).name.find("_i32_") != std::string::npos);
 }
+
+TEST_CASE("fuzz regression: inspecting a reduction with no outputs but a long extent does not divide by zero", "[fuzz][nvrtc]") {
+  const auto x = fz::placeholder<float>({0, 5000});
+  const fz::KernelInfo info = fz::inspect(fz::sum(x, 1));
+  CHECK(info.name.find("sum") != std::string::npos);
+  CHECK(fz::inspect(fz::max(x * 2, {1}, true)).kernels == 1);
+}

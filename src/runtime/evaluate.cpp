@@ -62,12 +62,18 @@ const Lowered& register_lowered(ir::Graph g) {
   l->canonical = ir::canonicalize(g);
   for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
   l->graph = std::move(g);
+  // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
+  // and leak checkers then see the lifetime as intended.
+  static std::mutex mu;
+  static auto& all = *new std::vector<const Lowered*>;
+  std::lock_guard lock(mu);
+  all.push_back(l);
   return *l;
 }
 
 const Lowered& lowered_for_graph(ir::Graph g) {
   static std::mutex mu;
-  static std::multimap<std::uint64_t, const Lowered*> registry;
+  static auto& registry = *new std::multimap<std::uint64_t, const Lowered*>;  // never destroyed, as above
   const std::uint64_t h = ir::hash(g);
   std::lock_guard lock(mu);
   for (auto [it, end] = registry.equal_range(h); it != end; ++it)

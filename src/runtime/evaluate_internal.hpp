@@ -35,11 +35,11 @@ const Lowered& lowered_for_graph(ir::Graph g);
 /// The canonical graph a variant compiles: input slots read through one parameter become one input.
 ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 
-/// Serializes compilation of new kernels (lookups stay lock-free).
+/// Serializes publishing new kernel slots (lookups stay lock-free; compiling happens outside it).
 std::mutex& build_mutex();
 
 /// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
-/// path, else built once under build_mutex() and published. `build()` returns a new Slot (its `next` unset).
+/// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next` unset).
 template <class Slot, class V, class Build>
 const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name, Build&& build) {
   auto find = [&]() -> const Slot* {
@@ -48,9 +48,12 @@ const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device
     return nullptr;
   };
   if (const Slot* s = find()) return *s;
+  // Generate and compile outside the lock, so that threads building different kernels run NVRTC in
+  // parallel; only publishing is serialized. A thread that lost the race for the same slot drops its copy.
+  std::unique_ptr<Slot> built(build());
   std::lock_guard lock(build_mutex());
   if (const Slot* s = find()) return *s;
-  Slot* slot = build();
+  Slot* slot = built.release();
   slot->next = head.load(std::memory_order_relaxed);
   const_cast<std::atomic<Slot*>&>(head).store(slot, std::memory_order_release);
   return *slot;

@@ -183,7 +183,9 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   L.blocks = (L.n_out + per_block - 1) / per_block;
   std::int64_t S = 1;
   const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
-  if (v.group == 256 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters && L.n_red > 1) {
+  // (no outputs: nothing to split; fz::inspect describes such a reduction too)
+  if (v.group == 256 && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
+      L.n_red > 1) {
     const std::int64_t min_chunk = inner ? std::int64_t{kThreads} * v.vector_width * 4 : 32;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * per_block;
