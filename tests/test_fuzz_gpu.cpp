@@ -20,3 +20,21 @@ TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 re
   CHECK(failed == 0);
   CHECK(compared > 100000);
 }
+
+// ---- regressions the fuzzer found ------------------------------------------------------------------
+
+TEST_CASE("fuzz regression: a plan that fails in a later step leaves earlier outputs unwritten", "[gpu][fuzz]") {
+  // case 1002887: fz::tie of an argmin and a max over an empty extent wrote the argmin, then threw
+  const auto x = fz::asarray(std::vector<float>{2.0f, -1.0f, 3.0f}, {3});
+  const auto empty = fz::asarray(std::vector<std::uint64_t>{}, {1, 0});
+  auto first = fz::full<std::int64_t>({}, -7);
+  auto second = fz::full<std::uint64_t>({1}, 9);
+  CHECK_THROWS_AS((fz::tie(first, second) = std::make_tuple(fz::argmin(x), fz::max(empty, 1))), fz::ShapeError);
+  CHECK(first.item() == -7);
+  CHECK(second.to_host() == std::vector<std::uint64_t>{9});
+  // an output shape that does not fit the second result is refused before the first is written
+  auto wrong = fz::full<float>({2}, 5.0f);
+  CHECK_THROWS_AS((fz::tie(first, wrong) = std::make_tuple(fz::argmin(x), fz::sum(x, {}, true) + x)), fz::ShapeError);
+  CHECK(first.item() == -7);
+  CHECK(wrong.to_host() == std::vector<float>{5.0f, 5.0f});
+}

@@ -119,7 +119,32 @@ const Plan& plan_of(const Lowered& lw, bool unfused) {
   return *lw.plans[i];
 }
 
+namespace {
+
+/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shape)`.
+/// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
+template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& visit) {
+  std::vector<ArrayBase> temps;
+  for (DType d : p.temp_dtypes) temps.emplace_back(d);
+  for (const PlanStep& s : p.steps) {
+    const StepCall sc(s, c, temps);
+    const Shape shape = s.lowered->has_reduction ? reduction_output_shape(sc.call) : broadcast_shape_of(sc.call);
+    visit(s, sc.call, shape);
+    if (s.target >= 0)
+      temps[static_cast<std::size_t>(s.target)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(s.target)], shape);
+  }
+}
+
+}  // namespace
+
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
+  // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.
+  walk_shapes(p, c, [&](const PlanStep& s, const Call&, const Shape& shape) {
+    const ArrayBase* out = s.target < 0 ? outs[~s.target] : nullptr;
+    if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shape, out->shape()) != out->shape())
+      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
+                                   to_string(out->shape())));
+  });
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
   for (const PlanStep& s : p.steps) {
@@ -135,17 +160,10 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
 }
 
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
-  std::vector<ArrayBase> temps;
-  for (DType d : p.temp_dtypes) temps.emplace_back(d);
   std::vector<KernelInfo> infos;
-  for (const PlanStep& s : p.steps) {
-    const StepCall sc(s, c, temps);
-    infos.push_back(s.lowered->has_reduction ? inspect_reduction(sc.call) : inspect_elementwise(sc.call));
-    if (s.target >= 0) {
-      const Shape shape = s.lowered->has_reduction ? reduction_output_shape(sc.call) : broadcast_shape_of(sc.call);
-      temps[static_cast<std::size_t>(s.target)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(s.target)], shape);
-    }
-  }
+  walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const Shape&) {
+    infos.push_back(s.lowered->has_reduction ? inspect_reduction(call) : inspect_elementwise(call));
+  });
   return infos;
 }
 

@@ -292,7 +292,10 @@ void check_extent(const ir::Node& rn, const Reduced& shapes) {
 
 Shape reduction_output_shape(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
-  return reduced_shapes(broadcast_shape_of(c), c.reductions[g.nodes[codegen::reduction_node(g)].slot]).out;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  check_extent(rn, shapes);
+  return shapes.out;
 }
 
 void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   Totals t;
   std::atomic<std::int64_t> next_case{0};
   const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t launches = fusion::stats().launches;
   auto worker = [&] {
     std::optional<fusion::Stream> stream;
     std::optional<fusion::StreamScope> scope;
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
   fmt::print("fusion-fuzz: {} cases (seed {}, {} threads, {}) in {:.1f} s\n", count, seed, threads,
              compile ? "codegen + NVRTC only" : "on the GPU", secs);
   for (const auto& [k, n] : t.verdicts) fmt::print("  {:<32} {}\n", k, n);
-  fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched", t.kernels);
+  fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched",
+             compile ? t.kernels : static_cast<std::int64_t>(fusion::stats().launches - launches));
   fmt::print("  elements compared {}, skipped as ill-conditioned {}, undefined {}\n", t.compared, t.unstable, t.undefined);
   std::string ops;
   for (const auto& [k, n] : t.ops) ops += fmt::format(" {}:{}", k, n);
