@@ -105,9 +105,9 @@ template <class T> __device__ __forceinline__ T fz_fmod_int(T a, T b) { return b
       return R"(// Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
 template <class T> __device__ __forceinline__ T fz_pow_int(T a, T b) {
   if (b < 0) return a == T(1) ? T(1) : (a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0));
-  T r = 1;
-  while (b) { if (b & 1) r = r * a; a = a * a; b >>= 1; }
-  return r;
+  unsigned long long r = 1, x = (unsigned long long)a;  // unsigned: overflow wraps, as in NumPy
+  while (b) { if (b & 1) r = r * x; x = x * x; b >>= 1; }
+  return (T)r;
 })";
     case Helper::maximum:
       return R"(// NumPy's maximum: NaN in either operand gives NaN.
@@ -162,6 +162,15 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // C++ promotes integers narrower than int before arithmetic; casting back gives the dtype's wrap-around.
   const bool narrow = !is_floating(n.dtype) && itemsize(n.dtype) < 4;
   auto wrap = [&](const std::string& e) { return narrow ? fmt::format("({})({})", t, e) : e; };
+  // Signed overflow is undefined in C++ and NVRTC optimizes on it (sign(-x) became -sign(x) for
+  // INT_MIN); int16 * int16 overflows the int it is promoted to. NumPy wraps: integers add, subtract,
+  // multiply and negate in their unsigned type, and the cast back gives the wrap-around.
+  const bool integer = !fl && !is_bool;
+  const std::string u = itemsize(n.dtype) == 8 ? "unsigned long long" : "unsigned";
+  auto arith = [&](const std::string& x, const char* op, const std::string& y) {
+    if (!integer) return fmt::format("{} {} {}", x, op, y);
+    return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
+  };
   // Costly math goes through a __noinline__ wrapper when the kernel holds many such calls.
   const bool outline = ctx.outline_heavy_math && is_heavy_math(n.op);
   auto call1 = [&](const char* f) {
@@ -189,12 +198,12 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       }
       return fmt::format("({})({})", t, a);
     }
-    case Op::neg: return wrap("-" + a);
-    case Op::abs: return fl ? call1("fabs") : (is_signed_int(d) ? wrap(fmt::format("{0} < 0 ? -{0} : {0}", a)) : a);
+    case Op::neg: return integer ? arith("0", "-", a) : "-" + a;
+    case Op::abs: return fl ? call1("fabs") : (is_signed_int(d) ? fmt::format("({0} < 0 ? {1} : {0})", a, arith("0", "-", a)) : a);
     case Op::sign:
       needs.insert(Helper::sign);
       return fmt::format("fz_sign<{}>({})", compute_type(d), a);
-    case Op::square: return is_bool ? a : wrap(fmt::format("{0} * {0}", a));
+    case Op::square: return is_bool ? a : arith(a, "*", a);
     case Op::reciprocal:
       return fl ? fmt::format("{}(1) / {}", t, a) : wrap(fmt::format("{0} == 0 ? 0 : 1 / {0}", a));
     case Op::floor: return fl ? call1("floor") : a;
@@ -234,9 +243,9 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::isinf: return fl ? fmt::format("(bool)isinf({})", a) : "false";
     case Op::isfinite: return fl ? fmt::format("(bool)isfinite({})", a) : "true";
     case Op::signbit: return fl ? fmt::format("(bool)signbit({})", a) : (is_signed_int(d) ? "(" + a + " < 0)" : "false");
-    case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : wrap(fmt::format("{} + {}", a, b));
-    case Op::sub: return wrap(fmt::format("{} - {}", a, b));
-    case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : wrap(fmt::format("{} * {}", a, b));
+    case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
+    case Op::sub: return arith(a, "-", b);
+    case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
     case Op::div: return fmt::format("{} / {}", a, b);
     case Op::floor_divide:
       return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");

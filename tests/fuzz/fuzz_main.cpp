@@ -5,7 +5,11 @@
 // test; the exit status is 1 when any case failed. Without a GPU only --compile-only runs (else 77).
 #include <fmt/format.h>
 
+#include <execinfo.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +20,19 @@
 #include "fuzz_run.hpp"
 
 namespace {
+
+thread_local std::uint64_t current_seed = 0;
+
+/// A crash prints the case that caused it and a backtrace (the binary links with -rdynamic).
+void on_crash(int sig) {
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "\nfusion-fuzz: signal %d while running case seed %llu\n", sig,
+                              static_cast<unsigned long long>(current_seed));
+  (void)!write(2, line, static_cast<std::size_t>(n));
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  std::_Exit(128 + sig);
+}
 
 struct Totals {
   std::mutex mu;
@@ -56,6 +73,9 @@ int main(int argc, char** argv) {
     return 77;
   }
   const auto run = compile ? fuzz::compile_only : fuzz::run_on_gpu;
+  std::signal(SIGSEGV, on_crash);
+  std::signal(SIGFPE, on_crash);
+  std::signal(SIGABRT, on_crash);
   Totals t;
   std::atomic<std::int64_t> next_case{0};
   const auto start = std::chrono::steady_clock::now();
@@ -66,6 +86,7 @@ int main(int argc, char** argv) {
     if (!compile) stream.emplace(), scope.emplace(*stream);
     for (std::int64_t k; (k = next_case++) < count;) {
       const fuzz::Case c = fuzz::generate(seed * 1000003 + static_cast<std::uint64_t>(k), gen);
+      current_seed = c.seed;
       fuzz::Verdict v;
       try {
         v = run(c);

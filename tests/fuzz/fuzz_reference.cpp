@@ -172,7 +172,7 @@ struct Interpreter {
 
   Tensor reduce(std::size_t k, const Node& n) {
     const fusion::detail::ReduceArg& arg = b.reductions[n.slot];
-    Tensor operand = v[n.a];
+    const Tensor& operand = v[n.a];
     const int rank = operand.shape.size();
     unsigned mask = 0;
     if (arg.n_axes < 0) mask = (1u << rank) - 1;
@@ -189,15 +189,23 @@ struct Interpreter {
       return {};
     }
     const DType in = b.graph.dtype(n.a);
-    // Accumulation rounds: jitter the operand by the accumulator's error, growing with log2 of the extent.
-    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean;
-    if (run && accumulates && fusion::is_floating(in)) {
-      const double u = rounding_unit(in) * (1 + std::log2(static_cast<double>(count) + 1));
-      for (std::size_t e = 0; e < operand.values.size(); ++e) operand.values[e].f *= jitter(run, k, e, u);
-    }
     Tensor r;
     r.shape = s;
-    r.values = test::reduce(n.op, in, n.dtype, operand.values, operand.shape, mask, arg.ddof).values;
+    const test::Reduced red = test::reduce(n.op, in, n.dtype, operand.values, operand.shape, mask, arg.ddof);
+    r.values = red.values;
+    // Accumulating rounds: a float sum is within (1 + log2 n) units of sum(|x|) of the exact one — a
+    // cancelling sum can lose every digit. Move the result by that bound (a product: relatively).
+    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean;
+    if (run && accumulates && fusion::is_floating(in)) {
+      const double grow = rounding_unit(in) * (1 + std::log2(static_cast<double>(count) + 1));
+      for (std::size_t e = 0; e < r.values.size(); ++e) {
+        const double step = jitter(run, k, e, grow) - 1;  // +-grow
+        double& v = r.values[e].f;
+        if (n.op == fusion::ir::Op::prod) v *= 1 + step;
+        else v += step * red.magnitude[e] / (n.op == fusion::ir::Op::mean ? std::max(1.0, static_cast<double>(count) - arg.ddof) : 1.0);
+        v = test::normalize({v, 0}, n.dtype).f;
+      }
+    }
     std::vector<test::Scalar> flags(operand.undefined.size());
     for (std::size_t e = 0; e < flags.size(); ++e) flags[e].i = operand.undefined[e];
     for (const test::Scalar& f : test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
