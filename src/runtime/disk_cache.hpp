@@ -2,6 +2,7 @@
 // The persistent kernel cache. One file per kernel, sharded by hash prefix, written as a temp file and
 // renamed into place, checksummed; anything unreadable is a miss that gets replaced.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -48,7 +49,7 @@ class DiskCache {
  private:
   std::filesystem::path dir_;
   bool enabled_;
-  bool writable_ = true;  // cleared after the first failed write (read-only or full directory)
+  std::atomic<bool> writable_{true};  // cleared after the first failed write (read-only or full directory)
 };
 
 /// The directory from the environment (FUSION_CACHE_DIR, else $XDG_CACHE_HOME/fusion, else ~/.cache/fusion).
