@@ -45,7 +45,7 @@ TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overf
   const auto big = fz::asarray(std::vector<std::int64_t>{INT64_MAX, INT64_MIN, 3}, {3});
   CHECK(fz::eval(big * 2).to_host() == std::vector<std::int64_t>{-2, 0, 6});
   CHECK(fz::eval(fz::square(big - 1)).to_host() == std::vector<std::int64_t>{4, 1, 4});
-  CHECK(fz::eval(fz::pow(big, 3)).to_host() == std::vector<std::int64_t>{INT64_MAX, INT64_MIN, 27});
+  CHECK(fz::eval(fz::pow(big, 3)).to_host() == std::vector<std::int64_t>{INT64_MAX, 0, 27});  // mod 2^64
   // uint16 * uint16 is computed in int by C++'s promotion, which overflows at 65535^2
   const auto w = fz::asarray(std::vector<std::uint16_t>{65535, 300}, {2});
   CHECK(fz::eval(w * w).to_host() == std::vector<std::uint16_t>{1, static_cast<std::uint16_t>(90000 % 65536)});
