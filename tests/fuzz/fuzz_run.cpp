@@ -231,10 +231,11 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
         std::vector<int> at;
         paths(best.outputs[k], at, all);
         for (const auto& path : all) {
-          const Expr& node = node_at(best.outputs[k], path);
-          for (std::size_t j = 0; j < node.args.size() && !again; ++j) {
+          // (a success replaces `best`: stop before touching its old nodes again)
+          const std::size_t n_args = node_at(best.outputs[k], path).args.size();
+          for (std::size_t j = 0; j < n_args && !again; ++j) {
             Case cand = best;
-            Expr child = node.args[j];
+            Expr child = node_at(best.outputs[k], path).args[j];
             node_at(cand.outputs[k], path) = std::move(child);
             again = attempt(std::move(cand));
           }
