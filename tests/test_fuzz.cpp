@@ -164,3 +164,20 @@ TEST_CASE("fuzz regression: inspecting a reduction with no outputs but a long ex
   CHECK(info.name.find("sum") != std::string::npos);
   CHECK(fz::inspect(fz::max(x * 2, {1}, true)).kernels == 1);
 }
+
+TEST_CASE("fuzz regression: a kernel with more than 64 array operands is refused, not written past its slot map", "[fuzz]") {
+  // case 7007368: 70 reads of 8 arrays overran the 64-entry operand map and mixed up parameter types
+  const auto x = fz::placeholder<double>({8});
+  const auto y = fz::placeholder<std::int64_t>({8});
+  auto e = x + y;
+  auto e2 = e * e + e * e;      // 8 operands
+  auto e3 = e2 * e2 + e2 * e2;  // 32
+  auto e4 = e3 * e3 + x;        // 66
+  try {
+    fz::inspect(e4);
+    FAIL("expected an error");
+  } catch (const fz::Error& err) {
+    CHECK_THAT(err.what(), Catch::Contains("at most 64 array operands") && Catch::Contains("fz::eval"));
+  }
+  CHECK(fz::inspect(e3).kernels == 1);  // 32 operands still fuse
+}
