@@ -13,6 +13,7 @@ struct Event::State {
   int device = 0;
   bool timing_disabled = false;
   ~State() {
+    if (!handle) return;  // the constructor refused the options before creating it
     detail::ensure_context(device);
     detail::driver().cuEventDestroy(handle);
   }
