@@ -139,7 +139,11 @@ template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& vi
 
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
   // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.
-  walk_shapes(p, c, [&](const PlanStep& s, const Call&, const Shape& shape) {
+  // Only a plan that writes outputs in several steps can do that (earlier steps write temporaries; a
+  // step checks itself before it writes), so the common plan skips this pass on its repeated path.
+  int output_steps = 0;
+  for (const PlanStep& s : p.steps) output_steps += s.target < 0;
+  if (output_steps > 1) walk_shapes(p, c, [&](const PlanStep& s, const Call&, const Shape& shape) {
     const ArrayBase* out = s.target < 0 ? outs[~s.target] : nullptr;
     if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shape, out->shape()) != out->shape())
       throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
