@@ -71,3 +71,152 @@ TEST_CASE("faults: a stream destroyed while its work is queued finishes that wor
   fz::Array<float> z = fz::cos(x);
   CHECK(z.size() == n);
 }
+
+namespace {
+
+/// What another library does with cudaDeviceReset or cuDevicePrimaryCtxReset, through its own handle on
+/// the driver (fusion is not told). With `revive`, that library then uses the device again before fusion
+/// does (the context comes back with a new id); without, the context stays destroyed until fusion's next call.
+void reset_device_as_another_library(int ordinal, bool revive) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib != nullptr);
+  auto fn = [&](const char* name) {
+    void* f = dlsym(lib, name);
+    REQUIRE(f != nullptr);
+    return f;
+  };
+  // CUresult is an int, CUdevice an int, CUcontext a pointer, CUdeviceptr a 64-bit integer.
+  auto device_get = reinterpret_cast<int (*)(int*, int)>(fn("cuDeviceGet"));
+  auto reset = reinterpret_cast<int (*)(int)>(fn("cuDevicePrimaryCtxReset_v2"));
+  int dev = -1;
+  REQUIRE(device_get(&dev, ordinal) == 0);
+  REQUIRE(reset(dev) == 0);
+  if (revive) {
+    auto retain = reinterpret_cast<int (*)(void**, int)>(fn("cuDevicePrimaryCtxRetain"));
+    auto release = reinterpret_cast<int (*)(int)>(fn("cuDevicePrimaryCtxRelease_v2"));
+    auto set_current = reinterpret_cast<int (*)(void*)>(fn("cuCtxSetCurrent"));
+    auto alloc = reinterpret_cast<int (*)(std::uint64_t*, std::size_t)>(fn("cuMemAlloc_v2"));
+    auto free = reinterpret_cast<int (*)(std::uint64_t)>(fn("cuMemFree_v2"));
+    void* ctx = nullptr;
+    std::uint64_t p = 0;
+    REQUIRE(retain(&ctx, dev) == 0);
+    REQUIRE(set_current(ctx) == 0);
+    REQUIRE(alloc(&p, 1 << 20) == 0);
+    REQUIRE(free(p) == 0);
+    REQUIRE(release(dev) == 0);
+  }
+}
+
+template <class F> void check_reset_error(F&& use, const char* what) {
+  INFO(what);
+  try {
+    use();
+    FAIL("no error");
+  } catch (const fz::DeviceResetError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("was made before device 0 was reset") && Catch::Contains("Make it again"));
+  }
+}
+
+}  // namespace
+
+// Run only by the test below, in a child process: the reset frees everything the process made on the device.
+TEST_CASE("device reset by another library (child)", "[.][gpu][child]") {
+  const std::int64_t n = (1 << 16) + 3;
+  const auto host = test::random<float>(static_cast<std::size_t>(n), -2, 2, 21);
+  std::vector<double> want_y(host.size()), want_scaled(host.size());
+  double want_sum = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    want_y[i] = std::sin(static_cast<double>(host[i])) * 2 + host[i];
+    want_scaled[i] = 3.0 * host[i];
+    want_sum += host[i];
+  }
+  fz::RawKernel scale(R"(extern "C" __global__ void scale3(const float* x, float* y, long long n) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) y[i] = 3.0f * x[i]; })", "scale3");
+  fz::ElementwiseKernel halve("float32 x", "float32 z", "z = x / 2", "halve");
+  fz::MemoryPool& pool = fz::default_memory_pool();
+  const std::size_t used_at_start = pool.used_bytes();
+
+  // Everything fusion holds on the device, used once so that every cache has an entry: arrays, the
+  // fused and reduction kernels, a user kernel, a raw kernel, a stream, an event, pinned staging blocks.
+  auto checks_on_fresh_objects = [&](const char* when) {
+    INFO(when);
+    fz::Array<float> x = fz::asarray(host, {n});
+    fz::Array<float> y = fz::sin(x) * 2.0f + x;
+    CHECK(test::mismatches(y.to_host(), want_y, fz::DType::float32) == 0);
+    CHECK(std::abs(static_cast<double>(fz::eval(fz::sum(x)).item()) - want_sum) <= 1e-4 * (1 + std::abs(want_sum)));
+    fz::Array<float> scaled = fz::full<float>({n}, -7.0f);
+    scale({64}, {256}, x, scaled, static_cast<long long>(n));
+    CHECK(test::mismatches(scaled.to_host(), want_scaled, fz::DType::float32) == 0);
+    fz::Array<float> halved = halve(x);
+    CHECK(halved.slice({{5, 6}}).item() == host[5] / 2);
+    fz::Stream s(fz::StreamOptions{.non_blocking = true});
+    {
+      fz::StreamScope scope(s);
+      fz::Array<float> on_s = fz::cos(x);
+      CHECK(on_s.slice({{7, 8}}).item() == Approx(std::cos(host[7])));
+    }
+    s.record().synchronize();
+  };
+  checks_on_fresh_objects("before any reset");
+  CHECK(pool.used_bytes() == used_at_start);
+
+  for (const bool revive : {false, true}) {
+    INFO((revive ? "the other library used the device again after its reset" : "the context stays destroyed until fusion's next call"));
+    fz::Array<float> x = fz::asarray(host, {n});
+    fz::Array<float> y = fz::sin(x) * 2.0f + x;
+    fz::Stream s(fz::StreamOptions{.non_blocking = true});
+    fz::Event e = s.record();
+    e.synchronize();
+    CHECK(pool.used_bytes() > used_at_start);
+
+    reset_device_as_another_library(0, revive);
+
+    // The reset freed the pool's memory: fusion's counters start again from zero.
+    CHECK(pool.used_bytes() == 0);
+    // What was made before the reset is refused with the reason, and nothing runs.
+    check_reset_error([&] { fz::Array<float> z = x + 1.0f; }, "an old array in an expression");
+    check_reset_error([&] { (void)y.to_host(); }, "reading an old array");
+    check_reset_error([&] { fz::Array<float> r = fz::sum(y); }, "reducing an old array");
+    check_reset_error([&] { fz::Array<float> z = halve(x); }, "an old array into a user kernel");
+    check_reset_error([&] { s.synchronize(); }, "an old stream");
+    check_reset_error([&] { e.synchronize(); }, "an old event");
+    check_reset_error([&] { s.wait_event(fz::Event()); }, "waiting on an old stream");
+    {
+      fz::StreamScope scope(s);  // an old stream made current: every operation says so, and the scope is the way out
+      check_reset_error([&] { fz::Array<float> z = fz::full<float>({4}, 1.0f); }, "an old current stream");
+    }
+    // An output made after the reset is not written when an operand is stale.
+    fz::Array<float> out = fz::full<float>({n}, -7.0f);
+    check_reset_error([&] { fz::copyto(out, x * 2.0f); }, "copyto from an old array");
+    check_reset_error([&] { scale({64}, {256}, x, out, static_cast<long long>(n)); }, "an old array into a raw kernel");
+    const std::vector<float> untouched = out.to_host();
+    CHECK(std::all_of(untouched.begin(), untouched.end(), [](float v) { return v == -7.0f; }));
+    CHECK(pool.used_bytes() == static_cast<std::size_t>(n) * 4);
+    out = fz::Array<float>();
+
+    // Dropping the old objects is safe (their memory and handles are not freed twice) and changes no counter.
+    x = fz::Array<float>();
+    y = fz::Array<float>();
+    s = fz::Stream();
+    e = fz::Event();
+    CHECK(pool.used_bytes() == 0);
+
+    // New work runs: the same expressions, kernels reloaded, new streams, events and staging blocks.
+    checks_on_fresh_objects(revive ? "after a reset the other library recovered from" : "after a reset");
+    CHECK(pool.used_bytes() == 0);
+  }
+}
+
+TEST_CASE("faults: arrays, streams and events outliving a device reset by another library", "[gpu][faults]") {
+  // In a child process: the reset would free every array the other tests of this process hold.
+  const std::string cmd = std::string(FUSION_TEST_BINARY) + " --gpu \"device reset by another library (child)\" 2>&1";
+  std::FILE* child = popen(cmd.c_str(), "r");
+  REQUIRE(child != nullptr);
+  std::string output;
+  char buf[4096];
+  while (std::size_t got = std::fread(buf, 1, sizeof buf, child)) output.append(buf, got);
+  const int status = pclose(child);
+  INFO(output);
+  CHECK(status == 0);
+  CHECK_THAT(output, Catch::Contains("All tests passed"));
+}

@@ -248,7 +248,7 @@ TEST_CASE("sixteen threads assign identical and different expressions on their o
 }
 
 // Run only by the test below, in a child process with FUSION_GPU_MEMORY_LIMIT set (hidden tag).
-TEST_CASE("memory limit from the environment (child)", "[.][gpu][memory-env-child]") {
+TEST_CASE("memory limit from the environment (child)", "[.][gpu][child]") {
   const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT");
   REQUIRE(env);
   const std::size_t total = fz::Device(0).properties().total_memory;

@@ -47,4 +47,9 @@ class OutOfMemoryError : public Error { using Error::Error; };
 /// No CUDA driver or no device: raised the first time a GPU is needed, never at start-up.
 class NoDeviceError : public Error { using Error::Error; };
 
+/// An array, stream, event or graph made before its device was reset (cuDevicePrimaryCtxReset or
+/// cudaDeviceReset, usually by another library) was used afterwards: its memory and handles are gone.
+/// New ones work; fusion reloads its own kernels by itself.
+class DeviceResetError : public Error { using Error::Error; };
+
 }  // namespace fusion

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+struct CUmemPoolHandle_st;  // CUmemoryPool, without cuda.h
+
 namespace fusion {
 
 /// One per device. Freed blocks stay cached for reuse until free_all_blocks().
@@ -32,10 +34,11 @@ class MemoryPool {
   void deallocate(std::uint64_t ptr, std::size_t bytes, void* stream);
 
  private:
+  /// The driver pool of the device's current context generation (a new one after a device reset).
+  CUmemPoolHandle_st* live_pool();
   int device_;
-  void* pool_ = nullptr;
-  struct Counters;
-  Counters* counters_;
+  struct State;
+  State* state_;
 };
 
 /// The pool of the current device. FUSION_GPU_MEMORY_LIMIT ("4000000000" or "50%") sets its initial limit.

@@ -58,6 +58,8 @@ bool ArrayBase::is_contiguous() const {
 
 std::uint64_t ArrayBase::data_ptr() const {
   if (!storage_) return 0;
+  // Every use of an array's memory comes through here, after the operation's ensure_context noticed any reset.
+  if (detail::is_stale(storage_->generation, storage_->device)) detail::throw_device_reset(storage_->device, "this array");
   return storage_->ptr + static_cast<std::uint64_t>(offset_ * static_cast<std::int64_t>(itemsize(dtype_)));
 }
 
@@ -68,11 +70,12 @@ void ArrayBase::upload(const void* host, std::size_t count) {
   if (!is_contiguous()) throw Error("internal: upload into a non-contiguous array");
   if (count == 0) return;
   const auto& stream = detail::current_stream_state();
+  const std::uint64_t dst = data_ptr();
   storage_->note_use(stream);
   PinnedMemoryPool& pinned = default_pinned_memory_pool();
   void* staging = pinned.acquire(nbytes());
   std::memcpy(staging, host, nbytes());
-  FUSION_CU(cuMemcpyHtoDAsync, data_ptr(), staging, nbytes(), stream->handle);
+  FUSION_CU(cuMemcpyHtoDAsync, dst, staging, nbytes(), stream->handle);
   pinned.release(staging, stream->handle);  // reusable once this copy has run
 }
 
@@ -81,10 +84,11 @@ void ArrayBase::download(void* host) const {
   if (!storage_ || size() == 0) return;
   if (!is_contiguous()) return contiguous_copy().download(host);
   const auto& stream = detail::current_stream_state();
+  const std::uint64_t src = data_ptr();
   storage_->note_use(stream);
   PinnedMemoryPool& pinned = default_pinned_memory_pool();
   void* staging = pinned.acquire(nbytes());
-  FUSION_CU(cuMemcpyDtoHAsync, staging, data_ptr(), nbytes(), stream->handle);
+  FUSION_CU(cuMemcpyDtoHAsync, staging, src, nbytes(), stream->handle);
   FUSION_CU(cuStreamSynchronize, stream->handle);
   std::memcpy(host, staging, nbytes());
   pinned.release(staging, stream->handle);

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "fusion/error.hpp"
@@ -81,25 +82,71 @@ void check(CUresult r, const char* call) {
   throw CudaError(call, static_cast<int>(r), name ? name : "?", desc ? desc : "");
 }
 
-void ensure_context(int id) {
-  thread_local CUcontext current = nullptr;
-  thread_local int current_id = -1;
-  if (current_id == id && current) return;
-  static std::mutex mu;
-  static CUcontext contexts[64] = {};
-  CUcontext ctx;
-  {
-    std::lock_guard lock(mu);
-    if (!contexts[id]) {
-      CUdevice dev;
-      FUSION_CU(cuDeviceGet, &dev, id);
-      FUSION_CU(cuDevicePrimaryCtxRetain, &contexts[id], dev);  // retained once, for the process
-    }
-    ctx = contexts[id];
+namespace {
+
+/// Device `id`'s primary context as fusion knows it: retained once for the process, with the driver's
+/// id of the incarnation that fusion's handles belong to.
+struct PrimaryContext {
+  std::atomic<CUcontext> handle{nullptr};
+  std::atomic<unsigned long long> incarnation{0};
+  std::atomic<unsigned> generation{0};
+};
+constexpr int kMaxDevices = 64;
+PrimaryContext primary[kMaxDevices];
+std::mutex primary_mu;
+
+/// Under primary_mu: retains the context on first use; after a reset, brings it back. A reset context
+/// answers CUDA_ERROR_CONTEXT_IS_DESTROYED until it is retained again (the retain that fusion holds
+/// survives the reset but does not revive it), so retain once more and drop that extra reference. If
+/// the other library already revived it, its id changed and there is nothing to revive.
+void renew(int id) {
+  PrimaryContext& p = primary[id];
+  CUcontext ctx = p.handle.load();
+  unsigned long long live = 0;
+  if (ctx && driver().cuCtxGetId(ctx, &live) == CUDA_SUCCESS && live == p.incarnation.load()) return;  // raced
+  CUdevice dev;
+  FUSION_CU(cuDeviceGet, &dev, id);
+  if (!ctx) {
+    FUSION_CU(cuDevicePrimaryCtxRetain, &ctx, dev);  // held for the process
+  } else if (driver().cuCtxGetId(ctx, &live) != CUDA_SUCCESS) {
+    FUSION_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
+    FUSION_CU(cuDevicePrimaryCtxRelease, dev);
   }
+  FUSION_CU(cuCtxGetId, ctx, &live);
+  p.handle.store(ctx);
+  p.incarnation.store(live);
+  p.generation.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace
+
+void ensure_context(int id) {
+  thread_local int current_id = -1;
+  thread_local unsigned current_generation = 0;
+  PrimaryContext& p = primary[id];
+  CUcontext ctx = p.handle.load(std::memory_order_acquire);
+  unsigned long long live = 0;
+  if (!ctx || driver().cuCtxGetId(ctx, &live) != CUDA_SUCCESS ||
+      live != p.incarnation.load(std::memory_order_acquire)) {
+    std::lock_guard lock(primary_mu);
+    renew(id);
+    ctx = p.handle.load();
+  }
+  const unsigned generation = p.generation.load(std::memory_order_acquire);
+  if (current_id == id && current_generation == generation) return;
   FUSION_CU(cuCtxSetCurrent, ctx);
-  current = ctx;
   current_id = id;
+  current_generation = generation;
+}
+
+unsigned context_generation(int id) { return primary[id].generation.load(std::memory_order_acquire); }
+
+void throw_device_reset(int id, const char* what) {
+  throw DeviceResetError(fmt::format(
+      "{} was made before device {} was reset (cuDevicePrimaryCtxReset or cudaDeviceReset, usually called by "
+      "another library), which freed its memory and destroyed its handles. Make it again after the reset; "
+      "arrays, streams and events made since work, and fusion reloads its kernels by itself.",
+      what, id));
 }
 
 }  // namespace fusion::detail

@@ -12,7 +12,7 @@ namespace fusion::detail {
 #define FUSION_DRIVER_FUNCTIONS(X)                                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)       \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                   \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize)                              \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetId) X(cuCtxSetCurrent) X(cuCtxSynchronize)                              \
   X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)        \
   X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags) X(cuLaunchHostFunc)             \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                            \
@@ -41,8 +41,21 @@ const std::string& driver_unavailable_reason();
 /// Throws CudaError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) naming `call` when `r` is not success.
 void check(CUresult r, const char* call);
 
-/// Makes device `id`'s primary context current on this thread (cheap when it already is).
+/// Makes device `id`'s primary context current on this thread, first noticing whether another library
+/// reset it (cuDevicePrimaryCtxReset, cudaDeviceReset): that destroys every handle made in it, so the
+/// context is brought back and its generation advances. One cuCtxGetId call (~15 ns) when nothing changed.
 void ensure_context(int id);
+
+/// Device `id`'s context generation: 1 at first use, one more after each reset ensure_context noticed.
+/// Whatever holds driver handles (memory, streams, events, graphs, modules) records the generation it
+/// made them in and never touches them in another one: the driver crashes on some stale handles.
+unsigned context_generation(int id);
+
+/// True when handles made in `generation` died in a reset of device `id` (call after ensure_context).
+inline bool is_stale(unsigned generation, int id) { return generation != context_generation(id); }
+
+/// Throws DeviceResetError: `what` ("this array", "the current stream") was made before device `id` was reset.
+[[noreturn]] void throw_device_reset(int id, const char* what);
 
 }  // namespace fusion::detail
 

@@ -50,6 +50,7 @@ struct KernelSlot {
   const LoadedKernel* kernel;
   std::vector<std::uint32_t> scalar_slots;  // the scalars the kernel takes, in parameter order
   KernelSlot* next;
+  unsigned generation = 0;  // of the device context the kernel was loaded in
 };
 
 std::mutex& build_mutex() {

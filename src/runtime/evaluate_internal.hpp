@@ -11,6 +11,7 @@
 #include "codegen/emit_common.hpp"
 #include "fusion/evaluate.hpp"
 #include "fusion/inspect.hpp"
+#include "runtime/driver.hpp"
 
 namespace fusion::detail {
 
@@ -42,15 +43,19 @@ std::mutex& build_mutex();
 /// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next` unset).
 template <class Slot, class V, class Build>
 const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name, Build&& build) {
+  // Slots of an earlier context generation hold functions a device reset destroyed: they stay in the
+  // list, unused, and the kernel is loaded again for the new generation.
+  const unsigned generation = context_generation(device);
   auto find = [&]() -> const Slot* {
     for (Slot* s = head.load(std::memory_order_acquire); s; s = s->next)
-      if (s->device == device && s->variant == v && s->name == name) return s;
+      if (s->device == device && s->generation == generation && s->variant == v && s->name == name) return s;
     return nullptr;
   };
   if (const Slot* s = find()) return *s;
   // Generate and compile outside the lock, so that threads building different kernels run NVRTC in
   // parallel; only publishing is serialized. A thread that lost the race for the same slot drops its copy.
   std::unique_ptr<Slot> built(build());
+  built->generation = generation;
   std::lock_guard lock(build_mutex());
   if (const Slot* s = find()) return *s;
   Slot* slot = built.release();

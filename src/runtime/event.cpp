@@ -5,17 +5,25 @@
 #include "fusion/stream.hpp"
 #include "runtime/device_state.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/stream_state.hpp"
 
 namespace fusion {
 
 struct Event::State {
   CUevent handle = nullptr;
   int device = 0;
+  unsigned generation = 0;
   bool timing_disabled = false;
   ~State() {
     if (!handle) return;  // the constructor refused the options before creating it
     detail::ensure_context(device);
-    detail::driver().cuEventDestroy(handle);
+    if (!detail::is_stale(generation, device)) detail::driver().cuEventDestroy(handle);
+  }
+  /// The handle, checked against a device reset (with the device's context made current).
+  CUevent live() const {
+    detail::ensure_context(device);
+    if (detail::is_stale(generation, device)) detail::throw_device_reset(device, "this event");
+    return handle;
   }
 };
 
@@ -29,26 +37,23 @@ Event::Event(EventOptions o) : state_(std::make_shared<State>()) {
   if (o.interprocess) flags |= CU_EVENT_INTERPROCESS;
   state_->timing_disabled = o.disable_timing;
   FUSION_CU(cuEventCreate, &state_->handle, flags);
+  state_->generation = detail::context_generation(state_->device);
 }
 
 void Event::record() { record(current_stream()); }
 void Event::record(const Stream& stream) {
-  detail::ensure_context(state_->device);
-  FUSION_CU(cuEventRecord, state_->handle, stream.handle());
+  const CUstream s = detail::live(*stream.state()).handle;
+  FUSION_CU(cuEventRecord, state_->live(), s);
 }
-void Event::synchronize() const {
-  detail::ensure_context(state_->device);
-  FUSION_CU(cuEventSynchronize, state_->handle);
-}
+void Event::synchronize() const { FUSION_CU(cuEventSynchronize, state_->live()); }
 bool Event::done() const {
-  detail::ensure_context(state_->device);
-  CUresult r = detail::driver().cuEventQuery(state_->handle);
+  CUresult r = detail::driver().cuEventQuery(state_->live());
   if (r == CUDA_ERROR_NOT_READY) return false;
   detail::check(r, "cuEventQuery");
   return true;
 }
 bool Event::timing_disabled() const { return state_->timing_disabled; }
-CUevent_st* Event::handle() const { return state_->handle; }
+CUevent_st* Event::handle() const { return state_->live(); }
 
 float elapsed_time(const Event& start, const Event& end) {
   if (start.timing_disabled() || end.timing_disabled())

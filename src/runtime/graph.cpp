@@ -5,6 +5,7 @@
 #include "fusion/stream.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/graph_state.hpp"
+#include "runtime/stream_state.hpp"
 
 namespace fusion {
 
@@ -12,8 +13,10 @@ struct Graph::State {
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   int device = 0;
+  unsigned generation = 0;
   ~State() {
     detail::ensure_context(device);
+    if (detail::is_stale(generation, device)) return;  // destroyed by a device reset
     if (exec) detail::driver().cuGraphExecDestroy(exec);
     if (graph) detail::driver().cuGraphDestroy(graph);
   }
@@ -24,6 +27,7 @@ Graph instantiate_graph(CUgraph graph, int device) {
   auto s = std::make_shared<Graph::State>();
   s->graph = graph;
   s->device = device;
+  s->generation = context_generation(device);
   // Graphs that allocate (arrays created during capture) must free in the same graph or on launch.
   FUSION_CU(cuGraphInstantiateWithFlags, &s->exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
   return Graph(std::move(s));
@@ -34,8 +38,9 @@ void Graph::launch() const { launch(current_stream()); }
 
 void Graph::launch(const Stream& stream) const {
   if (!state_) throw Error("launching an empty Graph: obtain one from Stream::end_capture()");
-  detail::ensure_context(state_->device);
-  FUSION_CU(cuGraphLaunch, state_->exec, stream.handle());
+  const CUstream s = detail::live(*stream.state()).handle;
+  if (detail::is_stale(state_->generation, state_->device)) detail::throw_device_reset(state_->device, "this graph");
+  FUSION_CU(cuGraphLaunch, state_->exec, s);
 }
 
 }  // namespace fusion

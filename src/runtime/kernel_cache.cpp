@@ -67,9 +67,10 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
 
 namespace {
 
-/// The in-memory key: everything the binary depends on besides the target (fixed by the device).
+/// The in-memory key: everything the binary depends on besides the target (fixed by the device), and the
+/// device's context generation: modules loaded before a device reset are gone, and are loaded again.
 std::string memory_key(const codegen::GeneratedKernel& k, int device) {
-  std::string key = fmt::format("{}\n{}\n{}\n", device, k.full_headers, k.name);
+  std::string key = fmt::format("{}\n{}\n{}\n{}\n", device, context_generation(device), k.full_headers, k.name);
   for (const auto& o : k.options) key += o + '\n';
   return key + k.source;
 }

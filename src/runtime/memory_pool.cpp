@@ -14,10 +14,49 @@
 
 namespace fusion {
 
-struct MemoryPool::Counters {
+struct MemoryPool::State {
   std::atomic<std::size_t> used{0};
   std::atomic<std::size_t> limit{0};
+  std::atomic<CUmemoryPool> pool{nullptr};
+  std::atomic<unsigned> generation{0};  // of the device context the pool's memory belongs to
+  std::mutex renew_mu;
 };
+
+namespace {
+
+CUmemoryPool create_pool(int device) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  CUmemoryPool pool;
+  FUSION_CU(cuMemPoolCreate, &pool, &props);
+  // Keep freed memory cached in the pool (CuPy's behaviour) instead of returning it at each sync.
+  cuuint64_t keep = std::numeric_limits<cuuint64_t>::max();
+  FUSION_CU(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  return pool;
+}
+
+}  // namespace
+
+// The driver pool survives a device reset, but the allocations in it died with the context (and it
+// would hand out addresses alongside them): after a reset it is replaced by a new, empty one. Arrays
+// from before the reset never free into either (their storage knows its generation).
+CUmemoryPool MemoryPool::live_pool() {
+  detail::ensure_context(device_);
+  const unsigned g = detail::context_generation(device_);
+  if (state_->generation.load(std::memory_order_acquire) != g) {
+    std::lock_guard lock(state_->renew_mu);
+    if (state_->generation.load() != g) {
+      CUmemoryPool fresh = create_pool(device_);
+      if (CUmemoryPool old = state_->pool.exchange(fresh)) detail::driver().cuMemPoolDestroy(old);
+      state_->used = 0;
+      state_->generation.store(g, std::memory_order_release);
+    }
+  }
+  return state_->pool.load(std::memory_order_acquire);
+}
 
 std::size_t parse_memory_limit(const std::string& text, std::size_t device_total) {
   auto fail = [&] {
@@ -35,57 +74,48 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t device_total
   return static_cast<std::size_t>(v);
 }
 
-MemoryPool::MemoryPool(int device) : device_(device), counters_(new Counters) {
-  detail::ensure_context(device);
-  CUmemPoolProps props{};
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = device;
-  CUmemoryPool pool;
-  FUSION_CU(cuMemPoolCreate, &pool, &props);
-  // Keep freed memory cached in the pool (CuPy's behaviour) instead of returning it at each sync.
-  cuuint64_t keep = std::numeric_limits<cuuint64_t>::max();
-  FUSION_CU(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
-  pool_ = pool;
+MemoryPool::MemoryPool(int device) : device_(device), state_(new State) {
+  live_pool();
   if (const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT"))
-    counters_->limit = parse_memory_limit(env, detail::properties_of(device).total_memory);
+    state_->limit = parse_memory_limit(env, detail::properties_of(device).total_memory);
 }
 
-MemoryPool::~MemoryPool() { delete counters_; }  // the driver pool lives until process exit
+MemoryPool::~MemoryPool() { delete state_; }  // the driver pool lives until process exit
 
-std::size_t MemoryPool::used_bytes() const { return counters_->used; }
+std::size_t MemoryPool::used_bytes() const {
+  const_cast<MemoryPool*>(this)->live_pool();  // a reset since the last call empties the pool
+  return state_->used;
+}
 
 std::size_t MemoryPool::total_bytes() const {
-  detail::ensure_context(device_);
+  const CUmemoryPool pool = const_cast<MemoryPool*>(this)->live_pool();
   cuuint64_t v = 0;
-  FUSION_CU(cuMemPoolGetAttribute, static_cast<CUmemoryPool>(pool_), CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v);
+  FUSION_CU(cuMemPoolGetAttribute, pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v);
   return v;
 }
 
 void MemoryPool::free_all_blocks() {
-  detail::ensure_context(device_);
+  const CUmemoryPool pool = live_pool();
   FUSION_CU(cuCtxSynchronize);  // pending stream-ordered frees must complete before their blocks can go back
-  FUSION_CU(cuMemPoolTrimTo, static_cast<CUmemoryPool>(pool_), 0);
+  FUSION_CU(cuMemPoolTrimTo, pool, 0);
 }
 
-void MemoryPool::set_limit(std::size_t bytes) { counters_->limit = bytes; }
-std::size_t MemoryPool::limit() const { return counters_->limit; }
+void MemoryPool::set_limit(std::size_t bytes) { state_->limit = bytes; }
+std::size_t MemoryPool::limit() const { return state_->limit; }
 
 std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
   if (bytes == 0) return 0;
-  const std::size_t limit = counters_->limit;
-  const std::size_t before = counters_->used.fetch_add(bytes);
+  const CUmemoryPool pool = live_pool();
+  const std::size_t limit = state_->limit;
+  const std::size_t before = state_->used.fetch_add(bytes);
   if (limit && before + bytes > limit) {
-    counters_->used -= bytes;
+    state_->used -= bytes;
     throw OutOfMemoryError(fmt::format(
         "allocating {} bytes on device {} would exceed the memory limit of {} bytes ({} bytes in use). Free arrays, "
         "or raise the limit with default_memory_pool().set_limit() or FUSION_GPU_MEMORY_LIMIT.",
         bytes, device_, limit, before));
   }
-  detail::ensure_context(device_);
   CUdeviceptr p = 0;
-  auto pool = static_cast<CUmemoryPool>(pool_);
   auto s = static_cast<CUstream>(stream);
   CUresult r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // cached blocks may be what is missing: release them and retry once
@@ -94,7 +124,7 @@ std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
     r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
   }
   if (r != CUDA_SUCCESS) {
-    counters_->used -= bytes;
+    state_->used -= bytes;
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       throw OutOfMemoryError(fmt::format("out of memory on device {} allocating {} bytes ({} bytes in use by fusion, "
                                          "device total {}).", device_, bytes, before,
@@ -108,7 +138,7 @@ void MemoryPool::deallocate(std::uint64_t ptr, std::size_t bytes, void* stream) 
   if (!ptr) return;
   detail::ensure_context(device_);
   CUresult r = detail::driver().cuMemFreeAsync(ptr, static_cast<CUstream>(stream));
-  counters_->used -= bytes;
+  state_->used -= bytes;
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) detail::check(r, "cuMemFreeAsync");
 }
 

@@ -14,6 +14,7 @@ struct PinnedBlock {
   std::size_t bytes;
   CUevent ready;  // recorded after the last transfer that used the block
   int device;
+  unsigned generation;  // a device reset frees page-locked memory too: such blocks are forgotten, not freed
 };
 
 struct PinnedState {
@@ -24,6 +25,11 @@ struct PinnedState {
 PinnedState& state() {
   static auto* s = new PinnedState;  // outlives every static Array
   return *s;
+}
+
+/// Drops the free blocks a reset of their device freed (ensure_context on that device noticed it).
+void forget_reset_blocks(PinnedState& s) {
+  std::erase_if(s.free, [](const auto& entry) { return detail::is_stale(entry.second.generation, entry.second.device); });
 }
 
 std::size_t round_up(std::size_t n) {  // power-of-two bins above 4 KiB keep reuse high
@@ -39,6 +45,7 @@ void* PinnedMemoryPool::acquire(std::size_t bytes) {
   PinnedState& s = state();
   {
     std::lock_guard lock(s.mu);
+    forget_reset_blocks(s);
     auto it = s.free.lower_bound(bytes);
     if (it != s.free.end() && it->first <= 2 * round_up(bytes)) {
       PinnedBlock b = it->second;
@@ -50,7 +57,7 @@ void* PinnedMemoryPool::acquire(std::size_t bytes) {
       return b.ptr;
     }
   }
-  PinnedBlock b{nullptr, round_up(bytes), nullptr, dev};
+  PinnedBlock b{nullptr, round_up(bytes), nullptr, dev, detail::context_generation(dev)};
   FUSION_CU(cuMemAllocHost, &b.ptr, b.bytes);
   FUSION_CU(cuEventCreate, &b.ready, CU_EVENT_DISABLE_TIMING);
   std::lock_guard lock(s.mu);
@@ -66,12 +73,14 @@ void PinnedMemoryPool::release(void* block, void* stream) {
   PinnedBlock b = it->second;
   s.in_use.erase(it);
   detail::ensure_context(b.device);
+  if (detail::is_stale(b.generation, b.device)) return;
   FUSION_CU(cuEventRecord, b.ready, static_cast<CUstream>(stream));
   s.free.emplace(b.bytes, b);
 }
 
 std::size_t PinnedMemoryPool::n_free_blocks() const {
   std::lock_guard lock(state().mu);
+  forget_reset_blocks(state());
   return state().free.size();
 }
 
@@ -80,6 +89,7 @@ void PinnedMemoryPool::free_all_blocks() {
   std::lock_guard lock(s.mu);
   for (auto& [size, b] : s.free) {
     detail::ensure_context(b.device);
+    if (detail::is_stale(b.generation, b.device)) continue;
     FUSION_CU(cuEventSynchronize, b.ready);
     FUSION_CU(cuEventDestroy, b.ready);
     FUSION_CU(cuMemFreeHost, b.ptr);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <tuple>
 #include <mutex>
 
 #include "codegen/hash.hpp"
@@ -23,7 +24,8 @@ namespace detail {
 struct RawModuleImpl {
   codegen::GeneratedKernel k;  // name: the kernel's (RawKernel) or "module_<hash>" (RawModule)
   std::mutex mu;
-  std::map<std::pair<int, std::string>, CUfunction> functions;  // (device, kernel name)
+  // (device, its context generation, kernel name): a device reset destroys the functions, which then load again
+  std::map<std::tuple<int, unsigned, std::string>, CUfunction> functions;
 
   RawModuleImpl(std::string source, std::string label, std::vector<std::string> options) {
     for (const std::string& o : options)
@@ -41,7 +43,7 @@ struct RawModuleImpl {
 
   CUfunction function(const std::string& name, int device) {
     std::lock_guard lock(mu);
-    auto [it, fresh] = functions.try_emplace({device, name}, nullptr);
+    auto [it, fresh] = functions.try_emplace({device, context_generation(device), name}, nullptr);
     if (!fresh) return it->second;
     try {
       const LoadedModule& m = load_module(k, device);
@@ -86,11 +88,13 @@ void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, voi
     throw Error(fmt::format("RawKernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) need every extent >= 1", name_, grid.x,
                             grid.y, grid.z, block.x, block.y, block.z));
   const std::shared_ptr<detail::StreamState>& stream = o.stream ? o.stream->state() : detail::current_stream_state();
+  detail::live(*stream);
   for (int i = 0; i < n; ++i) {
     const ArrayBase* a = arrays[i];
     if (!a) continue;
     if (!a->has_storage())
       throw Error(fmt::format("RawKernel '{}': argument {} is an Array without memory", name_, i + 1));
+    a->data_ptr();  // packed before the launch began: checked here, once a device reset would have been noticed
     if (a->device() != stream->device)
       throw Error(fmt::format("RawKernel '{}': argument {} lives on device {} but the launch is on device {}", name_, i + 1,
                               a->device(), stream->device));

@@ -28,6 +28,7 @@ struct ReduceSlot {
   const LoadedKernel* kernel;
   std::vector<std::uint32_t> scalar_slots;
   ReduceSlot* next;
+  unsigned generation = 0;  // of the device context the kernel was loaded in
 };
 
 namespace {
@@ -209,8 +210,9 @@ const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int devi
 }
 
 CUdeviceptr workspace(StreamState& s) {
-  if (!s.reduce_workspace) {
+  if (!s.reduce_workspace || is_stale(s.workspace_generation, s.device)) {  // a device reset freed the old one
     FUSION_CU(cuMemAlloc, &s.reduce_workspace, kCounterBytes + kPartialBytes);
+    s.workspace_generation = context_generation(s.device);
     FUSION_CU(cuMemsetD8Async, s.reduce_workspace, 0, kCounterBytes, s.handle);
   }
   return s.reduce_workspace;

@@ -8,6 +8,7 @@ namespace fusion::detail {
 Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
     : bytes(n), device(stream->device), home(stream) {
   ptr = memory_pool(device).allocate(n, stream->handle);
+  generation = context_generation(device);
 }
 
 void Storage::note_foreign_use(const std::shared_ptr<StreamState>& stream) {
@@ -28,6 +29,7 @@ Storage::~Storage() {
   if (!ptr && foreign_uses_.empty()) return;
   try {
     ensure_context(device);
+    if (is_stale(generation, device)) return;  // the reset freed the memory and the events already
     // The free is ordered on the home stream; work other streams did with this memory must finish first.
     for (const ForeignUse& u : foreign_uses_) {
       driver().cuStreamWaitEvent(home->handle, u.last_use, 0);

@@ -17,6 +17,7 @@ struct Storage {
   CUdeviceptr ptr = 0;
   std::size_t bytes = 0;
   int device = 0;
+  unsigned generation = 0;  // of the device context the memory belongs to: a reset frees it
   std::shared_ptr<StreamState> home;  // allocation stream: kept alive until the memory is freed
 
   Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream);

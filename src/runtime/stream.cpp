@@ -37,21 +37,27 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 }  // namespace
 
 StreamState::~StreamState() {
-  if (reduce_workspace) {
-    ensure_context(device);
+  if (!reduce_workspace && !(owned && handle)) return;
+  ensure_context(device);
+  if (reduce_workspace && !is_stale(workspace_generation, device))
     driver().cuMemFree(reduce_workspace);  // waits for work still using it
-  }
-  if (owned && handle) {
-    // The driver releases the stream once its queued work completes; nothing is cut short.
-    ensure_context(device);
-    driver().cuStreamDestroy(handle);
-  }
+  // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
+  // reset destroyed is not touched: destroying it again would crash the driver.
+  if (owned && handle && !is_stale(generation, device)) driver().cuStreamDestroy(handle);
+}
+
+const StreamState& live(const StreamState& s) {
+  ensure_context(s.device);
+  if (s.generation && is_stale(s.generation, s.device)) throw_device_reset(s.device, "this stream");
+  return s;
 }
 
 const std::shared_ptr<StreamState>& current_stream_state() {
   const int id = enter_current_device();
   std::shared_ptr<StreamState>& s = tls_current[id];
   if (!s) s = legacy_default(id);
+  if (s->generation && is_stale(s->generation, id))
+    throw_device_reset(id, "the current stream (use() another, or leave its StreamScope)");
   return s;
 }
 
@@ -69,6 +75,7 @@ Stream::Stream(StreamOptions options) {
   FUSION_CU(cuStreamCreateWithPriority, &s->handle, options.non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT,
             options.priority);
   FUSION_CU(cuStreamGetPriority, s->handle, &s->priority);  // the driver clamps to the device's range
+  s->generation = detail::context_generation(dev);
   state_ = std::move(s);
 }
 
@@ -89,6 +96,7 @@ Stream Stream::from_external(CUstream_st* handle, int device) {
   detail::ensure_context(dev);
   auto s = detail::make_builtin(handle, dev);
   if (handle && handle != CU_STREAM_LEGACY && handle != CU_STREAM_PER_THREAD) {
+    s->generation = detail::context_generation(dev);  // another library's stream dies in a reset too
     unsigned flags = 0;
     FUSION_CU(cuStreamGetFlags, handle, &flags);
     s->non_blocking = (flags & CU_STREAM_NON_BLOCKING) != 0;
@@ -99,14 +107,10 @@ Stream Stream::from_external(CUstream_st* handle, int device) {
 
 void Stream::use() const { detail::tls_current[state_->device] = state_; }
 
-void Stream::synchronize() const {
-  detail::ensure_context(state_->device);
-  FUSION_CU(cuStreamSynchronize, state_->handle);
-}
+void Stream::synchronize() const { FUSION_CU(cuStreamSynchronize, detail::live(*state_).handle); }
 
 bool Stream::done() const {
-  detail::ensure_context(state_->device);
-  CUresult r = detail::driver().cuStreamQuery(state_->handle);
+  CUresult r = detail::driver().cuStreamQuery(detail::live(*state_).handle);
   if (r == CUDA_ERROR_NOT_READY) return false;
   detail::check(r, "cuStreamQuery");
   return true;
@@ -119,8 +123,8 @@ Event Stream::record(Event event) const {
 Event Stream::record() const { return record(Event()); }
 
 void Stream::wait_event(const Event& event) const {
-  detail::ensure_context(state_->device);
-  FUSION_CU(cuStreamWaitEvent, state_->handle, event.handle(), 0);
+  const CUstream s = detail::live(*state_).handle;
+  FUSION_CU(cuStreamWaitEvent, s, event.handle(), 0);
 }
 
 namespace {
@@ -131,15 +135,15 @@ void CUDA_CB run_host_func(void* data) {
 }  // namespace
 
 void Stream::launch_host_func(std::function<void()> fn) const {
-  detail::ensure_context(state_->device);
+  const CUstream s = detail::live(*state_).handle;
   auto* boxed = new std::function<void()>(std::move(fn));
-  CUresult r = detail::driver().cuLaunchHostFunc(state_->handle, run_host_func, boxed);
+  CUresult r = detail::driver().cuLaunchHostFunc(s, run_host_func, boxed);
   if (r != CUDA_SUCCESS) delete boxed;
   detail::check(r, "cuLaunchHostFunc");
 }
 
 void Stream::begin_capture(CaptureMode mode) const {
-  detail::ensure_context(state_->device);
+  detail::live(*state_);
   if (!state_->handle || state_->handle == CU_STREAM_LEGACY)
     throw Error("the legacy default stream cannot be captured; capture on a Stream you created");
   const CUstreamCaptureMode m = mode == CaptureMode::global ? CU_STREAM_CAPTURE_MODE_GLOBAL
@@ -149,14 +153,14 @@ void Stream::begin_capture(CaptureMode mode) const {
 }
 
 Graph Stream::end_capture() const {
-  detail::ensure_context(state_->device);
+  detail::live(*state_);
   CUgraph g = nullptr;
   FUSION_CU(cuStreamEndCapture, state_->handle, &g);
   return detail::instantiate_graph(g, state_->device);
 }
 
 bool Stream::is_capturing() const {
-  detail::ensure_context(state_->device);
+  detail::live(*state_);
   CUstreamCaptureStatus st;
   FUSION_CU(cuStreamIsCapturing, state_->handle, &st);
   return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -170,8 +174,9 @@ CUstream_st* Stream::handle() const { return state_->handle; }
 Stream current_stream() { return Stream(detail::current_stream_state()); }
 
 StreamScope::StreamScope(const Stream& s) : previous_([&] {
-  DeviceScope keep(Device(s.device()));
-  return current_stream();
+  // The previous stream as it is, even one a device reset destroyed: a scope is the way out of it.
+  auto& prev = detail::tls_current[detail::checked_device(s.device())];
+  return Stream(prev ? prev : detail::legacy_default(s.device()));
 }()) {
   s.use();
 }

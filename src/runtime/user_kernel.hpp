@@ -25,6 +25,7 @@ struct UserKernel {
   struct Compiled {
     codegen::UserVariant v;
     int device;
+    unsigned generation;  // of the device context: a reset makes the kernel load again
     const LoadedKernel* kernel;
   };
   mutable std::mutex mu_;
