@@ -56,12 +56,15 @@ TEST_CASE("faults: a stream destroyed while its work is queued finishes that wor
   // The queued work still runs. A non-blocking stream is not ordered with the null stream, so its
   // results are read after a device synchronize (the only handle left once the stream is gone).
   fz::Device::current().synchronize();
-  const std::vector<float> got = y.to_host();
-  std::vector<double> want(host.size());
-  for (std::size_t i = 0; i < host.size(); ++i) {
+  const std::vector<float> all = y.to_host();
+  // Every 61st element against the reference (all 2^24 took the host half a minute).
+  std::vector<float> got;
+  std::vector<double> want;
+  for (std::size_t i = 0; i < host.size(); i += 61) {
     double v = std::sin(static_cast<double>(host[i]));
     for (int k = 0; k < 40; ++k) v = std::tanh(v * 0.5 + host[i]);
-    want[i] = v;
+    got.push_back(all[i]);
+    want.push_back(v);
   }
   CHECK(test::mismatches(got, want, fz::DType::float32) == 0);
   y = fz::Array<float>();
