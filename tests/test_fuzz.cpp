@@ -24,7 +24,7 @@ bool contains(const fuzz::Case& c, fz::ir::Op op) {
 TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature", "[fuzz]") {
   std::set<fz::ir::Op> ops;
   std::set<fz::DType> dtypes, out_dtypes;
-  std::set<fuzz::Layout> layouts;
+  std::set<fuzz::Layout> layouts, out_layouts;
   int invalid = 0, multi = 0, unfused = 0, into = 0, zero_size = 0, zero_d = 0, scalars = 0, keepdims = 0, deep = 0;
   for (std::uint64_t s = 0; s < 3000; ++s) {
     const fuzz::Case c = fuzz::generate(s);
@@ -55,6 +55,7 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
     multi += c.outputs.size() > 1;
     unfused += c.unfused;
     into += c.into;
+    if (c.into) out_layouts.insert(c.out_layout);
     zero_size += fz::numel(b->out_shape) == 0;
     zero_d += b->out_shape.size() == 0;
   }
@@ -64,6 +65,7 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
   CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(layouts.size() == 4);
+  CHECK(out_layouts.size() == 4);  // outputs written through transposed, reversed and strided views too
   CHECK(multi > 100);
   CHECK(unfused > 300);
   CHECK(into > 300);
@@ -147,6 +149,15 @@ TEST_CASE("fuzz: a repro is fusion C++ with the arrays, the expression and the r
   CHECK(cpp.find("}, {3}).slice({fz::Slice{{}, {}, -1}});") != std::string::npos);
   CHECK(cpp.find("const auto out0 = fz::eval(((in0 + (in1 * 2)) - fz::sum((in0 + (in1 * 2)), {0}, true)));") != std::string::npos);
   CHECK(cpp.find("{5, ") != std::string::npos);  // all six elements are listed with their values
+
+  // written into a strided view of a larger array
+  c.into = true;
+  c.out_layout = fuzz::Layout::strided;
+  const std::string into_view = fuzz::to_cpp(c, "repro");
+  INFO(into_view);
+  CHECK(into_view.find("auto base0 = fz::empty<float>({4, 6});") != std::string::npos);
+  CHECK(into_view.find("auto out0 = base0.slice({fz::Slice{{}, {}, 2}, fz::Slice{{}, {}, 2}});") != std::string::npos);
+  CHECK(into_view.find("fz::copyto(out0, ((in0 + (in1 * 2)) - fz::sum(") != std::string::npos);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

@@ -126,8 +126,9 @@ void ensure_context(int id) {
   PrimaryContext& p = primary[id];
   CUcontext ctx = p.handle.load(std::memory_order_acquire);
   unsigned long long live = 0;
-  if (!ctx || driver().cuCtxGetId(ctx, &live) != CUDA_SUCCESS ||
-      live != p.incarnation.load(std::memory_order_acquire)) {
+  const CUresult r = ctx ? driver().cuCtxGetId(ctx, &live) : CUDA_ERROR_INVALID_CONTEXT;
+  if (r == CUDA_ERROR_DEINITIALIZED) return;  // the process is exiting: later calls report it, and releases ignore it
+  if (r != CUDA_SUCCESS || live != p.incarnation.load(std::memory_order_acquire)) {
     std::lock_guard lock(primary_mu);
     renew(id);
     ctx = p.handle.load();
@@ -137,6 +138,15 @@ void ensure_context(int id) {
   FUSION_CU(cuCtxSetCurrent, ctx);
   current_id = id;
   current_generation = generation;
+}
+
+bool context_for_release(int id) noexcept {
+  try {
+    ensure_context(id);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 unsigned context_generation(int id) { return primary[id].generation.load(std::memory_order_acquire); }

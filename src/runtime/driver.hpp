@@ -46,6 +46,9 @@ void check(CUresult r, const char* call);
 /// context is brought back and its generation advances. One cuCtxGetId call (~15 ns) when nothing changed.
 void ensure_context(int id);
 
+/// ensure_context for destructors: false (instead of an exception) when the context cannot be made current.
+bool context_for_release(int id) noexcept;
+
 /// Device `id`'s context generation: 1 at first use, one more after each reset ensure_context noticed.
 /// Whatever holds driver handles (memory, streams, events, graphs, modules) records the generation it
 /// made them in and never touches them in another one: the driver crashes on some stale handles.

@@ -16,8 +16,7 @@ struct Event::State {
   bool timing_disabled = false;
   ~State() {
     if (!handle) return;  // the constructor refused the options before creating it
-    detail::ensure_context(device);
-    if (!detail::is_stale(generation, device)) detail::driver().cuEventDestroy(handle);
+    if (detail::context_for_release(device) && !detail::is_stale(generation, device)) detail::driver().cuEventDestroy(handle);
   }
   /// The handle, checked against a device reset (with the device's context made current).
   CUevent live() const {

@@ -15,8 +15,7 @@ struct Graph::State {
   int device = 0;
   unsigned generation = 0;
   ~State() {
-    detail::ensure_context(device);
-    if (detail::is_stale(generation, device)) return;  // destroyed by a device reset
+    if (!detail::context_for_release(device) || detail::is_stale(generation, device)) return;  // gone with a device reset
     if (exec) detail::driver().cuGraphExecDestroy(exec);
     if (graph) detail::driver().cuGraphDestroy(graph);
   }

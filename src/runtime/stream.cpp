@@ -38,7 +38,7 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 
 StreamState::~StreamState() {
   if (!reduce_workspace && !(owned && handle)) return;
-  ensure_context(device);
+  if (!context_for_release(device)) return;
   if (reduce_workspace && !is_stale(workspace_generation, device))
     driver().cuMemFree(reduce_workspace);  // waits for work still using it
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a

@@ -18,6 +18,24 @@ Shape shape_of(const Case& c, const std::vector<int>& dims) {
   return s;
 }
 
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::transposed: return "transposed";
+    case Layout::reversed: return "reversed";
+    case Layout::strided: return "strided";
+  }
+  return "?";
+}
+
+Input output_view(const Case& c, DType d) {
+  Input out;
+  out.dtype = d;
+  out.dims = c.out_dims;
+  out.layout = c.into ? c.out_layout : Layout::contiguous;
+  return out;
+}
+
 Shape base_shape(const Case& c, const Input& in) {
   const Shape s = shape_of(c, in.dims);
   Shape b;

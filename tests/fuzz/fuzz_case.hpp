@@ -52,6 +52,7 @@ struct Case {
   std::vector<Input> inputs;
   std::vector<Expr> outputs;            // several: one fz::tie kernel
   bool into = false;                    // write into preallocated outputs (else the engine allocates)
+  Layout out_layout = Layout::contiguous;  // into: each output is this view of a larger, poisoned allocation
   bool unfused = false;                 // evaluate under fz::Unfused
 };
 
@@ -72,10 +73,14 @@ std::optional<Built> build(const Case& c, std::string* why = nullptr);
 /// The dtype a tree computes; none for a literal on its own (it takes its partner's).
 std::optional<DType> result_dtype(const Case& c, const Expr& e);
 
+const char* layout_name(Layout l);
 fusion::Shape shape_of(const Case& c, const std::vector<int>& dims);
 fusion::Shape base_shape(const Case& c, const Input& in);  // the allocation a view is taken of
 /// The view of an input's base allocation: offset and strides (elements) over its logical shape.
 void view_of(const Case& c, const Input& in, std::int64_t& offset, fusion::Strides& strides);
+/// An output of dtype `d` described as an input (its dims and layout), so that base_shape and view_of
+/// describe the view it is written through.
+Input output_view(const Case& c, DType d);
 /// Host values of an input's base allocation (C order), made from its seed.
 std::vector<test::Scalar> base_values(const Case& c, const Input& in);
 /// The input as the expression sees it: its view's values in C order over its logical shape.

@@ -20,6 +20,12 @@ struct Generator {
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 
+  /// Half the arrays contiguous, the rest transposed, reversed or strided views.
+  Layout layout() {
+    const int l = pick(10);
+    return l < 5 ? Layout::contiguous : l < 7 ? Layout::transposed : l < 9 ? Layout::reversed : Layout::strided;
+  }
+
   DType random_dtype() {
     static const DType common[] = {DType::float32, DType::float32, DType::float32, DType::float64, DType::float64,
                                    DType::int32,   DType::int32,   DType::int64,   DType::float16, DType::bfloat16};
@@ -66,8 +72,7 @@ struct Generator {
     in.dtype = random_dtype();
     const std::size_t drop = full || target.empty() || chance(0.8) ? 0 : 1 + pick(static_cast<int>(target.size()));
     for (std::size_t k = drop; k < target.size(); ++k) in.dims.push_back(chance(0.15) ? -1 : target[k]);
-    const int l = pick(10);
-    in.layout = l < 5 ? Layout::contiguous : l < 7 ? Layout::transposed : l < 9 ? Layout::reversed : Layout::strided;
+    in.layout = layout();
     in.seed = rng();
     c.inputs.push_back(in);
     e.input = static_cast<int>(c.inputs.size() - 1);
@@ -213,6 +218,7 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     auto b = build(c);
     if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
   }
+  if (c.into) c.out_layout = g.layout();  // drawn last, so that a seed's expressions stay what they were
   return c;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // fusion-fuzz: differential fuzzing of the engine against the float64 reference.
-//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D]
+//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--print]
+// --print writes the cases as Catch2 tests instead of running them (what a failure's repro looks like).
 // Each worker thread runs cases on its own stream. A failing case is shrunk and printed as a Catch2
 // test; the exit status is 1 when any case failed. Without a GPU only --compile-only runs (else 77).
 #include <fmt/format.h>
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   std::int64_t count = 1000;
   std::uint64_t seed = 1;
   int threads = 1;
-  bool compile = false;
+  bool compile = false, print = false;
   fuzz::GenOptions gen;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
@@ -66,7 +67,15 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) threads = std::max(1, std::atoi(next()));
     else if (!std::strcmp(argv[i], "--compile-only")) compile = true;
     else if (!std::strcmp(argv[i], "--max-depth")) gen.max_depth = std::atoi(next());
+    else if (!std::strcmp(argv[i], "--print")) print = true;
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
+  }
+  if (print) {
+    for (std::int64_t k = 0; k < count; ++k) {
+      const fuzz::Case c = fuzz::generate(seed * 1000003 + static_cast<std::uint64_t>(k), gen);
+      fmt::print("{}\n", fuzz::to_cpp(c, fmt::format("fuzz: case {}", c.seed)));
+    }
+    return 0;
   }
   if (!compile && fusion::device_count() == 0) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());

@@ -106,6 +106,16 @@ struct Printer {
 
 }  // namespace
 
+/// How the printed test takes `l`'s view of an array of shape `base`: "", ".transpose()" or ".slice({...})".
+std::string view_suffix(const fusion::Shape& base, Layout l) {
+  if (l == Layout::transposed) return ".transpose()";
+  if (l == Layout::contiguous) return "";
+  std::string each;
+  for (int d = 0; d < base.size(); ++d)
+    each += fmt::format("{}fz::Slice{{{{}}, {{}}, {}}}", d ? ", " : "", l == Layout::reversed ? -1 : 2);
+  return ".slice({" + each + "})";
+}
+
 std::string to_cpp(const Case& c, const std::string& title) {
   const auto built = build(c);
   if (!built) return "// (the case does not build)\n";
@@ -116,16 +126,8 @@ std::string to_cpp(const Case& c, const std::string& title) {
     const fusion::Shape bs = base_shape(c, in);
     std::string values;
     for (const test::Scalar& v : base_values(c, in)) values += (values.empty() ? "" : ", ") + literal(v, in.dtype);
-    std::string view;
-    const std::string each = [&](std::int64_t step) {
-      std::string r;
-      for (int d = 0; d < bs.size(); ++d) r += fmt::format("{}fz::Slice{{{{}}, {{}}, {}}}", d ? ", " : "", step);
-      return r;
-    }(in.layout == Layout::reversed ? -1 : 2);
-    if (in.layout == Layout::transposed) view = ".transpose()";
-    if (in.layout == Layout::reversed || in.layout == Layout::strided) view = ".slice({" + each + "})";
     s += fmt::format("  const auto in{} = fz::asarray(std::vector<{}>{{{}}}, {}){};\n", i, cpp_type(in.dtype), values,
-                     shape_literal(bs), view);
+                     shape_literal(bs), view_suffix(bs, in.layout));
   }
   if (c.unfused) s += "  fz::Unfused unfused;  // every operation its own kernel\n";
   Printer print{b};
@@ -136,8 +138,16 @@ std::string to_cpp(const Case& c, const std::string& title) {
     // (a bare array is not an expression: unary + makes it one)
     run = fmt::format("const auto out0 = fz::eval({}{});", c.outputs[0].kind == Kind::input ? "+" : "", exprs[0]);
   } else {
-    for (std::size_t k = 0; k < exprs.size(); ++k)
-      s += fmt::format("  auto out{} = fz::empty<{}>({});\n", k, cpp_type(b.graph.dtype(b.graph.outputs[k])), shape_literal(b.out_shape));
+    for (std::size_t k = 0; k < exprs.size(); ++k) {
+      const Input view = output_view(c, b.graph.dtype(b.graph.outputs[k]));
+      const fusion::Shape bs = base_shape(c, view);
+      if (view.layout == Layout::contiguous) {
+        s += fmt::format("  auto out{} = fz::empty<{}>({});\n", k, cpp_type(view.dtype), shape_literal(bs));
+      } else {  // written through a view of a larger array
+        s += fmt::format("  auto base{} = fz::empty<{}>({});\n", k, cpp_type(view.dtype), shape_literal(bs));
+        s += fmt::format("  auto out{} = base{}{};\n", k, k, view_suffix(bs, view.layout));
+      }
+    }
     if (exprs.size() == 1) {
       run = fmt::format("fz::copyto(out0, {});", exprs[0]);
     } else {

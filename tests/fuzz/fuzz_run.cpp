@@ -27,11 +27,9 @@ const char* kind_name(Verdict::Kind k) {
 
 namespace {
 
-/// The input as the engine sees it: a view of a base allocation (device memory, or a placeholder).
-ArrayBase make_view(const Case& c, const Input& in, bool placeholder) {
-  const Shape bs = base_shape(c, in);
-  ArrayBase base = placeholder ? ArrayBase::make_placeholder(in.dtype, bs) : test::upload(base_values(c, in), in.dtype, bs);
-  const auto every_axis = [&](std::int64_t step) { return std::vector<fusion::Slice>(static_cast<std::size_t>(bs.size()), {{}, {}, step}); };
+/// An input (or output) as the engine sees it: `in.layout`'s view of `base`.
+ArrayBase make_view(const Case& c, const Input& in, const ArrayBase& base) {
+  const auto every_axis = [&](std::int64_t step) { return std::vector<fusion::Slice>(static_cast<std::size_t>(base.ndim()), {{}, {}, step}); };
   ArrayBase view = in.layout == Layout::transposed ? base.transposed({})
                    : in.layout == Layout::reversed ? base.sliced(every_axis(-1))
                    : in.layout == Layout::strided  ? base.sliced(every_axis(2))
@@ -52,7 +50,11 @@ struct Prepared {
   std::vector<const ArrayBase*> slots;
 
   Prepared(const Case& c, Built built, bool placeholder) : b(std::move(built)) {
-    for (const Input& in : c.inputs) views.push_back(make_view(c, in, placeholder));
+    for (const Input& in : c.inputs) {
+      const Shape bs = base_shape(c, in);
+      views.push_back(make_view(c, in, placeholder ? ArrayBase::make_placeholder(in.dtype, bs)
+                                                   : test::upload(base_values(c, in), in.dtype, bs)));
+    }
     for (int i : b.slot_input) slots.push_back(&views[static_cast<std::size_t>(i)]);
   }
   fusion::detail::Call call() const {
@@ -73,6 +75,32 @@ bool still_poisoned(const ArrayBase& a) {
   for (unsigned char x : bytes)
     if (x != poison) return false;
   return true;
+}
+
+/// The elements of an output's base allocation outside its view: none may have been written.
+std::int64_t written_outside(const Case& c, const Input& out, const ArrayBase& base) {
+  std::int64_t offset;
+  fusion::Strides strides;
+  view_of(c, out, offset, strides);
+  const Shape s = shape_of(c, out.dims);
+  std::vector<char> in_view(static_cast<std::size_t>(base.size()), 0);
+  for (std::int64_t k = 0; k < fusion::numel(s); ++k) {
+    std::int64_t rest = k, at = offset;
+    for (int d = s.size() - 1; d >= 0; --d) at += rest % s[d] * strides[d], rest /= s[d];
+    in_view[static_cast<std::size_t>(at)] = 1;
+  }
+  std::vector<unsigned char> bytes(base.nbytes());
+  base.download(bytes.data());
+  const std::size_t item = fusion::itemsize(base.dtype());
+  const unsigned char poison = base.dtype() == DType::bool_ ? 0x01 : 0xff;
+  std::int64_t written = 0;
+  for (std::size_t e = 0; e < in_view.size(); ++e)
+    for (std::size_t b = 0; b < item && !in_view[e]; ++b)
+      if (bytes[e * item + b] != poison) {
+        ++written;
+        break;
+      }
+  return written;
 }
 
 std::string describe(const test::Scalar& s, DType d) { return fmt::format("{}", test::to_double(s, d)); }
@@ -117,10 +145,14 @@ Verdict run_on_gpu(const Case& c) {
   const Oracle o = oracle(c, *built);
   const Prepared p(c, std::move(*built), false);
   const std::size_t n_out = c.outputs.size();
-  std::vector<ArrayBase> outs;
+  std::vector<ArrayBase> outs, bases;
   std::vector<ArrayBase*> out_ptrs;
   if (c.into) {
-    for (std::size_t k = 0; k < n_out; ++k) outs.push_back(test::poisoned(p.b.graph.dtype(p.b.graph.outputs[k]), p.b.out_shape));
+    for (std::size_t k = 0; k < n_out; ++k) {
+      const Input view = output_view(c, p.b.graph.dtype(p.b.graph.outputs[k]));
+      bases.push_back(test::poisoned(view.dtype, base_shape(c, view)));
+      outs.push_back(make_view(c, view, bases.back()));
+    }
   } else {
     outs.push_back(ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[0]), {0}));  // replaced: fresh keeps only its dtype
   }
@@ -134,12 +166,18 @@ Verdict run_on_gpu(const Case& c) {
     else fusion::detail::evaluate_multi(p.call(), out_ptrs.data(), static_cast<int>(n_out), mode);
   } catch (const fusion::Error& e) {
     if (o.exact.error.empty() && !too_many_operands(p.b, e)) return {Verdict::engine_error, e.what()};
-    for (const ArrayBase& a : outs)
-      if (c.into && a.size() > 0 && !still_poisoned(a)) return {Verdict::corrupted_output, e.what()};
+    for (const ArrayBase& a : bases)
+      if (a.size() > 0 && !still_poisoned(a)) return {Verdict::corrupted_output, e.what()};
     return {Verdict::pass, e.what()};
   }
   if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
   Verdict v = compare(p, o, outs);
+  for (std::size_t k = 0; k < bases.size(); ++k)
+    if (const std::int64_t n = written_outside(c, output_view(c, bases[k].dtype()), bases[k])) {
+      v.kind = Verdict::mismatch;
+      v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n", k, n,
+                              layout_name(c.out_layout));
+    }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
   return v;
 }
@@ -272,6 +310,11 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
     if (best.unfused) {
       Case cand = best;
       cand.unfused = false;
+      progress = attempt(std::move(cand)) || progress;
+    }
+    if (best.into && best.out_layout != Layout::contiguous) {
+      Case cand = best;
+      cand.out_layout = Layout::contiguous;
       progress = attempt(std::move(cand)) || progress;
     }
     if (best.into) {
