@@ -2,7 +2,9 @@
 // RawModule and RawKernel: user source compiled through the same NVRTC path and caches as generated
 // kernels (with the full device headers, since user code may use any of them), loaded once per device.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <mutex>
@@ -20,6 +22,21 @@
 
 namespace fusion {
 namespace detail {
+
+/// The kernels a loaded module defines, by their (possibly mangled) names.
+std::vector<std::string> kernel_names(CUmodule m) {
+  unsigned n = 0;
+  FUSION_CU(cuModuleGetFunctionCount, &n, m);
+  std::vector<CUfunction> functions(n);
+  if (n) FUSION_CU(cuModuleEnumerateFunctions, functions.data(), n, m);
+  std::vector<std::string> names;
+  for (CUfunction f : functions) {
+    const char* name = nullptr;
+    FUSION_CU(cuFuncGetName, &name, f);
+    names.emplace_back(name ? name : "");
+  }
+  return names;
+}
 
 struct RawModuleImpl {
   codegen::GeneratedKernel k;  // name: the kernel's (RawKernel) or "module_<hash>" (RawModule)
@@ -47,11 +64,13 @@ struct RawModuleImpl {
     if (!fresh) return it->second;
     try {
       const LoadedModule& m = load_module(k, device);
-      const CUresult r = driver().cuModuleGetFunction(&it->second, m.module, name.c_str());
-      if (r == CUDA_ERROR_NOT_FOUND)
-        throw Error(fmt::format("the module has no kernel named '{}'; declare it extern \"C\" __global__ (C++ names are "
-                                "mangled) and check the spelling", name));
-      check(r, "cuModuleGetFunction");
+      // A missing name is refused before asking the driver for it, which would be a failing driver call
+      // (one that compute-sanitizer reports), and the message can list what the module has.
+      const std::vector<std::string> names = kernel_names(m.module);
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        throw Error(fmt::format("the module has no kernel named '{}' (it has: {}); declare it extern \"C\" __global__ "
+                                "(C++ names are mangled) and check the spelling", name, fmt::join(names, ", ")));
+      FUSION_CU(cuModuleGetFunction, &it->second, m.module, name.c_str());
     } catch (...) {
       functions.erase(it);
       throw;
