@@ -282,6 +282,9 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       return fmt::format("{}({})", user_function(n.slot).name, args);
     }
     case Op::input: case Op::scalar: case Op::iota: case Op::count_: break;
+    // Reductions are spelled by the reduction emitter (emit_reduction), never as one expression.
+    case Op::sum: case Op::prod: case Op::min: case Op::max: case Op::nanmin: case Op::nanmax:
+    case Op::argmin: case Op::argmax: case Op::any: case Op::all: case Op::mean: break;
   }
   throw Error(fmt::format("internal: no CUDA spelling for op {}", ir::op_name(n.op)));
 }
