@@ -35,7 +35,7 @@ class MemoryPool {
 
  private:
   /// The driver pool of the device's current context generation (a new one after a device reset).
-  CUmemPoolHandle_st* live_pool();
+  CUmemPoolHandle_st* live_pool() const;
   int device_;
   struct State;
   State* state_;

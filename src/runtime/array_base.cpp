@@ -59,7 +59,7 @@ bool ArrayBase::is_contiguous() const {
 std::uint64_t ArrayBase::data_ptr() const {
   if (!storage_) return 0;
   // Every use of an array's memory comes through here, after the operation's ensure_context noticed any reset.
-  if (detail::is_stale(storage_->generation, storage_->device)) detail::throw_device_reset(storage_->device, "this array");
+  detail::check_not_reset(storage_->generation, storage_->device, "this array");
   return storage_->ptr + static_cast<std::uint64_t>(offset_ * static_cast<std::int64_t>(itemsize(dtype_)));
 }
 

@@ -12,7 +12,8 @@ namespace fusion::detail {
 #define FUSION_DRIVER_FUNCTIONS(X)                                                                  \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)       \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                   \
-  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetId) X(cuCtxSetCurrent) X(cuCtxSynchronize)                              \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetId) X(cuCtxSetCurrent)      \
+  X(cuCtxSynchronize)                                                                             \
   X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)        \
   X(cuStreamWaitEvent) X(cuStreamGetPriority) X(cuStreamGetFlags) X(cuLaunchHostFunc)             \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                            \
@@ -59,6 +60,11 @@ inline bool is_stale(unsigned generation, int id) { return generation != context
 
 /// Throws DeviceResetError: `what` ("this array", "the current stream") was made before device `id` was reset.
 [[noreturn]] void throw_device_reset(int id, const char* what);
+
+/// DeviceResetError naming `what` when its handles, made in `generation`, died in a reset of device `id`.
+inline void check_not_reset(unsigned generation, int id, const char* what) {
+  if (is_stale(generation, id)) throw_device_reset(id, what);
+}
 
 }  // namespace fusion::detail
 

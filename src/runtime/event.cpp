@@ -21,7 +21,7 @@ struct Event::State {
   /// The handle, checked against a device reset (with the device's context made current).
   CUevent live() const {
     detail::ensure_context(device);
-    if (detail::is_stale(generation, device)) detail::throw_device_reset(device, "this event");
+    detail::check_not_reset(generation, device, "this event");
     return handle;
   }
 };

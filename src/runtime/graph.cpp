@@ -38,7 +38,7 @@ void Graph::launch() const { launch(current_stream()); }
 void Graph::launch(const Stream& stream) const {
   if (!state_) throw Error("launching an empty Graph: obtain one from Stream::end_capture()");
   const CUstream s = detail::live(*stream.state()).handle;
-  if (detail::is_stale(state_->generation, state_->device)) detail::throw_device_reset(state_->device, "this graph");
+  detail::check_not_reset(state_->generation, state_->device, "this graph");
   FUSION_CU(cuGraphLaunch, state_->exec, s);
 }
 

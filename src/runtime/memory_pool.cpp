@@ -43,7 +43,7 @@ CUmemoryPool create_pool(int device) {
 // The driver pool survives a device reset, but the allocations in it died with the context (and it
 // would hand out addresses alongside them): after a reset it is replaced by a new, empty one. Arrays
 // from before the reset never free into either (their storage knows its generation).
-CUmemoryPool MemoryPool::live_pool() {
+CUmemoryPool MemoryPool::live_pool() const {
   detail::ensure_context(device_);
   const unsigned g = detail::context_generation(device_);
   if (state_->generation.load(std::memory_order_acquire) != g) {
@@ -83,12 +83,12 @@ MemoryPool::MemoryPool(int device) : device_(device), state_(new State) {
 MemoryPool::~MemoryPool() { delete state_; }  // the driver pool lives until process exit
 
 std::size_t MemoryPool::used_bytes() const {
-  const_cast<MemoryPool*>(this)->live_pool();  // a reset since the last call empties the pool
+  live_pool();  // a reset since the last call empties the pool
   return state_->used;
 }
 
 std::size_t MemoryPool::total_bytes() const {
-  const CUmemoryPool pool = const_cast<MemoryPool*>(this)->live_pool();
+  const CUmemoryPool pool = live_pool();
   cuuint64_t v = 0;
   FUSION_CU(cuMemPoolGetAttribute, pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v);
   return v;

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <mutex>
+#include <tuple>
 
 #include "codegen/hash.hpp"
 #include "fusion/error.hpp"
@@ -107,7 +107,7 @@ void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, voi
     throw Error(fmt::format("RawKernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) need every extent >= 1", name_, grid.x,
                             grid.y, grid.z, block.x, block.y, block.z));
   const std::shared_ptr<detail::StreamState>& stream = o.stream ? o.stream->state() : detail::current_stream_state();
-  detail::live(*stream);
+  if (o.stream) detail::live(*stream);  // (current_stream_state checked the current one)
   for (int i = 0; i < n; ++i) {
     const ArrayBase* a = arrays[i];
     if (!a) continue;

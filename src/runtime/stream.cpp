@@ -43,12 +43,12 @@ StreamState::~StreamState() {
     driver().cuMemFree(reduce_workspace);  // waits for work still using it
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
   // reset destroyed is not touched: destroying it again would crash the driver.
-  if (owned && handle && !is_stale(generation, device)) driver().cuStreamDestroy(handle);
+  if (owned && handle && !reset_destroyed()) driver().cuStreamDestroy(handle);
 }
 
 const StreamState& live(const StreamState& s) {
   ensure_context(s.device);
-  if (s.generation && is_stale(s.generation, s.device)) throw_device_reset(s.device, "this stream");
+  if (s.reset_destroyed()) throw_device_reset(s.device, "this stream");
   return s;
 }
 
@@ -56,7 +56,7 @@ const std::shared_ptr<StreamState>& current_stream_state() {
   const int id = enter_current_device();
   std::shared_ptr<StreamState>& s = tls_current[id];
   if (!s) s = legacy_default(id);
-  if (s->generation && is_stale(s->generation, id))
+  if (s->reset_destroyed())
     throw_device_reset(id, "the current stream (use() another, or leave its StreamScope)");
   return s;
 }

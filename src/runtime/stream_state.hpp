@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "runtime/driver.hpp"
+
 namespace fusion::detail {
 
 struct StreamState {
@@ -20,6 +22,8 @@ struct StreamState {
   /// one stream run in order, so they can share it. Allocated on first use, zeroed counters.
   CUdeviceptr reduce_workspace = 0;
   unsigned workspace_generation = 0;
+  /// Whether a device reset destroyed the handle (never for the built-in ones).
+  bool reset_destroyed() const { return generation && is_stale(generation, device); }
   ~StreamState();
 };
 
