@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <regex>
+#include <set>
 
 #include "codegen/hash.hpp"
 #include "support.hpp"
+
+using fz::DType;
 
 namespace {
 int count(const std::string& s, const std::string& what) {
@@ -52,6 +55,45 @@ TEST_CASE("kernel names carry the ops, dtype and a stable hash", "[ir]") {
 
   auto i = fz::placeholder<std::int32_t>({16});
   CHECK(std::regex_match(fz::inspect(i + 1).name, std::regex("fz_add_i32_[0-9a-f]{16}")));
+}
+
+TEST_CASE("kernel names use the public op names", "[ir]") {
+  auto i = fz::placeholder<std::int32_t>({16}), j = fz::placeholder<std::int32_t>({16});
+  auto f = fz::placeholder<float>({16});
+  auto op_part = [](const fz::KernelInfo& k) { return k.name.substr(0, k.name.size() - 17); };  // drop _<hash>
+  CHECK(op_part(fz::inspect(fz::floor_divide(i, j))) == "fz_floor_divide_i32");
+  CHECK(op_part(fz::inspect(fz::invert(i))) == "fz_invert_i32");
+  CHECK(op_part(fz::inspect(fz::bitwise_and(i, j) | (i ^ j))) == "fz_bitwise_and_bitwise_xor_bitwise_or_i32");
+  CHECK(op_part(fz::inspect(fz::left_shift(i, 2) + fz::right_shift(i, j))) == "fz_left_shift_right_shift_add_i32");
+  CHECK(op_part(fz::inspect(fz::logical_and(i > 0, !(f < 1.f)))) == "fz_gt_lt_logical_not_logical_and_b1");
+  CHECK(op_part(fz::inspect(-f)) == "fz_negative_f32");
+  // The NumPy spellings are the same ops as the operators: one kernel, one hash.
+  CHECK(fz::inspect(fz::bitwise_and(i, j)).hash == fz::inspect(i & j).hash);
+  CHECK(fz::inspect(fz::invert(i)).hash == fz::inspect(~i).hash);
+}
+
+TEST_CASE("the op table: one row per op, distinct identifier names, consistent facts", "[ir]") {
+  std::set<std::string> names;
+  for (const fz::ir::OpInfo& o : fz::ir::kOps) {
+    INFO(o.name);
+    CHECK(names.insert(o.name).second);
+    CHECK(std::regex_match(std::string(o.name), std::regex("[a-z][a-z0-9_]*")));
+    // a math function computes floating operands only: integer operands reach it through float_for
+    if (*o.math) CHECK((o.arity == fz::ir::Arity::unary || o.arity == fz::ir::Arity::binary));
+    if (o.commutative) CHECK(o.arity == fz::ir::Arity::binary);
+    if (fz::ir::is_bitwise(o.op)) CHECK_FALSE(fz::ir::accepts(o.op, DType::float32));
+  }
+  CHECK(names.size() == static_cast<std::size_t>(fz::ir::Op::count_));
+}
+
+TEST_CASE("the dtype table: kinds, sizes and compute types agree", "[dtype]") {
+  for (const fz::DTypeInfo& d : fz::kDTypes) {
+    INFO(d.name);
+    CHECK(fz::dtype_name(d.dtype) == d.name);
+    CHECK(fz::itemsize(d.compute) >= d.size);
+    CHECK((fz::is_16bit_float(d.dtype) == (*d.to_float != 0)));
+    CHECK((fz::is_16bit_float(d.dtype) == (d.compute != d.dtype)));
+  }
 }
 
 TEST_CASE("stable hash of bytes does not depend on the platform", "[ir]") {

@@ -13,21 +13,61 @@ namespace fusion {
 enum class DType : std::uint8_t {
   bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64
 };
-inline constexpr int kNumDTypes = 13;
 
-constexpr bool is_floating(DType d) { return d >= DType::float16; }
-constexpr bool is_signed_int(DType d) { return d >= DType::int8 && d <= DType::int64; }
-constexpr bool is_unsigned_int(DType d) { return d >= DType::uint8 && d <= DType::uint64; }
-constexpr bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
+enum class DKind : std::uint8_t { boolean, signed_int, unsigned_int, floating };
 
-constexpr std::size_t itemsize(DType d) {
-  constexpr std::size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
-  return sizes[static_cast<int>(d)];
+/// Everything fusion knows about a dtype, in one row. Adding a dtype is a row here, a DTypeOf/TypeOfT
+/// pair below, its promotion rules and its host reference.
+struct DTypeInfo {
+  DType dtype;
+  const char* name;     ///< NumPy's name: "float32", "int8", "bool"
+  const char* tag;      ///< short tag in kernel names: "f32", "i8", "b1", "bf16"
+  std::size_t size;     ///< bytes per element
+  DKind kind;
+  DType compute;        ///< the dtype values live in while computing: 16-bit floats compute in float32
+  const char* cuda;     ///< the CUDA type of a computed value
+  const char* storage;  ///< the CUDA type of an element in memory (16-bit floats are raw bits)
+  const char* to_float = "";    ///< the device function widening a stored element (16-bit floats)
+  const char* from_float = "";  ///< the device function rounding a float to storage (16-bit floats)
+};
+
+inline constexpr DTypeInfo kDTypes[] = {
+    {DType::bool_, "bool", "b1", 1, DKind::boolean, DType::bool_, "bool", "bool"},
+    {DType::int8, "int8", "i8", 1, DKind::signed_int, DType::int8, "signed char", "signed char"},
+    {DType::int16, "int16", "i16", 2, DKind::signed_int, DType::int16, "short", "short"},
+    {DType::int32, "int32", "i32", 4, DKind::signed_int, DType::int32, "int", "int"},
+    {DType::int64, "int64", "i64", 8, DKind::signed_int, DType::int64, "long long", "long long"},
+    {DType::uint8, "uint8", "u8", 1, DKind::unsigned_int, DType::uint8, "unsigned char", "unsigned char"},
+    {DType::uint16, "uint16", "u16", 2, DKind::unsigned_int, DType::uint16, "unsigned short", "unsigned short"},
+    {DType::uint32, "uint32", "u32", 4, DKind::unsigned_int, DType::uint32, "unsigned int", "unsigned int"},
+    {DType::uint64, "uint64", "u64", 8, DKind::unsigned_int, DType::uint64, "unsigned long long", "unsigned long long"},
+    {DType::float16, "float16", "f16", 2, DKind::floating, DType::float32, "float", "unsigned short", "fz_half_to_float",
+     "fz_float_to_half"},
+    {DType::bfloat16, "bfloat16", "bf16", 2, DKind::floating, DType::float32, "float", "unsigned short",
+     "fz_bfloat16_to_float", "fz_float_to_bfloat16"},
+    {DType::float32, "float32", "f32", 4, DKind::floating, DType::float32, "float", "float"},
+    {DType::float64, "float64", "f64", 8, DKind::floating, DType::float64, "double", "double"},
+};
+inline constexpr int kNumDTypes = static_cast<int>(sizeof(kDTypes) / sizeof(kDTypes[0]));
+constexpr bool dtype_rows_in_enum_order() {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (static_cast<int>(kDTypes[i].dtype) != i) return false;
+  return true;
 }
+static_assert(dtype_rows_in_enum_order(), "kDTypes has one row per DType, in the enum's order");
+
+constexpr const DTypeInfo& dtype_info(DType d) { return kDTypes[static_cast<int>(d)]; }
+constexpr bool is_floating(DType d) { return dtype_info(d).kind == DKind::floating; }
+constexpr bool is_signed_int(DType d) { return dtype_info(d).kind == DKind::signed_int; }
+constexpr bool is_unsigned_int(DType d) { return dtype_info(d).kind == DKind::unsigned_int; }
+constexpr bool is_integer(DType d) { return is_signed_int(d) || is_unsigned_int(d); }
+/// float16 and bfloat16: stored as 16 bits, computed in float, rounded once on store.
+constexpr bool is_16bit_float(DType d) { return is_floating(d) && dtype_info(d).size == 2; }
+constexpr std::size_t itemsize(DType d) { return dtype_info(d).size; }
 /// NumPy's name: "float32", "int8", "bool", ...
-std::string_view dtype_name(DType d);
+constexpr std::string_view dtype_name(DType d) { return dtype_info(d).name; }
 /// Short tag used in kernel names: "f32", "i8", "b1", "bf16", ...
-std::string_view dtype_tag(DType d);
+constexpr std::string_view dtype_tag(DType d) { return dtype_info(d).tag; }
 
 /// The floating dtype that NumPy's math functions pick for an input dtype (int8 -> float16, int32 -> float64).
 constexpr DType float_for(DType d) {

@@ -39,39 +39,165 @@ enum class Op : std::uint8_t {
   sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean,
   count_
 };
-inline constexpr Op kLastElementwise = Op::where;
 
 enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction };
-constexpr Arity arity(Op op) {
-  if (op <= Op::iota) return Arity::leaf;
-  if (op <= Op::signbit) return Arity::unary;
-  if (op <= Op::logical_or) return Arity::binary;
-  if (op == Op::where) return Arity::ternary;
-  if (op == Op::call) return Arity::call;
-  return Arity::reduction;
+/// The dtype an op computes in, from its operands' promoted dtype p.
+enum class Operands : std::uint8_t {
+  promoted,  ///< p itself
+  floating,  ///< NumPy's float type for p (int8 -> float16, int32 -> float64)
+  division,  ///< true division: p if floating, else float64
+  boolean,   ///< logical ops: bool
+};
+/// Which operand dtypes an op accepts (checked at compile time in the front end).
+enum class Accepts : std::uint8_t { any, not_bool, integers };
+/// Ops with more than kHeavyMathBudget costly calls in one kernel call them through __noinline__ wrappers.
+enum class Cost : std::uint8_t { cheap, heavy };
+
+/// Everything fusion knows about an op, in one row. Adding an op is a row here, its spelling when it is
+/// not a plain math call (src/codegen/spell.cpp), a front-end function and its host reference.
+struct OpInfo {
+  Op op;
+  const char* name;            ///< the public name (fz:: function or NumPy ufunc), used in kernel names
+  Arity arity;
+  Operands operands = Operands::promoted;
+  bool bool_as_int8 = false;   ///< NumPy computes it on bool operands as int8
+  Accepts accepts = Accepts::any;
+  bool bool_result = false;    ///< the result is bool (comparisons, tests, logical ops)
+  bool commutative = false;    ///< operands may be swapped (canonical order merges x*y and y*x)
+  Cost cost = Cost::cheap;
+  const char* math = "";       ///< the CUDA math function computing it on floating operands, if one does
+};
+
+inline constexpr OpInfo kOps[] = {
+    // leaves
+    {Op::input, "input", Arity::leaf},
+    {Op::scalar, "scalar", Arity::leaf},
+    {Op::iota, "arange", Arity::leaf},
+    {Op::cast, "cast", Arity::unary},
+    // unary, same dtype
+    {Op::neg, "negative", Arity::unary, Operands::promoted, false, Accepts::not_bool},
+    {Op::abs, "abs", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "fabs"},
+    {Op::sign, "sign", Arity::unary, Operands::promoted, false, Accepts::not_bool},
+    {Op::square, "square", Arity::unary},
+    {Op::reciprocal, "reciprocal", Arity::unary},
+    {Op::floor, "floor", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "floor"},
+    {Op::ceil, "ceil", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "ceil"},
+    {Op::trunc, "trunc", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "trunc"},
+    {Op::rint, "rint", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "rint"},
+    {Op::round, "round", Arity::unary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "round"},
+    {Op::bit_not, "invert", Arity::unary, Operands::promoted, false, Accepts::integers},
+    // unary, floating result
+    {Op::sqrt, "sqrt", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "sqrt"},
+    {Op::rsqrt, "rsqrt", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "rsqrt"},
+    {Op::cbrt, "cbrt", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "cbrt"},
+    {Op::exp, "exp", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "exp"},
+    {Op::exp2, "exp2", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "exp2"},
+    {Op::expm1, "expm1", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "expm1"},
+    {Op::log, "log", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "log"},
+    {Op::log2, "log2", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "log2"},
+    {Op::log10, "log10", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "log10"},
+    {Op::log1p, "log1p", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "log1p"},
+    {Op::sin, "sin", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "sin"},
+    {Op::cos, "cos", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "cos"},
+    {Op::tan, "tan", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "tan"},
+    {Op::asin, "asin", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "asin"},
+    {Op::acos, "acos", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "acos"},
+    {Op::atan, "atan", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "atan"},
+    {Op::sinh, "sinh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "sinh"},
+    {Op::cosh, "cosh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "cosh"},
+    {Op::tanh, "tanh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "tanh"},
+    {Op::asinh, "asinh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "asinh"},
+    {Op::acosh, "acosh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "acosh"},
+    {Op::atanh, "atanh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "atanh"},
+    {Op::erf, "erf", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "erf"},
+    {Op::erfc, "erfc", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "erfc"},
+    {Op::lgamma, "lgamma", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "lgamma"},
+    {Op::tgamma, "tgamma", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "tgamma"},
+    // unary, bool result
+    {Op::logical_not, "logical_not", Arity::unary, Operands::boolean, false, Accepts::any, true},
+    {Op::isnan, "isnan", Arity::unary, Operands::promoted, false, Accepts::any, true},
+    {Op::isinf, "isinf", Arity::unary, Operands::promoted, false, Accepts::any, true},
+    {Op::isfinite, "isfinite", Arity::unary, Operands::promoted, false, Accepts::any, true},
+    {Op::signbit, "signbit", Arity::unary, Operands::promoted, false, Accepts::any, true},
+    // binary, promoted dtype
+    {Op::add, "add", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
+    {Op::sub, "sub", Arity::binary, Operands::promoted, false, Accepts::not_bool},
+    {Op::mul, "mul", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
+    {Op::floor_divide, "floor_divide", Arity::binary, Operands::promoted, true},
+    {Op::remainder, "remainder", Arity::binary, Operands::promoted, true},
+    {Op::fmod, "fmod", Arity::binary, Operands::promoted, true, Accepts::any, false, false, Cost::cheap, "fmod"},
+    {Op::pow, "pow", Arity::binary, Operands::promoted, true, Accepts::any, false, false, Cost::heavy, "pow"},
+    {Op::maximum, "maximum", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
+    {Op::minimum, "minimum", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
+    {Op::fmax, "fmax", Arity::binary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "fmax"},
+    {Op::fmin, "fmin", Arity::binary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "fmin"},
+    {Op::bit_and, "bitwise_and", Arity::binary, Operands::promoted, false, Accepts::integers, false, true},
+    {Op::bit_or, "bitwise_or", Arity::binary, Operands::promoted, false, Accepts::integers, false, true},
+    {Op::bit_xor, "bitwise_xor", Arity::binary, Operands::promoted, false, Accepts::integers, false, true},
+    {Op::shl, "left_shift", Arity::binary, Operands::promoted, true, Accepts::integers},
+    {Op::shr, "right_shift", Arity::binary, Operands::promoted, true, Accepts::integers},
+    // binary, floating result
+    {Op::div, "div", Arity::binary, Operands::division},
+    {Op::atan2, "atan2", Arity::binary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "atan2"},
+    {Op::hypot, "hypot", Arity::binary, Operands::floating, false, Accepts::any, false, true, Cost::heavy, "hypot"},
+    {Op::copysign, "copysign", Arity::binary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "copysign"},
+    {Op::logaddexp, "logaddexp", Arity::binary, Operands::floating},
+    // binary, bool result
+    {Op::eq, "eq", Arity::binary, Operands::promoted, false, Accepts::any, true, true},
+    {Op::ne, "ne", Arity::binary, Operands::promoted, false, Accepts::any, true, true},
+    {Op::lt, "lt", Arity::binary, Operands::promoted, false, Accepts::any, true},
+    {Op::le, "le", Arity::binary, Operands::promoted, false, Accepts::any, true},
+    {Op::gt, "gt", Arity::binary, Operands::promoted, false, Accepts::any, true},
+    {Op::ge, "ge", Arity::binary, Operands::promoted, false, Accepts::any, true},
+    {Op::logical_and, "logical_and", Arity::binary, Operands::boolean, false, Accepts::any, true, true},
+    {Op::logical_or, "logical_or", Arity::binary, Operands::boolean, false, Accepts::any, true, true},
+    // ternary
+    {Op::where, "where", Arity::ternary},
+    {Op::call, "call", Arity::call},
+    // reductions
+    {Op::sum, "sum", Arity::reduction},
+    {Op::prod, "prod", Arity::reduction},
+    {Op::min, "min", Arity::reduction},
+    {Op::max, "max", Arity::reduction},
+    {Op::nanmin, "nanmin", Arity::reduction},
+    {Op::nanmax, "nanmax", Arity::reduction},
+    {Op::argmin, "argmin", Arity::reduction},
+    {Op::argmax, "argmax", Arity::reduction},
+    {Op::any, "any", Arity::reduction},
+    {Op::all, "all", Arity::reduction},
+    {Op::mean, "mean", Arity::reduction},
+};
+constexpr bool rows_in_enum_order() {
+  int i = 0;
+  for (const OpInfo& o : kOps)
+    if (static_cast<int>(o.op) != i++) return false;
+  return i == static_cast<int>(Op::count_);
 }
-constexpr bool is_reduction(Op op) { return op > Op::call && op < Op::count_; }
+static_assert(rows_in_enum_order(), "kOps has one row per Op, in the enum's order");
+
+constexpr const OpInfo& op_info(Op op) { return kOps[static_cast<int>(op)]; }
+constexpr Arity arity(Op op) { return op_info(op).arity; }
+constexpr bool is_reduction(Op op) { return op < Op::count_ && arity(op) == Arity::reduction; }
+constexpr bool is_elementwise(Op op) { return arity(op) == Arity::unary || arity(op) == Arity::binary || arity(op) == Arity::ternary; }
 /// Most operands a user function call takes (Node has three operand fields).
 inline constexpr int kMaxCallArgs = 3;
 constexpr bool is_float_result(Op op) {
-  return (op >= Op::sqrt && op <= Op::tgamma) || (op >= Op::div && op <= Op::logaddexp);
+  return op_info(op).operands == Operands::floating || op_info(op).operands == Operands::division;
 }
-constexpr bool is_bool_result(Op op) {
-  return (op >= Op::logical_not && op <= Op::signbit) || (op >= Op::eq && op <= Op::logical_or);
-}
-constexpr bool is_bitwise(Op op) { return op == Op::bit_not || (op >= Op::bit_and && op <= Op::shr); }
+constexpr bool is_bool_result(Op op) { return op_info(op).bool_result; }
+constexpr bool is_bitwise(Op op) { return op_info(op).accepts == Accepts::integers; }
+constexpr bool is_commutative(Op op) { return op_info(op).commutative; }
 
 /// The dtype an op's operands are converted to before it runs (the IR makes these casts explicit).
 constexpr DType operand_dtype(Op op, DType a, DType b) {
   const DType p = promote_types(a, b);
-  if (op == Op::logical_and || op == Op::logical_or || op == Op::logical_not) return DType::bool_;
-  if (op == Op::div) return is_floating(p) ? p : DType::float64;  // true division
-  if (is_float_result(op)) return float_for(p);
-  // NumPy computes these on bool inputs as int8
-  if (p == DType::bool_ && (op == Op::floor_divide || op == Op::remainder || op == Op::fmod || op == Op::pow ||
-                            op == Op::shl || op == Op::shr))
-    return DType::int8;
-  return p;
+  switch (op_info(op).operands) {
+    case Operands::boolean: return DType::bool_;
+    case Operands::division: return is_floating(p) ? p : DType::float64;
+    case Operands::floating: return float_for(p);
+    case Operands::promoted: break;
+  }
+  return p == DType::bool_ && op_info(op).bool_as_int8 ? DType::int8 : p;
 }
 constexpr DType operand_dtype(Op op, DType a) { return operand_dtype(op, a, a); }
 
@@ -84,9 +210,11 @@ constexpr DType result_dtype(Op op, DType a) { return result_dtype(op, a, a); }
 /// Whether an op accepts operands of these dtypes (checked by static_assert in the front end).
 constexpr bool accepts(Op op, DType a, DType b) {
   const DType p = operand_dtype(op, a, b);
-  if (is_bitwise(op)) return !is_floating(p);
-  if (op == Op::sub || op == Op::neg) return p != DType::bool_;  // NumPy forbids '-' on booleans
-  if (op == Op::sign) return p != DType::bool_;
+  switch (op_info(op).accepts) {
+    case Accepts::integers: return !is_floating(p);
+    case Accepts::not_bool: return p != DType::bool_;  // NumPy forbids '-' on booleans
+    case Accepts::any: break;
+  }
   return true;
 }
 constexpr bool accepts(Op op, DType a) { return accepts(op, a, a); }
@@ -107,8 +235,7 @@ constexpr DType reduction_result_dtype(Op op, DType in) {
 /// The dtype a reduction accumulates in for a given result dtype: 16-bit floats accumulate in float32.
 constexpr DType reduction_accumulator_dtype(Op op, DType result) {
   if (op == Op::any || op == Op::all) return DType::bool_;
-  if (op == Op::sum || op == Op::prod || op == Op::mean)
-    return (result == DType::float16 || result == DType::bfloat16) ? DType::float32 : result;
+  if (op == Op::sum || op == Op::prod || op == Op::mean) return dtype_info(result).compute;
   return result;
 }
 /// Reductions that have no identity: an empty extent is an error.
@@ -164,7 +291,7 @@ Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_repre
 /// Stable 64-bit hash of a graph's structure (same on every machine and run).
 std::uint64_t hash(const Graph& g);
 
-/// NumPy-style name of an op ("add", "sin", "floor_divide"), used in kernel names.
-const char* op_name(Op op);
+/// The public name of an op ("add", "sin", "floor_divide"), used in kernel names and messages.
+constexpr const char* op_name(Op op) { return op_info(op).name; }
 
 }  // namespace fusion::ir

@@ -98,6 +98,14 @@ template <class A, class B> requires BinaryArgs<A, B> auto atan2(A&& a, B&& b) {
 template <class A, class B> requires BinaryArgs<A, B> auto hypot(A&& a, B&& b) { return detail::make_binary<ir::Op::hypot>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires BinaryArgs<A, B> auto copysign(A&& a, B&& b) { return detail::make_binary<ir::Op::copysign>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires BinaryArgs<A, B> auto logaddexp(A&& a, B&& b) { return detail::make_binary<ir::Op::logaddexp>(std::forward<A>(a), std::forward<B>(b)); }
+// NumPy's names for the bitwise operators.
+template <Operand A> auto invert(A&& a) { return ~std::forward<A>(a); }
+template <Operand A> auto bitwise_not(A&& a) { return ~std::forward<A>(a); }
+template <class A, class B> requires BinaryArgs<A, B> auto bitwise_and(A&& a, B&& b) { return std::forward<A>(a) & std::forward<B>(b); }
+template <class A, class B> requires BinaryArgs<A, B> auto bitwise_or(A&& a, B&& b) { return std::forward<A>(a) | std::forward<B>(b); }
+template <class A, class B> requires BinaryArgs<A, B> auto bitwise_xor(A&& a, B&& b) { return std::forward<A>(a) ^ std::forward<B>(b); }
+template <class A, class B> requires BinaryArgs<A, B> auto left_shift(A&& a, B&& b) { return std::forward<A>(a) << std::forward<B>(b); }
+template <class A, class B> requires BinaryArgs<A, B> auto right_shift(A&& a, B&& b) { return std::forward<A>(a) >> std::forward<B>(b); }
 template <class A, class B> requires BinaryArgs<A, B> auto logical_and(A&& a, B&& b) { return std::forward<A>(a) && std::forward<B>(b); }
 template <class A, class B> requires BinaryArgs<A, B> auto logical_or(A&& a, B&& b) { return std::forward<A>(a) || std::forward<B>(b); }
 template <class A, class B> requires BinaryArgs<A, B> auto logical_xor(A&& a, B&& b) { return detail::make_binary<ir::Op::ne>(detail::make_unary<ir::Op::logical_not>(std::forward<A>(a)), !std::forward<B>(b)); }

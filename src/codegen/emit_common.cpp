@@ -83,11 +83,9 @@ int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DTy
   for (const ir::Node& n : g.nodes) heavy += is_heavy_math(n.op);
   ctx.outline_heavy_math = heavy > kHeavyMathBudget;
   for (DType d : params) {
-    if (d == DType::float16) ctx.helpers.insert(Helper::half);
-    if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+    need_conversions(ctx, d);
   }
-  if (out == DType::float16) ctx.helpers.insert(Helper::half);
-  if (out == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  need_conversions(ctx, out);
   return heavy;
 }
 

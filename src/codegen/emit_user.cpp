@@ -15,8 +15,6 @@ namespace {
 /// `_ind.size()` (elementwise), `_in_ind.size()` and `_out_ind.size()` (reductions), as in CuPy.
 constexpr const char* kIndexSize = "struct FzInd { long long n; __device__ __forceinline__ long long size() const { return n; } };";
 
-bool is_16bit(DType d) { return d == DType::float16 || d == DType::bfloat16; }
-
 std::uint64_t spec_hash(const UserKernelSpec& s, const UserVariant& v) {
   StableHasher h;
   h.add_byte(s.reduction ? 0x52 : 0x45);
@@ -56,12 +54,10 @@ std::string signature(const UserKernelSpec& s) {
 void write_user_prelude(SourceWriter& w, const UserKernelSpec& s, const UserVariant& v) {
   SpellContext ctx;
   for (DType d : v.dtypes) {
-    if (d == DType::float16) ctx.helpers.insert(Helper::half);
-    if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+    need_conversions(ctx, d);
   }
   if (s.reduction) {
-    if (v.reduce.out_dtype == DType::float16) ctx.helpers.insert(Helper::half);
-    if (v.reduce.out_dtype == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+    need_conversions(ctx, v.reduce.out_dtype);
   }
   write_prelude(w, ctx, 0);
   for (const auto& [name, d] : v.types) w.line("typedef {} {};", compute_type(d), name);
@@ -73,8 +69,9 @@ void write_user_prelude(SourceWriter& w, const UserKernelSpec& s, const UserVari
 /// float and round on assignment.
 void write_raw_helpers(SourceWriter& w, const UserVariant& v) {
   w.line("template <class T> __device__ __forceinline__ T& fz_elem(T* p) {{ return *p; }}");
-  for (const auto& [d, tag, to, from] : {std::tuple{DType::float16, "F16", "fz_half_to_float", "fz_float_to_half"},
-                                         std::tuple{DType::bfloat16, "BF16", "fz_bfloat16_to_float", "fz_float_to_bfloat16"}}) {
+  for (const auto& [d, tag] : {std::pair{DType::float16, "F16"}, std::pair{DType::bfloat16, "BF16"}}) {
+    const char* to = dtype_info(d).to_float;
+    const char* from = dtype_info(d).from_float;
     bool used = false;
     for (std::size_t p = 0; p < v.dtypes.size(); ++p)
       used = used || (v.dtypes[p] == d && (v.access[p] == UserAccess::raw_contiguous || v.access[p] == UserAccess::raw_strided));
@@ -190,7 +187,7 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
       const std::string at = fmt::format("_fz_p_{}[{}]", u.name, offset(p));
       if (p < n_in) {
         w.line("const {} {} = {};", compute_type(d), u.name, load_conversion(d, at));
-      } else if (is_16bit(d)) {  // computed in float, rounded once on store
+      } else if (is_16bit_float(d)) {  // computed in float, rounded once on store
         w.line("float {} = {};", u.name, v.fresh[p - n_in] ? "0.f" : load_conversion(d, at));
         stores.push_back(fmt::format("{} = {};", at, store_conversion(DType::float32, d, u.name)));
       } else {
@@ -261,11 +258,11 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
   write_reduce_helpers(fn, acc, rd, false);
   const std::string& y = s.out[0].name;
   sk.store = [&, y](const std::string& index) {
-    const std::string value_type = is_16bit(out) ? "float" : std::string(compute_type(out));
+    const std::string value_type = is_16bit_float(out) ? "float" : std::string(compute_type(out));
     std::string body = fmt::format("{{ {} {}{{}}; ", value_type, y);
     if (!s.after_loop.empty()) body += s.after_loop + "; ";
     body += s.post_map_expr + "; ";
-    body += fmt::format("out[{}] = {}; }}", index, store_conversion(is_16bit(out) ? DType::float32 : out, out, y));
+    body += fmt::format("out[{}] = {}; }}", index, store_conversion(is_16bit_float(out) ? DType::float32 : out, out, y));
     return body;
   };
 

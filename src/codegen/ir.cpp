@@ -27,7 +27,7 @@ std::uint32_t Graph::cast(std::uint32_t x, DType to) {
 }
 
 std::uint32_t Graph::explicit_cast(std::uint32_t x, DType to) {
-  const bool rounds = (to == DType::float16 || to == DType::bfloat16) && nodes[x].op != Op::input;
+  const bool rounds = is_16bit_float(to) && nodes[x].op != Op::input;
   if (dtype(x) == to && !rounds) return x;
   return push(*this, {Op::cast, to, x});
 }
@@ -99,11 +99,7 @@ Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_repre
     for (std::uint32_t* operand : {&n.a, &n.b, &n.c})
       if (*operand != kNone) *operand = remap[*operand];
     // Commutative ops list their operands in a fixed order, so `x*y` and `y*x` share one node.
-    const bool commutative = n.op == Op::add || n.op == Op::mul || n.op == Op::maximum || n.op == Op::minimum ||
-                             n.op == Op::eq || n.op == Op::ne || n.op == Op::logical_and ||
-                             n.op == Op::logical_or || n.op == Op::bit_and || n.op == Op::bit_or ||
-                             n.op == Op::bit_xor || n.op == Op::hypot;
-    if (commutative && n.a > n.b) std::swap(n.a, n.b);
+    if (is_commutative(n.op) && n.a > n.b) std::swap(n.a, n.b);
     const auto key = std::make_tuple(n.op, n.dtype, n.a, n.b, n.c, n.slot);
     auto [it, inserted] = seen.emplace(key, static_cast<std::uint32_t>(out.nodes.size()));
     if (inserted) out.nodes.push_back(n);

@@ -7,48 +7,25 @@
 #include "fusion/error.hpp"
 
 namespace fusion {
-namespace ir {
-
-const char* op_name(Op op) {
-  static const char* names[] = {
-      "input", "scalar", "iota", "cast", "neg", "abs", "sign", "square", "reciprocal", "floor", "ceil", "trunc",
-      "rint", "round", "invert", "sqrt", "rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-      "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
-      "lgamma", "tgamma", "not", "isnan", "isinf", "isfinite", "signbit", "add", "sub", "mul", "floordiv",
-      "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "and", "or", "xor", "lshift", "rshift",
-      "div", "atan2", "hypot", "copysign", "logaddexp", "eq", "ne", "lt", "le", "gt", "ge", "land", "lor", "where",
-      "call", "sum", "prod", "min", "max", "nanmin", "nanmax", "argmin", "argmax", "any", "all", "mean"};
-  static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Op::count_));
-  return names[static_cast<int>(op)];
-}
-
-}  // namespace ir
-
 namespace codegen {
 
-std::string_view compute_type(DType d) {
-  constexpr std::string_view t[] = {"bool",         "signed char",    "short",          "int",
-                                    "long long",    "unsigned char",  "unsigned short", "unsigned int",
-                                    "unsigned long long", "float",    "float",          "float", "double"};
-  return t[static_cast<int>(d)];
-}
-
-std::string_view storage_type(DType d) {
-  if (d == DType::float16 || d == DType::bfloat16) return "unsigned short";
-  return compute_type(d);
-}
+std::string_view compute_type(DType d) { return dtype_info(d).cuda; }
+std::string_view storage_type(DType d) { return dtype_info(d).storage; }
 
 std::string load_conversion(DType d, const std::string& v) {
-  if (d == DType::float16) return fmt::format("fz_half_to_float({})", v);
-  if (d == DType::bfloat16) return fmt::format("fz_bfloat16_to_float({})", v);
-  return v;
+  if (!is_16bit_float(d)) return v;
+  return fmt::format("{}({})", dtype_info(d).to_float, v);
 }
 
 std::string store_conversion(DType from, DType to, const std::string& v) {
-  if (to == DType::float16) return fmt::format("fz_float_to_half((float)({}))", v);
-  if (to == DType::bfloat16) return fmt::format("fz_float_to_bfloat16((float)({}))", v);
+  if (is_16bit_float(to)) return fmt::format("{}((float)({}))", dtype_info(to).from_float, v);
   if (from == to || (compute_type(from) == compute_type(to))) return v;
   return fmt::format("({})({})", compute_type(to), v);
+}
+
+void need_conversions(SpellContext& ctx, DType d) {
+  if (d == DType::float16) ctx.helpers.insert(Helper::half);
+  if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
 }
 
 const char* helper_source(Helper h) {
@@ -133,18 +110,7 @@ template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(
   return "";
 }
 
-bool is_heavy_math(ir::Op op) {
-  using ir::Op;
-  switch (op) {
-    case Op::sin: case Op::cos: case Op::tan: case Op::asin: case Op::acos: case Op::atan: case Op::sinh:
-    case Op::cosh: case Op::tanh: case Op::asinh: case Op::acosh: case Op::atanh: case Op::erf: case Op::erfc:
-    case Op::lgamma: case Op::tgamma: case Op::pow: case Op::atan2: case Op::hypot: case Op::cbrt:
-    case Op::expm1: case Op::log1p:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_heavy_math(ir::Op op) { return ir::op_info(op).cost == ir::Cost::heavy; }
 
 std::string outlined_source(const std::string& f, bool binary) {
   if (binary)
@@ -185,59 +151,28 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     needs.insert(h);
     return fmt::format("{}<{}>({}, {})", f, compute_type(d), a, b);
   };
+  // Ops a CUDA math function computes on floating operands are spelled from the op table.
+  const ir::OpInfo& info = ir::op_info(n.op);
+  if (fl && *info.math) return info.arity == ir::Arity::unary ? call1(info.math) : call2(info.math);
   switch (n.op) {
     case Op::cast: {
       if (n.dtype == DType::bool_) return fmt::format("({} != 0)", a);
-      if (n.dtype == DType::float16) {
-        needs.insert(Helper::half);
-        return fmt::format("fz_half_to_float(fz_float_to_half((float)({})))", a);
-      }
-      if (n.dtype == DType::bfloat16) {
-        needs.insert(Helper::bfloat16);
-        return fmt::format("fz_bfloat16_to_float(fz_float_to_bfloat16((float)({})))", a);
+      if (is_16bit_float(n.dtype)) {  // rounds to the 16-bit grid, stays a float
+        need_conversions(ctx, n.dtype);
+        return load_conversion(n.dtype, store_conversion(d, n.dtype, a));
       }
       return fmt::format("({})({})", t, a);
     }
     case Op::neg: return integer ? arith("0", "-", a) : "-" + a;
-    case Op::abs: return fl ? call1("fabs") : (is_signed_int(d) ? fmt::format("({0} < 0 ? {1} : {0})", a, arith("0", "-", a)) : a);
+    case Op::abs: return (is_signed_int(d) ? fmt::format("({0} < 0 ? {1} : {0})", a, arith("0", "-", a)) : a);
     case Op::sign:
       needs.insert(Helper::sign);
       return fmt::format("fz_sign<{}>({})", compute_type(d), a);
     case Op::square: return is_bool ? a : arith(a, "*", a);
     case Op::reciprocal:
       return fl ? fmt::format("{}(1) / {}", t, a) : wrap(fmt::format("{0} == 0 ? 0 : 1 / {0}", a));
-    case Op::floor: return fl ? call1("floor") : a;
-    case Op::ceil: return fl ? call1("ceil") : a;
-    case Op::trunc: return fl ? call1("trunc") : a;
-    case Op::rint: return fl ? call1("rint") : a;
-    case Op::round: return fl ? call1("round") : a;
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::rint: case Op::round: return a;  // integers
     case Op::bit_not: return is_bool ? "!" + a : wrap("~" + a);
-    case Op::sqrt: return call1("sqrt");
-    case Op::rsqrt: return call1("rsqrt");
-    case Op::cbrt: return call1("cbrt");
-    case Op::exp: return call1("exp");
-    case Op::exp2: return call1("exp2");
-    case Op::expm1: return call1("expm1");
-    case Op::log: return call1("log");
-    case Op::log2: return call1("log2");
-    case Op::log10: return call1("log10");
-    case Op::log1p: return call1("log1p");
-    case Op::sin: return call1("sin");
-    case Op::cos: return call1("cos");
-    case Op::tan: return call1("tan");
-    case Op::asin: return call1("asin");
-    case Op::acos: return call1("acos");
-    case Op::atan: return call1("atan");
-    case Op::sinh: return call1("sinh");
-    case Op::cosh: return call1("cosh");
-    case Op::tanh: return call1("tanh");
-    case Op::asinh: return call1("asinh");
-    case Op::acosh: return call1("acosh");
-    case Op::atanh: return call1("atanh");
-    case Op::erf: return call1("erf");
-    case Op::erfc: return call1("erfc");
-    case Op::lgamma: return call1("lgamma");
-    case Op::tgamma: return call1("tgamma");
     case Op::logical_not: return "!" + a;
     case Op::isnan: return fl ? fmt::format("({0} != {0})", a) : "false";
     case Op::isinf: return fl ? fmt::format("(bool)isinf({})", a) : "false";
@@ -250,20 +185,17 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::floor_divide:
       return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");
     case Op::remainder: return helper2(Helper::remainder, fl ? "fz_remainder_float" : "fz_remainder_int");
-    case Op::fmod: return fl ? call2("fmod") : helper2(Helper::fmod_int, "fz_fmod_int");
-    case Op::pow: return fl ? call2("pow") : helper2(Helper::pow_int, "fz_pow_int");
+    case Op::fmod: return helper2(Helper::fmod_int, "fz_fmod_int");
+    case Op::pow: return helper2(Helper::pow_int, "fz_pow_int");
     case Op::maximum: return fl ? helper2(Helper::maximum, "fz_maximum") : fmt::format("({0} > {1} ? {0} : {1})", a, b);
     case Op::minimum: return fl ? helper2(Helper::minimum, "fz_minimum") : fmt::format("({0} < {1} ? {0} : {1})", a, b);
-    case Op::fmax: return fl ? call2("fmax") : fmt::format("({0} > {1} ? {0} : {1})", a, b);
-    case Op::fmin: return fl ? call2("fmin") : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    case Op::fmax: return fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    case Op::fmin: return fmt::format("({0} < {1} ? {0} : {1})", a, b);
     case Op::bit_and: return wrap(fmt::format("{} & {}", a, b));
     case Op::bit_or: return wrap(fmt::format("{} | {}", a, b));
     case Op::bit_xor: return wrap(fmt::format("{} ^ {}", a, b));
     case Op::shl: return helper2(Helper::shifts, "fz_shl");
     case Op::shr: return helper2(Helper::shifts, "fz_shr");
-    case Op::atan2: return call2("atan2");
-    case Op::hypot: return call2("hypot");
-    case Op::copysign: return call2("copysign");
     case Op::logaddexp: return helper2(Helper::logaddexp, "fz_logaddexp");
     case Op::eq: return fmt::format("({} == {})", a, b);
     case Op::ne: return fmt::format("({} != {})", a, b);
@@ -281,10 +213,9 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
         if (!x->empty()) args += ", " + *x;
       return fmt::format("{}({})", user_function(n.slot).name, args);
     }
-    case Op::input: case Op::scalar: case Op::iota: case Op::count_: break;
-    // Reductions are spelled by the reduction emitter (emit_reduction), never as one expression.
-    case Op::sum: case Op::prod: case Op::min: case Op::max: case Op::nanmin: case Op::nanmax:
-    case Op::argmin: case Op::argmax: case Op::any: case Op::all: case Op::mean: break;
+    // Leaves are named by the emitters; reductions are spelled by the reduction emitter, never as one
+    // expression; floating math calls were spelled above.
+    default: break;
   }
   throw Error(fmt::format("internal: no CUDA spelling for op {}", ir::op_name(n.op)));
 }

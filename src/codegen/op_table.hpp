@@ -22,6 +22,10 @@ std::string store_conversion(DType from, DType to, const std::string& value);
 enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign };
 const char* helper_source(Helper h);
 
+struct SpellContext;
+/// Records the conversion helpers loading and storing dtype `d` needs (16-bit floats).
+void need_conversions(SpellContext& ctx, DType d);
+
 /// What spelling a kernel's ops needs around them.
 struct SpellContext {
   std::set<Helper> helpers;          ///< helper functions to emit

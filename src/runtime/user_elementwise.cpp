@@ -66,7 +66,7 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
     } else {
       L.outs.push_back(inspect ? ArrayBase::make_placeholder(b.dtypes[p], index) : ArrayBase::make_empty(b.dtypes[p], index));
     }
-    L.v.fresh.push_back(!b.outputs_given && (b.dtypes[p] == DType::float16 || b.dtypes[p] == DType::bfloat16));
+    L.v.fresh.push_back(!b.outputs_given && is_16bit_float(b.dtypes[p]));
   }
   L.n = numel(index);
 

@@ -59,9 +59,6 @@ const char* operator_symbol(Op op) {
   }
 }
 
-/// The front end's function for an op (the IR's short names differ for a few).
-std::string function_name(Op op) { return op == Op::floor_divide ? "floor_divide" : fusion::ir::op_name(op); }
-
 /// Prints trees in the order lowering numbers reductions (operands first), to write each one's axes.
 struct Printer {
   const Built& b;
@@ -85,7 +82,7 @@ struct Printer {
       case Kind::binary: {
         const std::string x = (*this)(e.args[0]), y = (*this)(e.args[1]);
         if (const char* sym = operator_symbol(e.op)) return fmt::format("({} {} {})", x, sym, y);
-        return fmt::format("fz::{}({}, {})", function_name(e.op), x, y);
+        return fmt::format("fz::{}({}, {})", fusion::ir::op_name(e.op), x, y);
       }
       case Kind::where: {
         const std::string k = (*this)(e.args[0]), x = (*this)(e.args[1]), y = (*this)(e.args[2]);
