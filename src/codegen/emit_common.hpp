@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/launch_shape.hpp"
 #include "codegen/op_table.hpp"
+#include "codegen/signature.hpp"
 #include "codegen/source_writer.hpp"
 #include "codegen/variant.hpp"
 
@@ -19,6 +21,7 @@ struct GeneratedKernel {
   std::string name;    ///< fz_<ops>_<dtype>_<hash> or <user name>_<hash>
   std::uint64_t hash;  ///< of the canonical IR and the variant
   std::string source;
+  KernelSignature signature;  ///< the parameter list, in order, and where each value comes from
   /// NVRTC options beyond fusion's own (user kernels); part of the disk-cache key.
   std::vector<std::string> options;
   /// Compile without -minimal (user code may use any device API).

@@ -107,22 +107,26 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     w.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};").blank();
   w.line("{}", body.str());
 
-  std::vector<std::string> params;
+  // Arrays are numbered parameters first, then outputs; dims entries are the shape, then each
+  // operand's strides (outputs first, then parameters), as the launcher's Layout holds them.
+  KernelSignature& sig = k.signature;
   const char* restrict_ = v.out_aliases_input ? "" : " __restrict__";
-  for (int p = 0; p < v.n_params; ++p) params.push_back(fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
-  for (int o = 0; o < K; ++o) params.push_back(fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
-  for (auto [slot, d] : scalars) params.push_back(fmt::format("const {} s{}", compute_type(d), slot));
-  params.push_back("const long long n");
+  for (int p = 0; p < v.n_params; ++p)
+    sig.add(ArgSource::pointer, p, fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
+  for (int o = 0; o < K; ++o)
+    sig.add(ArgSource::pointer, v.n_params + o, fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
+  for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
+  sig.add(Count::n, "const long long n");
   if (v.has_strided()) {
-    params.push_back("const FzDims shape");
+    sig.add(ArgSource::dims, 0, "const FzDims shape");
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::strided) params.push_back(fmt::format("const FzDims st{}", p));
+      if (v.access[p] == Access::strided) sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
     for (int o = 0; o < K; ++o)
-      if (v.out_access[o] != Access::contiguous) params.push_back(fmt::format("const FzDims st{}", out_suffix(o)));
+      if (v.out_access[o] != Access::contiguous) sig.add(ArgSource::dims, 1 + o, fmt::format("const FzDims st{}", out_suffix(o)));
   }
 
   {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__(256) {}({})", k.name, fmt::join(params, ", "));
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
     w.line("const {0} step = ({0})gridDim.x * blockDim.x;", index_t);
     w.line("const {0} first = ({0})blockIdx.x * blockDim.x + threadIdx.x;", index_t);
     for (int p = 0; p < v.n_params; ++p)

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_shape.hpp"
 #include "codegen/op_table.hpp"
 
 namespace fusion::codegen {
@@ -56,23 +57,28 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   if (v.vector_width > 1) w.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};");
   w.blank().line("{}", functions);
 
-  std::vector<std::string> params;
-  for (int p = 0; p < v.n_params; ++p) params.push_back(fmt::format("const {}* __restrict__ in{}", storage_type(s.params[p]), p));
-  params.push_back(fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
-  params.insert(params.end(), s.scalar_params.begin(), s.scalar_params.end());
-  for (const char* s : {"const long long n_out", "const long long n_red", "const long long chunk", "const double divisor"})
-    params.push_back(s);
-  if (rk > 0) params.push_back("const FzKept kshape");
-  if (rr > 0) params.push_back("const FzReduced rshape");
+  // Arrays: the inputs, then the output (n_params). Dims entries: kept and reduced extents, the
+  // output's kept strides, then per input its kept and reduced strides (ReduceLayout::dims()).
+  KernelSignature& sig = *s.signature;
+  for (int p = 0; p < v.n_params; ++p)
+    sig.add(ArgSource::pointer, p, fmt::format("const {}* __restrict__ in{}", storage_type(s.params[p]), p));
+  sig.add(ArgSource::pointer, v.n_params, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
+  for (const auto& [index, declaration] : s.scalar_params) sig.add(ArgSource::scalar, index, declaration);
+  sig.add(Count::n_out, "const long long n_out");
+  sig.add(Count::n_red, "const long long n_red");
+  sig.add(Count::chunk, "const long long chunk");
+  sig.add(ArgSource::divisor, 0, "const double divisor");
+  if (rk > 0) sig.add(ArgSource::dims, kKeptShape, "const FzKept kshape");
+  if (rr > 0) sig.add(ArgSource::dims, kReducedShape, "const FzReduced rshape");
   for (int p = 0; p < v.n_params; ++p) {
     if (v.broadcast[p]) continue;
-    if (rk > 0) params.push_back(fmt::format("const FzKept kst{}", p));
-    if (rr > 0) params.push_back(fmt::format("const FzReduced rst{}", p));
+    if (rk > 0) sig.add(ArgSource::dims, kept_strides(p), fmt::format("const FzKept kst{}", p));
+    if (rr > 0) sig.add(ArgSource::dims, reduced_strides(p), fmt::format("const FzReduced rst{}", p));
   }
-  if (rk > 0) params.push_back("const FzKept kst_out");
+  if (rk > 0) sig.add(ArgSource::dims, kOutKeptStrides, "const FzKept kst_out");
   if (v.split) {
-    params.push_back(fmt::format("{}* __restrict__ partials", s.acc));
-    params.push_back("unsigned int* __restrict__ counters");
+    sig.add(ArgSource::workspace, 0, fmt::format("{}* __restrict__ partials", s.acc));
+    sig.add(ArgSource::workspace, 1, "unsigned int* __restrict__ counters");
   }
 
   // Offsets of multi-index `index` over `shape` (rank `rank`) along each operand's strides.
@@ -111,16 +117,16 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
 
   const bool inner = v.mode == ReduceMode::inner;
   {  // the kernel's closing brace is written when this scope ends, before the text is taken
-  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__(256) {}({})", s.kernel_name, fmt::join(params, ", "));
+  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, s.kernel_name, sig.list());
   if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
   if (inner) {
     w.line("const int lane = threadIdx.x % {};", v.group);
-    w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", 256 / v.group, v.group);
+    w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", kBlockThreads / v.group, v.group);
   } else if (v.vector_width > 1) {
     w.line("// {} neighbouring outputs per thread, read with 16-byte loads.", v.vector_width);
-    w.line("const long long o = ((long long)blockIdx.x * 256 + threadIdx.x) * {};", v.vector_width);
+    w.line("const long long o = ((long long)blockIdx.x * {} + threadIdx.x) * {};", kBlockThreads, v.vector_width);
   } else {
-    w.line("const long long o = (long long)blockIdx.x * 256 + threadIdx.x;");
+    w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", kBlockThreads);
   }
   w.line("const long long r0 = (long long)blockIdx.y * chunk;");
   w.line("const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;");
@@ -209,7 +215,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     w.line("__syncthreads();");
     auto l = w.block("if (last)");
     w.line("a = fz_identity();");
-    w.line("for (unsigned s = threadIdx.x; s < gridDim.y; s += 256) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));");
+    w.line("for (unsigned s = threadIdx.x; s < gridDim.y; s += {}) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));", kBlockThreads);
     w.line("a = fz_block_reduce(a);");
     auto t0 = w.block("if (threadIdx.x == 0)");
     w.line("counters[o] = 0;  // ready for the next launch");

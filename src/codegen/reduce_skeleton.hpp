@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/reduce_variant.hpp"
+#include "codegen/signature.hpp"
 #include "codegen/source_writer.hpp"
 
 namespace fusion::codegen {
@@ -16,21 +17,26 @@ namespace fusion::codegen {
 /// `acc` holding values of dtype `vd` (`arg`: the FzArg value-and-index pair of argmin/argmax).
 void write_reduce_helpers(SourceWriter& fn, const std::string& acc, DType vd, bool arg);
 
+/// The dims entries of a reduction kernel (extents and strides), as ReduceLayout::dims() lists them.
+inline constexpr std::uint32_t kKeptShape = 0, kReducedShape = 1, kOutKeptStrides = 2;
+constexpr std::uint32_t kept_strides(int p) { return 3 + 2 * static_cast<std::uint32_t>(p); }
+constexpr std::uint32_t reduced_strides(int p) { return 4 + 2 * static_cast<std::uint32_t>(p); }
+
 struct ReduceSkeleton {
   std::string kernel_name;
   std::vector<DType> params;               ///< per array parameter (in0, in1, ...)
   std::string acc;                         ///< the accumulator type
-  std::vector<std::string> scalar_params;  ///< "float s0", after the output pointer
+  /// (scalar index, "const float s0"): after the output pointer
+  std::vector<std::pair<std::uint32_t, std::string>> scalar_params;
   std::vector<std::string> scalar_args;    ///< "s0": passed to fz_expr after the elements
   std::string kernel_prep;                 ///< statements at the start of the kernel body
   /// The statement that writes output element `index` (of `out`) from the accumulator `a`.
   std::function<std::string(const std::string& index)> store;
+  KernelSignature* signature = nullptr;  ///< filled with the kernel's parameters
 };
 
-/// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel.
-/// Kernel parameters, in order: the input arrays, the output, the scalars, n_out, n_red, chunk, divisor,
-/// then the kept and reduced extents and, per non-broadcast input, its kept and reduced strides, the
-/// output's kept strides, and for split kernels the partials and counters workspace.
+/// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel,
+/// whose parameters it records in `s.signature`.
 void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s, const std::string& functions);
 
 }  // namespace fusion::codegen

@@ -17,6 +17,7 @@
 #include "runtime/evaluate_internal.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/launch.hpp"
 #include "runtime/stats_counters.hpp"
 #include "runtime/storage.hpp"
 
@@ -30,28 +31,11 @@ using codegen::Variant;
 
 namespace {
 
-constexpr int kThreads = 256;
-
 thread_local bool tls_unfused = false;
-
-/// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
-/// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
-/// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
-/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
-constexpr std::int64_t kMaxBlocks = 0x7fffffff;
 
 }  // namespace
 
-/// One compiled kernel of an expression type, for one variant, device and user name.
-struct KernelSlot {
-  Variant variant;
-  int device;
-  std::string name;
-  const LoadedKernel* kernel;
-  std::vector<std::uint32_t> scalar_slots;  // the scalars the kernel takes, in parameter order
-  KernelSlot* next;
-  unsigned generation = 0;  // of the device context the kernel was loaded in
-};
+using ElementwiseSlot = KernelSlot<Variant>;
 
 std::mutex& build_mutex() {
   static std::mutex mu;
@@ -284,57 +268,32 @@ codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::stri
   return codegen::emit_elementwise(merged_graph(lw, v.param_of_slot), v, name);
 }
 
-const KernelSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
-  return find_or_build(lw.slots, v, device, name, [&] {
-    const LoadedKernel& loaded = load_kernel(generate(lw, v, name), device);
-    return new KernelSlot{v, device, std::string(name), &loaded, sorted_scalar_slots(lw.graph), nullptr};
-  });
+const ElementwiseSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
+  return find_or_build(lw.slots, v, device, name, [&] { return new_slot(v, device, name, generate(lw, v, name)); });
 }
 
-void launch(const KernelSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
+/// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
+/// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
+/// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
+/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
+void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
             const std::shared_ptr<StreamState>& stream) {
-  void* args[2 * (kMaxParams + kMaxOutputs) + 16 + 256];
-  std::uint64_t ptrs[kMaxParams + kMaxOutputs];
-  int na = 0;
+  // Arrays and dims entries are numbered as emit_elementwise's signature names them.
   const int np = L.v.n_params;
-  for (int p = 0; p < np; ++p) {
-    ptrs[p] = L.params[p]->data_ptr();
-    args[na++] = &ptrs[p];
-  }
-  for (int o = 0; o < K; ++o) {
-    ptrs[np + o] = outs[o]->data_ptr();
-    args[na++] = &ptrs[np + o];
-  }
-  if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
-  for (std::uint32_t s : k.scalar_slots) args[na++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
-  std::int64_t n = L.n;
-  args[na++] = &n;
-  if (L.v.has_strided()) {
-    args[na++] = const_cast<std::int64_t*>(L.shape.begin());
-    for (int p = 0; p < np; ++p)
-      if (L.v.access[static_cast<std::size_t>(p)] == Access::strided)
-        args[na++] = const_cast<std::int64_t*>(L.strides[K + p].begin());
-    for (int o = 0; o < K; ++o)
-      if (L.v.out_access[o] != Access::contiguous) args[na++] = const_cast<std::int64_t*>(L.strides[o].begin());
-  }
+  std::uint64_t ptrs[kMaxParams + kMaxOutputs];
+  const std::int64_t* dims[1 + kMaxParams + kMaxOutputs];
+  for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
+  for (int o = 0; o < K; ++o) ptrs[np + o] = outs[o]->data_ptr();
+  dims[0] = L.shape.begin();
+  for (int k = 0; k < K + np; ++k) dims[1 + k] = L.strides[k].begin();
+  LaunchArgs a;
+  a.pointers = {ptrs, static_cast<std::size_t>(np + K)};
+  a.scalars = {c.scalars, static_cast<std::size_t>(c.n_scalars)};
+  a.dims = {dims, static_cast<std::size_t>(1 + K + np)};
+  a.count(codegen::Count::n) = L.n;
   const std::int64_t work = L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width;
-  const std::int64_t blocks = std::min<std::int64_t>((work + kThreads - 1) / kThreads, kMaxBlocks);
-  FUSION_CU(cuLaunchKernel, k.kernel->function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0,
-            stream->handle, args, nullptr);
-
-  std::uint64_t read = 0, written = 0;
-  for (int o = 0; o < K; ++o) {
-    outs[o]->storage()->note_use(stream);
-    written += static_cast<std::uint64_t>(outs[o]->size()) * itemsize(outs[o]->dtype());
-  }
-  for (int p = 0; p < np; ++p) {
-    L.params[p]->storage()->note_use(stream);
-    read += static_cast<std::uint64_t>(L.params[p]->size()) * itemsize(L.params[p]->dtype());
-  }
-  Counters& ctr = counters();
-  ctr.launches.fetch_add(1, std::memory_order_relaxed);
-  ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
-  ctr.bytes_written.fetch_add(written, std::memory_order_relaxed);
+  launch_kernel(k.kernel->function, k.signature, a, {blocks_for(work), 1}, *stream);
+  note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);
 }
 
 /// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
@@ -404,7 +363,7 @@ void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMo
   }
   Layout L;
   analyze(c, outs, K, L);
-  const KernelSlot& k = kernel_for(*c.lowered, L.v, device, c.name);
+  const ElementwiseSlot& k = kernel_for(*c.lowered, L.v, device, c.name);
   launch(k, L, c, outs, K, stream);
 }
 

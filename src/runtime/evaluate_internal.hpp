@@ -6,25 +6,49 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "codegen/emit_common.hpp"
+#include "codegen/reduce_variant.hpp"
 #include "fusion/evaluate.hpp"
 #include "fusion/inspect.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
 
 namespace fusion::detail {
 
-struct KernelSlot;  // an elementwise kernel (evaluate.cpp)
-struct ReduceSlot;  // a reduction kernel (reduce.cpp)
-struct Plan;        // several kernels (plan.hpp)
+struct Plan;  // several kernels (plan.hpp)
+
+/// A compiled kernel for one layout variant, device and user name: a node of a lock-free list
+/// (find_or_build) kept per expression type or user kernel. One kind for fused, reduction and user kernels.
+template <class V> struct KernelSlot {
+  V variant;
+  int device;
+  std::string name;
+  const LoadedKernel* kernel;
+  codegen::KernelSignature signature;  // how its arguments are packed
+  KernelSlot* next = nullptr;
+  unsigned generation = 0;  // of the device context the kernel was loaded in
+};
+
+/// Compiles (through the caches) and loads `k` on `device` as a new slot for find_or_build.
+template <class V> KernelSlot<V>* new_slot(const V& v, int device, std::string_view name, codegen::GeneratedKernel k) {
+  const LoadedKernel& loaded = load_kernel(k, device);
+  return new KernelSlot<V>{v, device, std::string(name), &loaded, std::move(k.signature)};
+}
+
+/// Frees a slot list (of an object that is destroyed; expression types' lists live for the process).
+template <class V> void delete_slots(std::atomic<KernelSlot<V>*>& head) {
+  for (KernelSlot<V>* s = head.exchange(nullptr); s;) delete std::exchange(s, s->next);
+}
 
 struct Lowered {
   ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
   ir::Graph canonical;  // without merging inputs (plans walk this)
   bool has_reduction = false;
-  std::atomic<KernelSlot*> slots{nullptr};
-  std::atomic<ReduceSlot*> reduce_slots{nullptr};
+  std::atomic<KernelSlot<codegen::Variant>*> slots{nullptr};
+  std::atomic<KernelSlot<codegen::ReduceVariant>*> reduce_slots{nullptr};
   // How the expression runs when it is more than one elementwise kernel: [0] fused, [1] unfused.
   mutable std::once_flag plan_once[2];
   mutable std::unique_ptr<Plan> plans[2];

@@ -6,13 +6,14 @@
 #include <algorithm>
 
 #include "codegen/emit_reduction.hpp"
+#include "codegen/reduce_skeleton.hpp"
 #include "fusion/error.hpp"
 #include "runtime/device_state.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/evaluate_internal.hpp"
 #include "runtime/reduce_layout.hpp"
 #include "runtime/kernel_cache.hpp"
-#include "runtime/stats_counters.hpp"
+#include "runtime/launch.hpp"
 #include "runtime/storage.hpp"
 
 namespace fusion::detail {
@@ -21,19 +22,11 @@ using codegen::kMaxParams;
 using codegen::ReduceMode;
 using codegen::ReduceVariant;
 
-struct ReduceSlot {
-  ReduceVariant variant;
-  int device;
-  std::string name;
-  const LoadedKernel* kernel;
-  std::vector<std::uint32_t> scalar_slots;
-  ReduceSlot* next;
-  unsigned generation = 0;  // of the device context the kernel was loaded in
-};
+using ReduceSlot = KernelSlot<ReduceVariant>;
 
 namespace {
 
-constexpr int kThreads = 256;
+using codegen::kBlockThreads;
 // The per-stream workspace of split reductions: one counter per output (or output tile), then partials.
 constexpr std::size_t kMaxCounters = 4096;
 constexpr std::size_t kCounterBytes = kMaxCounters * sizeof(unsigned);
@@ -143,11 +136,11 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
 
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
-  const std::int64_t target = sms * (2048 / kThreads);  // blocks that fill the device once
+  const std::int64_t target = sms * (2048 / kBlockThreads);  // blocks that fill the device once
   // V neighbouring outputs per thread, only where that still leaves enough blocks without splitting:
   // measured on an H100, an 8192-column sum fell from 86% to 30% of copy bandwidth with 4 outputs per
   // thread, as 8 output tiles had to be split 128 ways and combined serially.
-  if (!inner && v.rank_kept == 1 && L.kst_out[0] == 1 && main >= 0 && L.n_out >= 2 * target * kThreads * 4) {
+  if (!inner && v.rank_kept == 1 && L.kst_out[0] == 1 && main >= 0 && L.n_out >= 2 * target * kBlockThreads * 4) {
     std::size_t widest = 1;
     for (int p = 0; p < np; ++p)
       if (!v.broadcast[static_cast<std::size_t>(p)]) widest = std::max(widest, itemsize(L.params[p]->dtype()));
@@ -180,14 +173,14 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
 
   // Enough blocks to fill the device: when the outputs alone give too few, split the reduced range
   // over several blocks per output; the last block to finish combines the partials in a fixed order.
-  const std::int64_t per_block = inner ? kThreads / v.group : kThreads * v.vector_width;
+  const std::int64_t per_block = inner ? kBlockThreads / v.group : kBlockThreads * v.vector_width;
   L.blocks = (L.n_out + per_block - 1) / per_block;
   std::int64_t S = 1;
   const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
   // (no outputs: nothing to split; fz::inspect describes such a reduction too)
   if (v.group == 256 && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
       L.n_red > 1) {
-    const std::int64_t min_chunk = inner ? std::int64_t{kThreads} * v.vector_width * 4 : 32;
+    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * per_block;
     S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / acc_bytes) / slots);
@@ -204,8 +197,7 @@ namespace {
 
 const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
   return find_or_build(lw.reduce_slots, v, device, name, [&] {
-    const LoadedKernel& loaded = load_kernel(codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name), device);
-    return new ReduceSlot{v, device, std::string(name), &loaded, sorted_scalar_slots(lw.graph), nullptr};
+    return new_slot(v, device, name, codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name));
   });
 }
 
@@ -220,52 +212,36 @@ CUdeviceptr workspace(StreamState& s) {
 
 }  // namespace
 
-void launch_reduction(CUfunction f, ReduceLayout& L, std::span<void* const> scalars, const ArrayBase& out,
-                      const std::shared_ptr<StreamState>& stream) {
-  void* args[3 * kMaxParams + 16 + 256];
-  std::uint64_t ptrs[kMaxParams + 3];
-  int na = 0;
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
+                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream) {
+  // Arrays and dims entries are numbered as write_reduce_kernel's signature names them.
   const int np = L.v.n_params;
-  for (int p = 0; p < np; ++p) {
-    ptrs[p] = L.params[p]->data_ptr();
-    args[na++] = &ptrs[p];
-  }
+  std::uint64_t ptrs[kMaxParams + 1];
+  const std::int64_t* dims[codegen::reduced_strides(kMaxParams)];
+  for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
   ptrs[np] = out.data_ptr();
-  args[na++] = &ptrs[np];
-  if (scalars.size() > 256) throw Error("a kernel may take at most 256 scalars");
-  for (void* s : scalars) args[na++] = s;
-  args[na++] = &L.n_out;
-  args[na++] = &L.n_red;
-  args[na++] = &L.chunk;
-  args[na++] = &L.divisor;
-  if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kshape.begin());
-  if (L.v.rank_reduced > 0) args[na++] = const_cast<std::int64_t*>(L.rshape.begin());
+  dims[codegen::kKeptShape] = L.kshape.begin();
+  dims[codegen::kReducedShape] = L.rshape.begin();
+  dims[codegen::kOutKeptStrides] = L.kst_out.begin();
   for (int p = 0; p < np; ++p) {
-    if (L.v.broadcast[static_cast<std::size_t>(p)]) continue;
-    if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kst[p].begin());
-    if (L.v.rank_reduced > 0) args[na++] = const_cast<std::int64_t*>(L.rst[p].begin());
+    dims[codegen::kept_strides(p)] = L.kst[p].begin();
+    dims[codegen::reduced_strides(p)] = L.rst[p].begin();
   }
-  if (L.v.rank_kept > 0) args[na++] = const_cast<std::int64_t*>(L.kst_out.begin());
+  LaunchArgs a;
+  a.pointers = {ptrs, static_cast<std::size_t>(np + 1)};
+  a.scalars = scalars;
+  a.dims = {dims, codegen::kept_strides(np)};
+  a.count(codegen::Count::n_out) = L.n_out;
+  a.count(codegen::Count::n_red) = L.n_red;
+  a.count(codegen::Count::chunk) = L.chunk;
+  a.divisor = L.divisor;
   if (L.v.split) {
     const CUdeviceptr ws = workspace(*stream);
-    ptrs[np + 1] = ws + kCounterBytes;  // partials
-    ptrs[np + 2] = ws;                  // counters
-    args[na++] = &ptrs[np + 1];
-    args[na++] = &ptrs[np + 2];
+    a.workspace = {ws + kCounterBytes, ws};  // partials, counters
   }
-  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(L.blocks), static_cast<unsigned>(L.splits), 1,
-            kThreads, 1, 1, 0, stream->handle, args, nullptr);
-
-  out.storage()->note_use(stream);
-  std::uint64_t read = 0;
-  for (int p = 0; p < np; ++p) {
-    L.params[p]->storage()->note_use(stream);
-    read += static_cast<std::uint64_t>(L.params[p]->size()) * itemsize(L.params[p]->dtype());
-  }
-  Counters& ctr = counters();
-  ctr.launches.fetch_add(1, std::memory_order_relaxed);
-  ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
-  ctr.bytes_written.fetch_add(static_cast<std::uint64_t>(out.size()) * itemsize(out.dtype()), std::memory_order_relaxed);
+  launch_kernel(f, sig, a, {L.blocks, L.splits}, *stream);
+  const ArrayBase* written[1] = {&out};
+  note_launch({L.params, static_cast<std::size_t>(np)}, written, stream);
 }
 
 namespace {
@@ -323,11 +299,7 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   ReduceLayout L;
   analyze(c, out, shapes, stream->device, L);
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  void* scalars[256];
-  if (k.scalar_slots.size() > 256) throw Error("an expression may use at most 256 scalars in one kernel");
-  std::size_t ns = 0;
-  for (std::uint32_t s : k.scalar_slots) scalars[ns++] = const_cast<std::uint64_t*>(&c.scalars[s].bits);
-  launch_reduction(k.kernel->function, L, {scalars, ns}, out, stream);
+  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, out, stream);
 }
 
 KernelInfo inspect_reduction(const Call& c) {

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "codegen/reduce_variant.hpp"
+#include "codegen/signature.hpp"
 #include "fusion/evaluate.hpp"
 
 namespace fusion::detail {
@@ -38,8 +39,8 @@ struct ReduceLayout {
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
                        int device, ReduceLayout& L);
 
-/// Launches a kernel written by write_reduce_kernel; `scalars` point at the scalar arguments in order.
-void launch_reduction(CUfunction f, ReduceLayout& L, std::span<void* const> scalars, const ArrayBase& out,
-                      const std::shared_ptr<StreamState>& stream);
+/// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
+                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream);
 
 }  // namespace fusion::detail

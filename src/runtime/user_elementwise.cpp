@@ -10,7 +10,7 @@
 #include "runtime/device_state.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/evaluate_internal.hpp"
-#include "runtime/stats_counters.hpp"
+#include "runtime/launch.hpp"
 #include "runtime/storage.hpp"
 #include "runtime/user_kernel.hpp"
 
@@ -20,14 +20,13 @@ namespace {
 
 using codegen::UserAccess;
 
-constexpr int kThreads = 256;
 constexpr int kMaxUserParams = 64;
 
 struct ElementwiseLayout {
   codegen::UserVariant v;
   std::vector<ArrayBase> outs;
   std::vector<const ArrayBase*> arrays;  // per parameter (null for scalars)
-  std::vector<std::uint64_t> scalars;    // per parameter (converted values of scalar arguments)
+  std::vector<ScalarArg> scalars;        // per parameter (converted values of scalar arguments)
   Shape shape;                           // collapsed index space
   std::vector<Strides> strides;          // per parameter (collapsed; strided ones are passed)
   std::int64_t n = 0;
@@ -71,12 +70,12 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
   L.n = numel(index);
 
   L.arrays.assign(n_params, nullptr);
-  L.scalars.assign(n_params, 0);
+  L.scalars.assign(n_params, ScalarArg{});
   for (std::size_t p = 0; p < n_params; ++p) {
     L.arrays[p] = p < n_in ? args[p].array : &L.outs[p - n_in];
     if (!L.arrays[p]) {
       L.v.access[p] = UserAccess::scalar;
-      L.scalars[p] = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
+      L.scalars[p].bits = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
     } else if (param_at(s, p).raw) {
       const bool dense = L.arrays[p]->is_contiguous() || L.arrays[p]->ndim() == 0;
       L.v.access[p] = dense ? UserAccess::raw_contiguous : UserAccess::raw_strided;
@@ -112,52 +111,39 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
   return L;
 }
 
-void launch(const LoadedKernel& kernel, ElementwiseLayout& L, const std::shared_ptr<StreamState>& stream) {
+void launch(const UserKernel::Slot& k, ElementwiseLayout& L, const std::shared_ptr<StreamState>& stream) {
+  // Arrays, scalars and raw structs by parameter; dims entries: the shape, then each parameter's strides.
   const std::size_t np = L.v.dtypes.size();
-  std::vector<void*> argv;
   std::vector<std::uint64_t> ptrs(np);
   std::vector<std::vector<std::int64_t>> raw(np);
+  std::vector<void*> raw_args(np, nullptr);
+  std::vector<const std::int64_t*> dims(1 + np);
+  std::vector<const ArrayBase*> read, written;
+  const std::size_t n_in = np - L.outs.size();
+  dims[0] = L.shape.begin();
   for (std::size_t p = 0; p < np; ++p) {
-    switch (L.v.access[p]) {
-      case UserAccess::scalar: argv.push_back(&L.scalars[p]); break;
-      case UserAccess::raw_contiguous:
-      case UserAccess::raw_strided: {
-        const ArrayBase& a = *L.arrays[p];
-        raw[p] = {static_cast<std::int64_t>(a.data_ptr()), a.size()};
-        if (L.v.access[p] == UserAccess::raw_strided) {
-          for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.shape()[d]);
-          for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.strides()[d]);
-        }
-        argv.push_back(raw[p].data());
-        break;
+    dims[1 + p] = L.strides[p].begin();
+    if (!L.arrays[p]) continue;
+    const ArrayBase& a = *L.arrays[p];
+    (p < n_in ? read : written).push_back(&a);
+    ptrs[p] = a.data_ptr();
+    if (L.v.access[p] == UserAccess::raw_contiguous || L.v.access[p] == UserAccess::raw_strided) {
+      raw[p] = {static_cast<std::int64_t>(a.data_ptr()), a.size()};
+      if (L.v.access[p] == UserAccess::raw_strided) {
+        for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.shape()[d]);
+        for (int d = 0; d < a.ndim(); ++d) raw[p].push_back(a.strides()[d]);
       }
-      default:
-        ptrs[p] = L.arrays[p]->data_ptr();
-        argv.push_back(&ptrs[p]);
+      raw_args[p] = raw[p].data();
     }
   }
-  argv.push_back(&L.n);
-  bool strided = false;
-  for (auto a : L.v.access) strided = strided || a == UserAccess::strided;
-  if (strided) {
-    argv.push_back(const_cast<std::int64_t*>(L.shape.begin()));
-    for (std::size_t p = 0; p < np; ++p)
-      if (L.v.access[p] == UserAccess::strided) argv.push_back(const_cast<std::int64_t*>(L.strides[p].begin()));
-  }
-  const std::int64_t blocks = std::min<std::int64_t>((L.n + kThreads - 1) / kThreads, 0x7fffffff);
-  FUSION_CU(cuLaunchKernel, kernel.function, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, stream->handle,
-            argv.data(), nullptr);
-  std::uint64_t read = 0, written = 0;
-  const std::size_t n_in = np - L.outs.size();
-  for (std::size_t p = 0; p < np; ++p) {
-    if (!L.arrays[p]) continue;
-    L.arrays[p]->storage()->note_use(stream);
-    (p < n_in ? read : written) += static_cast<std::uint64_t>(L.arrays[p]->nbytes());
-  }
-  Counters& ctr = counters();
-  ctr.launches.fetch_add(1, std::memory_order_relaxed);
-  ctr.bytes_read.fetch_add(read, std::memory_order_relaxed);
-  ctr.bytes_written.fetch_add(written, std::memory_order_relaxed);
+  LaunchArgs a;
+  a.pointers = ptrs;
+  a.scalars = L.scalars;
+  a.raw = raw_args;
+  a.dims = dims;
+  a.count(codegen::Count::n) = L.n;
+  launch_kernel(k.kernel->function, k.signature, a, {blocks_for(L.n), 1}, *stream);
+  note_launch(read, written, stream);
 }
 
 }  // namespace
@@ -167,7 +153,7 @@ Outputs run_elementwise(const UserKernel& k, const std::vector<UserArg>& args) {
   check_arrays(args, k, stream->device, false);
   ElementwiseLayout L = analyze(k, args, false);
   if (L.n > 0) {
-    const LoadedKernel& kernel = k.kernel_for(L.v, stream->device, [&] { return codegen::emit_user_elementwise(k.spec, L.v); });
+    const UserKernel::Slot& kernel = k.kernel_for(L.v, stream->device, [&] { return codegen::emit_user_elementwise(k.spec, L.v); });
     launch(kernel, L, stream);
   }
   return Outputs(std::move(L.outs));

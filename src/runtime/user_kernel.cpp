@@ -12,21 +12,6 @@
 
 namespace fusion::detail {
 
-const LoadedKernel& UserKernel::kernel_for(const codegen::UserVariant& v, int device,
-                                           const std::function<codegen::GeneratedKernel()>& generate) const {
-  const unsigned generation = context_generation(device);
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& c : compiled_)
-      if (c->device == device && c->generation == generation && c->v == v) return *c->kernel;
-  }
-  // Compile outside the lock (load_kernel is thread-safe and loads one source once).
-  const LoadedKernel& k = load_kernel(generate(), device);
-  std::lock_guard lock(mu_);
-  compiled_.push_back(std::make_unique<Compiled>(Compiled{v, device, generation, &k}));
-  return k;
-}
-
 BoundCall bind_call(const UserKernel& k, const std::vector<UserArg>& args) {
   const auto& s = k.spec;
   BoundCall b;

@@ -9,27 +9,27 @@
 
 #include "codegen/emit_user.hpp"
 #include "fusion/user_kernels.hpp"
+#include "runtime/evaluate_internal.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace fusion::detail {
 
 struct UserKernel {
   explicit UserKernel(codegen::UserKernelSpec s) : spec(std::move(s)) {}
+  ~UserKernel() { delete_slots(slots_); }
+  UserKernel(const UserKernel&) = delete;
+  UserKernel& operator=(const UserKernel&) = delete;
   const codegen::UserKernelSpec spec;
+  using Slot = KernelSlot<codegen::UserVariant>;
 
-  /// The loaded kernel for (variant, device): compiled on first use, then found under a short lock.
-  const LoadedKernel& kernel_for(const codegen::UserVariant& v, int device,
-                                 const std::function<codegen::GeneratedKernel()>& generate) const;
+  /// The kernel for (variant, device): compiled on first use, then found without a lock.
+  const Slot& kernel_for(const codegen::UserVariant& v, int device,
+                         const std::function<codegen::GeneratedKernel()>& generate) const {
+    return find_or_build(slots_, v, device, {}, [&] { return new_slot(v, device, {}, generate()); });
+  }
 
  private:
-  struct Compiled {
-    codegen::UserVariant v;
-    int device;
-    unsigned generation;  // of the device context: a reset makes the kernel load again
-    const LoadedKernel* kernel;
-  };
-  mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<Compiled>> compiled_;
+  mutable std::atomic<Slot*> slots_{nullptr};
 };
 
 /// A call's arguments checked against the parameters, with the placeholders bound.

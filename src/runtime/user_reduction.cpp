@@ -22,7 +22,7 @@ struct ReductionCall {
   codegen::UserVariant v;
   ArrayBase out;
   ReduceLayout L;
-  std::vector<std::uint64_t> scalars;  // converted scalar arguments, in parameter order
+  std::vector<ScalarArg> scalars;  // converted scalar arguments, by input parameter
 };
 
 ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, const ReduceArg& arg, int device, bool inspect) {
@@ -46,6 +46,7 @@ ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, con
     c.out = inspect ? ArrayBase::make_placeholder(b.dtypes[n_in], shapes.out) : ArrayBase::make_empty(b.dtypes[n_in], shapes.out);
   }
   int np = 0;
+  c.scalars.resize(n_in);
   for (std::size_t p = 0; p < n_in; ++p) {
     if (args[p].array) {
       if (np == codegen::kMaxParams) throw TypeError(fmt::format("{} reads more than {} arrays", b.what, codegen::kMaxParams));
@@ -53,7 +54,7 @@ ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, con
       c.L.params[np++] = args[p].array;
     } else {
       c.v.access[p] = UserAccess::scalar;
-      c.scalars.push_back(scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name)));
+      c.scalars[p].bits = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
     }
   }
   const DType rd = b.types.resolve(s.reduce_type, "reduce_type");
@@ -74,10 +75,8 @@ Outputs run_reduction(const UserKernel& k, const std::vector<UserArg>& args, con
   check_arrays(args, k, stream->device, false);
   ReductionCall c = analyze(k, args, arg, stream->device, false);
   if (c.out.size() > 0) {
-    const LoadedKernel& kernel = k.kernel_for(c.v, stream->device, [&] { return generate(k, c); });
-    std::vector<void*> scalars;
-    for (auto& s : c.scalars) scalars.push_back(&s);
-    launch_reduction(kernel.function, c.L, scalars, c.out, stream);
+    const UserKernel::Slot& kernel = k.kernel_for(c.v, stream->device, [&] { return generate(k, c); });
+    launch_reduction(kernel.kernel->function, kernel.signature, c.L, c.scalars, c.out, stream);
   }
   std::vector<ArrayBase> outs;
   outs.push_back(std::move(c.out));
