@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/compile/kernel_cache.hpp"
 
 namespace fz = fusion;
 using Clock = std::chrono::steady_clock;

@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,5 +81,22 @@ template <class T> std::size_t mismatches(const std::vector<T>& got, const std::
   }
   return bad;
 }
+
+/// Compares with tests/golden/<name>.cu; FUSION_UPDATE_GOLDEN=1 rewrites the file instead.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+#ifdef FUSION_GOLDEN_DIR
+inline void check_golden(const std::string& name, const std::string& source) {
+  const std::string path = std::string(FUSION_GOLDEN_DIR) + "/" + name + ".cu";
+  if (const char* u = std::getenv("FUSION_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << source;
+  INFO("golden file " << path << " (FUSION_UPDATE_GOLDEN=1 rewrites it after a deliberate change)");
+  CHECK(read_file(path) == source);
+}
+#endif
 
 }  // namespace test

@@ -8,28 +8,13 @@
 #include <sstream>
 
 #include "codegen/emit_elementwise.hpp"
-#include "runtime/nvrtc.hpp"
+#include "runtime/compile/nvrtc.hpp"
 #include "support.hpp"
 
 using fz::DType;
 using fz::ir::Op;
 
 namespace {
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-/// Compares with tests/golden/<name>.cu; FUSION_UPDATE_GOLDEN=1 rewrites the file instead.
-void check_golden(const std::string& name, const std::string& source) {
-  const std::string path = std::string(FUSION_GOLDEN_DIR) + "/" + name + ".cu";
-  if (const char* u = std::getenv("FUSION_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << source;
-  INFO("golden file " << path << " (FUSION_UPDATE_GOLDEN=1 rewrites it after a deliberate change)");
-  CHECK(read_file(path) == source);
-}
 
 fz::codegen::Variant linear_variant(const fz::ir::Graph& g, DType out) {
   fz::codegen::Variant v;
@@ -44,13 +29,13 @@ fz::codegen::Variant linear_variant(const fz::ir::Graph& g, DType out) {
 
 TEST_CASE("generated source of representative kernels matches the golden files", "[codegen]") {
   auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20}), z = fz::placeholder<float>({1 << 20});
-  check_golden("seed_f32", fz::inspect(fz::sin(x) + fz::cos(y) / fz::sqrt(z)).source);
-  check_golden("squared_diff", fz::inspect(fz::named("squared_diff", (x - y) * (x - y))).source);
+  test::check_golden("seed_f32", fz::inspect(fz::sin(x) + fz::cos(y) / fz::sqrt(z)).source);
+  test::check_golden("squared_diff", fz::inspect(fz::named("squared_diff", (x - y) * (x - y))).source);
   auto h = fz::placeholder<fz::half>({3, 4});
   auto m = fz::placeholder<std::int32_t>({4});
-  check_golden("where_half_broadcast", fz::inspect(fz::where(h > 0, h * 2.5, m)).source);
+  test::check_golden("where_half_broadcast", fz::inspect(fz::where(h > 0, h * 2.5, m)).source);
   auto big = fz::placeholder<float>({64, 32});
-  check_golden("transposed_softplus", fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
+  test::check_golden("transposed_softplus", fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
 }
 
 TEST_CASE("every op compiles through NVRTC for every dtype it accepts", "[codegen][nvrtc]") {
@@ -122,6 +107,26 @@ TEST_CASE("large expressions compile in bounded time", "[codegen][nvrtc][compile
 }
 
 TEST_CASE("the README shows the generated seed kernel exactly", "[codegen][docs]") {
-  const std::string readme = read_file(std::string(FUSION_GOLDEN_DIR) + "/../../README.md");
-  CHECK(readme.find(read_file(std::string(FUSION_GOLDEN_DIR) + "/seed_f32.cu")) != std::string::npos);
+  const std::string readme = test::read_file(std::string(FUSION_GOLDEN_DIR) + "/../../README.md");
+  CHECK(readme.find(test::read_file(std::string(FUSION_GOLDEN_DIR) + "/seed_f32.cu")) != std::string::npos);
+}
+
+TEST_CASE("an emitted kernel's signature is its parameter list: sources in launch order", "[codegen][signature]") {
+  using fz::codegen::ArgSource;
+  // Two strided inputs, a scalar, one contiguous output: pointers, scalar, n, shape, strides.
+  fz::ir::Graph g;
+  const std::uint32_t a = g.input(DType::float32), b = g.input(DType::float32);
+  g.outputs.push_back(g.binary(Op::add, g.binary(Op::mul, a, g.scalar(DType::float32)), b));
+  fz::codegen::Variant v = linear_variant(g, DType::float32);
+  v.rank = 2;
+  v.vector_width = 1;
+  v.access[0] = v.access[1] = fz::codegen::Access::strided;
+  const auto k = fz::codegen::emit_elementwise(fz::ir::canonicalize(g), v, "");
+  std::vector<std::pair<ArgSource, int>> got;
+  for (const auto& p : k.signature.params()) got.emplace_back(p.source, p.index);
+  const std::vector<std::pair<ArgSource, int>> want{{ArgSource::pointer, 0}, {ArgSource::pointer, 1}, {ArgSource::pointer, 2},
+                                                    {ArgSource::scalar, 0},  {ArgSource::count, 0},   {ArgSource::dims, 0},
+                                                    {ArgSource::dims, 2},    {ArgSource::dims, 3}};
+  CHECK(got == want);
+  CHECK(k.source.find(k.signature.list()) != std::string::npos);
 }

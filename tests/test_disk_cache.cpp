@@ -8,9 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/cache_commands.hpp"
-#include "runtime/disk_cache.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/compile/cache_commands.hpp"
+#include "runtime/compile/disk_cache.hpp"
+#include "runtime/compile/kernel_cache.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

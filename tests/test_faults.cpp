@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "runtime/disk_cache.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "runtime/compile/disk_cache.hpp"
+#include "runtime/compile/kernel_cache.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 #include <regex>
 #include <set>
 
-#include "codegen/hash.hpp"
+#include "common/hash.hpp"
 #include "support.hpp"
 
 using fz::DType;

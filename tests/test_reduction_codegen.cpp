@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emit_reduction.hpp"
-#include "runtime/nvrtc.hpp"
+#include "runtime/compile/nvrtc.hpp"
 #include "support.hpp"
 
 using fz::DType;
@@ -153,4 +153,13 @@ TEST_CASE("bad reduction axes are ShapeErrors naming the axis and rank", "[reduc
   CHECK_NOTHROW(fz::inspect(fz::sum(m, {-1, 0})));
   auto empty = fz::placeholder<float>({3, 0});
   CHECK_THROWS_AS(fz::inspect(fz::max(empty, 1)), fz::ShapeError);
+}
+
+TEST_CASE("generated reduction kernels match the golden files", "[reduction][golden]") {
+  auto m = fz::placeholder<float>({4096, 1000});
+  test::check_golden("row_sum", fz::inspect(fz::sum(m, 1)).source);
+  auto x = fz::placeholder<double>({std::int64_t{1} << 24});
+  const auto split = fz::inspect(fz::argmax(fz::abs(x)));
+  CHECK(split.variant.find("split over blocks") != std::string::npos);
+  test::check_golden("split_argmax", split.source);
 }

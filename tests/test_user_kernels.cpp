@@ -2,7 +2,7 @@
 // User kernels without a GPU: CuPy's parameter syntax, placeholder binding, and the generated kernels
 // compiled by NVRTC (through fz::inspect on placeholder arrays).
 #include "codegen/user_params.hpp"
-#include "runtime/disk_cache.hpp"
+#include "runtime/compile/disk_cache.hpp"
 
 #include <filesystem>
 #include "support.hpp"
@@ -330,4 +330,10 @@ TEST_CASE("fz::function mistakes are typed errors", "[user][function][errors]") 
   // a body that does not compile: CompileError with the numbered source
   F broken("broken_fn", "(float v) { return v +* 1; }");
   CHECK_THROWS_AS(fz::inspect(broken(x)), fz::CompileError);
+}
+
+TEST_CASE("a generated ElementwiseKernel matches its golden file", "[user][golden]") {
+  fz::ElementwiseKernel k("T x, raw T y, float32 s", "T z", "z = x * s + y[i % y.size()]", "scaled_plus_raw");
+  auto x = fz::placeholder<fz::half>({64, 48}).transpose(), y = fz::placeholder<fz::half>({16}), z = fz::placeholder<fz::half>({48, 64});
+  test::check_golden("elementwise_kernel", k.inspect(x, y, 2.5f, z).source);
 }

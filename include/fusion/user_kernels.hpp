@@ -59,7 +59,7 @@ inline constexpr KeepDims keepdims{};
 
 namespace detail {
 
-struct UserKernel;  // parsed parameters, code and compiled variants (src/runtime/user_kernel.hpp)
+struct UserKernel;  // parsed parameters, code and compiled variants (src/runtime/custom/user_kernel.hpp)
 
 /// One argument of a user-kernel call: an array, or a C++ scalar with its dtype.
 struct UserArg {

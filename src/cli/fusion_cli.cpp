@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "runtime/cache_commands.hpp"
+#include "runtime/compile/cache_commands.hpp"
 
 namespace {
 

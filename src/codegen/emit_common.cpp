@@ -7,7 +7,7 @@
 #include <cctype>
 #include <set>
 
-#include "codegen/hash.hpp"
+#include "common/hash.hpp"
 #include "codegen/user_functions.hpp"
 #include "fusion/error.hpp"
 

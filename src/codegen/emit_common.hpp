@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "codegen/launch_shape.hpp"
-#include "codegen/op_table.hpp"
+#include "codegen/spell.hpp"
 #include "codegen/signature.hpp"
 #include "codegen/source_writer.hpp"
 #include "codegen/variant.hpp"

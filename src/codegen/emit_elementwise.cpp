@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "codegen/op_table.hpp"
+#include "codegen/spell.hpp"
 #include "codegen/source_writer.hpp"
 #include "fusion/error.hpp"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emit_user.hpp"
-#include "codegen/op_table.hpp"
+#include "codegen/spell.hpp"
 #include "codegen/reduce_skeleton.hpp"
 #include "fusion/error.hpp"
 

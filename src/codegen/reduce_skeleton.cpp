@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_shape.hpp"
-#include "codegen/op_table.hpp"
+#include "codegen/spell.hpp"
 
 namespace fusion::codegen {
 namespace {
@@ -40,13 +40,13 @@ void write_reduce_helpers(SourceWriter& fn, const std::string& acc, DType vd, bo
     fn.line("for (int d = 16; d > 0; d >>= 1) a = fz_combine(a, fz_shfl_down(a, d));");
     fn.line("return a;");
   }
-  auto f = fn.block("// The block's 8 warps, combined in warp order; the result is in thread 0.\n"
-                    "__device__ __forceinline__ {0} fz_block_reduce({0} a)", acc);
-  fn.line("__shared__ {} warp_result[8];", acc);
+  auto f = fn.block("// The block's {1} warps, combined in warp order; the result is in thread 0.\n"
+                    "__device__ __forceinline__ {0} fz_block_reduce({0} a)", acc, kBlockWarps);
+  fn.line("__shared__ {} warp_result[{}];", acc, kBlockWarps);
   fn.line("a = fz_warp_reduce(a);");
   fn.line("if (threadIdx.x % 32 == 0) warp_result[threadIdx.x / 32] = a;");
   fn.line("__syncthreads();");
-  fn.line("if (threadIdx.x < 32) a = fz_warp_reduce(threadIdx.x < 8 ? warp_result[threadIdx.x] : fz_identity());");
+  fn.line("if (threadIdx.x < 32) a = fz_warp_reduce(threadIdx.x < {} ? warp_result[threadIdx.x] : fz_identity());", kBlockWarps);
   fn.line("return a;");
 }
 
@@ -196,7 +196,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       scalar_loop("for (long long r = r0; r < r1; ++r)");
     }
   }
-  if (inner && v.group == 32) {
+  if (inner && v.group == kWarpThreads) {
     w.line("a = fz_warp_reduce(a);");
     w.line("if (lane == 0 && o < n_out) {}", store);
   } else if (inner && !v.split) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "codegen/hash.hpp"
+#include "common/hash.hpp"
 #include "codegen/variant.hpp"
 
 namespace fusion::codegen {

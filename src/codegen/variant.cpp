@@ -47,6 +47,7 @@ std::string Variant::describe() const {
 
 }  // namespace fusion::codegen
 
+#include "codegen/launch_shape.hpp"
 #include "codegen/reduce_variant.hpp"
 
 namespace fusion::codegen {
@@ -67,7 +68,7 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string ReduceVariant::describe() const {
   std::string s = mode == ReduceMode::inner
-                      ? fmt::format("reduction, {} per output", group == 32 ? "a warp" : "a block")
+                      ? fmt::format("reduction, {} per output", group == kWarpThreads ? "a warp" : "a block")
                       : std::string("reduction, a thread per output");
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);

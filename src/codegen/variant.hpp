@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "codegen/hash.hpp"
+#include "common/hash.hpp"
 #include "fusion/dtype.hpp"
 
 namespace fusion::codegen {

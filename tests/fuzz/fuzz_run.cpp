@@ -6,7 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "runtime/evaluate_internal.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
 
 namespace fuzz {
 

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "codegen/spell.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/user_functions.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion {
+namespace codegen {
+
+std::string_view compute_type(DType d) { return dtype_info(d).cuda; }
+std::string_view storage_type(DType d) { return dtype_info(d).storage; }
+
+std::string load_conversion(DType d, const std::string& v) {
+  if (!is_16bit_float(d)) return v;
+  return fmt::format("{}({})", dtype_info(d).to_float, v);
+}
+
+std::string store_conversion(DType from, DType to, const std::string& v) {
+  if (is_16bit_float(to)) return fmt::format("{}((float)({}))", dtype_info(to).from_float, v);
+  if (from == to || (compute_type(from) == compute_type(to))) return v;
+  return fmt::format("({})({})", compute_type(to), v);
+}
+
+void need_conversions(SpellContext& ctx, DType d) {
+  if (d == DType::float16) ctx.helpers.insert(Helper::half);
+  if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+}
+
+const char* helper_source(Helper h) {
+  switch (h) {
+    case Helper::half:
+      return R"(// IEEE half <-> float, rounding to nearest even (PTX cvt), without cuda_fp16.h.
+__device__ __forceinline__ float fz_half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short fz_float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; })";
+    case Helper::bfloat16:
+      return R"(// bfloat16 <-> float, rounding to nearest even, NaN kept quiet.
+__device__ __forceinline__ float fz_bfloat16_to_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short fz_float_to_bfloat16(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+})";
+    case Helper::floor_divide:
+      return R"(// NumPy's floor_divide: rounds toward -inf; integer division by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_floor_divide_int(T a, T b) {
+  if (b == 0) return 0;
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;
+  return q;
+}
+template <class T> __device__ __forceinline__ T fz_floor_divide_float(T a, T b) {
+  if (b == 0) return a / b;
+  const T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+  if (div == 0) return copysign(T(0), a / b);
+  T q = floor(div);
+  if (div - q > T(0.5)) q += T(1);
+  return q;
+})";
+    case Helper::remainder:
+      return R"(// NumPy's remainder: the result takes the divisor's sign; integer remainder by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_remainder_int(T a, T b) {
+  if (b == 0) return 0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r = r + b;
+  return r;
+}
+template <class T> __device__ __forceinline__ T fz_remainder_float(T a, T b) {
+  T m = fmod(a, b);
+  if (b == 0) return m;
+  if (m != 0) { if ((b < 0) != (m < 0)) m += b; }
+  else m = copysign(T(0), b);
+  return m;
+})";
+    case Helper::fmod_int:
+      return R"(// C's fmod for integers: the dividend's sign; by zero gives 0.
+template <class T> __device__ __forceinline__ T fz_fmod_int(T a, T b) { return b == 0 ? T(0) : T(a % b); })";
+    case Helper::pow_int:
+      return R"(// Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
+template <class T> __device__ __forceinline__ T fz_pow_int(T a, T b) {
+  if (b < 0) return a == T(1) ? T(1) : (a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0));
+  unsigned long long r = 1, x = (unsigned long long)a;  // unsigned: overflow wraps, as in NumPy
+  while (b) { if (b & 1) r = r * x; x = x * x; b >>= 1; }
+  return (T)r;
+})";
+    case Helper::maximum:
+      return R"(// NumPy's maximum: NaN in either operand gives NaN.
+template <class T> __device__ __forceinline__ T fz_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); })";
+    case Helper::minimum:
+      return R"(// NumPy's minimum: NaN in either operand gives NaN.
+template <class T> __device__ __forceinline__ T fz_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); })";
+    case Helper::logaddexp:
+      return R"(// log(exp(a) + exp(b)) without overflow; equal infinities stay exact.
+template <class T> __device__ __forceinline__ T fz_logaddexp(T a, T b) {
+  if (a == b) return a + T(0.693147180559945309417232121458176568);
+  const T d = a - b;
+  return d > 0 ? a + log1p(exp(-d)) : (d <= 0 ? b + log1p(exp(d)) : d);
+})";
+    case Helper::shifts:
+      return R"(// Shifts by a negative count or by the width or more are defined, as in NumPy.
+template <class T> __device__ __forceinline__ T fz_shl(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? T(0) : T(a << b); }
+template <class T> __device__ __forceinline__ T fz_shr(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? T(-1) : T(0)) : T(a >> b); })";
+    case Helper::sign:
+      return R"(// -1, 0 or 1; NaN stays NaN.
+template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
+  }
+  return "";
+}
+
+bool is_heavy_math(ir::Op op) { return ir::op_info(op).cost == ir::Cost::heavy; }
+
+std::string outlined_source(const std::string& f, bool binary) {
+  if (binary)
+    return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a, T b) {{ return {0}(a, b); }}", f);
+  return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a) {{ return {0}(a); }}", f);
+}
+
+std::string spell(const ir::Node& n, DType d, const std::string& a, const std::string& b, const std::string& c,
+                  SpellContext& ctx) {
+  std::set<Helper>& needs = ctx.helpers;
+  using ir::Op;
+  const bool fl = is_floating(d);
+  const bool is_bool = d == DType::bool_;
+  const std::string t(compute_type(n.dtype));
+  // C++ promotes integers narrower than int before arithmetic; casting back gives the dtype's wrap-around.
+  const bool narrow = !is_floating(n.dtype) && itemsize(n.dtype) < 4;
+  auto wrap = [&](const std::string& e) { return narrow ? fmt::format("({})({})", t, e) : e; };
+  // Signed overflow is undefined in C++ and NVRTC optimizes on it (sign(-x) became -sign(x) for
+  // INT_MIN); int16 * int16 overflows the int it is promoted to. NumPy wraps: integers add, subtract,
+  // multiply and negate in their unsigned type, and the cast back gives the wrap-around.
+  const bool integer = !fl && !is_bool;
+  const std::string u = itemsize(n.dtype) == 8 ? "unsigned long long" : "unsigned";
+  auto arith = [&](const std::string& x, const char* op, const std::string& y) {
+    if (!integer) return fmt::format("{} {} {}", x, op, y);
+    return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
+  };
+  // Costly math goes through a __noinline__ wrapper when the kernel holds many such calls.
+  const bool outline = ctx.outline_heavy_math && is_heavy_math(n.op);
+  auto call1 = [&](const char* f) {
+    if (outline) ctx.outlined.insert(std::string("1") + f);
+    return outline ? fmt::format("fz_outlined_{}({})", f, a) : fmt::format("{}({})", f, a);
+  };
+  auto call2 = [&](const char* f) {
+    if (outline) ctx.outlined.insert(std::string("2") + f);
+    return outline ? fmt::format("fz_outlined_{}({}, {})", f, a, b) : fmt::format("{}({}, {})", f, a, b);
+  };
+  auto helper2 = [&](Helper h, const char* f) {
+    needs.insert(h);
+    return fmt::format("{}<{}>({}, {})", f, compute_type(d), a, b);
+  };
+  // Ops a CUDA math function computes on floating operands are spelled from the op table.
+  const ir::OpInfo& info = ir::op_info(n.op);
+  if (fl && *info.math) return info.arity == ir::Arity::unary ? call1(info.math) : call2(info.math);
+  switch (n.op) {
+    case Op::cast: {
+      if (n.dtype == DType::bool_) return fmt::format("({} != 0)", a);
+      if (is_16bit_float(n.dtype)) {  // rounds to the 16-bit grid, stays a float
+        need_conversions(ctx, n.dtype);
+        return load_conversion(n.dtype, store_conversion(d, n.dtype, a));
+      }
+      return fmt::format("({})({})", t, a);
+    }
+    case Op::neg: return integer ? arith("0", "-", a) : "-" + a;
+    case Op::abs: return (is_signed_int(d) ? fmt::format("({0} < 0 ? {1} : {0})", a, arith("0", "-", a)) : a);
+    case Op::sign:
+      needs.insert(Helper::sign);
+      return fmt::format("fz_sign<{}>({})", compute_type(d), a);
+    case Op::square: return is_bool ? a : arith(a, "*", a);
+    case Op::reciprocal:
+      return fl ? fmt::format("{}(1) / {}", t, a) : wrap(fmt::format("{0} == 0 ? 0 : 1 / {0}", a));
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::rint: case Op::round: return a;  // integers
+    case Op::bit_not: return is_bool ? "!" + a : wrap("~" + a);
+    case Op::logical_not: return "!" + a;
+    case Op::isnan: return fl ? fmt::format("({0} != {0})", a) : "false";
+    case Op::isinf: return fl ? fmt::format("(bool)isinf({})", a) : "false";
+    case Op::isfinite: return fl ? fmt::format("(bool)isfinite({})", a) : "true";
+    case Op::signbit: return fl ? fmt::format("(bool)signbit({})", a) : (is_signed_int(d) ? "(" + a + " < 0)" : "false");
+    case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
+    case Op::sub: return arith(a, "-", b);
+    case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
+    case Op::div: return fmt::format("{} / {}", a, b);
+    case Op::floor_divide:
+      return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");
+    case Op::remainder: return helper2(Helper::remainder, fl ? "fz_remainder_float" : "fz_remainder_int");
+    case Op::fmod: return helper2(Helper::fmod_int, "fz_fmod_int");
+    case Op::pow: return helper2(Helper::pow_int, "fz_pow_int");
+    case Op::maximum: return fl ? helper2(Helper::maximum, "fz_maximum") : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    case Op::minimum: return fl ? helper2(Helper::minimum, "fz_minimum") : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    case Op::fmax: return fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    case Op::fmin: return fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    case Op::bit_and: return wrap(fmt::format("{} & {}", a, b));
+    case Op::bit_or: return wrap(fmt::format("{} | {}", a, b));
+    case Op::bit_xor: return wrap(fmt::format("{} ^ {}", a, b));
+    case Op::shl: return helper2(Helper::shifts, "fz_shl");
+    case Op::shr: return helper2(Helper::shifts, "fz_shr");
+    case Op::logaddexp: return helper2(Helper::logaddexp, "fz_logaddexp");
+    case Op::eq: return fmt::format("({} == {})", a, b);
+    case Op::ne: return fmt::format("({} != {})", a, b);
+    case Op::lt: return fmt::format("({} < {})", a, b);
+    case Op::le: return fmt::format("({} <= {})", a, b);
+    case Op::gt: return fmt::format("({} > {})", a, b);
+    case Op::ge: return fmt::format("({} >= {})", a, b);
+    case Op::logical_and: return fmt::format("({} && {})", a, b);
+    case Op::logical_or: return fmt::format("({} || {})", a, b);
+    case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
+    case Op::call: {
+      ctx.functions.insert(n.slot);
+      std::string args = a;
+      for (const std::string* x : {&b, &c})
+        if (!x->empty()) args += ", " + *x;
+      return fmt::format("{}({})", user_function(n.slot).name, args);
+    }
+    // Leaves are named by the emitters; reductions are spelled by the reduction emitter, never as one
+    // expression; floating math calls were spelled above.
+    default: break;
+  }
+  throw Error(fmt::format("internal: no CUDA spelling for op {}", ir::op_name(n.op)));
+}
+
+}  // namespace codegen
+}  // namespace fusion

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Spelling IR ops in CUDA: types and conversions from the dtype table, math calls from the op table,
+// the rest (NumPy semantics, helpers, heavy-math outlining) here. Nothing else writes operator text.
+#pragma once
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "fusion/ir.hpp"
+
+namespace fusion::codegen {
+
+/// The type values of a dtype live in while computing (16-bit floats compute in float).
+std::string_view compute_type(DType d);
+/// The type of a dtype's elements in memory (16-bit floats are raw bits).
+std::string_view storage_type(DType d);
+/// Converts a loaded element to its compute type.
+std::string load_conversion(DType d, const std::string& value);
+/// Converts a compute value of `from` to the storage of `to` (rounding once for 16-bit floats).
+std::string store_conversion(DType from, DType to, const std::string& value);
+
+/// Helper functions an op may need; emitted once per kernel, only when used.
+enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign };
+const char* helper_source(Helper h);
+
+struct SpellContext;
+/// Records the conversion helpers loading and storing dtype `d` needs (16-bit floats).
+void need_conversions(SpellContext& ctx, DType d);
+
+/// What spelling a kernel's ops needs around them.
+struct SpellContext {
+  std::set<Helper> helpers;          ///< helper functions to emit
+  std::set<std::string> outlined;    ///< math functions called through a __noinline__ wrapper
+  bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
+  std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
+};
+
+/// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining
+/// each sinf/powf slow path makes ptxas time grow steeply (a 256-sin chain: 114 s inlined, 1 s outlined).
+inline constexpr int kHeavyMathBudget = 8;
+/// True for ops whose CUDA implementation is large (trigonometric, hyperbolic, pow, gamma, erf, ...).
+bool is_heavy_math(ir::Op op);
+/// The __noinline__ wrapper for math function `f` (a template over float and double).
+std::string outlined_source(const std::string& f, bool binary);
+
+/// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
+/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`.
+std::string spell(const ir::Node& n, DType operand, const std::string& a, const std::string& b,
+                  const std::string& c, SpellContext& ctx);
+
+}  // namespace fusion::codegen

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/compile/kernel_cache.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/compile/disk_cache.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/measure/stats_counters.hpp"
+
+namespace fusion::detail {
+namespace {
+
+bool show_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("FUSION_SHOW_KERNELS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+/// FUSION_SHOW_KERNELS=1: each kernel's name and source, once per process.
+void announce(const codegen::GeneratedKernel& k, const std::string& target) {
+  if (!show_kernels()) return;
+  static std::mutex mu;
+  static std::set<std::string> shown;
+  std::lock_guard lock(mu);
+  if (shown.insert(k.name).second)
+    std::fprintf(stderr, "fusion: kernel %s (%s)\n%s\n", k.name.c_str(), target.c_str(), k.source.c_str());
+}
+
+}  // namespace
+
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
+  std::string options;
+  for (const auto& o : compile_options(t, k.options, !k.full_headers)) options += o + " ";
+  CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
+  announce(k, t.name());
+  DiskCache& disk = DiskCache::instance();
+  Artifact a;
+  a.target = t.name();
+  a.ptx = t.ptx;
+  if (auto hit = disk.load(key)) {
+    ++counters().disk_hits;
+    a.binary = std::move(hit->binary);
+    a.registers = hit->registers;
+    a.cache_path = disk.path_for(key).string();
+    return a;
+  }
+  CompileOutput out = compile(k.source, k.name, t, k.options, !k.full_headers);
+  ++counters().compiles;
+  counters().compile_ms.fetch_add(out.milliseconds, std::memory_order_relaxed);
+  a.binary = std::move(out.binary);
+  a.registers = out.registers;
+  disk.store(CacheEntry{key, a.binary, t.ptx, a.registers});
+  if (disk.enabled()) a.cache_path = disk.path_for(key).string();
+  return a;
+}
+
+namespace {
+
+/// The in-memory key: everything the binary depends on besides the target (fixed by the device), and the
+/// device's context generation: modules loaded before a device reset are gone, and are loaded again.
+std::string memory_key(const codegen::GeneratedKernel& k, int device) {
+  std::string key = fmt::format("{}\n{}\n{}\n{}\n", device, context_generation(device), k.full_headers, k.name);
+  for (const auto& o : k.options) key += o + '\n';
+  return key + k.source;
+}
+
+}  // namespace
+
+const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<LoadedModule>> loaded;
+  const std::string key = memory_key(k, device);
+  {
+    std::lock_guard lock(mu);
+    if (auto it = loaded.find(key); it != loaded.end()) {
+      ++counters().memory_hits;
+      return *it->second;
+    }
+  }
+  // Compile outside the lock: other kernels keep loading meanwhile. Two threads racing on one new
+  // kernel both compile; the first to finish wins and the other's module is dropped.
+  const Target t = target_for_arch(properties_of(device).arch());
+  Artifact a = build_artifact(k, t);
+  ensure_context(device);
+  auto lm = std::make_unique<LoadedModule>();
+  FUSION_CU(cuModuleLoadData, &lm->module, a.binary.c_str());
+  lm->registers = a.registers;
+  lm->target = a.target;
+  lm->cache_path = a.cache_path;
+  std::lock_guard lock(mu);
+  auto [it, inserted] = loaded.emplace(key, std::move(lm));
+  if (!inserted) {
+    // lost the race: unload ours (the winner's functions are already handed out)
+    FUSION_CU(cuModuleUnload, lm->module);
+  }
+  return *it->second;
+}
+
+const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
+  static std::mutex mu;
+  static std::map<const LoadedModule*, std::unique_ptr<LoadedKernel>> functions;
+  const LoadedModule& m = load_module(k, device);
+  std::lock_guard lock(mu);
+  auto& slot = functions[&m];
+  if (!slot) {
+    auto lk = std::make_unique<LoadedKernel>();
+    FUSION_CU(cuModuleGetFunction, &lk->function, m.module, k.name.c_str());
+    lk->name = k.name;
+    lk->registers = m.registers;
+    lk->target = m.target;
+    lk->cache_path = m.cache_path;
+    slot = std::move(lk);
+  }
+  return *slot;
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// From generated source to a launchable function: memory cache -> disk cache -> NVRTC -> module load.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+#include "codegen/emit_elementwise.hpp"
+#include "runtime/compile/nvrtc.hpp"
+
+namespace fusion::detail {
+
+/// A compiled binary and where it came from.
+struct Artifact {
+  std::string binary;
+  bool ptx = false;
+  int registers = -1;
+  std::string target;
+  std::string cache_path;  ///< "" with the disk cache off
+};
+
+/// The binary for `k` on target `t`: from the disk cache, else compiled by NVRTC and stored.
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t);
+
+struct LoadedModule {
+  CUmodule module = nullptr;
+  int registers = -1;  ///< ptxas' figure for the first (or only) kernel
+  std::string target, cache_path;
+};
+
+/// The loaded module for `k`'s source and options on `device`; thread-safe, loads each once per process.
+const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device);
+
+struct LoadedKernel {
+  CUfunction function = nullptr;
+  std::string name;
+  int registers = -1;
+  std::string target, cache_path;
+};
+
+/// The loaded function `k.name` of `k`'s module on `device`; thread-safe, looked up once per process.
+const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device);
+
+}  // namespace fusion::detail

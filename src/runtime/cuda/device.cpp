@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fusion/device.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <mutex>
+
+#include "fusion/error.hpp"
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/driver.hpp"
+
+namespace fusion {
+namespace detail {
+
+thread_local int tls_current_device = 0;
+
+int checked_device(int id) {
+  const int n = driver().device_count;
+  if (id < 0 || id >= n)
+    throw NoDeviceError(fmt::format("device {} does not exist: this machine has {} CUDA device(s)", id, n));
+  return id;
+}
+
+const DeviceProperties& properties_of(int id) {
+  static std::mutex mu;
+  static std::unique_ptr<DeviceProperties> cache[64];
+  std::lock_guard lock(mu);
+  if (!cache[id]) {
+    auto p = std::make_unique<DeviceProperties>();
+    CUdevice dev;
+    FUSION_CU(cuDeviceGet, &dev, id);
+    char name[256] = {};
+    FUSION_CU(cuDeviceGetName, name, sizeof name, dev);
+    p->name = name;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      FUSION_CU(cuDeviceGetAttribute, &v, a, dev);
+      return v;
+    };
+    p->compute_capability_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    p->compute_capability_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    p->multiprocessor_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p->max_threads_per_multiprocessor = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    p->l2_cache_bytes = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+    FUSION_CU(cuDeviceTotalMem, &p->total_memory, dev);
+    cache[id] = std::move(p);
+  }
+  return *cache[id];
+}
+
+}  // namespace detail
+
+int device_count() { return detail::driver_unavailable_reason().empty() ? detail::driver().device_count : 0; }
+std::string no_device_reason() { return detail::driver_unavailable_reason(); }
+
+Device::Device(int id) : id_(detail::checked_device(id)) {}
+Device Device::current() { return Device(detail::tls_current_device); }
+void Device::use() const { detail::tls_current_device = id_; }
+void Device::synchronize() const {
+  detail::ensure_context(id_);
+  FUSION_CU(cuCtxSynchronize);
+}
+const DeviceProperties& Device::properties() const { return detail::properties_of(id_); }
+
+DeviceScope::DeviceScope(Device d) : previous_(detail::tls_current_device) { d.use(); }
+DeviceScope::~DeviceScope() { detail::tls_current_device = previous_; }
+
+}  // namespace fusion

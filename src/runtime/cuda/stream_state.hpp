@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a Stream shares among its copies and with the arrays allocated on it.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+
+#include "runtime/cuda/driver.hpp"
+
+namespace fusion::detail {
+
+struct StreamState {
+  CUstream handle = nullptr;
+  int device = 0;
+  bool owned = false;  // created by fusion, destroyed with the last owner
+  bool non_blocking = false;
+  int priority = 0;
+  /// The context generation the handle was made in; 0 for the built-in handles (legacy, per-thread),
+  /// which stay valid across device resets.
+  unsigned generation = 0;
+  /// Scratch for reductions split over several blocks (counters, then partial results): kernels on
+  /// one stream run in order, so they can share it. Allocated on first use, zeroed counters.
+  CUdeviceptr reduce_workspace = 0;
+  unsigned workspace_generation = 0;
+  /// Whether a device reset destroyed the handle (never for the built-in ones).
+  bool reset_destroyed() const { return generation && is_stale(generation, device); }
+  ~StreamState();
+};
+
+/// `s` checked for use: its device's context current, and a DeviceResetError if a reset destroyed its handle
+/// (the driver crashes on a destroyed stream rather than report it).
+const StreamState& live(const StreamState& s);
+
+/// The calling thread's current stream on the current device (its context made current). Hot path.
+const std::shared_ptr<StreamState>& current_stream_state();
+
+}  // namespace fusion::detail

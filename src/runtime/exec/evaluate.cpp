@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+// Running an expression: layout analysis (which variant), the per-expression kernel list (lock-free on
+// the hot path), argument packing and launch of elementwise kernels (one or several outputs); the
+// dispatch between elementwise kernels, reductions and plans; and inspection.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <climits>
+#include <map>
+#include <mutex>
+
+#include "codegen/emit_elementwise.hpp"
+#include "fusion/error.hpp"
+#include "fusion/inspect.hpp"
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/plan.hpp"
+#include "runtime/compile/kernel_cache.hpp"
+#include "runtime/exec/launch.hpp"
+#include "runtime/exec/layout.hpp"
+#include "runtime/measure/stats_counters.hpp"
+#include "runtime/memory/storage.hpp"
+
+namespace fusion {
+namespace detail {
+
+using codegen::Access;
+using codegen::kMaxOutputs;
+using codegen::kMaxParams;
+using codegen::Variant;
+
+namespace {
+
+thread_local bool tls_unfused = false;
+
+}  // namespace
+
+using ElementwiseSlot = KernelSlot<Variant>;
+
+std::mutex& build_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+const Lowered& register_lowered(ir::Graph g) {
+  auto* l = new Lowered;  // one per expression type, alive for the process
+  l->canonical = ir::canonicalize(g);
+  for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
+  l->graph = std::move(g);
+  // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
+  // and leak checkers then see the lifetime as intended.
+  static std::mutex mu;
+  static auto& all = *new std::vector<const Lowered*>;
+  std::lock_guard lock(mu);
+  all.push_back(l);
+  return *l;
+}
+
+const Lowered& lowered_for_graph(ir::Graph g) {
+  static std::mutex mu;
+  static auto& registry = *new std::multimap<std::uint64_t, const Lowered*>;  // never destroyed, as above
+  const std::uint64_t h = ir::hash(g);
+  std::lock_guard lock(mu);
+  for (auto [it, end] = registry.equal_range(h); it != end; ++it)
+    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return *it->second;
+  const Lowered& l = register_lowered(std::move(g));
+  registry.emplace(h, &l);
+  return l;
+}
+
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape) {
+  for (int i = 0; i < c.n_arrays; ++i) {
+    const ArrayBase& a = *c.arrays[i];
+    if (!a.has_storage())
+      throw Error(a.is_placeholder() ? "a placeholder array has no memory: use fz::inspect(e) to see its kernel, "
+                                       "or fz::empty / fz::asarray to make arrays that can run"
+                                     : "an expression reads an empty Array (default-constructed, never assigned)");
+    if (a.device() != device)
+      throw Error(fmt::format("an array on device {} is used while device {} is current; use fz::DeviceScope",
+                              a.device(), device));
+  }
+  if (mode == AssignMode::replace) mode = (out.has_storage() && out.shape() == shape) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::into) {
+    if (!out.has_storage()) throw Error("assigning into an Array that has no memory");
+    if (broadcast_shapes(shape, out.shape()) != out.shape())
+      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
+                                   to_string(out.shape())));
+    if (out.device() != device)
+      throw Error(fmt::format("the output lives on device {} but device {} is current", out.device(), device));
+    for (int d = 0; d < out.ndim(); ++d)
+      if (out.strides()[d] == 0 && out.shape()[d] > 1)
+        throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
+  } else {
+    out = ArrayBase::make_empty(out.dtype(), shape);
+  }
+  return out.size() > 0;
+}
+
+ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, kMaxParams>& param_of_slot) {
+  std::vector<std::uint32_t> representative(lw.graph.n_inputs);
+  for (std::uint32_t s = 0; s < lw.graph.n_inputs; ++s) {
+    std::uint32_t r = 0;
+    while (param_of_slot[r] != param_of_slot[s]) ++r;
+    representative[s] = r;
+  }
+  return ir::canonicalize(lw.graph, representative);
+}
+
+namespace {
+
+codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::string_view name) {
+  return codegen::emit_elementwise(merged_graph(lw, v.param_of_slot), v, name);
+}
+
+const ElementwiseSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
+  return find_or_build(lw.slots, v, device, name, [&] { return new_slot(v, device, name, generate(lw, v, name)); });
+}
+
+/// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
+/// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
+/// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
+/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
+void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
+            const std::shared_ptr<StreamState>& stream) {
+  // Arrays and dims entries are numbered as emit_elementwise's signature names them.
+  const int np = L.v.n_params;
+  std::uint64_t ptrs[kMaxParams + kMaxOutputs];
+  const std::int64_t* dims[1 + kMaxParams + kMaxOutputs];
+  for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
+  for (int o = 0; o < K; ++o) ptrs[np + o] = outs[o]->data_ptr();
+  dims[0] = L.shape.begin();
+  for (int k = 0; k < K + np; ++k) dims[1 + k] = L.strides[k].begin();
+  LaunchArgs a;
+  a.pointers = {ptrs, static_cast<std::size_t>(np + K)};
+  a.scalars = {c.scalars, static_cast<std::size_t>(c.n_scalars)};
+  a.dims = {dims, static_cast<std::size_t>(1 + K + np)};
+  a.count(codegen::Count::n) = L.n;
+  const std::int64_t work = L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width;
+  launch_kernel(k.kernel->function, k.signature, a, {blocks_for(work), 1}, *stream);
+  note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);
+}
+
+/// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
+Shape output_shape(const Call& c, int k) {
+  if (c.lowered->graph.outputs.size() == 1) return broadcast_shape_of(c);
+  const ir::Graph& g = c.lowered->graph;
+  const std::vector<bool> reads = codegen::reachable(g, g.outputs[static_cast<std::size_t>(k)]);
+  Shape s;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (reads[i] && g.nodes[i].op == ir::Op::input) s = broadcast_shapes(s, c.arrays[g.nodes[i].slot]->shape());
+  return s;
+}
+
+/// True when writing the outputs could change an input before it is read: an output shares memory
+/// with an input that is not the very same view walked over the whole index space
+/// (x = x.slice(reversed) + 1, x += x.transpose(), tie(a, b) = (a + 1, a + y) with `a` broadcast).
+bool overlaps_harmfully(const Call& c, const ArrayBase* const* outs, int K, const Shape& full) {
+  for (int k = 0; k < K; ++k)
+    for (int i = 0; i < c.n_arrays; ++i) {
+      const ArrayBase& a = *c.arrays[i];
+      if (!shares_memory(a, *outs[k])) continue;
+      const ArrayBase& out = *outs[k];
+      if (out.shape() == full && a.shape() == out.shape() && a.data_ptr() == out.data_ptr() &&
+          broadcast_strides(a, full) == broadcast_strides(out, full))
+        continue;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  const auto& stream = current_stream_state();
+  const int device = stream->device;
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < k; ++j)
+      if (outs[k] == outs[j] || (mode != AssignMode::fresh && shares_memory(*outs[k], *outs[j])))
+        throw Error(fmt::format("fz::tie: outputs {} and {} share memory; give each result its own array", j, k));
+  bool any = false;
+  for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, device, output_shape(c, k)) || any;
+  if (!any) return;  // empty: no launch
+  const Shape full = index_space(outs, K);
+  if (overlaps_harmfully(c, outs, K, full)) {
+    // NumPy's answer: every input is read before any output is written. Compute aside, then copy.
+    std::vector<ArrayBase> tmp;
+    ArrayBase* tmp_ptrs[kMaxOutputs];
+    for (int k = 0; k < K; ++k) tmp.push_back(ArrayBase::make_empty(outs[k]->dtype(), outs[k]->shape()));
+    for (int k = 0; k < K; ++k) tmp_ptrs[k] = &tmp[static_cast<std::size_t>(k)];
+    evaluate_elementwise(c, tmp_ptrs, K, AssignMode::into);
+    for (int k = 0; k < K; ++k) copy_array(tmp[static_cast<std::size_t>(k)], *outs[k], AssignMode::into);
+    return;
+  }
+  Layout L;
+  analyze(c, outs, K, L);
+  const ElementwiseSlot& k = kernel_for(*c.lowered, L.v, device, c.name);
+  launch(k, L, c, outs, K, stream);
+}
+
+namespace {
+
+const Lowered& identity_lowered(DType d) {
+  static const Lowered* table[kNumDTypes] = {};
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int i = 0; i < kNumDTypes; ++i) {
+      ir::Graph g;
+      g.outputs.push_back(g.input(static_cast<DType>(i)));
+      table[i] = &register_lowered(std::move(g));
+    }
+  });
+  return *table[static_cast<int>(d)];
+}
+
+/// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
+void dispatch(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  const Lowered& lw = *c.lowered;
+  if (!tls_unfused && !lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
+  const Plan& p = plan_of(lw, tls_unfused);
+  if (p.direct) {
+    if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
+    return evaluate_elementwise(c, outs, K, mode);
+  }
+  run_plan(p, c, outs, mode);
+}
+
+}  // namespace
+
+Call with_functions_resolved(const Call& c) {
+  if (c.n_functions == 0) return c;
+  // The expression type's graph numbers its fz::function calls; this call's functions fill them in.
+  // (One graph copy and lookup per evaluation: the functions are values, not part of the type.)
+  ir::Graph g = c.lowered->graph;
+  for (ir::Node& n : g.nodes)
+    if (n.op == ir::Op::call) n.slot = c.functions[n.slot];
+  g.n_functions = 0;
+  Call r = c;
+  r.lowered = &lowered_for_graph(std::move(g));
+  r.functions = nullptr;
+  r.n_functions = 0;
+  return r;
+}
+
+void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
+  ArrayBase* outs[1] = {&out};
+  dispatch(with_functions_resolved(c), outs, 1, mode);
+}
+
+void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
+  if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
+  dispatch(with_functions_resolved(c), outs, n_outs, mode);
+}
+
+void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode) {
+  const ArrayBase* arrays[1] = {&src};
+  ArrayBase* outs[1] = {&dst};
+  evaluate_elementwise(Call{&identity_lowered(src.dtype()), arrays, nullptr, nullptr, 1, 0, 0, {}}, outs, 1, mode);
+}
+
+/// Compiles (through the caches) without launching; works without a GPU.
+KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant) {
+  KernelInfo info;
+  info.name = k.name;
+  info.hash = k.hash;
+  info.variant = std::move(variant);
+  if (device_count() > 0) {
+    const int device = enter_current_device();
+    const LoadedModule& lk = load_module(k, device);  // compiled and loaded; no function needed to describe it
+    info.arch = lk.target;
+    info.cache_path = lk.cache_path;
+    info.registers = lk.registers;
+  } else {
+    const Artifact a = build_artifact(k, default_target());
+    info.arch = a.target;
+    info.cache_path = a.cache_path;
+    info.registers = a.registers;
+  }
+  info.source = std::move(k.source);
+  return info;
+}
+
+KernelInfo inspect_elementwise(const Call& c) {
+  const int K = static_cast<int>(c.lowered->graph.outputs.size());
+  std::vector<ArrayBase> outs;
+  ArrayBase* ptrs[kMaxOutputs];
+  for (int k = 0; k < K; ++k)
+    outs.push_back(ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
+                                               output_shape(c, k)));
+  for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
+  Layout L;
+  analyze(c, ptrs, K, L);
+  return finish_inspect(generate(*c.lowered, L.v, c.name), L.v.describe());
+}
+
+KernelInfo inspect(const Call& call) {
+  const Call c = with_functions_resolved(call);
+  const Lowered& lw = *c.lowered;
+  if (!lw.has_reduction) return inspect_elementwise(c);
+  const Plan& p = plan_of(lw, false);
+  if (p.direct) return inspect_reduction(c);
+  std::vector<KernelInfo> steps = inspect_plan(p, c);
+  KernelInfo info = steps.back();
+  info.kernels = static_cast<int>(steps.size());
+  std::string source;
+  for (const KernelInfo& s : steps) {
+    info.plan.push_back(fmt::format("{} ({})", s.name, s.variant));
+    source += fmt::format("// ---- kernel {} of {}: {}\n{}\n", info.plan.size(), steps.size(), s.name, s.source);
+  }
+  info.source = std::move(source);
+  return info;
+}
+
+}  // namespace detail
+
+Unfused::Unfused() : previous_(detail::tls_unfused) { detail::tls_unfused = true; }
+Unfused::~Unfused() { detail::tls_unfused = previous_; }
+bool Unfused::active() { return detail::tls_unfused; }
+
+}  // namespace fusion

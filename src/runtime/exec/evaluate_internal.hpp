@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the evaluators share: an expression type's lowered IR with its kernel lists and plans, and the
+// layout helpers that elementwise and reduction launches both use.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "codegen/emit_common.hpp"
+#include "codegen/reduce_variant.hpp"
+#include "fusion/evaluate.hpp"
+#include "fusion/inspect.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/exec/layout.hpp"
+#include "runtime/compile/kernel_cache.hpp"
+
+namespace fusion::detail {
+
+struct Plan;  // several kernels (plan.hpp)
+
+/// A compiled kernel for one layout variant, device and user name: a node of a lock-free list
+/// (find_or_build) kept per expression type or user kernel. One kind for fused, reduction and user kernels.
+template <class V> struct KernelSlot {
+  V variant;
+  int device;
+  std::string name;
+  const LoadedKernel* kernel;
+  codegen::KernelSignature signature;  // how its arguments are packed
+  KernelSlot* next = nullptr;
+  unsigned generation = 0;  // of the device context the kernel was loaded in
+};
+
+/// Compiles (through the caches) and loads `k` on `device` as a new slot for find_or_build.
+template <class V> KernelSlot<V>* new_slot(const V& v, int device, std::string_view name, codegen::GeneratedKernel k) {
+  const LoadedKernel& loaded = load_kernel(k, device);
+  return new KernelSlot<V>{v, device, std::string(name), &loaded, std::move(k.signature)};
+}
+
+/// Frees a slot list (of an object that is destroyed; expression types' lists live for the process).
+template <class V> void delete_slots(std::atomic<KernelSlot<V>*>& head) {
+  for (KernelSlot<V>* s = head.exchange(nullptr); s;) delete std::exchange(s, s->next);
+}
+
+struct Lowered {
+  ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
+  ir::Graph canonical;  // without merging inputs (plans walk this)
+  bool has_reduction = false;
+  std::atomic<KernelSlot<codegen::Variant>*> slots{nullptr};
+  std::atomic<KernelSlot<codegen::ReduceVariant>*> reduce_slots{nullptr};
+  // How the expression runs when it is more than one elementwise kernel: [0] fused, [1] unfused.
+  mutable std::once_flag plan_once[2];
+  mutable std::unique_ptr<Plan> plans[2];
+};
+
+/// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
+const Lowered& lowered_for_graph(ir::Graph g);
+
+/// The canonical graph a variant compiles: input slots read through one parameter become one input.
+ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
+
+/// Serializes publishing new kernel slots (lookups stay lock-free; compiling happens outside it).
+std::mutex& build_mutex();
+
+/// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
+/// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next` unset).
+template <class Slot, class V, class Build>
+const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name, Build&& build) {
+  // Slots of an earlier context generation hold functions a device reset destroyed: they stay in the
+  // list, unused, and the kernel is loaded again for the new generation.
+  const unsigned generation = context_generation(device);
+  auto find = [&]() -> const Slot* {
+    for (Slot* s = head.load(std::memory_order_acquire); s; s = s->next)
+      if (s->device == device && s->generation == generation && s->variant == v && s->name == name) return s;
+    return nullptr;
+  };
+  if (const Slot* s = find()) return *s;
+  // Generate and compile outside the lock, so that threads building different kernels run NVRTC in
+  // parallel; only publishing is serialized. A thread that lost the race for the same slot drops its copy.
+  std::unique_ptr<Slot> built(build());
+  built->generation = generation;
+  std::lock_guard lock(build_mutex());
+  if (const Slot* s = find()) return *s;
+  Slot* slot = built.release();
+  slot->next = head.load(std::memory_order_relaxed);
+  const_cast<std::atomic<Slot*>&>(head).store(slot, std::memory_order_release);
+  return *slot;
+}
+
+/// Validates inputs and prepares `out` for a result of `shape`; false when there is nothing to compute.
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape);
+
+/// One elementwise kernel (every output of the call's graph, which has no reduction).
+void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);
+/// One reduction kernel (the call's graph holds exactly one reduction with a scalar-only epilogue).
+void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode);
+/// The output shape of such a reduction call (checks the axes).
+Shape reduction_output_shape(const Call& c);
+KernelInfo inspect_elementwise(const Call& c);
+/// A generated kernel compiled through the caches (not launched; no GPU needed) and described.
+KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
+KernelInfo inspect_reduction(const Call& c);
+
+/// Writes `src` into `dst` (same shape or broadcastable), or into a new array when `dst` has no memory.
+void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode);
+
+}  // namespace fusion::detail

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/exec/launch.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/launch_shape.hpp"
+#include "fusion/error.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/measure/stats_counters.hpp"
+#include "runtime/memory/storage.hpp"
+#include "runtime/cuda/stream_state.hpp"
+
+namespace fusion::detail {
+
+using codegen::ArgSource;
+
+namespace {
+/// Most parameters a generated kernel has (64 arrays, 8 outputs, 256 scalars, their strides, ...).
+constexpr std::size_t kMaxKernelParams = 512;
+
+template <class T> T& at(std::span<T> values, std::uint16_t i, const char* what) {
+  if (i >= values.size()) throw Error(fmt::format("internal: a kernel parameter names {} {} of {}", what, i, values.size()));
+  return values[i];
+}
+}  // namespace
+
+void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const LaunchArgs& a, Grid grid,
+                   const StreamState& stream) {
+  const auto& params = sig.params();
+  if (params.size() > kMaxKernelParams)
+    throw Error(fmt::format("a kernel may take at most {} parameters (this one has {}); evaluate a part of the expression "
+                            "first with fz::eval", kMaxKernelParams, params.size()));
+  void* argv[kMaxKernelParams];
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::uint16_t k = params[i].index;
+    switch (params[i].source) {
+      case ArgSource::pointer: argv[i] = const_cast<std::uint64_t*>(&at(a.pointers, k, "pointer")); break;
+      case ArgSource::scalar: argv[i] = const_cast<std::uint64_t*>(&at(a.scalars, k, "scalar").bits); break;
+      case ArgSource::count: argv[i] = const_cast<std::int64_t*>(&a.counts[k]); break;
+      case ArgSource::divisor: argv[i] = const_cast<double*>(&a.divisor); break;
+      case ArgSource::dims: argv[i] = const_cast<std::int64_t*>(at(a.dims, k, "dims entry")); break;
+      case ArgSource::raw: argv[i] = at(a.raw, k, "raw array"); break;
+      case ArgSource::workspace: argv[i] = const_cast<std::uint64_t*>(&a.workspace[k]); break;
+    }
+  }
+  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, codegen::kBlockThreads, 1,
+            1, 0, stream.handle, argv, nullptr);
+}
+
+void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written,
+                 const std::shared_ptr<StreamState>& stream) {
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+  for (const ArrayBase* r : read) {
+    r->storage()->note_use(stream);
+    bytes_read += static_cast<std::uint64_t>(r->nbytes());
+  }
+  for (const ArrayBase* w : written) {
+    w->storage()->note_use(stream);
+    bytes_written += static_cast<std::uint64_t>(w->nbytes());
+  }
+  Counters& ctr = counters();
+  ctr.launches.fetch_add(1, std::memory_order_relaxed);
+  ctr.bytes_read.fetch_add(bytes_read, std::memory_order_relaxed);
+  ctr.bytes_written.fetch_add(bytes_written, std::memory_order_relaxed);
+}
+
+std::int64_t blocks_for(std::int64_t work) {
+  return std::min<std::int64_t>((work + codegen::kBlockThreads - 1) / codegen::kBlockThreads, codegen::kMaxGridX);
+}
+
+}  // namespace fusion::detail

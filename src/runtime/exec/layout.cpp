@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/exec/layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "codegen/launch_shape.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::detail {
+
+using codegen::Access;
+using codegen::kMaxOutputs;
+using codegen::kMaxParams;
+using codegen::Variant;
+
+std::int64_t max_offset(const Strides& st, const Shape& shape) {
+  std::int64_t m = 0;
+  for (int i = 0; i < shape.size(); ++i) m += (st[i] < 0 ? -st[i] : st[i]) * (shape[i] - 1);
+  return m;
+}
+
+void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out) {
+  shape = Shape();
+  for (int k = 0; k < n_ops; ++k) out[k] = Strides();
+  for (int d = 0; d < full.size(); ++d) {
+    if (full[d] == 1) continue;
+    bool merge = !shape.empty();
+    for (int k = 0; merge && k < n_ops; ++k) merge = out[k][shape.size() - 1] == st[k][d] * full[d];
+    if (merge) {
+      shape[shape.size() - 1] *= full[d];
+      for (int k = 0; k < n_ops; ++k) out[k][out[k].size() - 1] = st[k][d];
+    } else {
+      shape.push_back(full[d]);
+      for (int k = 0; k < n_ops; ++k) out[k].push_back(st[k][d]);
+    }
+  }
+  if (shape.empty()) {  // a single element
+    shape.push_back(1);
+    for (int k = 0; k < n_ops; ++k) out[k].push_back(1);
+  }
+}
+
+int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
+  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer).
+  if (c.n_arrays > kMaxParams)
+    throw Error(fmt::format("an expression may have at most {} array operands in one kernel (it has {}; an array "
+                            "used twice counts twice): evaluate a part first with fz::eval",
+                            kMaxParams, c.n_arrays));
+  int np = 0;
+  for (int s = 0; s < c.n_arrays; ++s) {
+    int p = 0;
+    while (p < np && !same_view(*params[p], *c.arrays[s])) ++p;
+    if (p == np) {
+      if (np == kMaxParams)
+        throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
+      params[np++] = c.arrays[s];
+    }
+    param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
+  }
+  return np;
+}
+
+bool same_view(const ArrayBase& a, const ArrayBase& b) {
+  if (&a == &b) return true;
+  if (!a.storage() || a.storage() != b.storage()) return false;  // placeholders are distinct unless identical
+  return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
+}
+
+Strides broadcast_strides(const ArrayBase& a, const Shape& shape) {
+  Strides st;
+  st.resize(shape.size());
+  const int lead = shape.size() - a.ndim();
+  for (int i = 0; i < shape.size(); ++i) {
+    const int j = i - lead;
+    st[i] = (j < 0 || a.shape()[j] == 1) ? 0 : a.strides()[j];
+  }
+  return st;
+}
+
+Shape broadcast_shape_of(const Call& c) {
+  Shape s;
+  for (int i = 0; i < c.n_arrays; ++i) s = broadcast_shapes(s, c.arrays[i]->shape());
+  return s;
+}
+
+bool shares_memory(const ArrayBase& a, const ArrayBase& b) {
+  if (a.storage() != b.storage() || !a.storage() || a.size() == 0 || b.size() == 0) return false;
+  const auto span = [](const ArrayBase& x) {
+    std::int64_t lo = 0, hi = 0;
+    for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);
+    const auto base = static_cast<std::int64_t>(x.data_ptr());
+    const auto w = static_cast<std::int64_t>(itemsize(x.dtype()));
+    return std::pair{base + lo * w, base + (hi + 1) * w};
+  };
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
+
+Shape index_space(const ArrayBase* const* outs, int K) {
+  Shape s;
+  for (int k = 0; k < K; ++k) s = broadcast_shapes(s, outs[k]->shape());
+  return s;
+}
+
+void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
+  L.v = Variant{};
+  L.v.n_outputs = static_cast<std::uint8_t>(K);
+  for (int k = 0; k < K; ++k) L.v.out_dtype[k] = outs[k]->dtype();
+  const Shape full = index_space(outs, K);
+  L.n = numel(full);
+
+  const int np = distinct_params(c, L.params, L.v.param_of_slot);
+  L.v.n_params = static_cast<std::uint8_t>(np);
+
+  // Operands 0..K-1 are the outputs; K.. are the parameters. Collapse dimensions that every operand
+  // walks contiguously, and drop extent-1 dimensions, so most calls become one linear loop.
+  Strides st[kMaxParams + kMaxOutputs];
+  for (int k = 0; k < K; ++k) st[k] = broadcast_strides(*outs[k], full);
+  for (int p = 0; p < np; ++p) st[K + p] = broadcast_strides(*L.params[p], full);
+  const int n_ops = np + K;
+  collapse_dims(full, st, n_ops, L.shape, L.strides);
+  L.v.rank = static_cast<std::uint8_t>(L.shape.size());
+
+  const Strides dense = contiguous_strides(L.shape);
+  auto classify = [&](const Strides& s, bool output) {
+    bool zero = !output, some_zero = false;
+    for (int d = 0; d < s.size(); ++d) {
+      zero = zero && s[d] == 0;
+      some_zero = some_zero || (s[d] == 0 && L.shape[d] > 1);
+    }
+    if (zero && L.n > 1) return Access::broadcast;
+    if (output && some_zero) return Access::broadcast;  // a smaller output of fz::tie
+    return s == dense ? Access::contiguous : Access::strided;
+  };
+  for (int k = 0; k < K; ++k) L.v.out_access[k] = classify(L.strides[k], true);
+  for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[K + p], false);
+
+  bool wide = L.n > INT_MAX;
+  for (int k = 0; k < n_ops && !wide; ++k) wide = max_offset(L.strides[k], L.shape) > INT_MAX;
+  L.v.index64 = wide;
+
+  for (int p = 0; p < np; ++p)
+    for (int k = 0; k < K; ++k)
+      if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
+
+  if (!L.v.has_strided()) {
+    std::size_t widest = 1;
+    for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
+    for (int p = 0; p < np; ++p)
+      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous)
+        widest = std::max(widest, itemsize(L.params[p]->dtype()));
+    const std::size_t V = codegen::kVectorBytes / widest;
+    bool aligned = V > 1;
+    auto ok = [&](const ArrayBase& a) { return a.data_ptr() % (V * itemsize(a.dtype())) == 0; };
+    for (int k = 0; k < K && aligned; ++k) aligned = ok(*outs[k]);
+    for (int p = 0; p < np && aligned; ++p)
+      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous) aligned = ok(*L.params[p]);
+    L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
+  }
+}
+
+}  // namespace fusion::detail

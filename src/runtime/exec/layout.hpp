@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layout analysis: from a call's arrays (shapes, strides, alignment; placeholders are enough) to the
+// structural facts a kernel is generated for (the variant) and the run-time values launched with it.
+// Pure logic with no GPU: fused elementwise, reduction and custom kernels all use it.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "codegen/variant.hpp"
+#include "fusion/array_base.hpp"
+#include "fusion/evaluate.hpp"
+
+namespace fusion::detail {
+
+/// The largest element offset an operand with strides `st` reaches over `shape`.
+std::int64_t max_offset(const Strides& st, const Shape& shape);
+/// Merges the dimensions of `full` that every operand walks as one and drops extent-1 ones (most calls
+/// become one linear loop): `st[k]` are operand k's strides over `full`, `out[k]` its collapsed strides.
+/// A 0-d or all-ones shape becomes one dimension of extent 1.
+void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out);
+/// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).
+Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
+/// The same memory walked the same way (so one kernel parameter can serve both).
+bool same_view(const ArrayBase& a, const ArrayBase& b);
+/// Whether the memory spans of two arrays overlap.
+bool shares_memory(const ArrayBase& a, const ArrayBase& b);
+/// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
+int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
+/// The broadcast shape of the call's arrays.
+Shape broadcast_shape_of(const Call& c);
+
+/// The layout of one elementwise call: the variant plus the run-time values that go with it.
+struct Layout {
+  codegen::Variant v;
+  std::int64_t n = 0;
+  Shape shape;                                                     // collapsed
+  const ArrayBase* params[codegen::kMaxParams];
+  Strides strides[codegen::kMaxParams + codegen::kMaxOutputs];     // collapsed; outputs first, then the parameters
+};
+/// The index space of a call: the broadcast of every output's shape.
+Shape index_space(const ArrayBase* const* outs, int K);
+/// Analyzes a call writing outputs `outs[0..K)`: dimensions collapsed, each operand contiguous,
+/// broadcast or strided, the vector width (16-byte accesses when every pointer allows), index width.
+void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L);
+
+}  // namespace fusion::detail

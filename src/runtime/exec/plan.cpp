@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/exec/plan.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/emit_common.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::detail {
+namespace {
+
+bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
+
+/// The reduction that can run at the root of the kernel computing `root`: the only one reachable
+/// without passing through a reduction, with no array read outside it (its epilogue takes scalars only).
+std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
+  std::uint32_t found = ir::kNone;
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<std::uint32_t> stack{root};
+  while (!stack.empty()) {
+    const std::uint32_t i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    const ir::Node& n = g.nodes[i];
+    if (ir::is_reduction(n.op)) {
+      if (found != ir::kNone) return ir::kNone;
+      found = i;
+      continue;
+    }
+    if (n.op == ir::Op::input) return ir::kNone;
+    for (std::uint32_t o : {n.a, n.b, n.c})
+      if (o != ir::kNone) stack.push_back(o);
+  }
+  return found;
+}
+
+/// The step computing node `root` of `g`, reading temporaries for the nodes in `temp_of` (>= 0).
+PlanStep extract(const ir::Graph& g, std::uint32_t root, const std::vector<int>& temp_of, int target) {
+  PlanStep step;
+  step.target = target;
+  ir::Graph sub;
+  std::vector<std::uint32_t> memo(g.nodes.size(), ir::kNone);
+  auto visit = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
+    if (memo[i] != ir::kNone) return memo[i];
+    ir::Node n = g.nodes[i];
+    if (i != root && temp_of[i] >= 0) {
+      step.arrays.push_back(~temp_of[i]);
+      return memo[i] = sub.input(n.dtype);
+    }
+    switch (n.op) {
+      case ir::Op::input: step.arrays.push_back(static_cast<int>(n.slot)); return memo[i] = sub.input(n.dtype);
+      case ir::Op::scalar: step.scalars.push_back(n.slot); return memo[i] = sub.scalar(n.dtype);
+      default: break;
+    }
+    for (std::uint32_t* o : {&n.a, &n.b, &n.c})
+      if (*o != ir::kNone) *o = self(self, *o);
+    if (ir::is_reduction(n.op)) {
+      step.reductions.push_back(n.slot);
+      n.slot = sub.n_reductions++;
+    }
+    return memo[i] = sub.append(n);
+  };
+  sub.outputs.push_back(visit(visit, root));
+  step.lowered = &lowered_for_graph(std::move(sub));
+  return step;
+}
+
+std::unique_ptr<Plan> make_plan(const Lowered& lw, bool unfused) {
+  const ir::Graph& g = lw.canonical;
+  auto plan = std::make_unique<Plan>();
+  std::vector<bool> own_kernel(g.nodes.size(), false);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    own_kernel[i] = unfused ? is_op(g.nodes[i]) : ir::is_reduction(g.nodes[i].op);
+  for (std::uint32_t o : g.outputs) own_kernel[o] = false;  // the outputs' steps come last
+  if (!unfused && g.outputs.size() == 1) {
+    const std::uint32_t r = root_reduction(g, g.outputs[0]);
+    if (r != ir::kNone) own_kernel[r] = false;
+  }
+  bool any = false;
+  for (bool b : own_kernel) any = any || b;
+  // One kernel over the expression's own graph: the evaluators take the call as it is.
+  if (!any && (g.outputs.size() == 1 || (!lw.has_reduction && !unfused))) {
+    plan->direct = true;
+    return plan;
+  }
+  std::vector<int> temp_of(g.nodes.size(), -1);
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    if (!own_kernel[i]) continue;
+    temp_of[i] = static_cast<int>(plan->temp_dtypes.size());
+    plan->temp_dtypes.push_back(g.nodes[i].dtype);
+    plan->steps.push_back(extract(g, i, temp_of, temp_of[i]));
+  }
+  for (std::size_t k = 0; k < g.outputs.size(); ++k)
+    plan->steps.push_back(extract(g, g.outputs[k], temp_of, ~static_cast<int>(k)));
+  return plan;
+}
+
+/// The step's own Call: its arrays, scalars and reductions picked from the outer call and temporaries.
+struct StepCall {
+  std::vector<const ArrayBase*> arrays;
+  std::vector<ScalarArg> scalars;
+  std::vector<ReduceArg> reductions;
+  Call call;
+  StepCall(const PlanStep& s, const Call& c, const std::vector<ArrayBase>& temps) {
+    for (int a : s.arrays) arrays.push_back(a >= 0 ? c.arrays[a] : &temps[static_cast<std::size_t>(~a)]);
+    for (std::uint32_t i : s.scalars) scalars.push_back(c.scalars[i]);
+    for (std::uint32_t i : s.reductions) reductions.push_back(c.reductions[i]);
+    call = Call{s.lowered, arrays.data(), scalars.data(), reductions.data(), static_cast<int>(arrays.size()),
+                static_cast<int>(scalars.size()), static_cast<int>(reductions.size()), c.name};
+  }
+};
+
+}  // namespace
+
+const Plan& plan_of(const Lowered& lw, bool unfused) {
+  const int i = unfused ? 1 : 0;
+  std::call_once(lw.plan_once[i], [&] { lw.plans[i] = make_plan(lw, unfused); });
+  return *lw.plans[i];
+}
+
+namespace {
+
+/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shape)`.
+/// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
+template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& visit) {
+  std::vector<ArrayBase> temps;
+  for (DType d : p.temp_dtypes) temps.emplace_back(d);
+  for (const PlanStep& s : p.steps) {
+    const StepCall sc(s, c, temps);
+    const Shape shape = s.lowered->has_reduction ? reduction_output_shape(sc.call) : broadcast_shape_of(sc.call);
+    visit(s, sc.call, shape);
+    if (s.target >= 0)
+      temps[static_cast<std::size_t>(s.target)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(s.target)], shape);
+  }
+}
+
+}  // namespace
+
+void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
+  // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.
+  // Only a plan that writes outputs in several steps can do that (earlier steps write temporaries; a
+  // step checks itself before it writes), so the common plan skips this pass on its repeated path.
+  int output_steps = 0;
+  for (const PlanStep& s : p.steps) output_steps += s.target < 0;
+  if (output_steps > 1) walk_shapes(p, c, [&](const PlanStep& s, const Call&, const Shape& shape) {
+    const ArrayBase* out = s.target < 0 ? outs[~s.target] : nullptr;
+    if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shape, out->shape()) != out->shape())
+      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
+                                   to_string(out->shape())));
+  });
+  std::vector<ArrayBase> temps;
+  for (DType d : p.temp_dtypes) temps.emplace_back(d);
+  for (const PlanStep& s : p.steps) {
+    const StepCall sc(s, c, temps);
+    ArrayBase& target = s.target >= 0 ? temps[static_cast<std::size_t>(s.target)] : *outs[~s.target];
+    const AssignMode m = s.target >= 0 ? AssignMode::fresh : mode;
+    if (s.lowered->has_reduction) evaluate_reduction(sc.call, target, m);
+    else {
+      ArrayBase* one[1] = {&target};
+      evaluate_elementwise(sc.call, one, 1, m);
+    }
+  }
+}
+
+std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
+  std::vector<KernelInfo> infos;
+  walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const Shape&) {
+    infos.push_back(s.lowered->has_reduction ? inspect_reduction(call) : inspect_elementwise(call));
+  });
+  return infos;
+}
+
+}  // namespace fusion::detail

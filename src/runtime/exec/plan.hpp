@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// A plan: how an expression runs when one kernel cannot do it all. Each step is a kernel over its own
+// small graph; a step writes a temporary that later steps read, the last ones write the outputs.
+//   fused:   every reduction that cannot sit at the root of the last kernel gets its own kernel
+//            (`x / sum(x)`: the sum, then the division);
+//   unfused: every operation gets its own kernel (fz::Unfused, the honest baseline).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/exec/evaluate_internal.hpp"
+
+namespace fusion::detail {
+
+struct PlanStep {
+  const Lowered* lowered;
+  std::vector<int> arrays;                 // per input slot: >= 0 the call's array slot, < 0: temporary ~t
+  std::vector<std::uint32_t> scalars;      // per scalar slot: the call's scalar slot
+  std::vector<std::uint32_t> reductions;   // per reduction slot: the call's reduction slot
+  int target;                              // >= 0: temporary; < 0: the call's output ~k
+};
+
+struct Plan {
+  bool direct = false;  // one kernel over the expression's own graph: no remapping needed
+  std::vector<PlanStep> steps;
+  std::vector<DType> temp_dtypes;
+};
+
+const Plan& plan_of(const Lowered& lw, bool unfused);
+
+/// Runs a plan's steps in order on the current stream; temporaries are freed in stream order after.
+void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode);
+
+/// Each step's kernel, compiled through the caches but not launched, with placeholder temporaries.
+std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c);
+
+}  // namespace fusion::detail

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+// Running one reduction kernel: the reduced axes from the call, dimensions split into kept and reduced
+// and collapsed, the thread layout (variant) chosen, the kernel found or built, and launched.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/emit_reduction.hpp"
+#include "codegen/reduce_skeleton.hpp"
+#include "fusion/error.hpp"
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/reduce_layout.hpp"
+#include "runtime/compile/kernel_cache.hpp"
+#include "runtime/exec/launch.hpp"
+#include "runtime/memory/storage.hpp"
+
+namespace fusion::detail {
+
+using codegen::kMaxParams;
+using codegen::ReduceMode;
+using codegen::ReduceVariant;
+
+using ReduceSlot = KernelSlot<ReduceVariant>;
+
+namespace {
+
+const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
+  return find_or_build(lw.reduce_slots, v, device, name, [&] {
+    return new_slot(v, device, name, codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name));
+  });
+}
+
+CUdeviceptr workspace(StreamState& s) {
+  if (!s.reduce_workspace || is_stale(s.workspace_generation, s.device)) {  // a device reset freed the old one
+    FUSION_CU(cuMemAlloc, &s.reduce_workspace, kCounterBytes + kPartialBytes);
+    s.workspace_generation = context_generation(s.device);
+    FUSION_CU(cuMemsetD8Async, s.reduce_workspace, 0, kCounterBytes, s.handle);
+  }
+  return s.reduce_workspace;
+}
+
+}  // namespace
+
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
+                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream) {
+  // Arrays and dims entries are numbered as write_reduce_kernel's signature names them.
+  const int np = L.v.n_params;
+  std::uint64_t ptrs[kMaxParams + 1];
+  const std::int64_t* dims[codegen::reduced_strides(kMaxParams)];
+  for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
+  ptrs[np] = out.data_ptr();
+  dims[codegen::kKeptShape] = L.kshape.begin();
+  dims[codegen::kReducedShape] = L.rshape.begin();
+  dims[codegen::kOutKeptStrides] = L.kst_out.begin();
+  for (int p = 0; p < np; ++p) {
+    dims[codegen::kept_strides(p)] = L.kst[p].begin();
+    dims[codegen::reduced_strides(p)] = L.rst[p].begin();
+  }
+  LaunchArgs a;
+  a.pointers = {ptrs, static_cast<std::size_t>(np + 1)};
+  a.scalars = scalars;
+  a.dims = {dims, codegen::kept_strides(np)};
+  a.count(codegen::Count::n_out) = L.n_out;
+  a.count(codegen::Count::n_red) = L.n_red;
+  a.count(codegen::Count::chunk) = L.chunk;
+  a.divisor = L.divisor;
+  if (L.v.split) {
+    const CUdeviceptr ws = workspace(*stream);
+    a.workspace = {ws + kCounterBytes, ws};  // partials, counters
+  }
+  launch_kernel(f, sig, a, {L.blocks, L.splits}, *stream);
+  const ArrayBase* written[1] = {&out};
+  note_launch({L.params, static_cast<std::size_t>(np)}, written, stream);
+}
+
+namespace {
+
+/// The layout of a fused reduction call: its distinct arrays, then the shared analysis.
+void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int device, ReduceLayout& L) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  L.v = ReduceVariant{};
+  const int np = distinct_params(c, L.params, L.v.param_of_slot);
+  analyze_reduction(np, out, shapes, c.reductions[rn.slot], codegen::accumulator_bytes(g), device, L);
+}
+
+/// Checks that a reduction without an identity has something to reduce.
+void check_extent(const ir::Node& rn, const Reduced& shapes) {
+  if (!ir::needs_nonempty(rn.op)) return;
+  std::int64_t n_red = 1, n_out = 1;
+  for (int d = 0; d < shapes.in.size(); ++d) ((shapes.mask & (1u << d)) ? n_red : n_out) *= shapes.in[d];
+  if (n_red == 0 && n_out > 0)
+    throw ShapeError(fmt::format("{} of an empty extent (operand shape {}): it has no identity; check the size "
+                                 "before reducing or use sum/prod/any/all, which do",
+                                 ir::op_name(rn.op), to_string(shapes.in)));
+}
+
+}  // namespace
+
+Shape reduction_output_shape(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  check_extent(rn, shapes);
+  return shapes.out;
+}
+
+void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  check_extent(rn, shapes);
+  if (mode == AssignMode::replace)
+    mode = (out.has_storage() && out.shape() == shapes.out) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::into) {
+    bool aside = out.has_storage() && out.shape() != shapes.out;  // broadcast into a larger array
+    for (int i = 0; i < c.n_arrays && !aside; ++i)
+      aside = c.arrays[i]->storage() && c.arrays[i]->storage() == out.storage();
+    if (aside) {  // every input read before the output is written: compute aside, then copy
+      ArrayBase tmp(out.dtype());
+      evaluate_reduction(c, tmp, AssignMode::fresh);
+      copy_array(tmp, out, AssignMode::into);
+      return;
+    }
+  }
+  const auto& stream = current_stream_state();
+  if (!prepare_output(c, out, mode, stream->device, shapes.out)) return;  // no outputs: no launch
+  ReduceLayout L;
+  analyze(c, out, shapes, stream->device, L);
+  const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
+  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, out, stream);
+}
+
+KernelInfo inspect_reduction(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  check_extent(rn, shapes);
+  const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);
+  ReduceLayout L;
+  const int device = device_count() > 0 ? enter_current_device() : -1;
+  analyze(c, out, shapes, device, L);
+  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name), L.v.describe());
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The layout and launch of one reduction kernel, shared by fused reductions and ReductionKernel: the
+// reduced axes, the kept/reduced split with collapsed dimensions, the thread layout, the split
+// workspace, the launch.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <span>
+
+#include "codegen/reduce_variant.hpp"
+#include "codegen/signature.hpp"
+#include "fusion/evaluate.hpp"
+
+namespace fusion::detail {
+
+struct StreamState;
+
+// The per-stream workspace of split reductions: one counter per output (or output tile), then partials.
+inline constexpr std::size_t kMaxCounters = 4096;
+inline constexpr std::size_t kCounterBytes = kMaxCounters * sizeof(unsigned);
+inline constexpr std::size_t kPartialBytes = std::size_t{4} << 20;
+
+struct Reduced {
+  Shape in;          // the operand's (broadcast) shape
+  unsigned mask = 0;
+  Shape out;         // the result's shape
+};
+/// The reduced axes of an operand of shape `in`; a ShapeError names a bad or repeated axis.
+Reduced reduced_shapes(const Shape& in, const ReduceArg& arg);
+
+struct ReduceLayout {
+  codegen::ReduceVariant v;
+  Shape kshape, rshape;    // collapsed kept and reduced extents
+  const ArrayBase* params[codegen::kMaxParams];
+  Strides kst[codegen::kMaxParams], rst[codegen::kMaxParams], kst_out;
+  std::int64_t n_out = 1, n_red = 1, chunk = 0;
+  std::int64_t blocks = 1, splits = 1;
+  double divisor = 0;
+};
+
+/// Fills `L` for reducing `L.params[0..np)` (set by the caller, with `L.v.param_of_slot`) into `out`:
+/// accumulators of `acc_bytes` each; without a device (-1) it plans for an H100.
+void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
+                       int device, ReduceLayout& L);
+
+/// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
+                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream);
+
+}  // namespace fusion::detail

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "fusion/inspect.hpp"
+#include "runtime/measure/stats_counters.hpp"
+
+namespace fusion {
+
+detail::Counters& detail::counters() {
+  static Counters c;
+  return c;
+}
+
+Stats stats() {
+  const auto& c = detail::counters();
+  return Stats{c.compiles, c.memory_hits, c.disk_hits, c.launches, c.bytes_read, c.bytes_written, c.compile_ms};
+}
+
+void reset_stats() {
+  auto& c = detail::counters();
+  c.compiles = c.memory_hits = c.disk_hits = c.launches = c.bytes_read = c.bytes_written = 0;
+  c.compile_ms = 0;
+}
+
+std::ostream& operator<<(std::ostream& os, const Stats& s) {
+  return os << fmt::format("compiles: {} ({:.1f} ms)  memory hits: {}  disk hits: {}  launches: {}  "
+                           "bytes read: {}  bytes written: {}",
+                           s.compiles, s.compile_ms, s.memory_hits, s.disk_hits, s.launches, s.bytes_read,
+                           s.bytes_written);
+}
+
+std::ostream& operator<<(std::ostream& os, const KernelInfo& k) {
+  os << fmt::format("kernel {}\n  hash {:016x}, {}, {} register(s), target {}\n", k.name, k.hash, k.variant,
+                    k.registers, k.arch);
+  if (!k.cache_path.empty()) os << "  cached at " << k.cache_path << "\n";
+  return os << k.source;
+}
+
+}  // namespace fusion

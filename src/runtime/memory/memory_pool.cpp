@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <mutex>
+
+#include "fusion/error.hpp"
+#include "fusion/memory.hpp"
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/driver.hpp"
+
+namespace fusion {
+
+struct MemoryPool::State {
+  std::atomic<std::size_t> used{0};
+  std::atomic<std::size_t> limit{0};
+  std::atomic<CUmemoryPool> pool{nullptr};
+  std::atomic<unsigned> generation{0};  // of the device context the pool's memory belongs to
+  std::mutex renew_mu;
+};
+
+namespace {
+
+CUmemoryPool create_pool(int device) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  CUmemoryPool pool;
+  FUSION_CU(cuMemPoolCreate, &pool, &props);
+  // Keep freed memory cached in the pool (CuPy's behaviour) instead of returning it at each sync.
+  cuuint64_t keep = std::numeric_limits<cuuint64_t>::max();
+  FUSION_CU(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  return pool;
+}
+
+}  // namespace
+
+// The driver pool survives a device reset, but the allocations in it died with the context (and it
+// would hand out addresses alongside them): after a reset it is replaced by a new, empty one. Arrays
+// from before the reset never free into either (their storage knows its generation).
+CUmemoryPool MemoryPool::live_pool() const {
+  detail::ensure_context(device_);
+  const unsigned g = detail::context_generation(device_);
+  if (state_->generation.load(std::memory_order_acquire) != g) {
+    std::lock_guard lock(state_->renew_mu);
+    if (state_->generation.load() != g) {
+      CUmemoryPool fresh = create_pool(device_);
+      if (CUmemoryPool old = state_->pool.exchange(fresh)) detail::driver().cuMemPoolDestroy(old);
+      state_->used = 0;
+      state_->generation.store(g, std::memory_order_release);
+    }
+  }
+  return state_->pool.load(std::memory_order_acquire);
+}
+
+std::size_t parse_memory_limit(const std::string& text, std::size_t device_total) {
+  auto fail = [&] {
+    return Error(fmt::format("FUSION_GPU_MEMORY_LIMIT='{}' is not a byte count or a percentage like '50%'", text));
+  };
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || v < 0) throw fail();
+  if (*end == '%' && end[1] == '\0') {
+    if (v > 100) throw fail();
+    return static_cast<std::size_t>(static_cast<double>(device_total) * v / 100.0);
+  }
+  if (*end != '\0') throw fail();
+  return static_cast<std::size_t>(v);
+}
+
+MemoryPool::MemoryPool(int device) : device_(device), state_(new State) {
+  live_pool();
+  if (const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT"))
+    state_->limit = parse_memory_limit(env, detail::properties_of(device).total_memory);
+}
+
+MemoryPool::~MemoryPool() { delete state_; }  // the driver pool lives until process exit
+
+std::size_t MemoryPool::used_bytes() const {
+  live_pool();  // a reset since the last call empties the pool
+  return state_->used;
+}
+
+std::size_t MemoryPool::total_bytes() const {
+  const CUmemoryPool pool = live_pool();
+  cuuint64_t v = 0;
+  FUSION_CU(cuMemPoolGetAttribute, pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v);
+  return v;
+}
+
+void MemoryPool::free_all_blocks() {
+  const CUmemoryPool pool = live_pool();
+  FUSION_CU(cuCtxSynchronize);  // pending stream-ordered frees must complete before their blocks can go back
+  FUSION_CU(cuMemPoolTrimTo, pool, 0);
+}
+
+void MemoryPool::set_limit(std::size_t bytes) { state_->limit = bytes; }
+std::size_t MemoryPool::limit() const { return state_->limit; }
+
+std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
+  if (bytes == 0) return 0;
+  const CUmemoryPool pool = live_pool();
+  const std::size_t limit = state_->limit;
+  const std::size_t before = state_->used.fetch_add(bytes);
+  if (limit && before + bytes > limit) {
+    state_->used -= bytes;
+    throw OutOfMemoryError(fmt::format(
+        "allocating {} bytes on device {} would exceed the memory limit of {} bytes ({} bytes in use). Free arrays, "
+        "or raise the limit with default_memory_pool().set_limit() or FUSION_GPU_MEMORY_LIMIT.",
+        bytes, device_, limit, before));
+  }
+  CUdeviceptr p = 0;
+  auto s = static_cast<CUstream>(stream);
+  CUresult r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // cached blocks may be what is missing: release them and retry once
+    detail::driver().cuCtxSynchronize();
+    detail::driver().cuMemPoolTrimTo(pool, 0);
+    r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
+  }
+  if (r != CUDA_SUCCESS) {
+    state_->used -= bytes;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      throw OutOfMemoryError(fmt::format("out of memory on device {} allocating {} bytes ({} bytes in use by fusion, "
+                                         "device total {}).", device_, bytes, before,
+                                         detail::properties_of(device_).total_memory));
+    detail::check(r, "cuMemAllocFromPoolAsync");
+  }
+  return p;
+}
+
+void MemoryPool::deallocate(std::uint64_t ptr, std::size_t bytes, void* stream) {
+  if (!ptr) return;
+  detail::ensure_context(device_);
+  CUresult r = detail::driver().cuMemFreeAsync(ptr, static_cast<CUstream>(stream));
+  state_->used -= bytes;
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) detail::check(r, "cuMemFreeAsync");
+}
+
+MemoryPool& memory_pool(int device) {
+  static std::mutex mu;
+  static MemoryPool* pools[64] = {};
+  detail::checked_device(device);
+  std::lock_guard lock(mu);
+  if (!pools[device]) pools[device] = new MemoryPool(device);  // never destroyed: frees may run at exit
+  return *pools[device];
+}
+
+MemoryPool& default_memory_pool() { return memory_pool(detail::enter_current_device()); }
+
+}  // namespace fusion

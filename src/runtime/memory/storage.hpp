@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device memory behind arrays: allocated on a stream from the device pool, freed in that stream's order
+// after every other stream that used it has finished with it.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fusion/memory.hpp"
+#include "runtime/cuda/stream_state.hpp"
+
+namespace fusion::detail {
+
+struct Storage {
+  CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  int device = 0;
+  unsigned generation = 0;  // of the device context the memory belongs to: a reset frees it
+  std::shared_ptr<StreamState> home;  // allocation stream: kept alive until the memory is freed
+
+  Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  /// Called when work on `stream` touches this memory: remembers it if it is not the home stream.
+  void note_use(const std::shared_ptr<StreamState>& stream) {
+    if (stream != home) note_foreign_use(stream);
+  }
+
+ private:
+  /// One event per other stream, re-recorded after each use there: it covers all earlier work too.
+  struct ForeignUse {
+    std::weak_ptr<StreamState> stream;  // expired: the stream is gone, its last event still counts
+    CUevent last_use;
+  };
+  void note_foreign_use(const std::shared_ptr<StreamState>& stream);
+  std::mutex mu_;
+  std::vector<ForeignUse> foreign_uses_;
+};
+
+}  // namespace fusion::detail

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layout analysis without a GPU: which variant a call gets from its arrays' shapes, strides and
+// alignment (placeholders are enough), for elementwise and reduction kernels.
+#include "codegen/launch_shape.hpp"
+#include "runtime/exec/layout.hpp"
+#include "runtime/exec/reduce_layout.hpp"
+#include "support.hpp"
+
+using fz::codegen::Access;
+
+namespace {
+
+/// The layout of `e` written into one output of `out_shape`.
+template <class E> fz::detail::Layout layout_of(const E& e, fz::DType out_dtype, const fz::Shape& out_shape) {
+  fz::detail::Layout L;
+  const fz::ArrayBase out = fz::ArrayBase::make_placeholder(out_dtype, out_shape);
+  const fz::ArrayBase* outs[1] = {&out};
+  fz::detail::with_call(e, [&](const fz::detail::Call& c) { fz::detail::analyze(c, outs, 1, L); });
+  return L;
+}
+
+/// The layout of reducing `x` over `axes` (keepdims false).
+fz::detail::ReduceLayout reduce_layout_of(const fz::ArrayBase& x, std::vector<int> axes) {
+  fz::detail::ReduceArg arg;
+  arg.n_axes = static_cast<std::int8_t>(axes.size());
+  for (std::size_t i = 0; i < axes.size(); ++i) arg.axes[i] = static_cast<std::int8_t>(axes[i]);
+  const fz::detail::Reduced shapes = fz::detail::reduced_shapes(x.shape(), arg);
+  const fz::ArrayBase out = fz::ArrayBase::make_placeholder(x.dtype(), shapes.out);
+  fz::detail::ReduceLayout L;
+  L.params[0] = &x;
+  fz::detail::analyze_reduction(1, out, shapes, arg, fz::itemsize(x.dtype()), /*device=*/-1, L);
+  return L;
+}
+
+}  // namespace
+
+TEST_CASE("layout: contiguous arrays of any rank become one linear loop with 16-byte vectors", "[layout]") {
+  auto a = fz::placeholder<float>({64, 32, 8}), b = fz::placeholder<float>({64, 32, 8});
+  const auto L = layout_of(a + b, fz::DType::float32, {64, 32, 8});
+  CHECK(L.v.rank == 1);
+  CHECK(L.shape == fz::Shape{64 * 32 * 8});
+  CHECK(L.v.vector_width == fz::codegen::kVectorBytes / 4);
+  CHECK_FALSE(L.v.has_strided());
+  CHECK_FALSE(L.v.index64);
+  CHECK(L.v.n_params == 2);
+  // the same array read twice is one parameter
+  CHECK(layout_of(a * a + b, fz::DType::float32, {64, 32, 8}).v.n_params == 2);
+  // double: 2 per vector; bfloat16: 8
+  auto d = fz::placeholder<double>({100});
+  CHECK(layout_of(d + 1.0, fz::DType::float64, {100}).v.vector_width == 2);
+  auto h = fz::placeholder<fz::bfloat16>({100});
+  CHECK(layout_of(h + h, fz::DType::bfloat16, {100}).v.vector_width == 8);
+}
+
+TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[layout]") {
+  auto m = fz::placeholder<float>({128, 64}), row = fz::placeholder<float>({64}), col = fz::placeholder<float>({128, 1});
+  const auto L = layout_of(m + row * col, fz::DType::float32, {128, 64});
+  CHECK(L.v.rank == 2);
+  CHECK(L.v.access[0] == Access::contiguous);  // m
+  CHECK(L.v.access[1] == Access::strided);     // row: stride 0 along the rows
+  CHECK(L.v.access[2] == Access::strided);     // col: stride 0 along the columns
+  CHECK(L.strides[1 + 1] == fz::Strides{0, 1});
+  CHECK(L.strides[1 + 2] == fz::Strides{1, 0});
+
+  auto one = fz::placeholder<float>({1});
+  CHECK(layout_of(m + one, fz::DType::float32, {128, 64}).v.access[1] == Access::broadcast);
+
+  const auto T = layout_of(m.transpose() + 1.f, fz::DType::float32, {64, 128});
+  CHECK(T.v.access[0] == Access::strided);
+  CHECK(T.v.rank == 2);
+
+  // A view starting one element in cannot use 16-byte accesses.
+  auto v = fz::placeholder<float>({1000});
+  const auto off = layout_of(v.slice({fz::Slice{1, 1000}}) * 2.f, fz::DType::float32, {999});
+  CHECK(off.v.vector_width == 1);
+  CHECK(off.v.rank == 1);
+}
+
+TEST_CASE("layout: 64-bit indexing only beyond 2^31 elements or offsets", "[layout]") {
+  auto small = fz::placeholder<std::int8_t>({std::int64_t{1} << 30});
+  CHECK_FALSE(layout_of(small + small, fz::DType::int8, {std::int64_t{1} << 30}).v.index64);
+  auto big = fz::placeholder<std::int8_t>({(std::int64_t{1} << 31) + 16});
+  CHECK(layout_of(big + big, fz::DType::int8, {(std::int64_t{1} << 31) + 16}).v.index64);
+}
+
+TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][reductions]") {
+  using fz::codegen::ReduceMode;
+  const auto m = fz::ArrayBase::make_placeholder(fz::DType::float32, {8192, 8192});
+  const auto rows = reduce_layout_of(m, {1});
+  CHECK(rows.v.mode == ReduceMode::inner);
+  CHECK(rows.v.group == fz::codegen::kBlockThreads);
+  CHECK(rows.v.vector_width == 4);
+  CHECK_FALSE(rows.v.split);  // 8192 outputs fill the GPU
+  CHECK(rows.n_out == 8192);
+  CHECK(rows.n_red == 8192);
+
+  const auto cols = reduce_layout_of(m, {0});
+  CHECK(cols.v.mode == ReduceMode::outer);
+  CHECK(cols.n_out == 8192);
+
+  const auto short_rows = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 100}), {1});
+  CHECK(short_rows.v.group == fz::codegen::kWarpThreads);
+
+  const auto all = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {std::int64_t{1} << 26}), {0});
+  CHECK(all.v.split);  // one output: the reduced range is split over blocks
+  CHECK(all.splits > 1);
+  CHECK(all.chunk * all.splits >= all.n_red);
+  CHECK(all.splits * 32 <= 132 * fz::codegen::kBlocksPerSm * 32);
+
+  // batch norm's statistics: N and H*W around C stay two reduced dimensions
+  const auto bn = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {8, 64, 112, 112}), {0, 2, 3});
+  CHECK(bn.v.rank_reduced == 2);
+  CHECK(bn.n_out == 64);
+}
