@@ -12,12 +12,25 @@
 
 namespace fusion {
 
+namespace detail {
+template <class> inline constexpr bool always_false = false;
+}
+
 /// The axes a reduction runs over: every axis (the default), one (`1`, `-1`) or several (`{0, 2}`),
 /// counted like NumPy's (negative from the end). Checked against the operand's rank when it runs.
 class Axes {
  public:
   Axes() = default;
   Axes(int axis) { add(axis); }
+  /// A bool or floating-point value where an axis goes is a mistake (`sum(m, true)` once meant
+  /// keepdims and silently reduced axis 1): it does not compile.
+  template <class X>
+    requires(std::is_same_v<X, bool> || std::is_floating_point_v<X>)
+  Axes(X) {
+    static_assert(detail::always_false<X>,
+                  "fz: a reduction axis must be an integer: fz::sum(m, 1), fz::sum(m, {0, 2}), fz::sum(m) for every "
+                  "axis; keepdims comes after the axes: fz::sum(m, 1, true) or fz::sum(m, fz::Axes{}, true)");
+  }
   Axes(std::initializer_list<int> axes) : all_(false) {
     for (int a : axes) add(a);
   }
@@ -44,6 +57,25 @@ class Axes {
   bool all_ = true;
 };
 
+/// The keepdims argument of a reduction: only a bool converts (a number there is a misplaced axis or ddof).
+class KeepDims {
+ public:
+  constexpr KeepDims(bool keep = false) : keep_(keep) {}  // NOLINT: implicit, as the bool it stands for
+  template <class X>
+    requires(std::is_arithmetic_v<X> && !std::is_same_v<X, bool>)
+  KeepDims(X) {
+    static_assert(detail::always_false<X>,
+                  "fz: keepdims must be a bool (true or false); axes go before it (fz::sum(m, {0, 1}, true)) and var/std "
+                  "take ddof after it (fz::var(m, 1, false, 1))");
+  }
+  constexpr operator bool() const { return keep_; }  // NOLINT
+
+ private:
+  bool keep_ = false;
+};
+/// Reads better than `true` at a call site: fz::sum(m, 1, fz::keepdims); also for ReductionKernel calls.
+inline constexpr KeepDims keepdims{true};
+
 namespace detail {
 
 template <ir::Op OP, DType Result, class A> auto make_reduce(A&& a, const Axes& axes, bool keepdims, double ddof = 0) {
@@ -61,45 +93,45 @@ template <ir::Op OP, class U, class A> constexpr DType reduce_dtype() {
 
 // Integer and bool sums and products give int64 (uint64 for unsigned); 16-bit floats accumulate in
 // float32; `sum<double>(x)` chooses the result and accumulator dtype. An empty extent gives the identity.
-template <class U = void, Operand A> auto sum(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <class U = void, Operand A> auto sum(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::sum, detail::reduce_dtype<ir::Op::sum, U, A>()>(std::forward<A>(a), axes, keepdims);
 }
-template <class U = void, Operand A> auto prod(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <class U = void, Operand A> auto prod(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::prod, detail::reduce_dtype<ir::Op::prod, U, A>()>(std::forward<A>(a), axes, keepdims);
 }
 /// The mean of integers is float64; of an empty extent, NaN (0/0) as in NumPy.
-template <class U = void, Operand A> auto mean(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <class U = void, Operand A> auto mean(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::mean, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes, keepdims);
 }
 // min and max propagate NaN; nanmin and nanmax ignore it (NaN only where every element is NaN). An
 // empty extent is a ShapeError: they have no identity.
-template <Operand A> auto min(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto min(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::min, detail::reduce_dtype<ir::Op::min, void, A>()>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto max(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto max(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::max, detail::reduce_dtype<ir::Op::max, void, A>()>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto nanmin(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto nanmin(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::nanmin, detail::reduce_dtype<ir::Op::nanmin, void, A>()>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto nanmax(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto nanmax(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::nanmax, detail::reduce_dtype<ir::Op::nanmax, void, A>()>(std::forward<A>(a), axes, keepdims);
 }
 /// The int64 index of the first minimum (the first NaN if any), flat in C order over the reduced axes.
-template <Operand A> auto argmin(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto argmin(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::argmin, DType::int64>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto argmax(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto argmax(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::argmax, DType::int64>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto any(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto any(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::any, DType::bool_>(std::forward<A>(a), axes, keepdims);
 }
-template <Operand A> auto all(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <Operand A> auto all(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   return detail::make_reduce<ir::Op::all, DType::bool_>(std::forward<A>(a), axes, keepdims);
 }
 /// sum with NaN counted as zero.
-template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, bool keepdims = false) {
+template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
   auto x = detail::to_node(std::forward<A>(a));
   if constexpr (is_floating(decltype(x)::dtype)) return sum<U>(where(isnan(x), 0, x), axes, keepdims);
   else return sum<U>(std::move(x), axes, keepdims);
@@ -108,7 +140,7 @@ template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, b
 /// Variance with NumPy's two-pass definition, mean(square(x - mean(x))) * n / (n - ddof): two
 /// kernels (the mean, then the squared deviations with the mean broadcast back), accumulated in float32
 /// for 16-bit floats and float64 for integers.
-template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, bool keepdims = false, double ddof = 0) {
+template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
   auto x = detail::to_node(std::forward<A>(a));
   constexpr DType result = detail::reduce_dtype<ir::Op::mean, U, decltype(x)>();
   constexpr DType acc = ir::reduction_accumulator_dtype(ir::Op::mean, result);
@@ -116,7 +148,7 @@ template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, bool
   auto v = detail::make_reduce<ir::Op::mean, acc>(square(std::move(centered)), axes, keepdims, ddof);
   return cast<TypeOf<result>>(std::move(v));
 }
-template <class U = void, Operand A> auto std(A&& a, const Axes& axes = {}, bool keepdims = false, double ddof = 0) {
+template <class U = void, Operand A> auto std(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
   return sqrt(var<U>(std::forward<A>(a), axes, keepdims, ddof));
 }
 

@@ -53,10 +53,6 @@ struct ReductionOptions {
   std::string after_loop;   ///< statements after `a` holds the reduced value, before post_map_expr
 };
 
-/// Reduce over these axes; `fz::keepdims` as the next argument keeps them as extent 1.
-struct KeepDims {};
-inline constexpr KeepDims keepdims{};
-
 namespace detail {
 
 struct UserKernel;  // parsed parameters, code and compiled variants (src/runtime/custom/user_kernel.hpp)
@@ -99,7 +95,7 @@ struct ReduceCallArgs {
   ReduceArg reduce = Axes().arg(false);
   bool axes_seen = false;
   void add(Axes a) { axes_seen = true, reduce = a.arg(reduce.keepdims); }
-  void add(KeepDims) { reduce.keepdims = true; }
+  void add(KeepDims k) { reduce.keepdims = k; }
   template <class A> void add(A&& a) {
     if (axes_seen) throw TypeError("a ReductionKernel takes its axes after every array and scalar argument");
     args.push_back(user_arg(std::forward<A>(a)));
