@@ -191,3 +191,27 @@ TEST_CASE("cache management: ls, show, stats, clear and prune", "[cache]") {
   CHECK(cache.entries().empty());
   fs::remove_all(cache.dir());
 }
+
+TEST_CASE("a chained store reads a shared read-only store first and writes only its own", "[cache]") {
+  const fs::path shared_dir = fresh_dir("shared"), own_dir = fresh_dir("own");
+  auto shared = std::make_shared<DiskCache>(shared_dir);
+  auto own = std::make_shared<DiskCache>(own_dir);
+  const CacheEntry prebuilt = sample("// prebuilt\nextern \"C\" __global__ void k() {}");
+  shared->store(prebuilt);
+  fz::detail::ChainedStore chain(shared, own);
+
+  const auto hit = chain.load(prebuilt.key);
+  REQUIRE(hit);
+  CHECK(hit->binary == prebuilt.binary);
+  CHECK(chain.location(prebuilt.key) == shared->path_for(prebuilt.key).string());
+  CHECK_FALSE(own->load(prebuilt.key));
+
+  const CacheEntry fresh = sample("// compiled here\nextern \"C\" __global__ void k() {}");
+  CHECK_FALSE(chain.load(fresh.key));
+  chain.store(fresh);
+  CHECK(own->load(fresh.key));
+  CHECK_FALSE(shared->load(fresh.key));  // the shared store is never written
+  CHECK(chain.location(fresh.key) == own->path_for(fresh.key).string());
+  fs::remove_all(shared_dir);
+  fs::remove_all(own_dir);
+}

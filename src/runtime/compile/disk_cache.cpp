@@ -82,6 +82,18 @@ DiskCache& DiskCache::instance() {
   return cache;
 }
 
+KernelStore& kernel_store() {
+  static KernelStore& store = []() -> KernelStore& {
+    const char* shared = std::getenv("FUSION_CACHE_READONLY_DIR");
+    if (!shared || !*shared) return DiskCache::instance();
+    // Never destroyed: kernels may be compiled from static destructors.
+    auto* chain = new ChainedStore(std::make_shared<DiskCache>(fs::path(shared)),
+                                   std::shared_ptr<KernelStore>(&DiskCache::instance(), [](KernelStore*) {}));
+    return *chain;
+  }();
+  return store;
+}
+
 DiskCache::DiskCache(fs::path dir, bool enabled) : dir_(std::move(dir)), enabled_(enabled) {}
 
 fs::path DiskCache::path_for(const CacheKey& key) const {

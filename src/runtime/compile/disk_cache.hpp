@@ -9,25 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/compile/kernel_store.hpp"
+
 namespace fusion::detail {
 
-inline constexpr std::uint32_t kCacheFormatVersion = 1;
-
-/// Everything that determines a compiled binary. Its hash names the file; all of it is stored and
-/// compared on load, so two keys with one hash never share an entry.
-struct CacheKey {
-  std::string source, kernel_name, nvrtc_version, options, target;
-  std::uint64_t hash() const;
-};
-
-struct CacheEntry {
-  CacheKey key;
-  std::string binary;
-  bool ptx = false;
-  std::int32_t registers = -1;
-};
-
-class DiskCache {
+class DiskCache final : public KernelStore {
  public:
   /// The process-wide cache configured by FUSION_CACHE / FUSION_CACHE_DIR / XDG_CACHE_HOME / HOME.
   static DiskCache& instance();
@@ -37,9 +23,10 @@ class DiskCache {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path path_for(const CacheKey& key) const;
   /// The entry for `key`, or nothing when absent, corrupt, truncated or for another key.
-  std::optional<CacheEntry> load(const CacheKey& key) const;
+  std::optional<CacheEntry> load(const CacheKey& key) const override;
   /// Stores atomically; an unwritable directory disables the cache with one warning.
-  void store(const CacheEntry& e);
+  void store(const CacheEntry& e) override;
+  std::string location(const CacheKey& key) const override { return enabled_ ? path_for(key).string() : std::string(); }
 
   /// Reads any entry file (for the `fusion cache` tool); nothing when it is not a valid entry.
   static std::optional<CacheEntry> read_file(const std::filesystem::path& p);

@@ -44,15 +44,15 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   for (const auto& o : compile_options(t, k.options, !k.full_headers)) options += o + " ";
   CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
   announce(k, t.name());
-  DiskCache& disk = DiskCache::instance();
+  KernelStore& store = kernel_store();
   Artifact a;
   a.target = t.name();
   a.ptx = t.ptx;
-  if (auto hit = disk.load(key)) {
+  if (auto hit = store.load(key)) {
     ++counters().disk_hits;
     a.binary = std::move(hit->binary);
     a.registers = hit->registers;
-    a.cache_path = disk.path_for(key).string();
+    a.cache_path = store.location(key);
     return a;
   }
   CompileOutput out = compile(k.source, k.name, t, k.options, !k.full_headers);
@@ -60,8 +60,8 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   counters().compile_ms.fetch_add(out.milliseconds, std::memory_order_relaxed);
   a.binary = std::move(out.binary);
   a.registers = out.registers;
-  disk.store(CacheEntry{key, a.binary, t.ptx, a.registers});
-  if (disk.enabled()) a.cache_path = disk.path_for(key).string();
+  store.store(CacheEntry{key, a.binary, t.ptx, a.registers});
+  a.cache_path = store.location(key);
   return a;
 }
 
