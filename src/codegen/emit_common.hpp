@@ -11,22 +11,12 @@
 
 #include "codegen/launch_shape.hpp"
 #include "codegen/spell.hpp"
-#include "codegen/signature.hpp"
+#include "codegen/generated_kernel.hpp"
 #include "codegen/source_writer.hpp"
 #include "codegen/variant.hpp"
 
 namespace fusion::codegen {
 
-struct GeneratedKernel {
-  std::string name;    ///< fz_<ops>_<dtype>_<hash> or <user name>_<hash>
-  std::uint64_t hash;  ///< of the canonical IR and the variant
-  std::string source;
-  KernelSignature signature;  ///< the parameter list, in order, and where each value comes from
-  /// NVRTC options beyond fusion's own (user kernels); part of the disk-cache key.
-  std::vector<std::string> options;
-  /// Compile without -minimal (user code may use any device API).
-  bool full_headers = false;
-};
 
 /// The kernel symbol for a graph: readable op names (or the user's) and the hash.
 std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view user_name);

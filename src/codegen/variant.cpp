@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_shape.hpp"
+#include "codegen/reduce_variant.hpp"
+
 namespace fusion::codegen {
 
 void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
@@ -44,13 +47,6 @@ std::string Variant::describe() const {
   if (n_outputs > 1) s += fmt::format(", {} outputs", n_outputs);
   return s;
 }
-
-}  // namespace fusion::codegen
-
-#include "codegen/launch_shape.hpp"
-#include "codegen/reduce_variant.hpp"
-
-namespace fusion::codegen {
 
 void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(0xd7);  // tells reduction variants from elementwise ones

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "codegen/emit_elementwise.hpp"
+#include "codegen/generated_kernel.hpp"
 #include "runtime/compile/nvrtc.hpp"
 
 namespace fusion::detail {

@@ -2,9 +2,9 @@
 // Per-thread device selection shared by the runtime's translation units.
 #pragma once
 #include "fusion/device.hpp"
+#include "runtime/cuda/driver.hpp"
 
 namespace fusion::detail {
-void ensure_context(int id);
 extern thread_local int tls_current_device;
 /// Validates a device ordinal against the driver's count (NoDeviceError otherwise).
 int checked_device(int id);
