@@ -35,8 +35,8 @@ enum class Op : std::uint8_t {
   // parameter dtypes; Node::slot is the call's function slot (as lowered), then the function's id
   call,
   // reductions over the axes of a run-time descriptor (Node::slot); the operand is already converted
-  // to the accumulator dtype (sum, prod, mean) or to bool (any, all)
-  sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean,
+  // to the accumulator dtype (sum, prod, mean, var) or to bool (any, all); var is one pass (Welford)
+  sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean, var,
   count_
 };
 
@@ -166,6 +166,7 @@ inline constexpr OpInfo kOps[] = {
     {Op::any, "any", Arity::reduction},
     {Op::all, "all", Arity::reduction},
     {Op::mean, "mean", Arity::reduction},
+    {Op::var, "var", Arity::reduction},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -226,7 +227,7 @@ constexpr DType reduction_result_dtype(Op op, DType in) {
     case Op::sum: case Op::prod:
       if (in == DType::bool_ || is_signed_int(in)) return DType::int64;
       return is_unsigned_int(in) ? DType::uint64 : in;
-    case Op::mean: return is_floating(in) ? in : DType::float64;
+    case Op::mean: case Op::var: return is_floating(in) ? in : DType::float64;
     case Op::argmin: case Op::argmax: return DType::int64;
     case Op::any: case Op::all: return DType::bool_;
     default: return in;  // min, max, nanmin, nanmax
@@ -235,7 +236,7 @@ constexpr DType reduction_result_dtype(Op op, DType in) {
 /// The dtype a reduction accumulates in for a given result dtype: 16-bit floats accumulate in float32.
 constexpr DType reduction_accumulator_dtype(Op op, DType result) {
   if (op == Op::any || op == Op::all) return DType::bool_;
-  if (op == Op::sum || op == Op::prod || op == Op::mean) return dtype_info(result).compute;
+  if (op == Op::sum || op == Op::prod || op == Op::mean || op == Op::var) return dtype_info(result).compute;
   return result;
 }
 /// Reductions that have no identity: an empty extent is an error.

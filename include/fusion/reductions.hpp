@@ -137,16 +137,11 @@ template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, K
   else return sum<U>(std::move(x), axes, keepdims);
 }
 
-/// Variance with NumPy's two-pass definition, mean(square(x - mean(x))) * n / (n - ddof): two
-/// kernels (the mean, then the squared deviations with the mean broadcast back), accumulated in float32
-/// for 16-bit floats and float64 for integers.
+/// Variance as NumPy defines it, mean(square(x - mean(x))) * n / (n - ddof), computed in one pass
+/// (Welford's update, Chan's combine: accurate where a sum of squares would cancel), accumulated in
+/// float32 for 16-bit floats and float64 for integers.
 template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
-  auto x = detail::to_node(std::forward<A>(a));
-  constexpr DType result = detail::reduce_dtype<ir::Op::mean, U, decltype(x)>();
-  constexpr DType acc = ir::reduction_accumulator_dtype(ir::Op::mean, result);
-  auto centered = cast<TypeOf<acc>>(x) - detail::make_reduce<ir::Op::mean, acc>(x, axes, true);
-  auto v = detail::make_reduce<ir::Op::mean, acc>(square(std::move(centered)), axes, keepdims, ddof);
-  return cast<TypeOf<result>>(std::move(v));
+  return detail::make_reduce<ir::Op::var, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes, keepdims, ddof);
 }
 template <class U = void, Operand A> auto std(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
   return sqrt(var<U>(std::forward<A>(a), axes, keepdims, ddof));

@@ -9,31 +9,10 @@
 #include "codegen/spell.hpp"
 
 namespace fusion::codegen {
-namespace {
-
-/// Moving an accumulator down a warp: shuffles take 32- and 64-bit values, so narrow types widen.
-std::string shuffle(DType d, const std::string& x) {
-  const std::string t(compute_type(d));
-  if (itemsize(d) >= 4 || is_floating(d)) return fmt::format("__shfl_down_sync(0xffffffffu, {}, d)", x);
-  return fmt::format("({})__shfl_down_sync(0xffffffffu, (int){}, d)", t, x);
-}
-
-/// A load from the split workspace that bypasses L1 (other blocks wrote it during this kernel).
-std::string load_cg(DType d, const std::string& p) {
-  if (d == DType::bool_) return fmt::format("(__ldcg((const unsigned char*){}) != 0)", p);
-  return fmt::format("__ldcg({})", p);
-}
-
-}  // namespace
-
-void write_reduce_helpers(SourceWriter& fn, const std::string& acc, DType vd, bool arg) {
-  if (arg)
-    fn.line("__device__ __forceinline__ FzArg fz_shfl_down(FzArg a, int d) {{ return FzArg{{{}, {}}}; }}",
-            shuffle(vd, "a.v"), shuffle(DType::int64, "a.i"));
-  else
-    fn.line("__device__ __forceinline__ {0} fz_shfl_down({0} a, int d) {{ return {1}; }}", acc, shuffle(vd, "a"));
-  fn.line("__device__ __forceinline__ {0} fz_load_partial(const {0}* p) {{ return {1}; }}", acc,
-          arg ? fmt::format("FzArg{{{}, {}}}", load_cg(vd, "&p->v"), load_cg(DType::int64, "&p->i")) : load_cg(vd, "p"));
+void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op) {
+  const std::string& acc = op.acc;
+  fn.line("__device__ __forceinline__ {0} fz_shfl_down({0} a, int d) {{ return {1}; }}", acc, op.shuffle);
+  fn.line("__device__ __forceinline__ {0} fz_load_partial(const {0}* p) {{ return {1}; }}", acc, op.load_partial);
   {
     auto f = fn.block("__device__ __forceinline__ {} fz_warp_reduce({} a)", acc, acc);
     fn.line("#pragma unroll");

@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "codegen/reduce_ops.hpp"
 #include "codegen/reduce_variant.hpp"
 #include "codegen/signature.hpp"
 #include "codegen/source_writer.hpp"
 
 namespace fusion::codegen {
 
-/// Writes fz_shfl_down, fz_load_partial, fz_warp_reduce and fz_block_reduce for accumulator type
-/// `acc` holding values of dtype `vd` (`arg`: the FzArg value-and-index pair of argmin/argmax).
-void write_reduce_helpers(SourceWriter& fn, const std::string& acc, DType vd, bool arg);
+/// Writes fz_shfl_down, fz_load_partial, fz_warp_reduce and fz_block_reduce for the accumulator of `op`.
+void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op);
 
 /// The dims entries of a reduction kernel (extents and strides), as ReduceLayout::dims() lists them.
 inline constexpr std::uint32_t kKeptShape = 0, kReducedShape = 1, kOutKeptStrides = 2;

@@ -135,7 +135,7 @@ struct Generator {
 
   Expr reduce(const std::vector<int>& target, int depth, bool full) {
     static const Op ops[] = {Op::sum, Op::sum, Op::sum, Op::prod, Op::min, Op::max, Op::nanmin, Op::nanmax,
-                             Op::argmin, Op::argmax, Op::any, Op::all, Op::mean, Op::mean};
+                             Op::argmin, Op::argmax, Op::any, Op::all, Op::mean, Op::mean, Op::var};
     Expr e = wrap(Kind::reduce, ops[pick(static_cast<int>(std::size(ops)))], {});
     e.keepdims = chance(0.4);
     e.negative_axes = chance(0.3);

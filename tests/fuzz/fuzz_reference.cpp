@@ -221,14 +221,15 @@ struct Interpreter {
         sixteen ? test::reduce(n.op, in, DType::float32, operand.values, operand.shape, mask, arg.ddof).values : std::vector<test::Scalar>{};
     // Accumulating rounds: a float sum is within (1 + log2 n) units of sum(|x|) of the exact one — a
     // cancelling sum can lose every digit. Move the result by that bound (a product: relatively).
-    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean;
+    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean ||
+                             n.op == fusion::ir::Op::var;
     if (run && accumulates && fusion::is_floating(in)) {
       const double grow = rounding_unit(in) * (1 + std::log2(static_cast<double>(count) + 1));
       for (std::size_t e = 0; e < r.values.size(); ++e) {
         const double step = jitter(run, k, e, grow) - 1;  // +-grow
         double& v = r.values[e].f;
         if (n.op == fusion::ir::Op::prod) v *= 1 + step;
-        else v += step * red.magnitude[e] / (n.op == fusion::ir::Op::mean ? std::max(1.0, static_cast<double>(count) - arg.ddof) : 1.0);
+        else v += step * red.magnitude[e] / (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var ? std::max(1.0, static_cast<double>(count) - arg.ddof) : 1.0);
         v = test::normalize({v, 0}, n.dtype).f;
       }
     }

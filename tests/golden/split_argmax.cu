@@ -2,31 +2,31 @@
 struct FzReduced { long long v[1]; };
 template <class T, int N> struct alignas(sizeof(T) * N) FzVec { T v[N]; };
 
-struct FzArg { double v; long long i; };
+template <class T> struct FzArg { T v; long long i; };
 
 // One element, as the reduction sees it (the fused prologue).
 __device__ __forceinline__ double fz_expr(double x0) {
   const double t1 = fabs(x0);
   return t1;
 }
-__device__ __forceinline__ FzArg fz_identity() { return FzArg{__longlong_as_double(0xfff0000000000000ll), 9223372036854775807ll}; }
-__device__ __forceinline__ FzArg fz_lift(double x, long long r) { return FzArg{x, r}; }
-__device__ __forceinline__ FzArg fz_combine(FzArg a, FzArg b) {
+__device__ __forceinline__ FzArg<double> fz_identity() { return FzArg<double>{__longlong_as_double(0xfff0000000000000ll), 9223372036854775807ll}; }
+__device__ __forceinline__ FzArg<double> fz_lift(double x, long long r) { return FzArg<double>{x, r}; }
+__device__ __forceinline__ FzArg<double> fz_combine(FzArg<double> a, FzArg<double> b) {
   const bool an = a.v != a.v, bn = b.v != b.v;
   if (an || bn) return (an && (!bn || a.i <= b.i)) ? a : b;
   if (a.v != b.v) return a.v > b.v ? a : b;
   return a.i <= b.i ? a : b;
 }
-__device__ __forceinline__ FzArg fz_shfl_down(FzArg a, int d) { return FzArg{__shfl_down_sync(0xffffffffu, a.v, d), __shfl_down_sync(0xffffffffu, a.i, d)}; }
-__device__ __forceinline__ FzArg fz_load_partial(const FzArg* p) { return FzArg{__ldcg(&p->v), __ldcg(&p->i)}; }
-__device__ __forceinline__ FzArg fz_warp_reduce(FzArg a) {
+__device__ __forceinline__ FzArg<double> fz_shfl_down(FzArg<double> a, int d) { return FzArg<double>{__shfl_down_sync(0xffffffffu, a.v, d), __shfl_down_sync(0xffffffffu, a.i, d)}; }
+__device__ __forceinline__ FzArg<double> fz_load_partial(const FzArg<double>* p) { return FzArg<double>{__ldcg(&p->v), __ldcg(&p->i)}; }
+__device__ __forceinline__ FzArg<double> fz_warp_reduce(FzArg<double> a) {
   #pragma unroll
   for (int d = 16; d > 0; d >>= 1) a = fz_combine(a, fz_shfl_down(a, d));
   return a;
 }
 // The block's 8 warps, combined in warp order; the result is in thread 0.
-__device__ __forceinline__ FzArg fz_block_reduce(FzArg a) {
-  __shared__ FzArg warp_result[8];
+__device__ __forceinline__ FzArg<double> fz_block_reduce(FzArg<double> a) {
+  __shared__ FzArg<double> warp_result[8];
   a = fz_warp_reduce(a);
   if (threadIdx.x % 32 == 0) warp_result[threadIdx.x / 32] = a;
   __syncthreads();
@@ -34,24 +34,24 @@ __device__ __forceinline__ FzArg fz_block_reduce(FzArg a) {
   return a;
 }
 // The reduced value, then the fused epilogue.
-__device__ __forceinline__ long long fz_final(FzArg a, double divisor) {
+__device__ __forceinline__ long long fz_final(FzArg<double> a, double divisor) {
   const long long r = a.i;
   return r;
 }
 
-extern "C" __global__ void __launch_bounds__(256) fz_abs_argmax_i64_de7622ddc3e3c37d(const double* __restrict__ in0, long long* __restrict__ out, const long long n_out, const long long n_red, const long long chunk, const double divisor, const FzReduced rshape, const FzReduced rst0, FzArg* __restrict__ partials, unsigned int* __restrict__ counters) {
+extern "C" __global__ void __launch_bounds__(256) fz_abs_argmax_i64_de7622ddc3e3c37d(const double* __restrict__ in0, long long* __restrict__ out, const long long n_out, const long long n_red, const long long chunk, const double divisor, const FzReduced rshape, const FzReduced rst0, FzArg<double>* __restrict__ partials, unsigned int* __restrict__ counters) {
   const int lane = threadIdx.x % 256;
   const long long o = (long long)blockIdx.x * 1 + threadIdx.x / 256;
   const long long r0 = (long long)blockIdx.y * chunk;
   const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;
-  FzArg a = fz_identity();
+  FzArg<double> a = fz_identity();
   long long k_out = 0;
   if (o < n_out) {
     long long k0 = 0;
     long long ko = 0;
     k_out = ko;
     // 2 elements per 16-byte load, each lane of the vector with its own accumulator.
-    FzArg acc[2];
+    FzArg<double> acc[2];
     #pragma unroll
     for (int j = 0; j < 2; ++j) acc[j] = fz_identity();
     const long long r_vec = r0 + (r1 - r0) / 2 * 2;

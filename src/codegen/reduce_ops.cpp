@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "codegen/reduce_ops.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/spell.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::codegen {
+
+using ir::Op;
+
+namespace {
+
+bool is_arg(Op op) { return op == Op::argmin || op == Op::argmax; }
+
+/// The extreme value of a dtype as a CUDA literal: `high` the largest (+inf for floats), else the lowest.
+std::string extreme(DType d, bool high) {
+  switch (d) {
+    case DType::bool_: return high ? "true" : "false";
+    case DType::int8: return high ? "(signed char)127" : "(signed char)-128";
+    case DType::int16: return high ? "(short)32767" : "(short)-32768";
+    case DType::int32: return high ? "2147483647" : "(-2147483647 - 1)";
+    case DType::int64: return high ? "9223372036854775807ll" : "(-9223372036854775807ll - 1)";
+    case DType::uint8: return high ? "(unsigned char)255" : "(unsigned char)0";
+    case DType::uint16: return high ? "(unsigned short)65535" : "(unsigned short)0";
+    case DType::uint32: return high ? "4294967295u" : "0u";
+    case DType::uint64: return high ? "18446744073709551615ull" : "0ull";
+    case DType::float64: return high ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(0xfff0000000000000ll)";
+    default: return high ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  }
+}
+
+std::string nan_of(DType d) {
+  return d == DType::float64 ? "__longlong_as_double(0x7ff8000000000000ll)" : "__int_as_float(0x7fc00000)";
+}
+
+/// The value an empty reduction starts from.
+std::string identity(Op op, DType d) {
+  const std::string t(compute_type(d));
+  switch (op) {
+    case Op::sum: case Op::mean: return fmt::format("({})0", t);
+    case Op::prod: return fmt::format("({})1", t);
+    case Op::any: return "false";
+    case Op::all: return "true";
+    case Op::min: case Op::argmin: return extreme(d, true);
+    case Op::max: case Op::argmax: return extreme(d, false);
+    case Op::nanmin: return is_floating(d) ? nan_of(d) : extreme(d, true);
+    case Op::nanmax: return is_floating(d) ? nan_of(d) : extreme(d, false);
+    default: throw Error("internal: not a reduction");
+  }
+}
+
+/// Body of fz_combine(a, b), where `a` always holds earlier elements than `b`.
+std::string combine(Op op, DType d) {
+  const std::string t(compute_type(d));
+  const bool fl = is_floating(d);
+  switch (op) {
+    case Op::sum: case Op::mean: return fmt::format("return ({})(a + b);", t);
+    case Op::prod: return fmt::format("return ({})(a * b);", t);
+    case Op::any: return "return a || b;";
+    case Op::all: return "return a && b;";
+    // min/max propagate NaN; the nan- forms skip it (NaN only when both are NaN)
+    case Op::min: return fl ? "return (a < b || a != a) ? a : b;" : "return a < b ? a : b;";
+    case Op::max: return fl ? "return (a > b || a != a) ? a : b;" : "return a > b ? a : b;";
+    case Op::nanmin: return fl ? "return (b < a || a != a) ? b : a;" : "return a < b ? a : b;";
+    case Op::nanmax: return fl ? "return (b > a || a != a) ? b : a;" : "return a > b ? a : b;";
+    case Op::argmin: case Op::argmax: {
+      const char* better = op == Op::argmin ? "<" : ">";
+      std::string s;
+      // the first NaN wins, as NumPy's argmin/argmax; ties go to the lower index
+      if (fl) s += "const bool an = a.v != a.v, bn = b.v != b.v;\nif (an || bn) return (an && (!bn || a.i <= b.i)) ? a : b;\n";
+      s += fmt::format("if (a.v != b.v) return a.v {} b.v ? a : b;\nreturn a.i <= b.i ? a : b;", better);
+      return s;
+    }
+    default: throw Error("internal: not a reduction");
+  }
+}
+
+
+/// Moving a value down a warp: shuffles take 32- and 64-bit values, so narrow types widen.
+std::string shuffle(DType d, const std::string& x) {
+  const std::string t(compute_type(d));
+  if (itemsize(d) >= 4 || is_floating(d)) return fmt::format("__shfl_down_sync(0xffffffffu, {}, d)", x);
+  return fmt::format("({})__shfl_down_sync(0xffffffffu, (int){}, d)", t, x);
+}
+
+/// A load from the split workspace that bypasses L1 (other blocks wrote it during this kernel).
+std::string load_cg(DType d, const std::string& p) {
+  if (d == DType::bool_) return fmt::format("(__ldcg((const unsigned char*){}) != 0)", p);
+  return fmt::format("__ldcg({})", p);
+}
+
+}  // namespace
+
+std::string accumulator_struct(Op op) {
+  if (is_arg(op)) return "template <class T> struct FzArg { T v; long long i; };\n";
+  if (op == Op::var)
+    return "// Count, mean and sum of squared deviations (Welford; Chan et al. combine two).\n"
+           "template <class T> struct FzWelford { T n, mean, m2; };\n";
+  return "";
+}
+
+ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
+  const std::string VT(compute_type(vd));
+  ReduceOpSpelling s;
+  if (is_arg(op)) {
+    s.acc = fmt::format("FzArg<{}>", VT);
+    s.identity = fmt::format("{}{{{}, 9223372036854775807ll}}", s.acc, identity(op, vd));
+    s.lift = fmt::format("{}{{x, r}}", s.acc);
+    s.shuffle = fmt::format("{}{{{}, {}}}", s.acc, shuffle(vd, "a.v"), shuffle(DType::int64, "a.i"));
+    s.load_partial = fmt::format("{}{{{}, {}}}", s.acc, load_cg(vd, "&p->v"), load_cg(DType::int64, "&p->i"));
+    s.result = "a.i";
+  } else if (op == Op::var) {
+    // Chan's pairwise combine keeps a float32 variance of data with mean 1e4 and std 1 accurate, where
+    // a sum of squares would cancel; the order of combination is fixed by the layout, as for the others.
+    s.acc = fmt::format("FzWelford<{}>", VT);
+    s.identity = fmt::format("{}{{0, 0, 0}}", s.acc);
+    s.lift = fmt::format("{}{{1, x, 0}}", s.acc);
+    s.shuffle = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n"), shuffle(vd, "a.mean"), shuffle(vd, "a.m2"));
+    s.load_partial = fmt::format("{}{{__ldcg(&p->n), __ldcg(&p->mean), __ldcg(&p->m2)}}", s.acc);
+    s.combine = fmt::format(
+        "if (b.n == ({0})0) return a;\n"
+        "if (a.n == ({0})0) return b;\n"
+        "const {0} n = a.n + b.n, w = b.n / n, delta = b.mean - a.mean;\n"
+        "return {1}{{n, a.mean + delta * w, a.m2 + b.m2 + delta * delta * a.n * w}};",
+        VT, s.acc);
+    s.result = fmt::format("a.m2 / ({})divisor", VT);
+    return s;
+  } else {
+    s.acc = VT;
+    s.identity = identity(op, vd);
+    s.lift = "x";
+    s.shuffle = shuffle(vd, "a");
+    s.load_partial = load_cg(vd, "p");
+    s.result = op == Op::mean ? fmt::format("a / ({})divisor", VT) : "a";
+  }
+  s.combine = combine(op, vd);
+  return s;
+}
+
+std::size_t accumulator_size(Op op, DType vd) {
+  const std::size_t value = compute_type(vd) == "float" ? 4 : itemsize(vd);
+  if (is_arg(op)) return 16;
+  return op == Op::var ? 3 * value : value;
+}
+
+}  // namespace fusion::codegen
