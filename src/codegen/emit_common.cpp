@@ -78,6 +78,20 @@ void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& 
   }
 }
 
+void write_decode(SourceWriter& w, const std::string& index, const std::string& shape, int rank,
+                  const std::vector<std::pair<std::string, std::string>>& targets) {
+  for (const auto& [offset, strides] : targets) w.line("long long {} = 0;", offset);
+  if (rank == 0 || targets.empty()) return;
+  auto b = w.block("");
+  w.line("long long rest = {};", index);
+  for (int d = rank - 1; d >= 1; --d) {
+    w.line("const long long c{0} = rest % {1}.v[{0}];", d, shape);
+    w.line("rest /= {}.v[{}];", shape, d);
+    for (const auto& [offset, strides] : targets) w.line("{} += c{} * {}.v[{}];", offset, d, strides, d);
+  }
+  for (const auto& [offset, strides] : targets) w.line("{} += rest * {}.v[0];", offset, strides);
+}
+
 int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out) {
   int heavy = 0;
   for (const ir::Node& n : g.nodes) heavy += is_heavy_math(n.op);

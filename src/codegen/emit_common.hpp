@@ -35,6 +35,11 @@ std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
                   SpellContext& ctx);
 
+/// Writes offsets `long long <offset> = ...;` of multi-index `index` over extents `shape` (a struct
+/// with `.v[rank]`) along each target's strides (`<strides>.v[d]`): one div/mod per dimension.
+void write_decode(SourceWriter& w, const std::string& index, const std::string& shape, int rank,
+                  const std::vector<std::pair<std::string, std::string>>& targets);
+
 /// Prepares `ctx` for a kernel: heavy-math outlining and the 16-bit conversion helpers its parameters need.
 /// Returns the number of costly math calls.
 int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out);

@@ -6,7 +6,7 @@
 
 namespace fusion::codegen {
 
-inline constexpr int kBlockThreads = 256;  ///< threads per block of every generated kernel
+inline constexpr int kBlockThreads = 256;  ///< threads per block of generated kernels (layer kernels: see LayerVariant)
 inline constexpr int kWarpThreads = 32;
 inline constexpr int kBlockWarps = kBlockThreads / kWarpThreads;
 inline constexpr int kVectorBytes = 16;    ///< one vector access (FzVec)

@@ -78,11 +78,13 @@ std::string combine(Op op, DType d) {
 }
 
 
-/// Moving a value down a warp: shuffles take 32- and 64-bit values, so narrow types widen.
-std::string shuffle(DType d, const std::string& x) {
+/// Moving a value down a warp by `d` lanes (or from lane 0: `from_lane0`): shuffles take 32- and
+/// 64-bit values, so narrow types widen.
+std::string shuffle(DType d, const std::string& x, bool from_lane0 = false) {
   const std::string t(compute_type(d));
-  if (itemsize(d) >= 4 || is_floating(d)) return fmt::format("__shfl_down_sync(0xffffffffu, {}, d)", x);
-  return fmt::format("({})__shfl_down_sync(0xffffffffu, (int){}, d)", t, x);
+  const char* call = from_lane0 ? "__shfl_sync(0xffffffffu, {}, 0)" : "__shfl_down_sync(0xffffffffu, {}, d)";
+  if (itemsize(d) >= 4 || is_floating(d)) return fmt::format(fmt::runtime(call), x);
+  return fmt::format("({}){}", t, fmt::format(fmt::runtime(call), "(int)" + x));
 }
 
 /// A load from the split workspace that bypasses L1 (other blocks wrote it during this kernel).
@@ -109,6 +111,7 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
     s.identity = fmt::format("{}{{{}, 9223372036854775807ll}}", s.acc, identity(op, vd));
     s.lift = fmt::format("{}{{x, r}}", s.acc);
     s.shuffle = fmt::format("{}{{{}, {}}}", s.acc, shuffle(vd, "a.v"), shuffle(DType::int64, "a.i"));
+    s.from_lane0 = fmt::format("{}{{{}, {}}}", s.acc, shuffle(vd, "a.v", true), shuffle(DType::int64, "a.i", true));
     s.load_partial = fmt::format("{}{{{}, {}}}", s.acc, load_cg(vd, "&p->v"), load_cg(DType::int64, "&p->i"));
     s.result = "a.i";
   } else if (op == Op::var) {
@@ -118,6 +121,8 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
     s.identity = fmt::format("{}{{0, 0, 0}}", s.acc);
     s.lift = fmt::format("{}{{1, x, 0}}", s.acc);
     s.shuffle = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n"), shuffle(vd, "a.mean"), shuffle(vd, "a.m2"));
+    s.from_lane0 = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n", true), shuffle(vd, "a.mean", true),
+                               shuffle(vd, "a.m2", true));
     s.load_partial = fmt::format("{}{{__ldcg(&p->n), __ldcg(&p->mean), __ldcg(&p->m2)}}", s.acc);
     s.combine = fmt::format(
         "if (b.n == ({0})0) return a;\n"
@@ -132,6 +137,7 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
     s.identity = identity(op, vd);
     s.lift = "x";
     s.shuffle = shuffle(vd, "a");
+    s.from_lane0 = shuffle(vd, "a", true);
     s.load_partial = load_cg(vd, "p");
     s.result = op == Op::mean ? fmt::format("a / ({})divisor", VT) : "a";
   }

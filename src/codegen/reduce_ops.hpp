@@ -15,6 +15,7 @@ struct ReduceOpSpelling {
   std::string lift;          ///< an expression of `x` (one value) and `r` (its index in the reduced range)
   std::string combine;       ///< a function body of `a` and `b`, where `a` holds the earlier elements
   std::string shuffle;       ///< an expression: `a` moved down a warp by `d` lanes
+  std::string from_lane0;    ///< an expression: lane 0's `a`, in every lane of the warp
   std::string load_partial;  ///< an expression: the accumulator at pointer `p`, bypassing L1
   std::string result;        ///< an expression of `a` and `divisor`: the reduced value (value dtype)
 };

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/launch_shape.hpp"
 #include "codegen/spell.hpp"
 
@@ -60,18 +61,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     sig.add(ArgSource::workspace, 1, "unsigned int* __restrict__ counters");
   }
 
-  // Offsets of multi-index `index` over `shape` (rank `rank`) along each operand's strides.
   auto decode = [&](const char* index, const char* shape, int rank, const std::vector<std::pair<std::string, std::string>>& targets) {
-    for (const auto& [offset, strides] : targets) w.line("long long {} = 0;", offset);
-    if (rank == 0 || targets.empty()) return;
-    auto b = w.block("");
-    w.line("long long rest = {};", index);
-    for (int d = rank - 1; d >= 1; --d) {
-      w.line("const long long c{0} = rest % {1}.v[{0}];", d, shape);
-      w.line("rest /= {}.v[{}];", shape, d);
-      for (const auto& [offset, strides] : targets) w.line("{} += c{} * {}.v[{}];", offset, d, strides, d);
-    }
-    for (const auto& [offset, strides] : targets) w.line("{} += rest * {}.v[0];", offset, strides);
+    write_decode(w, index, shape, rank, targets);
   };
   std::vector<std::pair<std::string, std::string>> kept_targets, reduced_targets;
   for (int p = 0; p < v.n_params; ++p) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_shape.hpp"
+#include "codegen/layer_variant.hpp"
 #include "codegen/reduce_variant.hpp"
 
 namespace fusion::codegen {
@@ -69,6 +70,41 @@ std::string ReduceVariant::describe() const {
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
+  return s;
+}
+
+void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
+  h.add_byte(0x1a);  // tells layer variants from the others
+  h.add_u32(block);
+  h.add_u32(group);
+  h.add_byte(vector_width);
+  h.add_byte(resident);
+  h.add_byte(out_aliases_input);
+  h.add_byte(rank_kept);
+  h.add_byte(n_params);
+  h.add_byte(n_outputs);
+  for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+  for (int p = 0; p < n_params; ++p) h.add_byte(static_cast<std::uint8_t>(role[p]));
+  for (int k = 0; k < n_outputs; ++k) {
+    h.add_byte(static_cast<std::uint8_t>(out_dtype[k]));
+    h.add_byte(out_per_row[k]);
+  }
+}
+
+std::string LayerVariant::describe() const {
+  std::string s = fmt::format("layer, {} per row ({} threads per block)", group == kWarpThreads ? "a warp" : "a block", block);
+  s += resident ? ", the row kept in shared memory" : ", passes re-read the row";
+  s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
+  s += fmt::format(", kept rank {}", rank_kept);
+  int cached = 0, row = 0;
+  for (int p = 0; p < n_params; ++p) {
+    cached += role[p] == LayerRole::cached;
+    row += role[p] == LayerRole::row;
+  }
+  if (cached) s += fmt::format(", {} input(s) cached", cached);
+  if (row) s += fmt::format(", {} input(s) constant along the row", row);
+  if (out_aliases_input) s += ", output aliases an input";
+  if (n_outputs > 1) s += fmt::format(", {} outputs", n_outputs);
   return s;
 }
 

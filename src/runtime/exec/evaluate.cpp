@@ -214,14 +214,16 @@ const Lowered& identity_lowered(DType d) {
 }
 
 /// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
-void dispatch(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
+  if (!tls_unfused && !call.lowered->has_reduction) return evaluate_elementwise(call, outs, K, mode);
+  const Call c = tls_unfused ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  if (!tls_unfused && !lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
   const Plan& p = plan_of(lw, tls_unfused);
   if (p.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
   }
+  if (!tls_unfused && evaluate_layer(c, outs, K, mode)) return;
   run_plan(p, c, outs, mode);
 }
 
@@ -294,11 +296,12 @@ KernelInfo inspect_elementwise(const Call& c) {
 }
 
 KernelInfo inspect(const Call& call) {
-  const Call c = with_functions_resolved(call);
+  const Call c = with_shared_reductions(with_functions_resolved(call));
   const Lowered& lw = *c.lowered;
   if (!lw.has_reduction) return inspect_elementwise(c);
   const Plan& p = plan_of(lw, false);
   if (p.direct) return inspect_reduction(c);
+  if (KernelInfo layer; inspect_layer(c, layer)) return layer;
   std::vector<KernelInfo> steps = inspect_plan(p, c);
   KernelInfo info = steps.back();
   info.kernels = static_cast<int>(steps.size());

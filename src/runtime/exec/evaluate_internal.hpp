@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/emit_common.hpp"
+#include "codegen/layer_variant.hpp"
 #include "codegen/reduce_variant.hpp"
 #include "fusion/evaluate.hpp"
 #include "fusion/inspect.hpp"
@@ -44,15 +45,20 @@ template <class V> void delete_slots(std::atomic<KernelSlot<V>*>& head) {
   for (KernelSlot<V>* s = head.exchange(nullptr); s;) delete std::exchange(s, s->next);
 }
 
+struct SharedReductions;  // plan.cpp
+
 struct Lowered {
   ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
   ir::Graph canonical;  // without merging inputs (plans walk this)
   bool has_reduction = false;
   std::atomic<KernelSlot<codegen::Variant>*> slots{nullptr};
   std::atomic<KernelSlot<codegen::ReduceVariant>*> reduce_slots{nullptr};
+  std::atomic<KernelSlot<codegen::LayerVariant>*> layer_slots{nullptr};
   // How the expression runs when it is more than one elementwise kernel: [0] fused, [1] unfused.
   mutable std::once_flag plan_once[2];
   mutable std::unique_ptr<Plan> plans[2];
+  // The same graph with equal reductions of one array computed once, per pattern of equal arguments.
+  mutable std::atomic<SharedReductions*> shared{nullptr};
 };
 
 /// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
@@ -102,6 +108,10 @@ KernelInfo inspect_elementwise(const Call& c);
 /// A generated kernel compiled through the caches (not launched; no GPU needed) and described.
 KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
 KernelInfo inspect_reduction(const Call& c);
+/// One layer kernel for the whole call (see runtime/exec/layer_layout.hpp); false when it does not
+/// apply (nothing written then: a plan runs instead).
+bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
+bool inspect_layer(const Call& c, KernelInfo& info);
 
 /// Writes `src` into `dst` (same shape or broadcastable), or into a new array when `dst` has no memory.
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode);

@@ -39,14 +39,16 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
       case ArgSource::pointer: argv[i] = const_cast<std::uint64_t*>(&at(a.pointers, k, "pointer")); break;
       case ArgSource::scalar: argv[i] = const_cast<std::uint64_t*>(&at(a.scalars, k, "scalar").bits); break;
       case ArgSource::count: argv[i] = const_cast<std::int64_t*>(&a.counts[k]); break;
-      case ArgSource::divisor: argv[i] = const_cast<double*>(&a.divisor); break;
+      case ArgSource::divisor: argv[i] = const_cast<double*>(&at(a.divisors, k, "divisor")); break;
       case ArgSource::dims: argv[i] = const_cast<std::int64_t*>(at(a.dims, k, "dims entry")); break;
       case ArgSource::raw: argv[i] = at(a.raw, k, "raw array"); break;
       case ArgSource::workspace: argv[i] = const_cast<std::uint64_t*>(&a.workspace[k]); break;
     }
   }
-  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, codegen::kBlockThreads, 1,
-            1, 0, stream.handle, argv, nullptr);
+  if (grid.shared_bytes > 48 * 1024)  // beyond the default a kernel must opt in (Hopper: up to 227 KB)
+    FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(grid.shared_bytes));
+  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, grid.block, 1, 1,
+            grid.shared_bytes, stream.handle, argv, nullptr);
 }
 
 void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written,

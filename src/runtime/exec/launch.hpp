@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "codegen/launch_shape.hpp"
 #include "codegen/signature.hpp"
 #include "fusion/evaluate.hpp"
 
@@ -21,7 +22,7 @@ struct LaunchArgs {
   std::span<const std::uint64_t> pointers;      ///< device pointers, by array index
   std::span<const ScalarArg> scalars;           ///< by scalar index
   std::array<std::int64_t, 4> counts{};         ///< by codegen::Count
-  double divisor = 0;
+  std::span<const double> divisors;             ///< of mean/var, by reduction
   std::span<const std::int64_t* const> dims;    ///< extents and strides, by dims index
   std::span<void* const> raw;                   ///< user kernels' raw-array structs, by parameter
   std::array<std::uint64_t, 2> workspace{};     ///< partials, counters
@@ -30,9 +31,11 @@ struct LaunchArgs {
 
 struct Grid {
   std::int64_t x = 1, y = 1;
+  unsigned block = codegen::kBlockThreads;  ///< threads per block (layer kernels choose their own)
+  unsigned shared_bytes = 0;       ///< dynamic shared memory per block
 };
 
-/// Launches `f` with kBlockThreads threads per block on `stream`, arguments packed by `sig`.
+/// Launches `f` with `grid.block` threads per block on `stream`, arguments packed by `sig`.
 void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const LaunchArgs& args, Grid grid,
                    const StreamState& stream);
 

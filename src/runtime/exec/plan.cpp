@@ -113,6 +113,56 @@ struct StepCall {
 
 }  // namespace
 
+struct SharedReductions {
+  std::vector<std::uint32_t> key;  // per input slot, then per reduction slot: its representative
+  const Lowered* lowered;
+  SharedReductions* next;
+};
+
+Call with_shared_reductions(const Call& c) {
+  if (c.n_reductions < 2) return c;
+  const auto equal = [](const ReduceArg& a, const ReduceArg& b) {
+    if (a.n_axes != b.n_axes || a.keepdims != b.keepdims || a.ddof != b.ddof) return false;
+    for (int i = 0; i < a.n_axes; ++i)
+      if (a.axes[static_cast<std::size_t>(i)] != b.axes[static_cast<std::size_t>(i)]) return false;
+    return true;
+  };
+  // Equal reductions read their arrays through different input slots (each use of `x` is one), so
+  // inputs that are the same view merge first; then reductions with equal arguments share a slot.
+  std::vector<std::uint32_t> key(static_cast<std::size_t>(c.n_arrays + c.n_reductions));
+  for (int s = 0; s < c.n_arrays; ++s) {
+    int r = 0;
+    while (!same_view(*c.arrays[r], *c.arrays[s])) ++r;
+    key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
+  }
+  bool any = false;
+  for (int j = 0; j < c.n_reductions; ++j) {
+    int r = 0;
+    while (!equal(c.reductions[r], c.reductions[j])) ++r;
+    key[static_cast<std::size_t>(c.n_arrays + j)] = static_cast<std::uint32_t>(r);
+    any = any || r != j;
+  }
+  if (!any) return c;
+  const Lowered& lw = *c.lowered;
+  Call merged = c;
+  for (SharedReductions* s = lw.shared.load(std::memory_order_acquire); s; s = s->next)
+    if (s->key == key) {
+      merged.lowered = s->lowered;
+      return merged;
+    }
+  ir::Graph g = lw.graph;
+  for (ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op)) n.slot = key[static_cast<std::size_t>(c.n_arrays) + n.slot];
+  const std::vector<std::uint32_t> inputs(key.begin(), key.begin() + c.n_arrays);
+  merged.lowered = &lowered_for_graph(ir::canonicalize(g, inputs));  // equal nodes are one node now
+  std::lock_guard lock(build_mutex());
+  for (SharedReductions* s = lw.shared.load(std::memory_order_acquire); s; s = s->next)
+    if (s->key == key) return merged;
+  lw.shared.store(new SharedReductions{std::move(key), merged.lowered, lw.shared.load(std::memory_order_relaxed)},
+                  std::memory_order_release);  // lives as long as the expression type: the process
+  return merged;
+}
+
 const Plan& plan_of(const Lowered& lw, bool unfused) {
   const int i = unfused ? 1 : 0;
   std::call_once(lw.plan_once[i], [&] { lw.plans[i] = make_plan(lw, unfused); });

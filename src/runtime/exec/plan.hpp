@@ -28,6 +28,10 @@ struct Plan {
 
 const Plan& plan_of(const Lowered& lw, bool unfused);
 
+/// The call with its equal reductions merged: the same reduction of the same arrays with the same axes
+/// (softmax's two `max(x, -1, true)`, var's mean inside layer norm) computed once. `c` itself when none are.
+Call with_shared_reductions(const Call& c);
+
 /// Runs a plan's steps in order on the current stream; temporaries are freed in stream order after.
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode);
 

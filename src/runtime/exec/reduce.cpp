@@ -65,7 +65,7 @@ void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceL
   a.count(codegen::Count::n_out) = L.n_out;
   a.count(codegen::Count::n_red) = L.n_red;
   a.count(codegen::Count::chunk) = L.chunk;
-  a.divisor = L.divisor;
+  a.divisors = {&L.divisor, 1};
   if (L.v.split) {
     const CUdeviceptr ws = workspace(*stream);
     a.workspace = {ws + kCounterBytes, ws};  // partials, counters

@@ -39,6 +39,43 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
 
 }  // namespace
 
+void split_kept_reduced(const Shape& in, unsigned mask, const Strides* st, int n_ops, Shape& kshape, Shape& rshape,
+                        const std::function<Strides&(int)>& kst, const std::function<Strides&(int)>& rst) {
+  kshape = Shape();
+  rshape = Shape();
+  for (int p = 0; p < n_ops; ++p) kst(p) = Strides(), rst(p) = Strides();
+  for (int d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    const bool reduced = mask & (1u << d);
+    Shape& shape = reduced ? rshape : kshape;
+    auto group = [&](int p) -> Strides& { return reduced ? rst(p) : kst(p); };
+    bool merge = !shape.empty();
+    const int last = shape.size() - 1;
+    for (int p = 0; merge && p < n_ops; ++p) merge = group(p)[last] == st[p][d] * in[d];
+    if (merge) {
+      shape[last] *= in[d];
+      for (int p = 0; p < n_ops; ++p) group(p)[last] = st[p][d];
+    } else {
+      shape.push_back(in[d]);
+      for (int p = 0; p < n_ops; ++p) group(p).push_back(st[p][d]);
+    }
+  }
+}
+
+Strides result_strides(const ArrayBase& out, const Shape& in, unsigned mask) {
+  const bool keep = out.ndim() == in.size();
+  Strides st;
+  st.resize(in.size());
+  for (int d = 0, j = 0; d < in.size(); ++d) {
+    const bool reduced = mask & (1u << d);
+    if (!reduced || keep) {
+      st[d] = reduced ? 0 : out.strides()[j];
+      ++j;
+    }
+  }
+  return st;
+}
+
 Reduced reduced_shapes(const Shape& in, const ReduceArg& arg) {
   Reduced r;
   r.in = in;
@@ -59,43 +96,12 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   // Split the dimensions into kept and reduced; within each group merge neighbours that every operand
   // walks as one (and drop extent-1 dimensions), so common cases become a 1-d by 1-d problem.
   const Shape& in = shapes.in;
-  Strides st[kMaxParams];
+  Strides st[kMaxParams + 1];
   for (int p = 0; p < np; ++p) st[p] = broadcast_strides(*L.params[p], in);
-  Strides out_st;
-  out_st.resize(in.size());
-  {
-    const bool keep = arg.keepdims;
-    for (int d = 0, j = 0; d < in.size(); ++d) {
-      const bool reduced = shapes.mask & (1u << d);
-      if (!reduced || keep) {
-        out_st[d] = reduced ? 0 : out.strides()[j];
-        ++j;
-      }
-    }
-  }
-  L.kshape = Shape();
-  L.rshape = Shape();
-  L.kst_out = Strides();
-  for (int p = 0; p < np; ++p) L.kst[p] = Strides(), L.rst[p] = Strides();
-  for (int d = 0; d < in.size(); ++d) {
-    if (in[d] == 1) continue;
-    const bool reduced = shapes.mask & (1u << d);
-    Shape& shape = reduced ? L.rshape : L.kshape;
-    auto group = [&](int p) -> Strides& { return reduced ? L.rst[p] : L.kst[p]; };
-    bool merge = !shape.empty();
-    const int last = shape.size() - 1;
-    for (int p = 0; merge && p < np; ++p) merge = group(p)[last] == st[p][d] * in[d];
-    if (merge && !reduced) merge = L.kst_out[last] == out_st[d] * in[d];
-    if (merge) {
-      shape[last] *= in[d];
-      for (int p = 0; p < np; ++p) group(p)[last] = st[p][d];
-      if (!reduced) L.kst_out[last] = out_st[d];
-    } else {
-      shape.push_back(in[d]);
-      for (int p = 0; p < np; ++p) group(p).push_back(st[p][d]);
-      if (!reduced) L.kst_out.push_back(out_st[d]);
-    }
-  }
+  st[np] = result_strides(out, in, shapes.mask);
+  Strides rst_out;
+  split_kept_reduced(in, shapes.mask, st, np + 1, L.kshape, L.rshape, [&](int p) -> Strides& { return p < np ? L.kst[p] : L.kst_out; },
+                     [&](int p) -> Strides& { return p < np ? L.rst[p] : rst_out; });
   v.rank_kept = static_cast<std::uint8_t>(L.kshape.size());
   v.rank_reduced = static_cast<std::uint8_t>(L.rshape.size());
   L.n_out = numel(L.kshape);

@@ -5,6 +5,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -28,6 +29,16 @@ struct Reduced {
 };
 /// The reduced axes of an operand of shape `in`; a ShapeError names a bad or repeated axis.
 Reduced reduced_shapes(const Shape& in, const ReduceArg& arg);
+
+/// Splits the dimensions of `in` into kept and reduced ones (bit d of `mask`), merging neighbours within
+/// each group that every operand walks as one and dropping extent-1 ones, so common cases become a 1-d by
+/// 1-d problem. `st[k]` are operand k's strides over `in`; `kst(k)`/`rst(k)` receive its collapsed ones.
+void split_kept_reduced(const Shape& in, unsigned mask, const Strides* st, int n_ops, Shape& kshape, Shape& rshape,
+                        const std::function<Strides&(int)>& kst, const std::function<Strides&(int)>& rst);
+
+/// The strides over `in` of a reduction result `out` (0 along the reduced axes, bits of `mask`); `out`
+/// has in's rank (keepdims) or only the kept axes.
+Strides result_strides(const ArrayBase& out, const Shape& in, unsigned mask);
 
 struct ReduceLayout {
   codegen::ReduceVariant v;

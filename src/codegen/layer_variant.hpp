@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// The variant of a layer kernel: one kernel for an expression whose reductions run over the same axes
+// and whose results meet the rows again (softmax, layer norm, RMSNorm, x / sum(x), var per row, a tie
+// of row reductions). A group of threads owns a row; each reduction is one pass over it; the row's
+// inputs are read from memory once and kept in shared memory when they fit (resident), else re-read
+// (looped, served mostly from L2). Sizes and strides are kernel arguments, as everywhere.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "codegen/variant.hpp"
+
+namespace fusion::codegen {
+
+/// How a layer kernel reads one input array.
+enum class LayerRole : std::uint8_t {
+  row,     ///< constant along the row (a per-row scale, a scalar-like array): loaded once per row
+  stream,  ///< varies along the row, read from memory in each pass that uses it
+  cached,  ///< varies along the row and is used by several passes: read once into shared memory
+};
+
+struct LayerVariant {
+  std::uint16_t block = 256;       ///< threads per block
+  std::uint16_t group = 32;        ///< threads per row: 32 (a warp) or `block` (the whole block)
+  std::uint8_t vector_width = 1;   ///< elements per 16-byte access along the row (1: strided rows)
+  bool resident = false;           ///< some input is cached in shared memory
+  bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
+  std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
+  std::uint8_t n_params = 0;
+  std::uint8_t n_outputs = 1;
+  std::array<std::uint8_t, kMaxParams> param_of_slot{};
+  std::array<LayerRole, kMaxParams> role{};
+  std::array<DType, kMaxOutputs> out_dtype{};
+  std::array<bool, kMaxOutputs> out_per_row{};  ///< one value per row (a reduction's result), else per element
+
+  bool operator==(const LayerVariant&) const = default;
+  void hash_into(StableHasher& h, std::uint32_t n_slots) const;
+  std::string describe() const;
+};
+
+/// Dims entries of a layer kernel: the kept extents, then per operand (parameters, then outputs) its
+/// kept strides and its stride along the row.
+inline constexpr std::uint32_t kLayerKeptShape = 0;
+constexpr std::uint32_t layer_kept_strides(int operand) { return 1 + 2 * static_cast<std::uint32_t>(operand); }
+constexpr std::uint32_t layer_row_stride(int operand) { return 2 + 2 * static_cast<std::uint32_t>(operand); }
+
+}  // namespace fusion::codegen

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+// When an expression runs as one layer kernel, and the layout of that kernel. The thresholds below were
+// chosen from measurements on an H100 (bench/results/layers).
+#include "runtime/exec/layer_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/emit_layer.hpp"
+#include "codegen/launch_shape.hpp"
+#include "fusion/error.hpp"
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/layout.hpp"
+#include "runtime/exec/reduce_layout.hpp"
+
+namespace fusion::detail {
+
+using codegen::kMaxOutputs;
+using codegen::kMaxParams;
+using codegen::LayerRole;
+
+namespace {
+
+/// Rows at most this long run as a layer kernel however few there are; longer rows need enough rows
+/// to give half the SMs a block, else a plan of split reductions fills the device better.
+constexpr std::int64_t kShortRow = 16384;
+
+/// `s` right-aligned to rank `rank` (leading extents 1), as broadcasting sees it.
+Shape padded(const Shape& s, int rank) {
+  Shape p;
+  for (int d = 0; d < rank - s.size(); ++d) p.push_back(1);
+  for (int d = 0; d < s.size(); ++d) p.push_back(s[d]);
+  return p;
+}
+
+bool fail(std::string* why_not, std::string reason) {
+  if (why_not) *why_not = std::move(reason);
+  return false;
+}
+
+}  // namespace
+
+bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
+  const ir::Graph& g = c.lowered->graph;
+  const std::size_t n = g.nodes.size();
+  const int K = static_cast<int>(g.outputs.size());
+  std::vector<Shape> shape(n);
+  std::vector<bool> is_reduction(n, false);
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      const ir::Node& nd = g.nodes[i];
+      if (nd.op == ir::Op::iota) return fail(why_not, "an arange leaf needs the flat index");
+      if (nd.op == ir::Op::argmin || nd.op == ir::Op::argmax) return fail(why_not, "argmin/argmax run as their own kernels");
+      if (nd.op == ir::Op::input) shape[i] = c.arrays[nd.slot]->shape();
+      else if (nd.op == ir::Op::scalar) shape[i] = Shape();
+      else if (ir::is_reduction(nd.op)) {
+        shape[i] = reduced_shapes(shape[nd.a], c.reductions[nd.slot]).out;
+        is_reduction[i] = true;
+      } else {
+        for (std::uint32_t o : {nd.a, nd.b, nd.c})
+          if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
+      }
+    }
+  } catch (const ShapeError&) {
+    return fail(why_not, "the shapes do not fit (the plan reports it)");
+  }
+  S.full = broadcast_shape_of(c);
+  const int rank = S.full.size();
+  bool first = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!is_reduction[i]) continue;
+    const ir::Node& nd = g.nodes[i];
+    if (shape[nd.a] != S.full) return fail(why_not, "a reduction's operand is smaller than the index space");
+    const unsigned mask = reduced_shapes(shape[nd.a], c.reductions[nd.slot]).mask;
+    if (!first && mask != S.mask) return fail(why_not, "the reductions run over different axes");
+    S.mask = mask;
+    first = false;
+  }
+  S.n_rows = S.n_red = 1;
+  for (int d = 0; d < rank; ++d) ((S.mask & (1u << d)) ? S.n_red : S.n_rows) *= S.full[d];
+  for (std::size_t i = 0; i < n; ++i)
+    if (is_reduction[i] && ir::needs_nonempty(g.nodes[i].op) && S.n_red == 0 && S.n_rows > 0)
+      return fail(why_not, "a reduction without identity over an empty extent (the plan reports it)");
+
+  // Which values vary along the row: arrays that are not constant along the reduced axes, and what reads them.
+  std::vector<bool> along(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::Node& nd = g.nodes[i];
+    if (nd.op == ir::Op::input) {
+      const Shape p = padded(shape[i], rank);
+      for (int d = 0; d < rank; ++d) along[i] = along[i] || ((S.mask & (1u << d)) && p[d] > 1);
+    } else if (!is_reduction[i]) {
+      for (std::uint32_t o : {nd.a, nd.b, nd.c})
+        if (o != ir::kNone) along[i] = along[i] || along[o];
+    }
+  }
+  // A per-row value meeting per-element ones must broadcast along the reduced axes only (keepdims, or
+  // reduced axes that lead): sum(x, -1) without keepdims would meet x's rows along the wrong axis.
+  auto per_row_shape = [&](const Shape& s) {
+    if (s.size() > rank) return false;
+    const Shape p = padded(s, rank);
+    for (int d = 0; d < rank; ++d)
+      if ((S.mask & (1u << d)) ? p[d] != 1 : (p[d] != 1 && p[d] != S.full[d])) return false;
+    return true;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!along[i] && !is_reduction[i]) continue;
+    const ir::Node& nd = g.nodes[i];
+    for (std::uint32_t o : {nd.a, nd.b, nd.c})
+      if (o != ir::kNone && !along[o] && g.nodes[o].op != ir::Op::scalar && !per_row_shape(shape[o]))
+        return fail(why_not, "a reduction's result meets the rows along other axes than the reduced ones");
+  }
+  for (int k = 0; k < K; ++k) {
+    const std::uint32_t o = g.outputs[static_cast<std::size_t>(k)];
+    S.out[k] = shape[o];
+    S.per_row[k] = !along[o];
+    if (along[o] && shape[o] != S.full) return fail(why_not, "an output is smaller than the index space");
+    if (!along[o]) {
+      Shape kept, kept_dims;
+      for (int d = 0; d < rank; ++d) {
+        kept.push_back((S.mask & (1u << d)) ? 1 : S.full[d]);
+        if (!(S.mask & (1u << d))) kept_dims.push_back(S.full[d]);
+      }
+      if (shape[o] != kept && shape[o] != kept_dims) return fail(why_not, "a per-row output has another shape than the rows");
+    }
+  }
+  return true;
+}
+
+bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, int device, LayerLayout& L,
+                   std::string* why_not) {
+  const ir::Graph& g = c.lowered->graph;
+  codegen::LayerVariant& v = L.v;
+  v = codegen::LayerVariant{};
+  const int np = distinct_params(c, L.params, v.param_of_slot);
+  v.n_params = static_cast<std::uint8_t>(np);
+  v.n_outputs = static_cast<std::uint8_t>(K);
+  for (int k = 0; k < K; ++k) {
+    v.out_dtype[k] = outs[k]->dtype();
+    v.out_per_row[k] = S.per_row[k];
+  }
+
+  // Strides over the index space, then the dimensions split into kept and reduced and collapsed.
+  Strides st[kMaxParams + kMaxOutputs];
+  for (int p = 0; p < np; ++p) st[p] = broadcast_strides(*L.params[p], S.full);
+  for (int k = 0; k < K; ++k)
+    st[np + k] = S.per_row[k] ? result_strides(*outs[k], S.full, S.mask) : broadcast_strides(*outs[k], S.full);
+  Shape rshape;
+  Strides rst[kMaxParams + kMaxOutputs];
+  split_kept_reduced(S.full, S.mask, st, np + K, L.kshape, rshape, [&](int p) -> Strides& { return L.kst[p]; },
+                     [&](int p) -> Strides& { return rst[p]; });
+  if (rshape.size() > 1) return fail(why_not, "the reduced axes are not one stride apart in every array");
+  for (int p = 0; p < np + K; ++p) L.rst[p] = rshape.empty() ? 0 : rst[p][0];
+  v.rank_kept = static_cast<std::uint8_t>(L.kshape.size());
+  L.n_rows = S.n_rows;
+  L.n_red = S.n_red;
+
+  // Roles: constant along the row, streamed, or cached when several passes read it.
+  const auto passes = codegen::layer_pass_nodes(g, v.out_per_row);
+  std::array<int, kMaxParams> readers{};
+  for (const auto& nodes : passes) {
+    std::array<bool, kMaxParams> reads{};
+    for (std::size_t i = 0; i < g.nodes.size(); ++i)
+      if (nodes[i] && g.nodes[i].op == ir::Op::input) reads[v.param_of_slot[g.nodes[i].slot]] = true;
+    for (int p = 0; p < np; ++p) readers[static_cast<std::size_t>(p)] += reads[static_cast<std::size_t>(p)];
+  }
+  for (int p = 0; p < np; ++p) {
+    bool across_rows = false;  // an array shared by every row (a weight) stays in L1/L2 instead
+    for (std::int64_t x : L.kst[p]) across_rows = across_rows || x != 0;
+    v.role[p] = L.rst[p] == 0 ? LayerRole::row
+                : readers[static_cast<std::size_t>(p)] > 1 && across_rows ? LayerRole::cached
+                                                                           : LayerRole::stream;
+  }
+
+  // 16-byte vectors along the row when every array varying along it is contiguous there and aligned.
+  std::size_t widest = 1;
+  bool unit = !rshape.empty();
+  auto element_operand = [&](int op) { return op < np ? v.role[op] != LayerRole::row : !v.out_per_row[op - np]; };
+  auto operand_array = [&](int op) -> const ArrayBase& { return op < np ? *L.params[op] : *outs[op - np]; };
+  for (int op = 0; op < np + K; ++op) {
+    if (!element_operand(op)) continue;
+    unit = unit && L.rst[op] == 1;
+    widest = std::max(widest, itemsize(operand_array(op).dtype()));
+  }
+  std::int64_t V = unit ? static_cast<std::int64_t>(codegen::kVectorBytes / widest) : 1;
+  for (int op = 0; op < np + K && V > 1; ++op) {
+    if (!element_operand(op)) continue;
+    const ArrayBase& a = operand_array(op);
+    bool ok = a.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(a.dtype())) == 0;
+    for (std::int64_t x : L.kst[op]) ok = ok && x % V == 0;
+    if (!ok) V = 1;
+  }
+  v.vector_width = static_cast<std::uint8_t>(V);
+
+  // A warp per short row; a block per long one, wider for longer rows so each thread keeps a few
+  // 16-byte loads in flight.
+  const std::int64_t r = L.n_red;
+  v.group = static_cast<std::uint16_t>(r <= 1024 ? codegen::kWarpThreads : r <= 4096 ? 256 : r <= 16384 ? 512 : 1024);
+  v.block = static_cast<std::uint16_t>(r <= 1024 ? codegen::kBlockThreads : v.group);
+  const std::int64_t rows_per_block = v.block / v.group;
+  L.blocks = (L.n_rows + rows_per_block - 1) / rows_per_block;
+
+  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
+  if (r > kShortRow && L.blocks * 2 < sms)
+    return fail(why_not, fmt::format("{} rows of {} elements leave most SMs idle: split reductions fill the device", L.n_rows, r));
+
+  // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
+  const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
+  const std::int64_t pad = (r + 15) / 16 * 16;
+  std::size_t bytes = 0;
+  for (int p = 0; p < np; ++p)
+    if (v.role[p] == LayerRole::cached) bytes += static_cast<std::size_t>(rows_per_block * pad) * itemsize(L.params[p]->dtype());
+  v.resident = bytes > 0 && bytes <= limit;
+  if (!v.resident)
+    for (int p = 0; p < np; ++p)
+      if (v.role[p] == LayerRole::cached) v.role[p] = LayerRole::stream;
+  L.shared_bytes = v.resident ? static_cast<unsigned>(bytes) : 0;
+
+  // In place (x = softmax(x)) is safe: a row's elements are read before its outputs are written, each
+  // by the thread that writes it. Any other overlap is computed aside by the plan.
+  for (int k = 0; k < K; ++k)
+    for (int p = 0; p < np; ++p) {
+      if (!shares_memory(*outs[k], *L.params[p])) continue;
+      if (S.per_row[k] || !same_view(*outs[k], *L.params[p]))
+        return fail(why_not, "an output overlaps an input other than element for element");
+      v.out_aliases_input = true;
+    }
+
+  L.divisors.clear();
+  for (const ir::Node& nd : g.nodes)
+    if (ir::is_reduction(nd.op)) L.divisors.push_back(static_cast<double>(r) - c.reductions[nd.slot].ddof);
+
+  bool element_outputs = false;
+  for (int k = 0; k < K; ++k) element_outputs = element_outputs || !S.per_row[k];
+  const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
+  const std::size_t row_bytes = static_cast<std::size_t>(r) * (bytes > 0 ? bytes / static_cast<std::size_t>(rows_per_block * pad) : 0);
+  L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}", waves, waves == 1 ? "" : "es", L.n_rows, r,
+                      v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
+                      : bytes > 0 ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2", bytes)
+                                  : "");
+  return true;
+}
+
+}  // namespace fusion::detail
