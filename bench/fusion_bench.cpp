@@ -103,6 +103,57 @@ void user_suite(std::vector<Row>& rows) {
   run("RK l2norm(m,1) 8192^2", [&] { return fz::Array<float>(l2norm(m, fz::Axes(1))); });
 }
 
+/// Whole layers as users write them, 2^26 elements at row lengths 128 to 65,536 (the layers issue's suite),
+/// plus statistics over the whole array and a training-mode batch norm.
+void layers_suite(std::vector<Row>& rows) {
+  const std::int64_t n = std::int64_t{1} << 26;
+  auto flat = random_array<float>(n, -3, 3, 5);
+  auto flat_bf = random_array<fz::bfloat16>(n, -3, 3, 6);
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
+    rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
+  };
+  for (std::int64_t D : {128, 1024, 4096, 16384, 65536}) {
+    const auto x = flat.reshape({n / D, D});
+    const auto xb = flat_bf.reshape({n / D, D});
+    const auto w = random_array<float>(D, 0.5f, 1.5f, 7), b = random_array<float>(D, -1, 1, 8);
+    const auto wb = random_array<fz::bfloat16>(D, 0.5f, 1.5f, 9);
+    const std::string at = fmt::format(" D={}", D);
+    run("softmax" + at, "float32", [&] {
+      return fz::Array<float>(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true));
+    });
+    run("log_softmax" + at, "float32", [&] {
+      return fz::Array<float>(x - fz::max(x, -1, true) - fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)));
+    });
+    run("layer_norm" + at, "float32", [&] {
+      return fz::Array<float>((x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f) * w + b);
+    });
+    run("rms_norm" + at, "float32", [&] { return fz::Array<float>(x * fz::rsqrt(fz::mean(x * x, -1, true) + 1e-6f) * w); });
+    run("rms_norm" + at, "bfloat16", [&] {
+      auto xf = fz::cast<float>(xb);
+      return fz::Array<fz::bfloat16>(fz::cast<fz::bfloat16>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(wb)));
+    });
+    run("var" + at, "float32", [&] { return fz::Array<float>(fz::var(x, -1)); });
+    run("tie(sum,sum sq)" + at, "float32", [&] {
+      fz::Array<float> s, q;
+      fz::tie(s, q) = std::make_tuple(fz::sum(x, -1), fz::sum(x * x, -1));
+      return q;
+    });
+  }
+  run("var(x)", "float32", [&] { return fz::Array<float>(fz::var(flat)); });
+  run("tie(sum,sum sq)(x)", "float32", [&] {
+    fz::Array<float> s, q;
+    fz::tie(s, q) = std::make_tuple(fz::sum(flat), fz::sum(flat * flat));
+    return q;
+  });
+  // Batch norm, training forward: statistics over N, H, W of (8, 64, 112, 112), then normalize.
+  auto bn = random_array<float>(8 * 64 * 112 * 112, -2, 2, 10).reshape({8, 64, 112, 112});
+  auto gamma = random_array<float>(64, 0.5f, 1.5f, 11).reshape({1, 64, 1, 1}), beta = random_array<float>(64, -1, 1, 12).reshape({1, 64, 1, 1});
+  rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(), fz::compare_fusion("batch_norm", [&] {
+    return fz::Array<float>((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * gamma + beta);
+  }, opts)});
+}
+
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
 /// issued `calls` times without waiting (so the launch queue never fills).
 std::pair<double, double> dispatch_us(int calls = 300) {
@@ -195,20 +246,22 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
                    dispatch.first, dispatch.second, compile);
   o << "  \"rows\": [\n";
   std::ofstream csv(json.substr(0, json.rfind('.')) + ".csv");
-  csv << "device,driver,date,expression,dtype,n,bytes,fused_us,unfused_us,unfused_bytes,gbs,pct_copy,fused_kernels,"
-         "unfused_kernels,speedup,agree\n";
+  csv << "device,driver,date,expression,dtype,n,bytes,fused_us,unfused_us,unfused_bytes,gbs,pct_copy,min_bytes,pct_limit,"
+         "fused_kernels,unfused_kernels,speedup,agree\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const auto& c = r.c;
     o << fmt::format("    {{\"expression\": \"{}\", \"dtype\": \"{}\", \"n\": {}, \"bytes\": {:.0f}, \"fused_us\": {:.3f}, "
                      "\"unfused_us\": {:.3f}, \"unfused_bytes\": {:.0f}, \"gbs\": {:.1f}, \"pct_copy\": {:.2f}, "
+                     "\"min_bytes\": {:.0f}, \"pct_limit\": {:.2f}, "
                      "\"fused_kernels\": {}, \"unfused_kernels\": {}, \"speedup\": {:.3f}, \"agree\": {}}}{}\n",
                      r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
-                     c.fused.gbs, c.fused.pct_of_copy, c.fused.kernels, c.unfused.kernels, c.speedup, c.agree,
-                     i + 1 < rows.size() ? "," : "");
-    csv << fmt::format("\"{}\",{},{},\"{}\",{},{},{:.0f},{:.3f},{:.3f},{:.0f},{:.1f},{:.2f},{},{},{:.3f},{}\n", device, driver,
-                       date, r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
-                       c.fused.gbs, c.fused.pct_of_copy, c.fused.kernels, c.unfused.kernels, c.speedup, c.agree);
+                     c.fused.gbs, c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels,
+                     c.unfused.kernels, c.speedup, c.agree, i + 1 < rows.size() ? "," : "");
+    csv << fmt::format("\"{}\",{},{},\"{}\",{},{},{:.0f},{:.3f},{:.3f},{:.0f},{:.1f},{:.2f},{:.0f},{:.2f},{},{},{:.3f},{}\n", device,
+                       driver, date, r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
+                       c.fused.gbs, c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels,
+                       c.unfused.kernels, c.speedup, c.agree);
   }
   o << "  ]\n}\n";
 }
@@ -218,8 +271,10 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 int main(int argc, char** argv) {
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
+  bool only_layers = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
+    if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
   }
@@ -231,10 +286,14 @@ int main(int argc, char** argv) {
   const double copy = fz::copy_bandwidth_gbs();
   std::vector<Row> rows;
   for (int e : sizes) {
+    if (only_layers) break;
     suite<float>(std::int64_t{1} << e, rows);
     suite<fz::bfloat16>(std::int64_t{1} << e, rows);
   }
-  if (std::find(sizes.begin(), sizes.end(), 26) != sizes.end()) reduction_suite(rows), user_suite(rows);
+  if (std::find(sizes.begin(), sizes.end(), 26) != sizes.end()) {
+    if (!only_layers) reduction_suite(rows), user_suite(rows);
+    layers_suite(rows);
+  }
   const auto dispatch = dispatch_us();
   const auto user_dispatch = user_dispatch_us();
   const auto [compile, compile_nvrtc] = compile_ms();
@@ -246,14 +305,16 @@ int main(int argc, char** argv) {
 
   fmt::print("fusion-bench on {} (sm_{}), driver {}, {}; device-to-device copy: {:.0f} GB/s (read + write)\n",
              props.name, props.arch(), driver, date, copy);
-  fmt::print("{:<24} {:>9} {:>5} {:>10} {:>7} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n", "fused us",
-             "GB/s", "% copy", "unfused us", "kernels", "speedup", "agree");
+  fmt::print("(% limit: the least bytes, each input read and each output written once, over the fused time, against the copy\n"
+             " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates)\n");
+  fmt::print("{:<28} {:>9} {:>5} {:>10} {:>8} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n", "fused us",
+             "% limit", "% moved", "unfused us", "kernels", "speedup", "agree");
   bool all_agree = true;
   for (const auto& r : rows) {
     const auto& c = r.c;
     all_agree = all_agree && c.agree;
-    fmt::print("{:<24} {:>9} {:>5} {:>10.1f} {:>7.0f} {:>7.1f}% {:>11.1f} {:>4}/{:<3} {:>7.2f}x  {}\n", r.expression,
-               r.dtype, static_cast<int>(std::log2(static_cast<double>(r.n))), c.fused.gpu_us, c.fused.gbs,
+    fmt::print("{:<28} {:>9} {:>5} {:>10.1f} {:>7.1f}% {:>7.1f}% {:>11.1f} {:>4}/{:<3} {:>7.2f}x  {}\n", r.expression,
+               r.dtype, static_cast<int>(std::log2(static_cast<double>(r.n))), c.fused.gpu_us, c.fused.pct_of_limit,
                c.fused.pct_of_copy, c.unfused.gpu_us, c.fused.kernels, c.unfused.kernels, c.speedup,
                c.agree ? "yes" : "NO: " + c.mismatch);
   }

@@ -85,6 +85,7 @@ TEST_CASE("fuzz: a fixed-seed slice compiles through codegen and NVRTC, and the 
     const fuzz::Verdict v = fuzz::compile_only(c);
     if (v.failed()) {
       ++failed;
+      if (std::getenv("FUZZ_DEBUG")) std::fprintf(stderr, "%s\n%s\n", fuzz::to_cpp(c, "x").c_str(), v.detail.c_str());
       UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "compile failure") << v.detail);
     }
     CHECK(v.kind != fuzz::Verdict::invalid);

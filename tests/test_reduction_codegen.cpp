@@ -130,11 +130,10 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
   const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));
   CHECK_THAT(cols.variant, Catch::Contains("a thread per output"));
 
-  const fz::KernelInfo centered = fz::inspect(m - fz::mean(m, 0, true));  // the mean, then the difference
-  CHECK(centered.kernels == 2);
-  REQUIRE(centered.plan.size() == 2);
-  CHECK_THAT(centered.plan[0], Catch::Contains("mean"));
-  CHECK_THAT(centered.plan[1], Catch::Contains("sub"));
+  const fz::KernelInfo centered = fz::inspect(m - fz::mean(m, 0, true));  // the mean meets its columns again: one layer kernel
+  CHECK(centered.kernels == 1);
+  CHECK_THAT(centered.variant, Catch::StartsWith("layer"));
+  CHECK_THAT(centered.name, Catch::Contains("mean"));
 
   CHECK(fz::inspect(x / fz::sum(x)).kernels == 2);
   CHECK(fz::inspect(fz::var(m, 1)).kernels == 1);  // one pass: Welford's update, Chan's combine

@@ -61,6 +61,8 @@ struct ModeResult {
   double gpu_us = 0;          ///< median GPU time per call
   double gbs = 0;             ///< bytes / time
   double pct_of_copy = 0;     ///< gbs against copy_bandwidth_gbs()
+  double min_bytes = 0;       ///< the least one call could move: each input read once, each output written once
+  double pct_of_limit = 0;    ///< min_bytes / time against copy_bandwidth_gbs(): the honest figure
 };
 
 struct FusionComparison {

@@ -58,6 +58,9 @@ struct Stats {
   std::uint64_t bytes_read = 0;    ///< bytes the launched kernels read (each input once)
   std::uint64_t bytes_written = 0; ///< bytes they wrote
   double compile_ms = 0;           ///< time spent in NVRTC
+  /// The least the evaluations had to move: each distinct input read once, each output written once.
+  /// bytes_read + bytes_written over this is what a plan of several kernels moved beyond the minimum.
+  std::uint64_t min_bytes = 0;
 };
 Stats stats();
 void reset_stats();

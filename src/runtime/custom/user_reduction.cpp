@@ -8,6 +8,7 @@
 #include "fusion/user_kernels.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/launch.hpp"
 #include "runtime/exec/reduce_layout.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/custom/user_kernel.hpp"
@@ -77,6 +78,8 @@ Outputs run_reduction(const UserKernel& k, const std::vector<UserArg>& args, con
   if (c.out.size() > 0) {
     const UserKernel::Slot& kernel = k.kernel_for(c.v, stream->device, [&] { return generate(k, c); });
     launch_reduction(kernel.kernel->function, kernel.signature, c.L, c.scalars, c.out, stream);
+    const ArrayBase* written[1] = {&c.out};
+    note_minimum({c.L.params, static_cast<std::size_t>(c.L.v.n_params)}, written);  // one kernel: exactly the least
   }
   std::vector<ArrayBase> outs;
   outs.push_back(std::move(c.out));

@@ -247,11 +247,13 @@ Call with_functions_resolved(const Call& c) {
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   ArrayBase* outs[1] = {&out};
   dispatch(with_functions_resolved(c), outs, 1, mode);
+  note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
   dispatch(with_functions_resolved(c), outs, n_outs, mode);
+  note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, {outs, static_cast<std::size_t>(n_outs)});
 }
 
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode) {

@@ -11,6 +11,7 @@
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
 #include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/layout.hpp"
 
 namespace fusion::detail {
 
@@ -66,6 +67,17 @@ void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBa
   ctr.launches.fetch_add(1, std::memory_order_relaxed);
   ctr.bytes_read.fetch_add(bytes_read, std::memory_order_relaxed);
   ctr.bytes_written.fetch_add(bytes_written, std::memory_order_relaxed);
+}
+
+void note_minimum(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written) {
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    bool seen = false;
+    for (std::size_t j = 0; j < i && !seen; ++j) seen = same_view(*read[j], *read[i]);
+    if (!seen) bytes += static_cast<std::uint64_t>(read[i]->nbytes());
+  }
+  for (const ArrayBase* w : written) bytes += static_cast<std::uint64_t>(w->nbytes());
+  counters().min_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 std::int64_t blocks_for(std::int64_t work) {

@@ -44,6 +44,10 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
 void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written,
                  const std::shared_ptr<StreamState>& stream);
 
+/// Counts what one evaluation had to move at least (Stats::min_bytes): each distinct array of `read`
+/// once (the same view read twice counts once), each of `written` once.
+void note_minimum(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written);
+
 /// Blocks of kBlockThreads covering `work` items, one per thread (at most codegen::kMaxGridX).
 std::int64_t blocks_for(std::int64_t work);
 

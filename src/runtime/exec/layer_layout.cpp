@@ -63,10 +63,10 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
           if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
       }
     }
+    S.full = broadcast_shape_of(c);
   } catch (const ShapeError&) {
-    return fail(why_not, "the shapes do not fit (the plan reports it)");
+    return fail(why_not, "the arrays do not broadcast to one index space");
   }
-  S.full = broadcast_shape_of(c);
   const int rank = S.full.size();
   bool first = true;
   for (std::size_t i = 0; i < n; ++i) {

@@ -15,20 +15,20 @@ detail::Counters& detail::counters() {
 
 Stats stats() {
   const auto& c = detail::counters();
-  return Stats{c.compiles, c.memory_hits, c.disk_hits, c.launches, c.bytes_read, c.bytes_written, c.compile_ms};
+  return Stats{c.compiles, c.memory_hits, c.disk_hits, c.launches, c.bytes_read, c.bytes_written, c.compile_ms, c.min_bytes};
 }
 
 void reset_stats() {
   auto& c = detail::counters();
-  c.compiles = c.memory_hits = c.disk_hits = c.launches = c.bytes_read = c.bytes_written = 0;
+  c.compiles = c.memory_hits = c.disk_hits = c.launches = c.bytes_read = c.bytes_written = c.min_bytes = 0;
   c.compile_ms = 0;
 }
 
 std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << fmt::format("compiles: {} ({:.1f} ms)  memory hits: {}  disk hits: {}  launches: {}  "
-                           "bytes read: {}  bytes written: {}",
+                           "bytes read: {}  bytes written: {} (at least: {})",
                            s.compiles, s.compile_ms, s.memory_hits, s.disk_hits, s.launches, s.bytes_read,
-                           s.bytes_written);
+                           s.bytes_written, s.min_bytes);
 }
 
 std::ostream& operator<<(std::ostream& os, const KernelInfo& k) {

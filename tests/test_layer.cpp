@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layer kernels without a GPU: which expressions run as one kernel (and which stay plans), the
+// strategies chosen, equal reductions computed once, and NVRTC compiling every layer x dtype x strategy.
+#include "support.hpp"
+
+namespace {
+
+template <class T> struct Layers {
+  // Each written the way a user writes it, over the last axis of `x` (rows of length D).
+  static auto softmax(const fz::Array<T>& x) { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); }
+  static auto log_softmax(const fz::Array<T>& x) {
+    return x - fz::max(x, -1, true) - fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true));
+  }
+  static auto logsumexp(const fz::Array<T>& x) { return fz::max(x, -1) + fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1)); }
+  static auto layer_norm(const fz::Array<T>& x, const fz::Array<T>& w, const fz::Array<T>& b) {
+    return (x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f) * w + b;
+  }
+  static auto rms_norm(const fz::Array<T>& x, const fz::Array<T>& w) {
+    auto xf = fz::cast<float>(x);
+    return fz::cast<T>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(w));
+  }
+  static auto normalize(const fz::Array<T>& x) { return x / fz::sum(x, -1, true); }
+  static auto center(const fz::Array<T>& x) { return x - fz::mean(x, -1, true); }
+  static auto row_range(const fz::Array<T>& x) { return fz::max(x, -1) - fz::min(x, -1); }  // one value per row
+};
+
+/// Every layer of `Layers<T>` over rows of length `d` (`rows` of them; `transposed`: reading x.T), as one kernel.
+template <class T> int check_layers(std::int64_t rows, std::int64_t d, bool transposed, const char* strategy) {
+  using L = Layers<T>;
+  auto base = transposed ? fz::placeholder<T>({d, rows}) : fz::placeholder<T>({rows, d});
+  fz::Array<T> x = transposed ? base.transpose() : base;
+  auto w = fz::placeholder<T>({d}), b = fz::placeholder<T>({d});
+  int kernels = 0;
+  const std::string one_pass = fz::inspect(L::row_range(x)).variant;  // nothing to keep: one read of the row
+  CHECK_THAT(one_pass, Catch::Contains("each pass reads the row from memory"));
+  for (const fz::KernelInfo& k : {fz::inspect(L::softmax(x)), fz::inspect(L::log_softmax(x)), fz::inspect(L::logsumexp(x)),
+                                  fz::inspect(L::layer_norm(x, w, b)), fz::inspect(L::rms_norm(x, w)), fz::inspect(L::normalize(x)),
+                                  fz::inspect(L::center(x))}) {
+    INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << rows << " x " << d << (transposed ? " transposed: " : ": ") << k.name << ", "
+                                         << k.variant);
+    CHECK(k.kernels == 1);
+    CHECK_THAT(k.variant, Catch::StartsWith("layer"));
+    CHECK_THAT(k.variant, Catch::Contains(strategy));
+    CHECK(!k.arch.empty());  // compiled by NVRTC
+    ++kernels;
+  }
+  return kernels + 1;
+}
+
+}  // namespace
+
+TEST_CASE("normalization layers and softmax compile as one kernel for every dtype and strategy", "[layer][nvrtc]") {
+  int kernels = 0;
+  kernels += check_layers<float>(4096, 1000, false, "a warp per row");
+  kernels += check_layers<double>(4096, 1000, false, "a warp per row");
+  kernels += check_layers<fz::half>(4096, 1000, false, "a warp per row");
+  kernels += check_layers<fz::bfloat16>(4096, 1000, false, "a warp per row");
+  kernels += check_layers<float>(1024, 8192, false, "the row kept in shared memory");
+  kernels += check_layers<fz::bfloat16>(1024, 8192, false, "a block per row");
+  kernels += check_layers<float>(256, 65536, false, "each pass reads the row from memory");  // 256 KB rows: too long to keep
+  kernels += check_layers<fz::bfloat16>(256, 65536, false, "the row kept in shared memory");  // 128 KB: kept
+  kernels += check_layers<double>(300, 77, true, "strided rows");
+  kernels += check_layers<fz::half>(300, 3000, true, "strided rows");
+  CHECK(kernels == 10 * 8);
+}
+
+TEST_CASE("layer kernels: which expressions they take and which stay plans", "[layer][plan]") {
+  auto m = fz::placeholder<float>({512, 1000});
+  auto sq = fz::placeholder<float>({300, 300});
+  auto v = fz::placeholder<float>({1 << 22});
+
+  const fz::KernelInfo sm = fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true));
+  CHECK_THAT(sm.variant, Catch::Contains("2 reduction passes over each of 512 rows of 1000 elements"));
+  CHECK_THAT(sm.source, Catch::Contains("reduction 1: sum (wave 2)"));
+  CHECK_THAT(sm.source, !Catch::Contains("reduction 2"));  // the two max(m, -1, true) are one
+
+  // leading reduced axes broadcast back without keepdims; a column softmax reads strided rows
+  CHECK(fz::inspect(sq / fz::sum(sq, 0)).kernels == 1);
+  CHECK_THAT(fz::inspect(fz::exp(m) / fz::sum(fz::exp(m), 0, true)).variant, Catch::Contains("strided rows"));
+
+  // sum(sq, -1) without keepdims meets the rows along the other axis (NumPy broadcasting): not a layer
+  const fz::KernelInfo wrong_axis = fz::inspect(sq + fz::sum(sq, -1));
+  CHECK(wrong_axis.kernels == 2);
+  // reductions over different axes
+  CHECK(fz::inspect(m - fz::mean(m, 0, true) + fz::max(m, 1, true)).kernels == 3);
+  // one row of 4M elements: a plan of split reductions; the equal max() runs once there too
+  const fz::KernelInfo whole = fz::inspect(fz::exp(v - fz::max(v)) / fz::sum(fz::exp(v - fz::max(v))));
+  CHECK(whole.kernels == 3);
+  REQUIRE(whole.plan.size() == 3);
+  CHECK_THAT(whole.plan[0], Catch::Contains("max"));
+  CHECK_THAT(whole.plan[1], Catch::Contains("sum"));
+  CHECK_THAT(whole.plan[1], !Catch::Contains("_max_"));
+  // argmin/argmax keep their own kernels
+  CHECK(fz::inspect(m - fz::cast<float>(fz::argmax(m, -1, true))).kernels == 2);
+}
+
+TEST_CASE("a layer kernel's source is stable", "[layer][golden]") {
+  auto x = fz::placeholder<float>({64, 1000});
+  test::check_golden("softmax_layer", fz::inspect(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)).source);
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layer kernels on the GPU against float64 host references: softmax, log-softmax, layer norm, RMSNorm,
+// x / sum(x) and row statistics for row lengths from 1 to 65,536 (warp, block, kept and re-read rows),
+// every floating dtype, -inf and NaN rows, transposed and strided inputs, keepdims forms, in place,
+// determinism, one launch each; var's one pass accuracy.
+#include <limits>
+
+#include "support.hpp"
+
+namespace {
+
+using Rows = std::vector<double>;  // R x D, row-major
+
+Rows softmax_ref(const Rows& x, std::int64_t R, std::int64_t D, bool log) {
+  Rows y(x.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    const double* a = &x[static_cast<std::size_t>(r * D)];
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    bool nan = false;
+    for (std::int64_t j = 0; j < D; ++j) nan = nan || std::isnan(a[j]), m = std::max(m, a[j]);
+    if (nan) m = std::numeric_limits<double>::quiet_NaN();  // max propagates NaN, as NumPy's
+    for (std::int64_t j = 0; j < D; ++j) s += std::exp(a[j] - m);
+    for (std::int64_t j = 0; j < D; ++j)
+      y[static_cast<std::size_t>(r * D + j)] = log ? a[j] - m - std::log(s) : std::exp(a[j] - m) / s;
+  }
+  return y;
+}
+
+Rows norm_ref(const Rows& x, std::int64_t R, std::int64_t D, const Rows& w, const Rows* b, double eps) {
+  Rows y(x.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    const double* a = &x[static_cast<std::size_t>(r * D)];
+    double mean = 0, var = 0, ms = 0;
+    for (std::int64_t j = 0; j < D; ++j) mean += a[j], ms += a[j] * a[j];
+    mean /= static_cast<double>(D);
+    ms /= static_cast<double>(D);
+    for (std::int64_t j = 0; j < D; ++j) var += (a[j] - mean) * (a[j] - mean);
+    var /= static_cast<double>(D);
+    for (std::int64_t j = 0; j < D; ++j)
+      y[static_cast<std::size_t>(r * D + j)] =
+          b ? (a[j] - mean) / std::sqrt(var + eps) * w[static_cast<std::size_t>(j)] + (*b)[static_cast<std::size_t>(j)]
+            : a[j] / std::sqrt(ms + eps) * w[static_cast<std::size_t>(j)];
+  }
+  return y;
+}
+
+template <class T> Rows as_rows(const std::vector<T>& v) {
+  Rows r;
+  for (const T& x : v) r.push_back(test::as_double(x));
+  return r;
+}
+
+template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << R << " x " << D);
+  const auto hx = test::random<T>(static_cast<std::size_t>(R * D), -3, 3, seed);
+  const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 1), hb = test::random<T>(static_cast<std::size_t>(D), -1, 1, seed + 2);
+  const auto x = fz::asarray(hx, {R, D});
+  const auto w = fz::asarray(hw), b = fz::asarray(hb);
+  const Rows rx = as_rows(hx), rw = as_rows(hw), rb = as_rows(hb);
+  const fz::DType d = fz::dtype_of<T>;
+
+  fz::reset_stats();
+  fz::Array<T> sm = fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(sm.to_host(), softmax_ref(rx, R, D, false), d) == 0);
+
+  fz::Array<T> lsm = x - fz::max(x, -1, true) - fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true));
+  CHECK(test::mismatches(lsm.to_host(), softmax_ref(rx, R, D, true), d) == 0);
+
+  fz::reset_stats();
+  fz::Array<T> ln = (x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f) * w + b;
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(ln.to_host(), norm_ref(rx, R, D, rw, &rb, 1e-5), d) == 0);
+
+  auto xf = fz::cast<float>(x);
+  fz::Array<T> rms = fz::cast<T>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(w));
+  CHECK(test::mismatches(rms.to_host(), norm_ref(rx, R, D, rw, nullptr, 1e-6), d) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every row length", "[gpu][layers]") {
+  for (std::int64_t D : {1, 7, 31, 1000, 1025, 8193}) check_rows<float>(std::max<std::int64_t>(3, 40000 / D), D, 7 + static_cast<unsigned>(D));
+  check_rows<float>(70, 65536, 11);  // rows too long for shared memory: each pass re-reads them
+  check_rows<double>(33, 1000, 12);
+  check_rows<double>(5, 8193, 13);
+  check_rows<fz::half>(100, 1000, 14);
+  check_rows<fz::half>(9, 4099, 15);
+  check_rows<fz::bfloat16>(100, 777, 16);
+  check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: kept in shared memory
+}
+
+TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepdims forms and in place", "[gpu][layers]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::int64_t R = 5, D = 40;
+  auto hx = test::random<float>(static_cast<std::size_t>(R * D), -3, 3, 21);
+  for (std::int64_t j = 0; j < D; ++j) hx[static_cast<std::size_t>(D + j)] = -inf;  // row 1: all -inf -> NaN
+  hx[2 * D + 5] = nan;                                                             // row 2: a NaN -> NaN
+  hx[3 * D + 7] = inf;                                                             // row 3: +inf -> NaN where finite / inf
+  hx[4 * D + 9] = -inf;                                                            // row 4: one -inf -> 0 there
+  const auto x = fz::asarray(hx, {R, D});
+  const Rows want = softmax_ref(as_rows(hx), R, D, false);
+  fz::Array<float> sm = fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
+  CHECK(test::mismatches(sm.to_host(), want, fz::DType::float32) == 0);
+
+  // a column softmax (reduced axis 0, strided rows) of the transposed matrix gives the transposed answer
+  const auto xt = fz::asarray(x.transpose().to_host(), {D, R});
+  fz::Array<float> cols = fz::exp(xt - fz::max(xt, 0, true)) / fz::sum(fz::exp(xt - fz::max(xt, 0, true)), 0, true);
+  CHECK(test::mismatches(cols.transpose().to_host(), want, fz::DType::float32) == 0);
+  // a transposed view read directly, and every other column of a wider matrix
+  fz::Array<float> tv = fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)) / fz::sum(fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)), 0, true);
+  CHECK(test::mismatches(tv.transpose().to_host(), want, fz::DType::float32) == 0);
+  std::vector<float> wide(static_cast<std::size_t>(R * 2 * D), 100.f);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < D; ++j) wide[static_cast<std::size_t>(r * 2 * D + 2 * j)] = hx[static_cast<std::size_t>(r * D + j)];
+  const auto strided = fz::asarray(wide, {R, 2 * D}).slice({{}, fz::Slice{{}, {}, 2}});
+  fz::Array<float> ss = fz::exp(strided - fz::max(strided, -1, true)) / fz::sum(fz::exp(strided - fz::max(strided, -1, true)), -1, true);
+  CHECK(test::mismatches(ss.to_host(), want, fz::DType::float32) == 0);
+
+  // leading reduced axes broadcast back without keepdims: x / sum(x, 0) of a square matrix
+  const auto sq = fz::asarray(test::random<float>(64 * 64, 0.5, 2, 22), {64, 64});
+  const auto hsq = sq.to_host();
+  fz::reset_stats();
+  fz::Array<float> by_col = sq / fz::sum(sq, 0);
+  CHECK(fz::stats().launches == 1);
+  // ... while sum(sq, -1) without keepdims adds row sums along the columns, as NumPy broadcasts
+  fz::Array<float> numpy_axis = sq + fz::sum(sq, -1);
+  std::vector<double> want_col(64 * 64), want_np(64 * 64);
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j) {
+      double cs = 0, rs = 0;
+      for (int k = 0; k < 64; ++k) cs += hsq[k * 64 + j], rs += hsq[j * 64 + k];
+      want_col[i * 64 + j] = hsq[i * 64 + j] / cs;
+      want_np[i * 64 + j] = hsq[i * 64 + j] + rs;
+    }
+  CHECK(test::mismatches(by_col.to_host(), want_col, fz::DType::float32) == 0);
+  CHECK(test::mismatches(numpy_axis.to_host(), want_np, fz::DType::float32) == 0);
+
+  // in place: x = softmax(x), every element read before it is written
+  fz::Array<float> y = fz::asarray(hx, {R, D});
+  y = fz::exp(y - fz::max(y, -1, true)) / fz::sum(fz::exp(y - fz::max(y, -1, true)), -1, true);
+  CHECK(test::mismatches(y.to_host(), want, fz::DType::float32) == 0);
+}
+
+TEST_CASE("row statistics in one pass: a tie of row reductions, var, determinism", "[gpu][layers]") {
+  const std::int64_t R = 300, D = 5000;
+  const auto hx = test::random<float>(static_cast<std::size_t>(R * D), -2, 2, 31);
+  const auto x = fz::asarray(hx, {R, D});
+  fz::Array<float> s, q;
+  fz::reset_stats();
+  fz::tie(s, q) = std::make_tuple(fz::sum(x, -1), fz::sum(x * x, -1));
+  CHECK(fz::stats().launches == 1);
+  CHECK(fz::stats().bytes_read == static_cast<std::uint64_t>(R * D * 4));  // the input read once
+  std::vector<double> ws(R), wq(R);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < D; ++j) {
+      const double v = hx[static_cast<std::size_t>(r * D + j)];
+      ws[static_cast<std::size_t>(r)] += v, wq[static_cast<std::size_t>(r)] += v * v;
+    }
+  CHECK(s.shape() == fz::Shape{R});
+  CHECK(test::mismatches(s.to_host(), ws, fz::DType::float32) == 0);
+  CHECK(test::mismatches(q.to_host(), wq, fz::DType::float32) == 0);
+
+  // the same input, the same bits, run after run
+  fz::Array<float> a = x / fz::sum(x, -1, true), b = x / fz::sum(x, -1, true);
+  CHECK(a.to_host() == b.to_host());
+}
+
+TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (mean 1e4, std 1)", "[gpu][layers]") {
+  const std::int64_t R = 64, D = 1 << 16;
+  auto hx = test::random<float>(static_cast<std::size_t>(R * D), -1.7, 1.7, 41);  // std ~1
+  for (float& v : hx) v += 1e4f;
+  const auto x = fz::asarray(hx, {R, D});
+  std::vector<double> want(R);
+  double all_mean = 0, all_var = 0;
+  for (std::int64_t r = 0; r < R; ++r) {
+    double m = 0, v = 0;
+    for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
+    m /= D;
+    for (std::int64_t j = 0; j < D; ++j) v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
+    want[static_cast<std::size_t>(r)] = v / D;
+    all_mean += m / R;
+  }
+  for (float v : hx) all_var += (v - all_mean) * (v - all_mean);
+  all_var /= static_cast<double>(R * D);
+  fz::Array<float> rows = fz::var(x, -1);
+  const auto got = rows.to_host();
+  double worst = 0;
+  for (std::int64_t r = 0; r < R; ++r) worst = std::max(worst, std::abs(got[static_cast<std::size_t>(r)] - want[static_cast<std::size_t>(r)]) / want[static_cast<std::size_t>(r)]);
+  CHECK(worst < 1e-4);
+  const double whole = fz::Array<float>(fz::var(x)).item();  // 4M elements, split over blocks
+  CHECK(std::abs(whole - all_var) / all_var < 1e-4);
+  CHECK(fz::Array<float>(fz::std(x, -1, false, 1)).to_host()[3] == Approx(std::sqrt(want[3] * D / (D - 1))).epsilon(1e-4));
+}
