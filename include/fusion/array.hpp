@@ -13,10 +13,15 @@
 
 namespace fusion {
 
-template <Element T> class Array : public ArrayBase {
+template <class T> class Array : public ArrayBase {
+  static_assert(Element<T>,
+                "fz::Array<T>: T must be bool, std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, "
+                "std::uint16_t, std::uint32_t, std::uint64_t, fz::half, fz::bfloat16, float or double (long long, char and "
+                "long double are other types; CUDA's __half and __nv_bfloat16 convert through <fusion/cuda_types.hpp>)");
+
  public:
   using value_type = T;
-  static constexpr DType dtype_v = dtype_of<T>;
+  static constexpr DType dtype_v = detail::dtype_or_float<T>();
 
   /// An empty array without memory; assigning to it allocates.
   Array() : ArrayBase(dtype_v) {}

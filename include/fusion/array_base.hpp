@@ -4,12 +4,17 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fusion/dtype.hpp"
+#include "fusion/error.hpp"
 #include "fusion/shape.hpp"
 
 namespace fusion {
+
+class Stream;
 
 namespace detail { struct Storage; }
 
@@ -36,7 +41,26 @@ class ArrayBase {
   bool has_storage() const { return storage_ != nullptr; }
   /// Device address of the first element (the offset applied).
   std::uint64_t data_ptr() const;
+  /// The same address as a typed pointer, for other libraries (cuBLAS, thrust, a raw kernel): `U` is the
+  /// element type (a TypeError otherwise), a type of the same size (CUDA's __half for fz::half), or void.
+  /// The memory is used on the current stream's order: see record_stream() for work on other streams.
+  template <class U> U* data_ptr() const {
+    if constexpr (Element<std::remove_cv_t<U>>) {
+      if (dtype_of<std::remove_cv_t<U>> != dtype_)
+        throw TypeError(std::string("data_ptr<") + std::string(dtype_name(dtype_of<std::remove_cv_t<U>>)) + ">() of an array of " +
+                        std::string(dtype_name(dtype_)) + "; ask for the element type");
+    } else if constexpr (!std::is_void_v<U>) {
+      if (sizeof(U) != itemsize(dtype_))
+        throw TypeError(std::string("data_ptr<U>(): U has ") + std::to_string(sizeof(U)) + " bytes, the elements of this " +
+                        std::string(dtype_name(dtype_)) + " array " + std::to_string(itemsize(dtype_)));
+    }
+    return reinterpret_cast<U*>(static_cast<std::uintptr_t>(data_ptr()));
+  }
   const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
+  /// Declares that work enqueued on `stream` so far (a cuBLAS call, a kernel of another library) uses
+  /// this array's memory: it is not freed or reused before that work finishes, as PyTorch's
+  /// record_stream. Call it after enqueuing the work. fusion's own kernels and copies need no call.
+  void record_stream(const Stream& stream) const;
 
   // Untyped operations used by Array<T> and the runtime.
   static ArrayBase make_empty(DType d, const Shape& shape);

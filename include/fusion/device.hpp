@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA devices: enumeration, the per-thread current device, and the properties kernels are tuned by.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <cstddef>
 #include <string>
 

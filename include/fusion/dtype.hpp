@@ -133,6 +133,13 @@ template <> struct DTypeOf<double> { static constexpr DType value = DType::float
 
 template <class T> concept Element = requires { DTypeOf<T>::value; };
 template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
+namespace detail {
+/// dtype_of, or float32 for a type that is not an element (after a static_assert said so: no more errors).
+template <class T> constexpr DType dtype_or_float() {
+  if constexpr (Element<T>) return dtype_of<T>;
+  else return DType::float32;
+}
+}  // namespace detail
 
 template <DType D> struct TypeOfT;
 template <> struct TypeOfT<DType::bool_> { using type = bool; };

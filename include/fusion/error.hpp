@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The error hierarchy: every failure fusion reports is an fz::Error whose message says what to fix.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <stdexcept>
 #include <string>
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA events: ordering between streams and GPU-side timing.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <memory>
 
 struct CUevent_st;

@@ -18,7 +18,7 @@
 
 namespace fusion {
 
-template <Element T> class Array;
+template <class T> class Array;
 
 namespace detail {
 

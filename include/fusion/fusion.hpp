@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The umbrella header: everything fusion offers.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include "fusion/array.hpp"
 #include "fusion/benchmark.hpp"
 #include "fusion/device.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A captured CUDA graph, instantiated once and replayable any number of times on any stream.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <memory>
 
 namespace fusion {

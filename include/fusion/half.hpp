@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host-side storage types for 16-bit floats. Conversions round to nearest even, like the GPU's cvt.rn.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <bit>
 #include <cstdint>
 

@@ -20,8 +20,8 @@ struct KernelInfo {
   std::string cache_path;  ///< the disk-cache entry ("" when the disk cache is off)
   int registers = -1;      ///< registers per thread reported by ptxas
   int kernels = 1;         ///< kernels the expression runs as (1 when fully fused)
-  /// When it runs as several kernels: each one's name and layout, in launch order (`source` then holds
-  /// every kernel's source; the other fields describe the last kernel).
+  /// Every kernel it runs as, in launch order: "name [hash] (strategy)" (`source` then holds every
+  /// kernel's source; the other fields describe the last kernel). Printing a KernelInfo lists them all.
   std::vector<std::string> plan;
 };
 std::ostream& operator<<(std::ostream& os, const KernelInfo& k);
@@ -33,6 +33,10 @@ KernelInfo inspect(const Call& call);
 /// The kernel `e` would run as, compiled (through the caches) but not launched.
 template <Expression E> KernelInfo inspect(const E& e) {
   return detail::with_call(e, [](const detail::Call& c) { return detail::inspect(c); });
+}
+/// What `fz::tie(a, b, ...) = std::make_tuple(e1, e2, ...)` runs as: `fz::inspect(e1, e2, ...)`.
+template <Expression E1, Expression E2, Expression... Es> KernelInfo inspect(const E1& e1, const E2& e2, const Es&... es) {
+  return detail::with_call_multi([](const detail::Call& c) { return detail::inspect(c); }, e1, e2, es...);
 }
 
 /// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the

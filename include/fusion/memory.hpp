@@ -2,6 +2,7 @@
 // Memory pools: the device pool behind every Array (the driver's stream-ordered allocator) and a
 // pinned host pool that stages transfers.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shapes and strides: small fixed-capacity vectors (at most 8 dimensions), cheap to copy on the hot path.
 #pragma once
+#include "fusion/cpp20.hpp"
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>

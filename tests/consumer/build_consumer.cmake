@@ -1,5 +1,13 @@
-# Configures, builds and runs the consumer project against the installed prefix.
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -DCMAKE_PREFIX_PATH=${PREFIX} RESULT_VARIABLE r)
+# Configures, builds and runs a consumer project: -DSOURCE -DBINARY, and -DPREFIX (an installed fusion)
+# or -DFUSION_SOURCE (fusion's source tree, for add_subdirectory).
+set(args -S ${SOURCE} -B ${BINARY} -G Ninja)
+if(PREFIX)
+  list(APPEND args -DCMAKE_PREFIX_PATH=${PREFIX})
+endif()
+if(FUSION_SOURCE)
+  list(APPEND args -DFUSION_SOURCE=${FUSION_SOURCE})
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} ${args} RESULT_VARIABLE r)
 if(r)
   message(FATAL_ERROR "configuring the consumer failed")
 endif()

@@ -297,19 +297,25 @@ KernelInfo inspect_elementwise(const Call& c) {
   return finish_inspect(generate(*c.lowered, L.v, c.name), L.v.describe());
 }
 
+std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] ({})", k.name, k.hash, k.variant); }
+
 KernelInfo inspect(const Call& call) {
   const Call c = with_shared_reductions(with_functions_resolved(call));
   const Lowered& lw = *c.lowered;
-  if (!lw.has_reduction) return inspect_elementwise(c);
+  auto one = [](KernelInfo k) {
+    k.plan = {plan_entry(k)};
+    return k;
+  };
+  if (!lw.has_reduction) return one(inspect_elementwise(c));
   const Plan& p = plan_of(lw, false);
-  if (p.direct) return inspect_reduction(c);
-  if (KernelInfo layer; inspect_layer(c, layer)) return layer;
+  if (p.direct) return one(lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c));
+  if (KernelInfo layer; inspect_layer(c, layer)) return one(std::move(layer));
   std::vector<KernelInfo> steps = inspect_plan(p, c);
   KernelInfo info = steps.back();
   info.kernels = static_cast<int>(steps.size());
   std::string source;
   for (const KernelInfo& s : steps) {
-    info.plan.push_back(fmt::format("{} ({})", s.name, s.variant));
+    info.plan.push_back(plan_entry(s));
     source += fmt::format("// ---- kernel {} of {}: {}\n{}\n", info.plan.size(), steps.size(), s.name, s.source);
   }
   info.source = std::move(source);

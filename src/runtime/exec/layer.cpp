@@ -83,7 +83,6 @@ bool inspect_layer(const Call& c, KernelInfo& info) {
   if (!analyze_layer(c, S, ptrs, K, device, L)) return false;
   info = finish_inspect(codegen::emit_layer(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
-  info.plan = {fmt::format("{} ({})", info.name, info.variant)};
   return true;
 }
 

@@ -32,6 +32,11 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
 }
 
 std::ostream& operator<<(std::ostream& os, const KernelInfo& k) {
+  if (k.kernels > 1) {
+    os << fmt::format("{} kernels, in launch order:\n", k.kernels);
+    for (std::size_t i = 0; i < k.plan.size(); ++i) os << fmt::format("  {}. {}\n", i + 1, k.plan[i]);
+    os << "the last one:\n";
+  }
   os << fmt::format("kernel {}\n  hash {:016x}, {}, {} register(s), target {}\n", k.name, k.hash, k.variant,
                     k.registers, k.arch);
   if (!k.cache_path.empty()) os << "  cached at " << k.cache_path << "\n";

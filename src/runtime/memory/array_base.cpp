@@ -10,6 +10,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "fusion/stream.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion {
@@ -54,6 +55,15 @@ bool ArrayBase::is_contiguous() const {
   for (int i = 0; i < ndim(); ++i)
     if (shape_[i] != 1 && strides_[i] != c[i]) return false;
   return true;
+}
+
+void ArrayBase::record_stream(const Stream& stream) const {
+  if (!storage_) return;  // nothing to keep alive
+  if (stream.state()->device != storage_->device)
+    throw Error(fmt::format("record_stream: the array lives on device {}, the stream on device {}", storage_->device,
+                            stream.state()->device));
+  detail::ensure_context(storage_->device);
+  storage_->note_use(stream.state());
 }
 
 std::uint64_t ArrayBase::data_ptr() const {

@@ -1,14 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/memory/storage.hpp"
 
+#include <map>
+
+#include "fusion/device.hpp"
+#include "fusion/stream.hpp"
 #include "runtime/cuda/driver.hpp"
 
 namespace fusion::detail {
 
+namespace {
+
+/// Another library's stream (Stream::from_external), which it may destroy before fusion frees memory.
+bool is_external(const StreamState& s) {
+  return !s.owned && s.handle && s.handle != CU_STREAM_LEGACY && s.handle != CU_STREAM_PER_THREAD;
+}
+
+/// fusion's own stream of a device for freeing memory allocated on external streams: never destroyed
+/// (frees may run from static destructors).
+const std::shared_ptr<StreamState>& release_stream(int device) {
+  static std::mutex mu;
+  static auto& streams = *new std::map<int, Stream>;
+  std::lock_guard lock(mu);
+  auto it = streams.find(device);
+  if (it == streams.end()) {
+    DeviceScope scope{Device(device)};
+    it = streams.emplace(device, Stream(StreamOptions{.non_blocking = true})).first;
+  }
+  return it->second.state();
+}
+
+}  // namespace
+
 Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
-    : bytes(n), device(stream->device), home(stream) {
+    : bytes(n), device(stream->device), home(is_external(*stream) ? release_stream(stream->device) : stream) {
   ptr = memory_pool(device).allocate(n, stream->handle);
   generation = context_generation(device);
+  // Memory allocated on another library's stream is freed on fusion's own stream, after an event of the
+  // external stream's last use (recorded while it lived): that library may destroy its stream first.
+  if (home != stream) note_foreign_use(stream);
 }
 
 void Storage::note_foreign_use(const std::shared_ptr<StreamState>& stream) {

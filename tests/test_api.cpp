@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sharp edges of the public API, without a GPU: inspecting ties and plans shows every kernel, typed
+// device pointers check their type, CUDA's 16-bit host types convert bit for bit.
+#include <sstream>
+
+#include "fusion/cuda_types.hpp"
+#include "support.hpp"
+
+TEST_CASE("inspect shows every kernel of a tie and of a plan, with its hash and strategy", "[api][plan]") {
+  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20});
+  auto m = fz::placeholder<float>({256, 1000});
+
+  const fz::KernelInfo pair = fz::inspect(x + y, x * y);  // fz::tie(a, b) = (x + y, x * y)
+  CHECK(pair.kernels == 1);
+  REQUIRE(pair.plan.size() == 1);
+  CHECK_THAT(pair.plan[0], Catch::Contains(pair.name) && Catch::Contains(fmt::format("[{:016x}]", pair.hash)));
+  CHECK_THAT(pair.source, Catch::Contains("out1"));
+
+  const fz::KernelInfo rows = fz::inspect(fz::sum(m, -1), fz::sum(m * m, -1));  // one pass over each row
+  CHECK(rows.kernels == 1);
+  CHECK_THAT(rows.variant, Catch::StartsWith("layer") && Catch::Contains("1 reduction pass"));
+
+  const fz::KernelInfo two = fz::inspect(fz::sum(x), fz::max(y));  // whole arrays: a kernel each
+  CHECK(two.kernels == 2);
+  REQUIRE(two.plan.size() == 2);
+  CHECK_THAT(two.plan[0], Catch::Contains("_sum_") || Catch::Contains("fz_sum"));
+  CHECK_THAT(two.plan[1], Catch::Contains("max"));
+  std::ostringstream printed;
+  printed << two;
+  CHECK_THAT(printed.str(), Catch::StartsWith("2 kernels, in launch order:"));
+  for (const std::string& p : two.plan) CHECK_THAT(printed.str(), Catch::Contains(p));
+
+  const fz::KernelInfo single = fz::inspect(fz::sin(x));
+  REQUIRE(single.plan.size() == 1);
+  std::ostringstream one;
+  one << single;
+  CHECK_THAT(one.str(), Catch::StartsWith("kernel " + single.name));
+}
+
+TEST_CASE("data_ptr<T>() gives a typed device pointer and refuses another element type", "[api]") {
+  const fz::Array<float> f = fz::placeholder<float>({8});
+  const fz::Array<fz::half> h = fz::placeholder<fz::half>({8});
+  CHECK(reinterpret_cast<std::uintptr_t>(f.data_ptr<float>()) == f.data_ptr());
+  CHECK(f.data_ptr<const float>() == f.data_ptr<float>());
+  CHECK_THROWS_AS(f.data_ptr<double>(), fz::TypeError);
+  CHECK_THROWS_WITH(f.data_ptr<std::int32_t>(), Catch::Contains("data_ptr<int32>() of an array of float32"));
+  CHECK(reinterpret_cast<std::uintptr_t>(h.data_ptr<__half>()) == h.data_ptr());  // CUDA's own type: the same two bytes
+  CHECK_THROWS_AS(h.data_ptr<float2>(), fz::TypeError);
+  CHECK(reinterpret_cast<std::uintptr_t>(f.data_ptr<void>()) == f.data_ptr());
+}
+
+TEST_CASE("CUDA's __half and __nv_bfloat16 host data convert to fusion's types bit for bit", "[api]") {
+  const std::vector<__half> h{__float2half(1.5f), __float2half(-0.25f), __float2half(65504.f)};
+  const auto as_fz = fz::detail::copy_bits<fz::half>(std::span<const __half>(h));
+  REQUIRE(as_fz.size() == 3);
+  CHECK(static_cast<float>(as_fz[0]) == 1.5f);
+  CHECK(static_cast<float>(as_fz[1]) == -0.25f);
+  CHECK(static_cast<float>(as_fz[2]) == 65504.f);
+  const std::vector<__nv_bfloat16> b{__float2bfloat16(3.0f), __float2bfloat16(-1e30f)};
+  const auto back = fz::detail::copy_bits<__nv_bfloat16>(std::span<const fz::bfloat16>(fz::detail::copy_bits<fz::bfloat16>(std::span<const __nv_bfloat16>(b))));
+  CHECK(__bfloat162float(back[0]) == 3.0f);
+  CHECK(__bfloat162float(back[1]) == __bfloat162float(b[1]));
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::asarray(h)), fz::Array<fz::half>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::asarray(b, {2})), fz::Array<fz::bfloat16>>);
+}
