@@ -20,11 +20,11 @@ TEST_CASE("inspect shows every kernel of a tie and of a plan, with its hash and 
   CHECK(rows.kernels == 1);
   CHECK_THAT(rows.variant, Catch::StartsWith("layer") && Catch::Contains("1 reduction pass"));
 
-  const fz::KernelInfo two = fz::inspect(fz::sum(x), fz::max(y));  // whole arrays: a kernel each
+  const fz::KernelInfo two = fz::inspect(fz::sum(m, 0), fz::max(m, 1));  // other axes: a kernel each
   CHECK(two.kernels == 2);
   REQUIRE(two.plan.size() == 2);
-  CHECK_THAT(two.plan[0], Catch::Contains("_sum_") || Catch::Contains("fz_sum"));
-  CHECK_THAT(two.plan[1], Catch::Contains("max"));
+  CHECK_THAT(two.plan[0], Catch::Contains("fz_sum"));
+  CHECK_THAT(two.plan[1], Catch::Contains("fz_max"));
   std::ostringstream printed;
   printed << two;
   CHECK_THAT(printed.str(), Catch::StartsWith("2 kernels, in launch order:"));

@@ -98,3 +98,41 @@ TEST_CASE("a layer kernel's source is stable", "[layer][golden]") {
   auto x = fz::placeholder<float>({64, 1000});
   test::check_golden("softmax_layer", fz::inspect(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)).source);
 }
+
+TEST_CASE("sibling reductions over the same axes share one pass: ties, statistics, batch norm", "[layer][plan]") {
+  auto x = fz::placeholder<float>({1 << 22}), z = fz::placeholder<float>({5});
+  // whole arrays: one split reduction kernel computing both
+  const fz::KernelInfo tie = fz::inspect(fz::sum(x), fz::sum(x * x));
+  CHECK(tie.kernels == 1);
+  CHECK_THAT(tie.variant, Catch::Contains("2 results from one pass") && Catch::Contains("split over blocks"));
+  CHECK_THAT(tie.source, Catch::Contains("struct FzAcc { float a0; float a1; };"));
+  // arrays of other shapes: each reduction over its own extent, a kernel each
+  CHECK(fz::inspect(fz::sum(x), fz::sum(z)).kernels == 2);
+  // a batch norm: mean and variance over N, H, W in one pass, then the normalization
+  auto bn = fz::placeholder<float>({8, 64, 112, 112});
+  auto g = fz::placeholder<float>({1, 64, 1, 1}), b = fz::placeholder<float>({1, 64, 1, 1});
+  const fz::KernelInfo norm = fz::inspect((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * g + b);
+  CHECK(norm.kernels == 2);
+  REQUIRE(norm.plan.size() == 2);
+  CHECK_THAT(norm.plan[0], Catch::Contains("fz_mean_var_") && Catch::Contains("2 results from one pass"));
+  // a reduction that reads another's result waits for it: softmax over one long row stays three kernels
+  CHECK(fz::inspect(fz::exp(x - fz::max(x)) / fz::sum(fz::exp(x - fz::max(x)))).kernels == 3);
+  // every dtype and thread layout of a multi-reduction compiles
+  int compiled = 0;
+  auto compile_all = [&]<class T>(T) {
+    auto v = fz::placeholder<T>({1 << 20}), m = fz::placeholder<T>({300, 4000}), c = fz::placeholder<T>({4000, 300});
+    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(v), fz::var(v)), fz::inspect(fz::min(m, 0), fz::max(m, 0)),
+                                    fz::inspect(fz::mean(c, 0), fz::var(c, 0, false, 1)), fz::inspect(fz::sum(m, 1), fz::prod(m, 1))}) {
+      INFO(k.name << ": " << k.variant);
+      CHECK(k.kernels == 1);
+      CHECK(!k.arch.empty());
+      ++compiled;
+    }
+  };
+  compile_all(float{});
+  compile_all(double{});
+  compile_all(fz::half{});
+  compile_all(fz::bfloat16{});
+  compile_all(std::int32_t{});
+  CHECK(compiled == 20);
+}

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "support.hpp"
 
 namespace {
@@ -264,4 +266,52 @@ TEST_CASE("FUSION_GPU_MEMORY_LIMIT sets the pool's limit, as bytes or a percenta
     INFO("FUSION_GPU_MEMORY_LIMIT=" << value);
     CHECK(std::system(cmd.c_str()) == 0);
   }
+}
+
+TEST_CASE("record_stream keeps memory another library uses on its stream from being reused early", "[gpu][memory]") {
+  // Another library's kernel (a stand-in for cuBLAS) reads `x` through a raw pointer on its own stream:
+  // fusion cannot see that use, record_stream declares it.
+  const fz::RawKernel spin_copy(R"(extern "C" __global__ void spin_copy(const float* x, float* y, long long n) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < 20000000) {}  // ~10 ms: x is dropped and its memory reallocated meanwhile
+    for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) y[i] = x[i];
+  })", "spin_copy");
+  const std::int64_t n = 1 << 22;
+  fz::Stream library(fz::StreamOptions{.non_blocking = true});
+  fz::Array<float> y = fz::zeros<float>({n});
+  fz::current_stream().synchronize();
+  {
+    fz::Array<float> x = fz::full<float>({n}, 5.f);
+    fz::current_stream().synchronize();
+    spin_copy.launch({132}, {256}, fz::LaunchOptions{.stream = library}, x.data_ptr<float>(), y.data_ptr<float>(), n);
+    x.record_stream(library);  // after enqueuing the work, as with PyTorch
+  }
+  fz::Array<float> poison = fz::full<float>({n}, -1.f);  // the pool would hand x's memory out here
+  library.synchronize();
+  std::size_t bad = 0;
+  for (float v : y.to_host()) bad += v != 5.f;
+  CHECK(bad == 0);
+}
+
+TEST_CASE("arrays made on another library's stream survive that stream's destruction", "[gpu][memory]") {
+  CUstream raw = nullptr;
+  fz::detail::ensure_context(0);
+  FUSION_CU(cuStreamCreateWithPriority, &raw, CU_STREAM_NON_BLOCKING, 0);
+  const std::size_t before = fz::default_memory_pool().used_bytes();
+  fz::Array<float> kept;
+  {
+    fz::Stream ext = fz::Stream::from_external(raw);
+    fz::StreamScope scope(ext);
+    fz::Array<float> a = fz::full<float>({1 << 20}, 2.f);
+    fz::Array<float> b = fz::exp(a) * 0.f + a;  // work on the external stream
+    kept = b + 1.f;
+    ext.synchronize();
+  }
+  FUSION_CU(cuStreamDestroy, raw);  // the library is done with its stream before fusion frees memory
+  const auto h = kept.to_host();   // a, b were freed on fusion's own stream: nothing touched the dead handle
+  CHECK(h.front() == 3.f);
+  CHECK(h.back() == 3.f);
+  kept = fz::Array<float>();
+  fz::Device(0).synchronize();
+  CHECK(fz::default_memory_pool().used_bytes() == before);
 }

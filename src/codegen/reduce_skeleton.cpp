@@ -42,7 +42,9 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   KernelSignature& sig = *s.signature;
   for (int p = 0; p < v.n_params; ++p)
     sig.add(ArgSource::pointer, p, fmt::format("const {}* __restrict__ in{}", storage_type(s.params[p]), p));
-  sig.add(ArgSource::pointer, v.n_params, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
+  if (s.outputs.empty()) sig.add(ArgSource::pointer, v.n_params, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
+  for (std::size_t k = 0; k < s.outputs.size(); ++k)
+    sig.add(ArgSource::pointer, v.n_params + static_cast<std::uint32_t>(k), fmt::format("{}* __restrict__ out{}", storage_type(s.outputs[k]), k));
   for (const auto& [index, declaration] : s.scalar_params) sig.add(ArgSource::scalar, index, declaration);
   sig.add(Count::n_out, "const long long n_out");
   sig.add(Count::n_red, "const long long n_red");

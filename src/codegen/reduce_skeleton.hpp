@@ -33,6 +33,9 @@ struct ReduceSkeleton {
   /// The statement that writes output element `index` (of `out`) from the accumulator `a`.
   std::function<std::string(const std::string& index)> store;
   KernelSignature* signature = nullptr;  ///< filled with the kernel's parameters
+  /// Several outputs of one reduction layout (a multi-reduction): out0, out1, ... of these dtypes, all
+  /// with the same kept strides; `store` writes them all. Empty: one output `out` of the variant's dtype.
+  std::vector<DType> outputs;
 };
 
 /// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel,

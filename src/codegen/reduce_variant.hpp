@@ -25,6 +25,8 @@ struct ReduceVariant {
   std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
   std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing
   DType out_dtype = DType::float32;
+  std::uint8_t n_outputs = 1;      ///< several: a multi-reduction (sibling reductions sharing one layout)
+  std::array<DType, kMaxOutputs> out_dtypes{};  ///< per output when n_outputs > 1
   std::uint8_t n_params = 0;
   std::array<std::uint8_t, kMaxParams> param_of_slot{};
   std::array<bool, kMaxParams> broadcast{};  ///< one element for all (loaded once)

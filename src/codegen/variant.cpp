@@ -61,6 +61,10 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
   for (int p = 0; p < n_params; ++p) h.add_byte(broadcast[p]);
+  if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
+    h.add_byte(n_outputs);
+    for (int k = 0; k < n_outputs; ++k) h.add_byte(static_cast<std::uint8_t>(out_dtypes[k]));
+  }
 }
 
 std::string ReduceVariant::describe() const {
@@ -70,6 +74,7 @@ std::string ReduceVariant::describe() const {
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
+  if (n_outputs > 1) s += fmt::format(", {} results from one pass over the input", n_outputs);
   return s;
 }
 

@@ -77,8 +77,8 @@ Outputs run_reduction(const UserKernel& k, const std::vector<UserArg>& args, con
   ReductionCall c = analyze(k, args, arg, stream->device, false);
   if (c.out.size() > 0) {
     const UserKernel::Slot& kernel = k.kernel_for(c.v, stream->device, [&] { return generate(k, c); });
-    launch_reduction(kernel.kernel->function, kernel.signature, c.L, c.scalars, c.out, stream);
     const ArrayBase* written[1] = {&c.out};
+    launch_reduction(kernel.kernel->function, kernel.signature, c.L, c.scalars, written, stream);
     note_minimum({c.L.params, static_cast<std::size_t>(c.L.v.n_params)}, written);  // one kernel: exactly the least
   }
   std::vector<ArrayBase> outs;

@@ -102,6 +102,15 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, 
 void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);
 /// One reduction kernel (the call's graph holds exactly one reduction with a scalar-only epilogue).
 void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode);
+/// Whether every reduction of the call reads the whole index space of its arrays, so that one layout
+/// serves them all (the reductions of a plan's grouped step share their axes by construction).
+bool reductions_share_space(const Call& c);
+/// Several reductions over the same axes in one kernel (a plan's grouped step: the graph's outputs are
+/// reductions with scalar-only epilogues). False, with nothing written, when they cannot run together
+/// (operands of other shapes, existing outputs of other layouts or overlapping the inputs).
+bool evaluate_reductions(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
+/// The kernel evaluate_reductions runs (reductions_share_space(c) must hold).
+KernelInfo inspect_reductions(const Call& c);
 /// The output shape of such a reduction call (checks the axes).
 Shape reduction_output_shape(const Call& c);
 KernelInfo inspect_elementwise(const Call& c);

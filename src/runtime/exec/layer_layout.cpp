@@ -46,23 +46,16 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
   const ir::Graph& g = c.lowered->graph;
   const std::size_t n = g.nodes.size();
   const int K = static_cast<int>(g.outputs.size());
-  std::vector<Shape> shape(n);
   std::vector<bool> is_reduction(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::Node& nd = g.nodes[i];
+    if (nd.op == ir::Op::iota) return fail(why_not, "an arange leaf needs the flat index");
+    if (nd.op == ir::Op::argmin || nd.op == ir::Op::argmax) return fail(why_not, "argmin/argmax run as their own kernels");
+    is_reduction[i] = ir::is_reduction(nd.op);
+  }
+  std::vector<Shape> shape;
   try {
-    for (std::size_t i = 0; i < n; ++i) {
-      const ir::Node& nd = g.nodes[i];
-      if (nd.op == ir::Op::iota) return fail(why_not, "an arange leaf needs the flat index");
-      if (nd.op == ir::Op::argmin || nd.op == ir::Op::argmax) return fail(why_not, "argmin/argmax run as their own kernels");
-      if (nd.op == ir::Op::input) shape[i] = c.arrays[nd.slot]->shape();
-      else if (nd.op == ir::Op::scalar) shape[i] = Shape();
-      else if (ir::is_reduction(nd.op)) {
-        shape[i] = reduced_shapes(shape[nd.a], c.reductions[nd.slot]).out;
-        is_reduction[i] = true;
-      } else {
-        for (std::uint32_t o : {nd.a, nd.b, nd.c})
-          if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
-      }
-    }
+    shape = node_shapes(c);
     S.full = broadcast_shape_of(c);
   } catch (const ShapeError&) {
     return fail(why_not, "the arrays do not broadcast to one index space");

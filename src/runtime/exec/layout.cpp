@@ -8,6 +8,8 @@
 
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/reduce_layout.hpp"
 
 namespace fusion::detail {
 
@@ -161,6 +163,21 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
       if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous) aligned = ok(*L.params[p]);
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
+}
+
+std::vector<Shape> node_shapes(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  std::vector<Shape> shape(g.nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::input) shape[i] = c.arrays[n.slot]->shape();
+    else if (n.op == ir::Op::scalar || n.op == ir::Op::iota) shape[i] = Shape();
+    else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
+    else
+      for (std::uint32_t o : {n.a, n.b, n.c})
+        if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
+  }
+  return shape;
 }
 
 }  // namespace fusion::detail

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "codegen/variant.hpp"
 #include "fusion/array_base.hpp"
@@ -28,6 +29,8 @@ bool shares_memory(const ArrayBase& a, const ArrayBase& b);
 int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 /// The broadcast shape of the call's arrays.
 Shape broadcast_shape_of(const Call& c);
+/// NumPy's shape of every node of the call's graph (a ShapeError where shapes do not broadcast or an axis is bad).
+std::vector<Shape> node_shapes(const Call& c);
 
 /// The layout of one elementwise call: the variant plus the run-time values that go with it.
 struct Layout {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/emit_common.hpp"
 #include "fusion/error.hpp"
 
@@ -35,16 +37,18 @@ std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
   return found;
 }
 
-/// The step computing node `root` of `g`, reading temporaries for the nodes in `temp_of` (>= 0).
-PlanStep extract(const ir::Graph& g, std::uint32_t root, const std::vector<int>& temp_of, int target) {
+/// The step computing nodes `roots` of `g` (one kernel, an output each), reading temporaries for the
+/// nodes in `temp_of` (>= 0).
+PlanStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, const std::vector<int>& temp_of,
+                 std::vector<int> targets) {
   PlanStep step;
-  step.target = target;
+  step.targets = std::move(targets);
   ir::Graph sub;
   std::vector<std::uint32_t> memo(g.nodes.size(), ir::kNone);
   auto visit = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
     if (memo[i] != ir::kNone) return memo[i];
     ir::Node n = g.nodes[i];
-    if (i != root && temp_of[i] >= 0) {
+    if (std::find(roots.begin(), roots.end(), i) == roots.end() && temp_of[i] >= 0) {
       step.arrays.push_back(~temp_of[i]);
       return memo[i] = sub.input(n.dtype);
     }
@@ -56,14 +60,36 @@ PlanStep extract(const ir::Graph& g, std::uint32_t root, const std::vector<int>&
     for (std::uint32_t* o : {&n.a, &n.b, &n.c})
       if (*o != ir::kNone) *o = self(self, *o);
     if (ir::is_reduction(n.op)) {
-      step.reductions.push_back(n.slot);
-      n.slot = sub.n_reductions++;
+      // Reductions of one step share their descriptor (make_plan groups them so): one slot serves all.
+      const auto at = std::find(step.reductions.begin(), step.reductions.end(), n.slot);
+      n.slot = static_cast<std::uint32_t>(at - step.reductions.begin());
+      if (at == step.reductions.end()) step.reductions.push_back(g.nodes[i].slot), sub.n_reductions++;
     }
     return memo[i] = sub.append(n);
   };
-  sub.outputs.push_back(visit(visit, root));
+  for (std::uint32_t r : roots) sub.outputs.push_back(visit(visit, r));
   step.lowered = &lowered_for_graph(std::move(sub));
   return step;
+}
+
+/// The temporaries that computing `root` reads.
+std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::vector<int>& temp_of) {
+  std::vector<int> read;
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<std::uint32_t> stack{root};
+  while (!stack.empty()) {
+    const std::uint32_t i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    if (i != root && temp_of[i] >= 0) {
+      read.push_back(temp_of[i]);
+      continue;
+    }
+    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
+      if (o != ir::kNone) stack.push_back(o);
+  }
+  return read;
 }
 
 std::unique_ptr<Plan> make_plan(const Lowered& lw, bool unfused) {
@@ -89,10 +115,42 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, bool unfused) {
     if (!own_kernel[i]) continue;
     temp_of[i] = static_cast<int>(plan->temp_dtypes.size());
     plan->temp_dtypes.push_back(g.nodes[i].dtype);
-    plan->steps.push_back(extract(g, i, temp_of, temp_of[i]));
   }
-  for (std::size_t k = 0; k < g.outputs.size(); ++k)
-    plan->steps.push_back(extract(g, g.outputs[k], temp_of, ~static_cast<int>(k)));
+  // The kernels in order: each reduction with its own kernel, then the outputs. A kernel joins the one
+  // before it when both are reductions (with scalar-only epilogues) of the same descriptor slot and the
+  // same kind (temporaries or outputs), and it reads nothing the one before writes: one pass, several
+  // results (a batch norm's mean and variance; fz::tie(sum(x), sum(x * x))).
+  struct Group {
+    std::vector<std::uint32_t> roots;
+    std::vector<int> targets;
+    std::uint32_t slot = ir::kNone;  // the shared reduction descriptor; kNone: takes no other
+  };
+  std::vector<Group> groups;
+  auto add = [&](std::uint32_t root, int target) {
+    const std::uint32_t r = ir::is_reduction(g.nodes[root].op) ? root : root_reduction(g, root);
+    const bool arg = r != ir::kNone && (g.nodes[r].op == ir::Op::argmin || g.nodes[r].op == ir::Op::argmax);
+    const std::uint32_t slot = unfused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
+    if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot && (groups.back().targets[0] < 0) == (target < 0) &&
+        groups.back().roots.size() < static_cast<std::size_t>(codegen::kMaxOutputs)) {
+      bool reads_group = false;
+      for (int t : temps_read(g, root, temp_of))
+        for (int gt : groups.back().targets) reads_group = reads_group || t == gt;
+      if (!reads_group) {
+        groups.back().roots.push_back(root);
+        groups.back().targets.push_back(target);
+        return;
+      }
+    }
+    groups.push_back({{root}, {target}, slot});
+  };
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
+    if (own_kernel[i]) add(i, temp_of[i]);
+  for (std::size_t k = 0; k < g.outputs.size(); ++k) add(g.outputs[k], ~static_cast<int>(k));
+  for (Group& gr : groups) {
+    plan->steps.push_back(extract(g, gr.roots, temp_of, gr.targets));
+    if (gr.roots.size() > 1)
+      for (std::size_t k = 0; k < gr.roots.size(); ++k) plan->steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}));
+  }
   return plan;
 }
 
@@ -171,17 +229,28 @@ const Plan& plan_of(const Lowered& lw, bool unfused) {
 
 namespace {
 
-/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shape)`.
+/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
+/// with a shape per target of the step.
 /// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
 template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& visit) {
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
-  for (const PlanStep& s : p.steps) {
+  auto walk = [&](const PlanStep& s) {
     const StepCall sc(s, c, temps);
-    const Shape shape = s.lowered->has_reduction ? reduction_output_shape(sc.call) : broadcast_shape_of(sc.call);
-    visit(s, sc.call, shape);
-    if (s.target >= 0)
-      temps[static_cast<std::size_t>(s.target)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(s.target)], shape);
+    const std::size_t K = s.targets.size();
+    const std::vector<Shape> shapes = !s.lowered->has_reduction ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
+                                                                : std::vector<Shape>(K, reduction_output_shape(sc.call));
+    visit(s, sc.call, shapes);
+    for (std::size_t k = 0; k < K; ++k) {
+      const int t = s.targets[k];
+      if (t >= 0) temps[static_cast<std::size_t>(t)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(t)], shapes[k]);
+    }
+  };
+  for (const PlanStep& s : p.steps) {
+    if (!s.alone.empty() && !reductions_share_space(StepCall(s, c, temps).call))
+      for (const PlanStep& one : s.alone) walk(one);
+    else
+      walk(s);
   }
 }
 
@@ -192,31 +261,43 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // Only a plan that writes outputs in several steps can do that (earlier steps write temporaries; a
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
   int output_steps = 0;
-  for (const PlanStep& s : p.steps) output_steps += s.target < 0;
-  if (output_steps > 1) walk_shapes(p, c, [&](const PlanStep& s, const Call&, const Shape& shape) {
-    const ArrayBase* out = s.target < 0 ? outs[~s.target] : nullptr;
-    if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shape, out->shape()) != out->shape())
-      throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
-                                   to_string(out->shape())));
+  for (const PlanStep& s : p.steps) output_steps += s.targets[0] < 0;
+  if (output_steps > 1) walk_shapes(p, c, [&](const PlanStep& s, const Call&, const std::vector<Shape>& shapes) {
+    for (std::size_t k = 0; k < s.targets.size(); ++k) {
+      const int t = s.targets[k];
+      const ArrayBase* out = t < 0 ? outs[~t] : nullptr;
+      if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shapes[k], out->shape()) != out->shape())
+        throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shapes[k]),
+                                     to_string(out->shape())));
+    }
   });
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
-  for (const PlanStep& s : p.steps) {
+  auto run = [&](const PlanStep& s) {
     const StepCall sc(s, c, temps);
-    ArrayBase& target = s.target >= 0 ? temps[static_cast<std::size_t>(s.target)] : *outs[~s.target];
-    const AssignMode m = s.target >= 0 ? AssignMode::fresh : mode;
-    if (s.lowered->has_reduction) evaluate_reduction(sc.call, target, m);
-    else {
-      ArrayBase* one[1] = {&target};
-      evaluate_elementwise(sc.call, one, 1, m);
+    ArrayBase* targets[codegen::kMaxOutputs];
+    const int K = static_cast<int>(s.targets.size());
+    for (int k = 0; k < K; ++k) {
+      const int t = s.targets[static_cast<std::size_t>(k)];
+      targets[k] = t >= 0 ? &temps[static_cast<std::size_t>(t)] : outs[~t];
     }
-  }
+    const AssignMode m = s.targets[0] >= 0 ? AssignMode::fresh : mode;
+    if (!s.lowered->has_reduction) evaluate_elementwise(sc.call, targets, K, m);
+    else if (K == 1) evaluate_reduction(sc.call, *targets[0], m);
+    else return evaluate_reductions(sc.call, targets, K, m);
+    return true;
+  };
+  for (const PlanStep& s : p.steps)
+    if (!run(s))
+      for (const PlanStep& one : s.alone) run(one);  // the grouped reductions one by one
 }
 
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   std::vector<KernelInfo> infos;
-  walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const Shape&) {
-    infos.push_back(s.lowered->has_reduction ? inspect_reduction(call) : inspect_elementwise(call));
+  walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const std::vector<Shape>&) {
+    if (!s.lowered->has_reduction) infos.push_back(inspect_elementwise(call));
+    else if (s.targets.size() == 1) infos.push_back(inspect_reduction(call));
+    else infos.push_back(inspect_reductions(call));
   });
   return infos;
 }

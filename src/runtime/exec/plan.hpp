@@ -2,7 +2,8 @@
 // A plan: how an expression runs when one kernel cannot do it all. Each step is a kernel over its own
 // small graph; a step writes a temporary that later steps read, the last ones write the outputs.
 //   fused:   every reduction that cannot sit at the root of the last kernel gets its own kernel
-//            (`x / sum(x)`: the sum, then the division);
+//            (`x / sum(x)` over one long row: the sum, then the division); neighbouring reductions with
+//            equal axes that do not read each other share one (a batch norm's mean and variance);
 //   unfused: every operation gets its own kernel (fz::Unfused, the honest baseline).
 #pragma once
 #include <string>
@@ -17,7 +18,8 @@ struct PlanStep {
   std::vector<int> arrays;                 // per input slot: >= 0 the call's array slot, < 0: temporary ~t
   std::vector<std::uint32_t> scalars;      // per scalar slot: the call's scalar slot
   std::vector<std::uint32_t> reductions;   // per reduction slot: the call's reduction slot
-  int target;                              // >= 0: temporary; < 0: the call's output ~k
+  std::vector<int> targets;                // per output of the step: >= 0 temporary; < 0 the call's output ~k
+  std::vector<PlanStep> alone;             // several targets: a step per target, when they cannot run together
 };
 
 struct Plan {

@@ -44,13 +44,13 @@ CUdeviceptr workspace(StreamState& s) {
 }  // namespace
 
 void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
-                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream) {
+                      std::span<const ArrayBase* const> outs, const std::shared_ptr<StreamState>& stream) {
   // Arrays and dims entries are numbered as write_reduce_kernel's signature names them.
   const int np = L.v.n_params;
-  std::uint64_t ptrs[kMaxParams + 1];
+  std::uint64_t ptrs[kMaxParams + codegen::kMaxOutputs];
   const std::int64_t* dims[codegen::reduced_strides(kMaxParams)];
   for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
-  ptrs[np] = out.data_ptr();
+  for (std::size_t k = 0; k < outs.size(); ++k) ptrs[np + static_cast<int>(k)] = outs[k]->data_ptr();
   dims[codegen::kKeptShape] = L.kshape.begin();
   dims[codegen::kReducedShape] = L.rshape.begin();
   dims[codegen::kOutKeptStrides] = L.kst_out.begin();
@@ -59,7 +59,7 @@ void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceL
     dims[codegen::reduced_strides(p)] = L.rst[p].begin();
   }
   LaunchArgs a;
-  a.pointers = {ptrs, static_cast<std::size_t>(np + 1)};
+  a.pointers = {ptrs, static_cast<std::size_t>(np) + outs.size()};
   a.scalars = scalars;
   a.dims = {dims, codegen::kept_strides(np)};
   a.count(codegen::Count::n_out) = L.n_out;
@@ -71,16 +71,22 @@ void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceL
     a.workspace = {ws + kCounterBytes, ws};  // partials, counters
   }
   launch_kernel(f, sig, a, {L.blocks, L.splits}, *stream);
-  const ArrayBase* written[1] = {&out};
-  note_launch({L.params, static_cast<std::size_t>(np)}, written, stream);
+  note_launch({L.params, static_cast<std::size_t>(np)}, outs, stream);
 }
 
 namespace {
 
+/// The first reduction node (a multi-reduction's share their descriptor).
+const ir::Node& first_reduction(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op)) return n;
+  throw Error("internal: no reduction in a reduction kernel");
+}
+
 /// The layout of a fused reduction call: its distinct arrays, then the shared analysis.
 void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int device, ReduceLayout& L) {
   const ir::Graph& g = c.lowered->graph;
-  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const ir::Node& rn = first_reduction(g);
   L.v = ReduceVariant{};
   const int np = distinct_params(c, L.params, L.v.param_of_slot);
   analyze_reduction(np, out, shapes, c.reductions[rn.slot], codegen::accumulator_bytes(g), device, L);
@@ -101,7 +107,7 @@ void check_extent(const ir::Node& rn, const Reduced& shapes) {
 
 Shape reduction_output_shape(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
-  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const ir::Node& rn = first_reduction(g);
   const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
   check_extent(rn, shapes);
   return shapes.out;
@@ -109,7 +115,7 @@ Shape reduction_output_shape(const Call& c) {
 
 void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   const ir::Graph& g = c.lowered->graph;
-  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const ir::Node& rn = first_reduction(g);
   const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
   check_extent(rn, shapes);
   if (mode == AssignMode::replace)
@@ -130,12 +136,70 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   ReduceLayout L;
   analyze(c, out, shapes, stream->device, L);
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, out, stream);
+  const ArrayBase* written[1] = {&out};
+  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, written, stream);
+}
+
+bool reductions_share_space(const Call& c) {
+  try {
+    const std::vector<Shape> shapes = node_shapes(c);
+    const Shape full = broadcast_shape_of(c);
+    for (const ir::Node& n : c.lowered->graph.nodes)
+      if (ir::is_reduction(n.op) && shapes[n.a] != full) return false;
+    return true;
+  } catch (const ShapeError&) {
+    return false;  // each output alone reports its own shape errors
+  }
+}
+
+bool evaluate_reductions(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  const ir::Graph& g = c.lowered->graph;
+  const ir::Node& rn = first_reduction(g);
+  if (!reductions_share_space(c)) return false;
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op)) check_extent(n, shapes);
+  // Outputs that exist must be exactly the result, with one layout, apart from the inputs.
+  if (mode != AssignMode::fresh)
+    for (int k = 0; k < K; ++k) {
+      if (!outs[k]->has_storage()) continue;
+      if (outs[k]->shape() != shapes.out) return false;
+      for (int i = 0; i < c.n_arrays; ++i)
+        if (shares_memory(*c.arrays[i], *outs[k])) return false;
+    }
+  const auto& stream = current_stream_state();
+  bool any = false;
+  for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, shapes.out) || any;
+  if (!any) return true;
+  for (int k = 1; k < K; ++k)  // one kernel writes every output at the same offsets (new ones included)
+    if (outs[k]->strides() != outs[0]->strides()) return false;
+  ReduceLayout L;
+  analyze(c, *outs[0], shapes, stream->device, L);
+  L.v.n_outputs = static_cast<std::uint8_t>(K);
+  for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = outs[k]->dtype();
+  const ReduceSlot& kernel = kernel_for(*c.lowered, L.v, stream->device, c.name);
+  launch_reduction(kernel.kernel->function, kernel.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)},
+                   {outs, static_cast<std::size_t>(K)}, stream);
+  return true;
+}
+
+KernelInfo inspect_reductions(const Call& c) {
+  const ir::Graph& g = c.lowered->graph;
+  const int K = static_cast<int>(g.outputs.size());
+  const ir::Node& rn = first_reduction(g);
+  const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
+  const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);
+  ReduceLayout L;
+  const int device = device_count() > 0 ? enter_current_device() : -1;
+  analyze(c, out, shapes, device, L);
+  L.v.n_outputs = static_cast<std::uint8_t>(K);
+  for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = g.dtype(g.outputs[static_cast<std::size_t>(k)]);
+  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name), L.v.describe());
 }
 
 KernelInfo inspect_reduction(const Call& c) {
   const ir::Graph& g = c.lowered->graph;
-  const ir::Node& rn = g.nodes[codegen::reduction_node(g)];
+  const ir::Node& rn = first_reduction(g);
   const Reduced shapes = reduced_shapes(broadcast_shape_of(c), c.reductions[rn.slot]);
   check_extent(rn, shapes);
   const ArrayBase out = ArrayBase::make_placeholder(g.dtype(g.outputs[0]), shapes.out);

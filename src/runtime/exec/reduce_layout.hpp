@@ -56,7 +56,8 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
                        int device, ReduceLayout& L);
 
 /// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
+/// (`outs`: one output, or a multi-reduction's several with equal kept strides.)
 void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
-                      const ArrayBase& out, const std::shared_ptr<StreamState>& stream);
+                      std::span<const ArrayBase* const> outs, const std::shared_ptr<StreamState>& stream);
 
 }  // namespace fusion::detail
