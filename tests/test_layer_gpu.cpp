@@ -192,3 +192,63 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
   CHECK(std::abs(whole - all_var) / all_var < 1e-4);
   CHECK(fz::Array<float>(fz::std(x, -1, false, 1)).to_host()[3] == Approx(std::sqrt(want[3] * D / (D - 1))).epsilon(1e-4));
 }
+
+TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks", "[gpu][layers]") {
+  const std::int64_t n = (1 << 22) + 7;
+  const auto hx = test::random<float>(static_cast<std::size_t>(n), -2, 2, 51);
+  const auto x = fz::asarray(hx);
+  double s = 0, q = 0;
+  for (float v : hx) s += v, q += double(v) * v;
+  fz::Array<float> a, b;
+  fz::reset_stats();
+  fz::tie(a, b) = std::make_tuple(fz::sum(x), fz::sum(x * x));
+  CHECK(fz::stats().launches == 1);
+  CHECK(a.item() == Approx(s).margin(1e-2));
+  CHECK(b.item() == Approx(q).epsilon(1e-5));
+
+  // operands of other shapes: each reduction over its own array, as separate kernels
+  const auto small = fz::asarray(std::vector<float>{1, 2, 3});
+  fz::tie(a, b) = std::make_tuple(fz::sum(x), fz::sum(small));
+  CHECK(b.item() == 6.f);
+  CHECK(a.item() == Approx(s).margin(1e-2));
+
+  // batch norm: the mean and variance in one pass, then the normalization
+  const std::int64_t N = 4, C = 16, HW = 3001;
+  const auto hb = test::random<float>(static_cast<std::size_t>(N * C * HW), 1, 5, 52);
+  const auto t = fz::asarray(hb, {N, C, HW});
+  fz::reset_stats();
+  fz::Array<float> y = (t - fz::mean(t, {0, 2}, true)) * fz::rsqrt(fz::var(t, {0, 2}, true) + 1e-5f);
+  CHECK(fz::stats().launches == 2);
+  std::vector<double> want(hb.size());
+  for (std::int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k) m += hb[static_cast<std::size_t>((i * C + c) * HW + k)];
+    m /= static_cast<double>(N * HW);
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k) v += std::pow(hb[static_cast<std::size_t>((i * C + c) * HW + k)] - m, 2);
+    v /= static_cast<double>(N * HW);
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k) {
+        const std::size_t e = static_cast<std::size_t>((i * C + c) * HW + k);
+        want[e] = (hb[e] - m) / std::sqrt(v + 1e-5);
+      }
+  }
+  CHECK(test::mismatches(y.to_host(), want, fz::DType::float32) == 0);
+
+  // existing outputs of different layouts: written one by one, each right
+  fz::Array<float> every_other = fz::zeros<float>({2 * C});
+  fz::Array<float> col = every_other.slice({fz::Slice{{}, {}, 2}});  // a strided view (stride 2)
+  REQUIRE(col.strides()[0] == 2);
+  fz::Array<float> dense = fz::zeros<float>({C});
+  auto m2 = t.transpose({1, 0, 2}).reshape({C, N * HW});
+  fz::tie(col, dense) = std::make_tuple(fz::sum(m2, 1), fz::max(m2, 1));
+  const auto got_sum = col.to_host(), got_max = dense.to_host();
+  for (std::int64_t c = 0; c < C; ++c) {
+    double sum = 0, mx = -1e30;
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k) sum += hb[static_cast<std::size_t>((i * C + c) * HW + k)], mx = std::max<double>(mx, hb[static_cast<std::size_t>((i * C + c) * HW + k)]);
+    CHECK(got_sum[static_cast<std::size_t>(c)] == Approx(sum).epsilon(1e-5));
+    CHECK(got_max[static_cast<std::size_t>(c)] == static_cast<float>(mx));
+  }
+}
