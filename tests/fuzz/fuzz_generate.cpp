@@ -180,6 +180,27 @@ struct Generator {
     return e;
   }
 
+  /// A reduction whose result meets its own operand again along the reduced axes (softmax's
+  /// `x - max(x, -1, true)`, layer norm's `x - mean(x)`): the pattern layer kernels run in one pass.
+  Expr feedback(const std::vector<int>& target, int depth) {
+    static const Op ops[] = {Op::sum, Op::max, Op::min, Op::mean, Op::var, Op::nanmax, Op::prod};
+    static const Op meet[] = {Op::sub, Op::div, Op::add, Op::mul, Op::maximum};
+    Expr x = gen(target, depth - 1, true);
+    Expr r = wrap(Kind::reduce, ops[pick(static_cast<int>(std::size(ops)))], {});
+    r.keepdims = true;
+    r.negative_axes = chance(0.3);
+    const int n = 1 + pick(std::min(2, static_cast<int>(target.size())));
+    for (int k = 0; k < n; ++k) r.axes |= 1u << pick(static_cast<int>(target.size()));
+    ++reductions;
+    r.args.push_back(x);  // the same subexpression, the same arrays
+    Expr a = std::move(x), b = std::move(r);
+    if (chance(0.3)) std::swap(a, b);
+    const Op op = meet[pick(static_cast<int>(std::size(meet)))];
+    const auto da = dtype(a), db = dtype(b);
+    if (da && db && !fusion::ir::accepts(op, *da, *db)) return wrap(Kind::binary, Op::sub, {cast(std::move(a), DType::float32), cast(std::move(b), DType::float32)});
+    return wrap(Kind::binary, op, {std::move(a), std::move(b)});
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
@@ -195,6 +216,7 @@ struct Generator {
       if (chance(0.4)) std::swap(x, y);
       return wrap(Kind::where, Op::where, {gen(target, depth - 1), std::move(x), std::move(y)});
     }
+    if (reductions < 3 && !target.empty() && chance(0.4)) return feedback(target, depth);
     if (reductions < 3) return reduce(target, depth, full);
     return unary(target, depth, full);
   }
