@@ -90,6 +90,12 @@ TEST_CASE("layer kernels: which expressions they take and which stay plans", "[l
   CHECK_THAT(whole.plan[0], Catch::Contains("max"));
   CHECK_THAT(whole.plan[1], Catch::Contains("sum"));
   CHECK_THAT(whole.plan[1], !Catch::Contains("_max_"));
+  // fz::SeparateReductions: the plan of one kernel per reduction, for comparisons
+  {
+    fz::SeparateReductions separate;
+    CHECK(fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true)).kernels == 3);
+  }
+  CHECK(fz::inspect(m / fz::sum(m, -1, true)).kernels == 1);
   // argmin/argmax keep their own kernels
   CHECK(fz::inspect(m - fz::cast<float>(fz::argmax(m, -1, true))).kernels == 2);
 }

@@ -53,6 +53,21 @@ class Unfused {
   bool previous_;
 };
 
+/// RAII, per thread: while alive every reduction that is not at the root of its kernel runs as a kernel
+/// of its own, one at a time (no layer kernels, no sibling reductions in one pass): the plans fusion ran
+/// before it fused whole layers, kept for comparisons (examples/layers.cpp).
+class SeparateReductions {
+ public:
+  SeparateReductions();
+  ~SeparateReductions();
+  SeparateReductions(const SeparateReductions&) = delete;
+  SeparateReductions& operator=(const SeparateReductions&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 /// Process-wide counters.
 struct Stats {
   std::uint64_t compiles = 0;      ///< NVRTC compilations

@@ -33,6 +33,7 @@ using codegen::Variant;
 namespace {
 
 thread_local bool tls_unfused = false;
+thread_local bool tls_separate = false;
 
 }  // namespace
 
@@ -218,12 +219,12 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
   if (!tls_unfused && !call.lowered->has_reduction) return evaluate_elementwise(call, outs, K, mode);
   const Call c = tls_unfused ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  const Plan& p = plan_of(lw, tls_unfused);
+  const Plan& p = plan_of(lw, tls_unfused ? PlanMode::unfused : tls_separate ? PlanMode::separate : PlanMode::fused);
   if (p.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
   }
-  if (!tls_unfused && evaluate_layer(c, outs, K, mode)) return;
+  if (!tls_unfused && !tls_separate && evaluate_layer(c, outs, K, mode)) return;
   run_plan(p, c, outs, mode);
 }
 
@@ -307,9 +308,9 @@ KernelInfo inspect(const Call& call) {
     return k;
   };
   if (!lw.has_reduction) return one(inspect_elementwise(c));
-  const Plan& p = plan_of(lw, false);
+  const Plan& p = plan_of(lw, tls_separate ? PlanMode::separate : PlanMode::fused);
   if (p.direct) return one(lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c));
-  if (KernelInfo layer; inspect_layer(c, layer)) return one(std::move(layer));
+  if (KernelInfo layer; !tls_separate && inspect_layer(c, layer)) return one(std::move(layer));
   std::vector<KernelInfo> steps = inspect_plan(p, c);
   KernelInfo info = steps.back();
   info.kernels = static_cast<int>(steps.size());
@@ -327,5 +328,9 @@ KernelInfo inspect(const Call& call) {
 Unfused::Unfused() : previous_(detail::tls_unfused) { detail::tls_unfused = true; }
 Unfused::~Unfused() { detail::tls_unfused = previous_; }
 bool Unfused::active() { return detail::tls_unfused; }
+
+SeparateReductions::SeparateReductions() : previous_(detail::tls_separate) { detail::tls_separate = true; }
+SeparateReductions::~SeparateReductions() { detail::tls_separate = previous_; }
+bool SeparateReductions::active() { return detail::tls_separate; }
 
 }  // namespace fusion

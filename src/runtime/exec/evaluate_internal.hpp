@@ -54,9 +54,9 @@ struct Lowered {
   std::atomic<KernelSlot<codegen::Variant>*> slots{nullptr};
   std::atomic<KernelSlot<codegen::ReduceVariant>*> reduce_slots{nullptr};
   std::atomic<KernelSlot<codegen::LayerVariant>*> layer_slots{nullptr};
-  // How the expression runs when it is more than one elementwise kernel: [0] fused, [1] unfused.
-  mutable std::once_flag plan_once[2];
-  mutable std::unique_ptr<Plan> plans[2];
+  // How the expression runs when it is more than one elementwise kernel.
+  mutable std::once_flag plan_once[3];
+  mutable std::unique_ptr<Plan> plans[3];  // by PlanMode
   // The same graph with equal reductions of one array computed once, per pattern of equal arguments.
   mutable std::atomic<SharedReductions*> shared{nullptr};
 };

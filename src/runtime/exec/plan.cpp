@@ -92,7 +92,8 @@ std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::v
   return read;
 }
 
-std::unique_ptr<Plan> make_plan(const Lowered& lw, bool unfused) {
+std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
+  const bool unfused = mode == PlanMode::unfused;
   const ir::Graph& g = lw.canonical;
   auto plan = std::make_unique<Plan>();
   std::vector<bool> own_kernel(g.nodes.size(), false);
@@ -129,7 +130,7 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, bool unfused) {
   auto add = [&](std::uint32_t root, int target) {
     const std::uint32_t r = ir::is_reduction(g.nodes[root].op) ? root : root_reduction(g, root);
     const bool arg = r != ir::kNone && (g.nodes[r].op == ir::Op::argmin || g.nodes[r].op == ir::Op::argmax);
-    const std::uint32_t slot = unfused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
+    const std::uint32_t slot = mode != PlanMode::fused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
     if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot && (groups.back().targets[0] < 0) == (target < 0) &&
         groups.back().roots.size() < static_cast<std::size_t>(codegen::kMaxOutputs)) {
       bool reads_group = false;
@@ -221,9 +222,9 @@ Call with_shared_reductions(const Call& c) {
   return merged;
 }
 
-const Plan& plan_of(const Lowered& lw, bool unfused) {
-  const int i = unfused ? 1 : 0;
-  std::call_once(lw.plan_once[i], [&] { lw.plans[i] = make_plan(lw, unfused); });
+const Plan& plan_of(const Lowered& lw, PlanMode mode) {
+  const int i = static_cast<int>(mode);
+  std::call_once(lw.plan_once[i], [&] { lw.plans[i] = make_plan(lw, mode); });
   return *lw.plans[i];
 }
 

@@ -28,7 +28,10 @@ struct Plan {
   std::vector<DType> temp_dtypes;
 };
 
-const Plan& plan_of(const Lowered& lw, bool unfused);
+/// fused: layer kernels and sibling reductions in one pass where they apply; separate: each reduction
+/// its own kernel (fz::SeparateReductions); unfused: each operation its own kernel (fz::Unfused).
+enum class PlanMode { fused, separate, unfused };
+const Plan& plan_of(const Lowered& lw, PlanMode mode);
 
 /// The call with its equal reductions merged: the same reduction of the same arrays with the same axes
 /// (softmax's two `max(x, -1, true)`, var's mean inside layer norm) computed once. `c` itself when none are.
