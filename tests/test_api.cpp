@@ -63,3 +63,16 @@ TEST_CASE("CUDA's __half and __nv_bfloat16 host data convert to fusion's types b
   STATIC_REQUIRE(std::is_same_v<decltype(fz::asarray(h)), fz::Array<fz::half>>);
   STATIC_REQUIRE(std::is_same_v<decltype(fz::asarray(b, {2})), fz::Array<fz::bfloat16>>);
 }
+
+namespace {
+// An expression built from temporaries owns them: it can leave the function that built it.
+auto scaled_temporary() { return fz::placeholder<float>({64}) * 2.f + fz::placeholder<float>({64}); }
+}  // namespace
+
+TEST_CASE("an expression built from temporaries holds them and can be returned", "[api]") {
+  const auto e = scaled_temporary();  // (under AddressSanitizer a dangling reference here would be caught)
+  const fz::KernelInfo k = fz::inspect(e);
+  CHECK(k.kernels == 1);
+  CHECK_THAT(k.name, Catch::StartsWith("fz_mul_add_f32_"));
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::detail::to_node(fz::placeholder<float>({1}))), fz::expr::ArrayOwned<float>>);
+}
