@@ -232,14 +232,18 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
 
 Call with_functions_resolved(const Call& c) {
   if (c.n_functions == 0) return c;
-  // The expression type's graph numbers its fz::function calls; this call's functions fill them in.
-  // (One graph copy and lookup per evaluation: the functions are values, not part of the type.)
-  ir::Graph g = c.lowered->graph;
-  for (ir::Node& n : g.nodes)
-    if (n.op == ir::Op::call) n.slot = c.functions[n.slot];
-  g.n_functions = 0;
+  // The expression type's graph numbers its fz::function calls; this call's functions fill them in
+  // (the functions are values, not part of the type). The graph with them is made once per set of ids.
+  std::vector<std::uint32_t> key{0};  // the kind of derived graph: functions resolved
+  key.insert(key.end(), c.functions, c.functions + c.n_functions);
   Call r = c;
-  r.lowered = &lowered_for_graph(std::move(g));
+  r.lowered = &derived(*c.lowered, key, [&] {
+    ir::Graph g = c.lowered->graph;
+    for (ir::Node& n : g.nodes)
+      if (n.op == ir::Op::call) n.slot = c.functions[n.slot];
+    g.n_functions = 0;
+    return g;
+  });
   r.functions = nullptr;
   r.n_functions = 0;
   return r;

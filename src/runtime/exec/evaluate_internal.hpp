@@ -45,7 +45,12 @@ template <class V> void delete_slots(std::atomic<KernelSlot<V>*>& head) {
   for (KernelSlot<V>* s = head.exchange(nullptr); s;) delete std::exchange(s, s->next);
 }
 
-struct SharedReductions;  // plan.cpp
+/// A Lowered derived from another for a run-time pattern (its fz::function ids, its equal reductions).
+struct Derived {
+  std::vector<std::uint32_t> key;  // the kind first, then the pattern
+  const Lowered* lowered;
+  Derived* next;
+};
 
 struct Lowered {
   ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
@@ -57,9 +62,10 @@ struct Lowered {
   // How the expression runs when it is more than one elementwise kernel.
   mutable std::once_flag plan_once[3];
   mutable std::unique_ptr<Plan> plans[3];  // by PlanMode
-  // The same graph with equal reductions of one array computed once, per pattern of equal arguments.
-  mutable std::atomic<SharedReductions*> shared{nullptr};
+  // Graphs derived from this one per run-time pattern (see derived()): found without a lock.
+  mutable std::atomic<Derived*> derived{nullptr};
 };
+
 
 /// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
 const Lowered& lowered_for_graph(ir::Graph g);
@@ -69,6 +75,22 @@ ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen
 
 /// Serializes publishing new kernel slots (lookups stay lock-free; compiling happens outside it).
 std::mutex& build_mutex();
+
+/// The Lowered derived from `lw` for `key`: found lock-free when a call with the same pattern came
+/// before, else made by `make()` (a graph for lowered_for_graph) and kept for the process.
+template <class Make> const Lowered& derived(const Lowered& lw, const std::vector<std::uint32_t>& key, Make&& make) {
+  auto find = [&]() -> const Lowered* {
+    for (Derived* d = lw.derived.load(std::memory_order_acquire); d; d = d->next)
+      if (d->key == key) return d->lowered;
+    return nullptr;
+  };
+  if (const Lowered* l = find()) return *l;
+  const Lowered& made = lowered_for_graph(make());
+  std::lock_guard lock(build_mutex());
+  if (const Lowered* l = find()) return *l;
+  lw.derived.store(new Derived{key, &made, lw.derived.load(std::memory_order_relaxed)}, std::memory_order_release);
+  return made;
+}
 
 /// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
 /// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next` unset).

@@ -172,12 +172,6 @@ struct StepCall {
 
 }  // namespace
 
-struct SharedReductions {
-  std::vector<std::uint32_t> key;  // per input slot, then per reduction slot: its representative
-  const Lowered* lowered;
-  SharedReductions* next;
-};
-
 Call with_shared_reductions(const Call& c) {
   if (c.n_reductions < 2) return c;
   const auto equal = [](const ReduceArg& a, const ReduceArg& b) {
@@ -202,23 +196,15 @@ Call with_shared_reductions(const Call& c) {
     any = any || r != j;
   }
   if (!any) return c;
-  const Lowered& lw = *c.lowered;
   Call merged = c;
-  for (SharedReductions* s = lw.shared.load(std::memory_order_acquire); s; s = s->next)
-    if (s->key == key) {
-      merged.lowered = s->lowered;
-      return merged;
-    }
-  ir::Graph g = lw.graph;
-  for (ir::Node& n : g.nodes)
-    if (ir::is_reduction(n.op)) n.slot = key[static_cast<std::size_t>(c.n_arrays) + n.slot];
-  const std::vector<std::uint32_t> inputs(key.begin(), key.begin() + c.n_arrays);
-  merged.lowered = &lowered_for_graph(ir::canonicalize(g, inputs));  // equal nodes are one node now
-  std::lock_guard lock(build_mutex());
-  for (SharedReductions* s = lw.shared.load(std::memory_order_acquire); s; s = s->next)
-    if (s->key == key) return merged;
-  lw.shared.store(new SharedReductions{std::move(key), merged.lowered, lw.shared.load(std::memory_order_relaxed)},
-                  std::memory_order_release);  // lives as long as the expression type: the process
+  key.insert(key.begin(), 1);  // the kind of derived graph: reductions merged
+  merged.lowered = &derived(*c.lowered, key, [&] {
+    ir::Graph g = c.lowered->graph;
+    for (ir::Node& n : g.nodes)
+      if (ir::is_reduction(n.op)) n.slot = key[1 + static_cast<std::size_t>(c.n_arrays) + n.slot];
+    const std::vector<std::uint32_t> inputs(key.begin() + 1, key.begin() + 1 + c.n_arrays);
+    return ir::canonicalize(g, inputs);  // equal nodes are one node now
+  });
   return merged;
 }
 
