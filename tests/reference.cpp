@@ -123,7 +123,10 @@ double float_op(Op op, double a, double b, double c) {
     case Op::atanh: return std::atanh(a);
     case Op::erf: return std::erf(a);
     case Op::erfc: return std::erfc(a);
-    case Op::lgamma: return std::lgamma(a);
+    case Op::lgamma: {  // lgamma_r: std::lgamma writes the global signgam, a race between threads
+      int sign = 0;
+      return ::lgamma_r(a, &sign);
+    }
     case Op::tgamma: return std::tgamma(a);
     case Op::add: return a + b;
     case Op::sub: return a - b;
