@@ -76,3 +76,20 @@ TEST_CASE("an expression built from temporaries holds them and can be returned",
   CHECK_THAT(k.name, Catch::StartsWith("fz_mul_add_f32_"));
   STATIC_REQUIRE(std::is_same_v<decltype(fz::detail::to_node(fz::placeholder<float>({1}))), fz::expr::ArrayOwned<float>>);
 }
+
+TEST_CASE("inspect_into shows the copy step when the output overlaps an input in another layout", "[api][plan]") {
+  fz::Array<float> x = fz::placeholder<float>({64, 64}), y = fz::placeholder<float>({64, 64});
+  const fz::KernelInfo same = fz::inspect_into(x, x + 1.f);  // element for element: in place
+  CHECK(same.kernels == 1);
+  const fz::KernelInfo turned = fz::inspect_into(x, x.transpose() + 1.f);  // x = x.T + 1 reads what it writes
+  CHECK(turned.kernels == 2);
+  REQUIRE(turned.plan.size() == 2);
+  CHECK_THAT(turned.plan[1], Catch::StartsWith("fz_copy_f32_") && Catch::Contains("computed aside and copied"));
+  CHECK(fz::inspect_into(y, x.transpose() + 1.f).kernels == 1);  // other memory
+  CHECK(fz::inspect_into(x.slice({fz::Slice{0, 32}}), x.slice({fz::Slice{32, 64}}) * 2.f).kernels == 1);  // disjoint halves
+  CHECK(fz::inspect_into(x.slice({fz::Slice{1, 64}}), x.slice({fz::Slice{0, 63}}) * 2.f).kernels == 2);  // shifted: overlaps
+  // a reduction into a view of its own input: computed aside
+  CHECK(fz::inspect_into(x.slice({fz::Slice{0, 1}}).reshape({64}), fz::sum(x, 0)).kernels == 2);
+  // a result of another shape replaces the array: nothing to copy
+  CHECK(fz::inspect_into(x, fz::sum(x, 0)).kernels == 1);
+}

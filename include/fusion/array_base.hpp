@@ -39,6 +39,11 @@ class ArrayBase {
   /// A placeholder has a shape and dtype but no memory: for fz::inspect without a GPU.
   bool is_placeholder() const { return placeholder_; }
   bool has_storage() const { return storage_ != nullptr; }
+  /// What the array's elements live in: its storage, or a placeholder's stand-in shared by its views
+  /// (so fz::inspect sees overlaps between placeholders as it would between arrays); null when empty.
+  const void* memory_identity() const {
+    return storage_ ? static_cast<const void*>(storage_.get()) : placeholder_memory_.get();
+  }
   /// Device address of the first element (the offset applied).
   std::uint64_t data_ptr() const;
   /// The same address as a typed pointer, for other libraries (cuBLAS, thrust, a raw kernel): `U` is the
@@ -85,6 +90,7 @@ class ArrayBase {
   Strides strides_;
   std::int64_t offset_ = 0;
   bool placeholder_ = false;
+  std::shared_ptr<const int> placeholder_memory_;  // a placeholder's identity, shared by its views
 };
 
 }  // namespace fusion

@@ -28,11 +28,17 @@ std::ostream& operator<<(std::ostream& os, const KernelInfo& k);
 
 namespace detail {
 KernelInfo inspect(const Call& call);
+KernelInfo inspect_into(const Call& call, const ArrayBase& out);
 }
 
 /// The kernel `e` would run as, compiled (through the caches) but not launched.
 template <Expression E> KernelInfo inspect(const E& e) {
   return detail::with_call(e, [](const detail::Call& c) { return detail::inspect(c); });
+}
+/// What `out = e` runs as for this `out` (an array or a placeholder view): inspect(e), plus the step that
+/// copies the result in when `out` overlaps an input in another layout (`x = x.transpose() + 1`).
+template <Expression E> KernelInfo inspect_into(const ArrayBase& out, const E& e) {
+  return detail::with_call(e, [&](const detail::Call& c) { return detail::inspect_into(c, out); });
 }
 /// What `fz::tie(a, b, ...) = std::make_tuple(e1, e2, ...)` runs as: `fz::inspect(e1, e2, ...)`.
 template <Expression E1, Expression E2, Expression... Es> KernelInfo inspect(const E1& e1, const E2& e2, const Es&... es) {

@@ -304,27 +304,61 @@ KernelInfo inspect_elementwise(const Call& c) {
 
 std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] ({})", k.name, k.hash, k.variant); }
 
-KernelInfo inspect(const Call& call) {
-  const Call c = with_shared_reductions(with_functions_resolved(call));
+namespace {
+
+/// Every kernel a call runs as into new outputs, in launch order.
+std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
-  auto one = [](KernelInfo k) {
-    k.plan = {plan_entry(k)};
-    return k;
-  };
-  if (!lw.has_reduction) return one(inspect_elementwise(c));
+  if (!lw.has_reduction) return {inspect_elementwise(c)};
   const Plan& p = plan_of(lw, tls_separate ? PlanMode::separate : PlanMode::fused);
-  if (p.direct) return one(lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c));
-  if (KernelInfo layer; !tls_separate && inspect_layer(c, layer)) return one(std::move(layer));
-  std::vector<KernelInfo> steps = inspect_plan(p, c);
+  if (p.direct) return {lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c)};
+  if (KernelInfo layer; !tls_separate && inspect_layer(c, layer)) return {std::move(layer)};
+  return inspect_plan(p, c);
+}
+
+/// One KernelInfo for several kernels: the last one's fields, every one in `plan`, every source.
+KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes = {}) {
   KernelInfo info = steps.back();
   info.kernels = static_cast<int>(steps.size());
+  info.plan.clear();
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    info.plan.push_back(plan_entry(steps[i]) + (i < notes.size() ? notes[i] : std::string()));
+  if (steps.size() == 1) return info;
   std::string source;
-  for (const KernelInfo& s : steps) {
-    info.plan.push_back(plan_entry(s));
-    source += fmt::format("// ---- kernel {} of {}: {}\n{}\n", info.plan.size(), steps.size(), s.name, s.source);
-  }
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    source += fmt::format("// ---- kernel {} of {}: {}\n{}\n", i + 1, steps.size(), steps[i].name, steps[i].source);
   info.source = std::move(source);
   return info;
+}
+
+}  // namespace
+
+KernelInfo inspect(const Call& call) {
+  return assemble(kernels_of(with_shared_reductions(with_functions_resolved(call))));
+}
+
+KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
+  const Call c = with_shared_reductions(with_functions_resolved(call));
+  std::vector<KernelInfo> steps = kernels_of(c);
+  // The result's shape: `out = e` writes into `out` only when it has that shape (else `out` is replaced).
+  const ir::Graph& g = c.lowered->graph;
+  const Shape shape = node_shapes(c)[g.outputs[0]];
+  if (out.shape() != shape) return assemble(std::move(steps));
+  // The rule evaluation applies: an output overlapping an input other than element for element (any
+  // overlap, for a reduction) is computed aside, then copied — every input read before anything is written.
+  const ArrayBase* outs[1] = {&out};
+  bool aside = false;
+  if (c.lowered->has_reduction && plan_of(*c.lowered, PlanMode::fused).direct)
+    for (int i = 0; i < c.n_arrays; ++i) aside = aside || shares_memory(*c.arrays[i], out);
+  else
+    aside = overlaps_harmfully(c, outs, 1, shape);
+  if (!aside) return assemble(std::move(steps));
+  const ArrayBase aside_result = ArrayBase::make_placeholder(out.dtype(), shape);
+  const ArrayBase* copy_in[1] = {&aside_result};
+  steps.push_back(inspect_elementwise(Call{&identity_lowered(out.dtype()), copy_in, nullptr, nullptr, 1, 0, 0, {}}));
+  std::vector<std::string> notes(steps.size());
+  notes.back() = ": the output overlaps an input in another layout, so the result is computed aside and copied (NumPy's answer)";
+  return assemble(std::move(steps), notes);
 }
 
 }  // namespace detail

@@ -67,7 +67,7 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
 
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
   if (&a == &b) return true;
-  if (!a.storage() || a.storage() != b.storage()) return false;  // placeholders are distinct unless identical
+  if (!a.memory_identity() || a.memory_identity() != b.memory_identity()) return false;
   return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
 }
 
@@ -89,7 +89,7 @@ Shape broadcast_shape_of(const Call& c) {
 }
 
 bool shares_memory(const ArrayBase& a, const ArrayBase& b) {
-  if (a.storage() != b.storage() || !a.storage() || a.size() == 0 || b.size() == 0) return false;
+  if (a.memory_identity() != b.memory_identity() || !a.memory_identity() || a.size() == 0 || b.size() == 0) return false;
   const auto span = [](const ArrayBase& x) {
     std::int64_t lo = 0, hi = 0;
     for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);

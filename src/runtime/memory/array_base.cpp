@@ -44,6 +44,7 @@ ArrayBase ArrayBase::make_placeholder(DType d, const Shape& shape) {
   a.shape_ = shape;
   a.strides_ = contiguous_strides(shape);
   a.placeholder_ = true;
+  a.placeholder_memory_ = std::make_shared<const int>(0);
   return a;
 }
 
@@ -107,7 +108,8 @@ void ArrayBase::download(void* host) const {
 }
 
 ArrayBase ArrayBase::contiguous_copy() const {
-  if (!storage_) return *this;  // placeholders and empty arrays copy as they are
+  if (placeholder_) return make_placeholder(dtype_, shape_);  // a copy is other memory, also for placeholders
+  if (!storage_) return *this;  // empty arrays copy as they are
   ArrayBase out(dtype_);
   detail::copy_array(*this, out, detail::AssignMode::fresh);
   return out;
