@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/hash.hpp"
-#include "codegen/user_functions.hpp"
+#include "codegen/device_functions.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion::codegen {
@@ -22,17 +22,17 @@ void check_identifier(std::string_view name) {
 
 }  // namespace
 
-std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view user_name) {
-  if (!user_name.empty()) {
-    check_identifier(user_name);
-    return fmt::format("{}_{}", user_name, hex16(hash));
+std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view name_given) {
+  if (!name_given.empty()) {
+    check_identifier(name_given);
+    return fmt::format("{}_{}", name_given, hex16(hash));
   }
   std::vector<std::string> ops;
   bool iota = false;
   for (const ir::Node& n : g.nodes) {
     iota = iota || n.op == ir::Op::iota;
     if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast) continue;
-    std::string name = n.op == ir::Op::call ? user_function(n.slot).name : ir::op_name(n.op);
+    std::string name = n.op == ir::Op::call ? device_function(n.slot).name : ir::op_name(n.op);
     if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
   }
   if (ops.empty()) ops.push_back(iota ? "arange" : "copy");
@@ -107,7 +107,7 @@ void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy) {
   for (Helper hp : ctx.helpers) w.line("{}", helper_source(hp)).blank();
   std::set<std::string> names;
   for (std::uint32_t id : ctx.functions) {
-    const UserFunction& f = user_function(id);
+    const DeviceFunction& f = device_function(id);
     if (!names.insert(f.name).second)
       throw TypeError(fmt::format("two different fz::functions named '{}' meet in one kernel; give them different names", f.name));
     w.line("// fz::function {}", f.name);

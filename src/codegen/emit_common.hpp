@@ -19,7 +19,7 @@ namespace fusion::codegen {
 
 
 /// The kernel symbol for a graph: readable op names (or the user's) and the hash.
-std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view user_name);
+std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view name_given);
 
 /// The dtype of each kernel parameter (input array), taken from the graph's input nodes.
 std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params);

@@ -20,7 +20,7 @@ namespace fusion::codegen {
 using ir::Node;
 using ir::Op;
 
-GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::string_view user_name) {
+GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::string_view name_given) {
   const int K = v.n_outputs;
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the variant's differ");
   StableHasher h;
@@ -28,7 +28,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   v.hash_into(h, g.n_inputs);
   GeneratedKernel k;
   k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype[0], k.hash, user_name);
+  k.name = kernel_name(g, v.out_dtype[0], k.hash, name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);

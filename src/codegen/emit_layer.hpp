@@ -14,7 +14,7 @@ namespace fusion::codegen {
 /// pass), then a last pass writes the per-element outputs; per-row outputs are written once per row.
 /// Parameters: the input arrays, the outputs, the scalars (by slot), n_rows, n_red, a divisor per
 /// mean/var (by reduction), then the dims entries of layer_variant.hpp.
-GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::string_view user_name);
+GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::string_view name_given);
 
 /// The nodes each pass of a layer kernel computes: its reduction waves in order, then (when some output is
 /// per element) the last pass. The runtime reads it to see which inputs several passes read (cached ones).

@@ -40,7 +40,7 @@ namespace {
 /// Several reductions of one layout in one pass (fz::tie(sum(x), sum(x*x)), a batch norm's mean and
 /// variance): one accumulator struct holding each reduction's, combined member by member, and one
 /// finalization per output. The kernel skeleton is the single reduction's.
-GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view user_name) {
+GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view name_given) {
   const int K = static_cast<int>(g.outputs.size());
   std::vector<std::uint32_t> reds;
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
@@ -54,7 +54,7 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
   v.hash_into(h, g.n_inputs);
   GeneratedKernel k;
   k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype, k.hash, user_name);
+  k.name = kernel_name(g, v.out_dtype, k.hash, name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);
@@ -184,10 +184,10 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
 
 }  // namespace
 
-GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view user_name) {
+GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view name_given) {
   int n_reductions = 0;
   for (const Node& n : g.nodes) n_reductions += ir::is_reduction(n.op);
-  if (g.outputs.size() > 1 || n_reductions > 1) return emit_multi_reduction(g, v, user_name);
+  if (g.outputs.size() > 1 || n_reductions > 1) return emit_multi_reduction(g, v, name_given);
   const std::uint32_t R = reduction_node(g);
   const Node& rn = g.nodes[R];
   const DType vd = g.nodes[rn.a].dtype;  // the reduced values' dtype (the accumulator's, for sum/prod/mean)
@@ -202,7 +202,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
   v.hash_into(h, g.n_inputs);
   GeneratedKernel k;
   k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype, k.hash, user_name);
+  k.name = kernel_name(g, v.out_dtype, k.hash, name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);

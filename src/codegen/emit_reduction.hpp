@@ -20,6 +20,6 @@ std::size_t accumulator_bytes(const ir::Graph& g);
 /// output, the scalars (by slot), n_out, n_red, chunk (reduced elements per block), divisor (of mean),
 /// then the kept and reduced extents and, per non-broadcast input, its kept and reduced strides, the
 /// output's kept strides, and for split kernels the partials and counters workspace.
-GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view user_name);
+GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::string_view name_given);
 
 }  // namespace fusion::codegen

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/user_functions.hpp"
+#include "codegen/device_functions.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion {
@@ -211,7 +211,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       std::string args = a;
       for (const std::string* x : {&b, &c})
         if (!x->empty()) args += ", " + *x;
-      return fmt::format("{}({})", user_function(n.slot).name, args);
+      return fmt::format("{}({})", device_function(n.slot).name, args);
     }
     // Leaves are named by the emitters; reductions are spelled by the reduction emitter, never as one
     // expression; floating math calls were spelled above.

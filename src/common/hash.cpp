@@ -2,7 +2,7 @@
 // A stable 64-bit hash: FNV-1a over an explicit little-endian serialization, then a strong final mix.
 // It depends on nothing but the bytes, so it is the same on every machine, compiler and run.
 #include "common/hash.hpp"
-#include "codegen/user_functions.hpp"
+#include "codegen/device_functions.hpp"
 #include "fusion/ir.hpp"
 
 namespace fusion {
@@ -40,7 +40,7 @@ std::uint64_t hash(const Graph& g) {
     h.add_u32(n.c);
     if (n.op == Op::call && g.n_functions == 0) {
       // a resolved call: the definition, not its process-local id, so names agree across processes
-      const codegen::UserFunction& f = codegen::user_function(n.slot);
+      const codegen::DeviceFunction& f = codegen::device_function(n.slot);
       h.add(f.name);
       h.add(f.body);
       for (DType d : f.params) h.add_byte(static_cast<std::uint8_t>(d));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "codegen/user_functions.hpp"
+#include "codegen/device_functions.hpp"
 
 #include <fmt/format.h>
 
@@ -17,15 +17,15 @@ std::mutex& table_mutex() {
   static std::mutex mu;
   return mu;
 }
-std::deque<codegen::UserFunction>& table() {  // a deque: references stay valid as it grows
-  static std::deque<codegen::UserFunction> t;
+std::deque<codegen::DeviceFunction>& table() {  // a deque: references stay valid as it grows
+  static std::deque<codegen::DeviceFunction> t;
   return t;
 }
 
 }  // namespace
 
 namespace codegen {
-const UserFunction& user_function(std::uint32_t id) {
+const DeviceFunction& device_function(std::uint32_t id) {
   std::lock_guard lock(table_mutex());
   if (id >= table().size()) throw Error(fmt::format("internal: no fz::function with id {}", id));
   return table()[id];
@@ -46,7 +46,7 @@ std::uint32_t register_function(std::string name, std::string body, DType result
   for (std::size_t id = 0; id < t.size(); ++id)
     if (t[id].name == name && t[id].body == body && t[id].result == result && t[id].params == params)
       return static_cast<std::uint32_t>(id);
-  t.push_back(codegen::UserFunction{std::move(name), std::move(body), result, std::move(params)});
+  t.push_back(codegen::DeviceFunction{std::move(name), std::move(body), result, std::move(params)});
   return static_cast<std::uint32_t>(t.size() - 1);
 }
 }  // namespace detail

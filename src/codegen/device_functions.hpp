@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process-wide table of fz::function definitions. Calls in the IR refer to them by id; hashes and
+// The process-wide table of device functions (fz::function definitions). Calls in the IR refer to them by id; hashes and
 // kernels use their name and text, so the same definition gives the same kernel in every process.
 #pragma once
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace fusion::codegen {
 
-struct UserFunction {
+struct DeviceFunction {
   std::string name;
   std::string body;  ///< "(float x, float y) { return x * x + y * y; }"
   DType result;
@@ -18,6 +18,6 @@ struct UserFunction {
 };
 
 /// The definition with this id (ids come from detail::register_function).
-const UserFunction& user_function(std::uint32_t id);
+const DeviceFunction& device_function(std::uint32_t id);
 
 }  // namespace fusion::codegen
