@@ -27,7 +27,7 @@ fs::path fresh_dir(const std::string& tag) {
 }
 
 CacheEntry sample(const std::string& source = "extern \"C\" __global__ void k() {}") {
-  return CacheEntry{CacheKey{source, "k", "13.0", "--gpu-architecture=sm_90", "sm_90"}, std::string("\x7f" "ELF binary\0bytes", 16), false, 12};
+  return CacheEntry{CacheKey{source, "k", "13.0", "--gpu-architecture=sm_90", "sm_90"}, std::string("\x7f" "ELF binary\0bytes", 16), false, 12, {}};
 }
 
 void rewrite(const fs::path& p, const std::function<void(std::string&)>& edit) {
@@ -130,7 +130,7 @@ TEST_CASE("disk cache: eight processes compiling the same new kernel all succeed
         auto hit = cache.load(key);
         if (!hit) {
           auto out = fz::detail::compile(k.source, k.name, fz::detail::default_target());
-          cache.store(CacheEntry{key, out.binary, false, out.registers});
+          cache.store(CacheEntry{key, out.binary, false, out.registers, {}});
         }
         code = cache.load(key) ? 0 : 2;
       } catch (...) {
@@ -203,7 +203,7 @@ TEST_CASE("a chained store reads a shared read-only store first and writes only 
   const auto hit = chain.load(prebuilt.key);
   REQUIRE(hit);
   CHECK(hit->binary == prebuilt.binary);
-  CHECK(chain.location(prebuilt.key) == shared->path_for(prebuilt.key).string());
+  CHECK(hit->location == shared->path_for(prebuilt.key).string());  // where it was found, read once
   CHECK_FALSE(own->load(prebuilt.key));
 
   const CacheEntry fresh = sample("// compiled here\nextern \"C\" __global__ void k() {}");

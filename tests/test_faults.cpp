@@ -36,7 +36,7 @@ CacheEntry compiled(const std::string& id) {
   std::string options;
   for (const auto& o : fz::detail::compile_options(t)) options += o + " ";
   auto out = fz::detail::compile(source, name, t);
-  return CacheEntry{CacheKey{source, name, fz::detail::nvrtc_version(), options, t.name()}, out.binary, false, out.registers};
+  return CacheEntry{CacheKey{source, name, fz::detail::nvrtc_version(), options, t.name()}, out.binary, false, out.registers, {}};
 }
 
 /// Runs `body` in a child process; its exit code (or 128 + the signal that ended it).

@@ -20,6 +20,7 @@ struct CacheEntry {
   std::string binary;
   bool ptx = false;
   std::int32_t registers = -1;
+  std::string location;  ///< where a store found it (filled by load; not part of the entry's bytes)
 };
 
 }  // namespace fusion::detail

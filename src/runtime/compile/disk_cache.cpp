@@ -137,6 +137,7 @@ std::optional<CacheEntry> DiskCache::load(const CacheKey& key) const {
     return std::nullopt;
   std::error_code ec;
   fs::last_write_time(p, fs::file_time_type::clock::now(), ec);  // recency for `fusion cache prune`
+  e->location = p.string();
   return e;
 }
 

@@ -52,7 +52,7 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
     ++counters().disk_hits;
     a.binary = std::move(hit->binary);
     a.registers = hit->registers;
-    a.cache_path = store.location(key);
+    a.cache_path = std::move(hit->location);  // the store that had it (no second read)
     return a;
   }
   CompileOutput out = compile(k.source, k.name, t, k.options, !k.full_headers);
@@ -60,7 +60,7 @@ Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
   counters().compile_ms.fetch_add(out.milliseconds, std::memory_order_relaxed);
   a.binary = std::move(out.binary);
   a.registers = out.registers;
-  store.store(CacheEntry{key, a.binary, t.ptx, a.registers});
+  store.store(CacheEntry{key, a.binary, t.ptx, a.registers, {}});
   a.cache_path = store.location(key);
   return a;
 }

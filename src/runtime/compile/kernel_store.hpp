@@ -18,7 +18,7 @@ class KernelStore {
   virtual std::optional<CacheEntry> load(const CacheKey& key) const = 0;
   /// Keeps a freshly compiled entry where it can; a store that cannot write ignores it.
   virtual void store(const CacheEntry& e) = 0;
-  /// Where `key`'s entry lives or would live (for fz::inspect); empty when nowhere.
+  /// Where `key`'s entry is stored when this store writes it (for fz::inspect); empty when nowhere.
   virtual std::string location(const CacheKey& key) const = 0;
 };
 
@@ -32,9 +32,8 @@ class ChainedStore final : public KernelStore {
     return second_->load(key);
   }
   void store(const CacheEntry& e) override { second_->store(e); }
-  std::string location(const CacheKey& key) const override {
-    return first_->load(key) ? first_->location(key) : second_->location(key);
-  }
+  /// Where a new entry for `key` goes (an entry found says where it was found: CacheEntry::location).
+  std::string location(const CacheKey& key) const override { return second_->location(key); }
 
  private:
   std::shared_ptr<const KernelStore> first_;
