@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/hash.hpp"
 #include "codegen/launch_shape.hpp"
 #include "codegen/spell.hpp"
 #include "codegen/generated_kernel.hpp"
@@ -20,6 +21,17 @@ namespace fusion::codegen {
 
 /// The kernel symbol for a graph: readable op names (or the user's) and the hash.
 std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view name_given);
+
+/// A kernel for graph `g` in variant `v`, its hash (the canonical IR and the variant) and name set.
+template <class V> GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std::string_view name_given) {
+  StableHasher h;
+  h.add_u64(ir::hash(g));
+  v.hash_into(h, g.n_inputs);
+  GeneratedKernel k;
+  k.hash = h.digest();
+  k.name = kernel_name(g, out, k.hash, name_given);
+  return k;
+}
 
 /// The dtype of each kernel parameter (input array), taken from the graph's input nodes.
 std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params);

@@ -23,12 +23,7 @@ using ir::Op;
 GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::string_view name_given) {
   const int K = v.n_outputs;
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the variant's differ");
-  StableHasher h;
-  h.add_u64(ir::hash(g));
-  v.hash_into(h, g.n_inputs);
-  GeneratedKernel k;
-  k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype[0], k.hash, name_given);
+  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype[0], name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);

@@ -37,6 +37,22 @@ std::size_t accumulator_bytes(const ir::Graph& g) {
 
 namespace {
 
+/// A reduction kernel's scalars as the device functions and the skeleton take them.
+struct ScalarLists {
+  std::vector<std::string> params;  ///< "float s0": parameters of fz_expr and fz_final
+  std::vector<std::string> args;    ///< "s0"
+  std::vector<std::string> final_args{"a", "divisor"};  ///< fz_final's arguments
+  std::vector<std::pair<std::uint32_t, std::string>> kernel_params;  ///< (slot, declaration) for the kernel
+  explicit ScalarLists(const std::vector<std::pair<std::uint32_t, DType>>& scalars) {
+    for (auto [slot, d] : scalars) {
+      params.push_back(fmt::format("{} s{}", compute_type(d), slot));
+      args.push_back(fmt::format("s{}", slot));
+      kernel_params.emplace_back(slot, params.back());
+    }
+    final_args.insert(final_args.end(), args.begin(), args.end());
+  }
+};
+
 /// Several reductions of one layout in one pass (fz::tie(sum(x), sum(x*x)), a batch norm's mean and
 /// variance): one accumulator struct holding each reduction's, combined member by member, and one
 /// finalization per output. The kernel skeleton is the single reduction's.
@@ -49,23 +65,15 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
         throw Error("internal: arg-reductions do not share a multi-reduction kernel");
       reds.push_back(i);
     }
-  StableHasher h;
-  h.add_u64(ir::hash(g));
-  v.hash_into(h, g.n_inputs);
-  GeneratedKernel k;
-  k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype, k.hash, name_given);
+  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype, name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);
   SpellContext ctx;
   int heavy = 0;
   for (int o = 0; o < K; ++o) heavy = prepare_context(ctx, g, pdt, v.out_dtypes[o]);
-  std::vector<std::string> scalar_params, scalar_args;
-  for (auto [slot, d] : scalars) {
-    scalar_params.push_back(fmt::format("{} s{}", compute_type(d), slot));
-    scalar_args.push_back(fmt::format("s{}", slot));
-  }
+  const ScalarLists sl(scalars);
+  const std::vector<std::string>& scalar_params = sl.params;
   std::vector<ReduceOpSpelling> ops;
   for (std::uint32_t r : reds) ops.push_back(reduce_op_spelling(g.nodes[r].op, g.nodes[g.nodes[r].a].dtype));
 
@@ -162,16 +170,12 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
     fn.line("return {};", value[result]);
   }
 
-  std::vector<std::string> final_args{"a", "divisor"};
-  final_args.insert(final_args.end(), scalar_args.begin(), scalar_args.end());
-  std::vector<std::pair<std::uint32_t, std::string>> kernel_scalars;
-  for (std::size_t j = 0; j < scalars.size(); ++j) kernel_scalars.emplace_back(scalars[j].first, scalar_params[j]);
-  ReduceSkeleton sk{k.name, pdt, "FzAcc", kernel_scalars, scalar_args, "", [&](const std::string& index) {
+  ReduceSkeleton sk{k.name, pdt, "FzAcc", sl.kernel_params, sl.args, "", [&](const std::string& index) {
     std::string body = "{";
     for (int o = 0; o < K; ++o)
       body += fmt::format(" out{}[{}] = {};", o, index,
                           store_conversion(g.nodes[g.outputs[static_cast<std::size_t>(o)]].dtype, v.out_dtypes[o],
-                                           fmt::format("fz_final{}({})", o, fmt::join(final_args, ", "))));
+                                           fmt::format("fz_final{}({})", o, fmt::join(sl.final_args, ", "))));
     return body + " }";
   }, &k.signature, std::vector<DType>(v.out_dtypes.begin(), v.out_dtypes.begin() + K)};
   SourceWriter w;
@@ -197,23 +201,15 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
   const std::string& Acc = op.acc;
   const std::uint32_t result = g.outputs[0];
 
-  StableHasher h;
-  h.add_u64(ir::hash(g));
-  v.hash_into(h, g.n_inputs);
-  GeneratedKernel k;
-  k.hash = h.digest();
-  k.name = kernel_name(g, v.out_dtype, k.hash, name_given);
+  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype, name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
   const auto scalars = scalar_slots(g);
   SpellContext ctx;
   const int heavy = prepare_context(ctx, g, pdt, v.out_dtype);
 
-  std::vector<std::string> scalar_params, scalar_args;
-  for (auto [slot, d] : scalars) {
-    scalar_params.push_back(fmt::format("{} s{}", compute_type(d), slot));
-    scalar_args.push_back(fmt::format("s{}", slot));
-  }
+  const ScalarLists sl(scalars);
+  const std::vector<std::string>& scalar_params = sl.params;
 
   // The device functions first: writing them tells which helpers the kernel needs.
   SourceWriter fn;
@@ -255,13 +251,9 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
     fn.line("return {};", value[result]);
   }
 
-  std::vector<std::string> final_args{"a", "divisor"};
-  final_args.insert(final_args.end(), scalar_args.begin(), scalar_args.end());
-  std::vector<std::pair<std::uint32_t, std::string>> kernel_scalars;
-  for (std::size_t j = 0; j < scalars.size(); ++j) kernel_scalars.emplace_back(scalars[j].first, scalar_params[j]);
-  ReduceSkeleton sk{k.name, pdt, Acc, kernel_scalars, scalar_args, "", [&](const std::string& index) {
+  ReduceSkeleton sk{k.name, pdt, Acc, sl.kernel_params, sl.args, "", [&](const std::string& index) {
     return fmt::format("out[{}] = {};", index, store_conversion(g.nodes[result].dtype, v.out_dtype,
-                                                               fmt::format("fz_final({})", fmt::join(final_args, ", "))));
+                                                               fmt::format("fz_final({})", fmt::join(sl.final_args, ", "))));
   }, &k.signature, {}};
   SourceWriter w;
   w.line("// Generated by fusion. Kernel {}: {}.", k.name, v.describe());
