@@ -224,7 +224,6 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
   }
-  if (!tls_unfused && !tls_separate && evaluate_layer(c, outs, K, mode)) return;
   run_plan(p, c, outs, mode);
 }
 
@@ -312,7 +311,6 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   if (!lw.has_reduction) return {inspect_elementwise(c)};
   const Plan& p = plan_of(lw, tls_separate ? PlanMode::separate : PlanMode::fused);
   if (p.direct) return {lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c)};
-  if (KernelInfo layer; !tls_separate && inspect_layer(c, layer)) return {std::move(layer)};
   return inspect_plan(p, c);
 }
 

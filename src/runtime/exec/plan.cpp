@@ -106,6 +106,11 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   }
   bool any = false;
   for (bool b : own_kernel) any = any || b;
+  // A layer kernel can take an expression whose reductions meet their rows again; whether they do
+  // depends on the call's shapes and axes, so the plan only says when to ask.
+  plan->layer = mode == PlanMode::fused && lw.has_reduction;
+  for (const ir::Node& n : g.nodes)
+    plan->layer = plan->layer && n.op != ir::Op::iota && n.op != ir::Op::argmin && n.op != ir::Op::argmax;
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   if (!any && (g.outputs.size() == 1 || (!lw.has_reduction && !unfused))) {
     plan->direct = true;
@@ -244,6 +249,8 @@ template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& vi
 }  // namespace
 
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
+  const int K = static_cast<int>(c.lowered->graph.outputs.size());
+  if (p.layer && evaluate_layer(c, outs, K, mode)) return;
   // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.
   // Only a plan that writes outputs in several steps can do that (earlier steps write temporaries; a
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
@@ -280,6 +287,7 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
 }
 
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
+  if (KernelInfo layer; p.layer && inspect_layer(c, layer)) return {std::move(layer)};
   std::vector<KernelInfo> infos;
   walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const std::vector<Shape>&) {
     if (!s.lowered->has_reduction) infos.push_back(inspect_elementwise(call));

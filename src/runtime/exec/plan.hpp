@@ -24,6 +24,7 @@ struct PlanStep {
 
 struct Plan {
   bool direct = false;  // one kernel over the expression's own graph: no remapping needed
+  bool layer = false;   // try one layer kernel first (runtime/exec/layer_layout.hpp decides per call)
   std::vector<PlanStep> steps;
   std::vector<DType> temp_dtypes;
 };
@@ -37,10 +38,11 @@ const Plan& plan_of(const Lowered& lw, PlanMode mode);
 /// (softmax's two `max(x, -1, true)`, var's mean inside layer norm) computed once. `c` itself when none are.
 Call with_shared_reductions(const Call& c);
 
-/// Runs a plan's steps in order on the current stream; temporaries are freed in stream order after.
+/// Runs a plan: one layer kernel when the call allows it, else the steps in order on the current
+/// stream (temporaries are freed in stream order after).
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode);
 
-/// Each step's kernel, compiled through the caches but not launched, with placeholder temporaries.
+/// Each kernel run_plan would launch, compiled through the caches but not launched (placeholder temporaries).
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c);
 
 }  // namespace fusion::detail
