@@ -13,10 +13,8 @@ namespace {
 
 bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
 
-/// The reduction that can run at the root of the kernel computing `root`: the only one reachable
-/// without passing through a reduction, with no array read outside it (its epilogue takes scalars only).
-std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
-  std::uint32_t found = ir::kNone;
+/// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
+template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
   std::vector<bool> seen(g.nodes.size(), false);
   std::vector<std::uint32_t> stack{root};
   while (!stack.empty()) {
@@ -24,17 +22,28 @@ std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
     stack.pop_back();
     if (seen[i]) continue;
     seen[i] = true;
-    const ir::Node& n = g.nodes[i];
-    if (ir::is_reduction(n.op)) {
-      if (found != ir::kNone) return ir::kNone;
-      found = i;
-      continue;
-    }
-    if (n.op == ir::Op::input) return ir::kNone;
-    for (std::uint32_t o : {n.a, n.b, n.c})
+    if (!visit(i)) continue;
+    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
       if (o != ir::kNone) stack.push_back(o);
   }
-  return found;
+}
+
+/// The reduction that can run at the root of the kernel computing `root`: the only one reachable
+/// without passing through a reduction, with no array read outside it (its epilogue takes scalars only).
+std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
+  std::uint32_t found = ir::kNone;
+  bool fits = true;
+  walk_below(g, root, [&](std::uint32_t i) {
+    const ir::Node& n = g.nodes[i];
+    if (ir::is_reduction(n.op)) {
+      fits = fits && found == ir::kNone;
+      found = i;
+      return false;
+    }
+    fits = fits && n.op != ir::Op::input;
+    return fits;
+  });
+  return fits ? found : ir::kNone;
 }
 
 /// The step computing nodes `roots` of `g` (one kernel, an output each), reading temporaries for the
@@ -75,20 +84,11 @@ PlanStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, co
 /// The temporaries that computing `root` reads.
 std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::vector<int>& temp_of) {
   std::vector<int> read;
-  std::vector<bool> seen(g.nodes.size(), false);
-  std::vector<std::uint32_t> stack{root};
-  while (!stack.empty()) {
-    const std::uint32_t i = stack.back();
-    stack.pop_back();
-    if (seen[i]) continue;
-    seen[i] = true;
-    if (i != root && temp_of[i] >= 0) {
-      read.push_back(temp_of[i]);
-      continue;
-    }
-    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
-      if (o != ir::kNone) stack.push_back(o);
-  }
+  walk_below(g, root, [&](std::uint32_t i) {
+    if (i == root || temp_of[i] < 0) return true;
+    read.push_back(temp_of[i]);
+    return false;
+  });
   return read;
 }
 
