@@ -50,3 +50,19 @@ TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overf
   const auto w = fz::asarray(std::vector<std::uint16_t>{65535, 300}, {2});
   CHECK(fz::eval(w * w).to_host() == std::vector<std::uint16_t>{1, static_cast<std::uint16_t>(90000 % 65536)});
 }
+
+TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's, even for a row of one", "[gpu][fuzz]") {
+  // case 0x9a0000 slice: var over an axis of length 1 gave 0 for inf (Welford's m2 started at 0, not x - x)
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto one = fz::asarray(std::vector<float>{inf, -inf, 2.5f, std::nanf("")}, {1, 4, 1});
+  const std::vector<float> v1 = fz::eval(fz::var(one, {-3}, true)).to_host();
+  CHECK(std::isnan(v1[0]));
+  CHECK(std::isnan(v1[1]));
+  CHECK(v1[2] == 0.0f);
+  CHECK(std::isnan(v1[3]));
+  const auto rows = fz::asarray(std::vector<float>{1, inf, 2, 1, 2, 3}, {2, 3});
+  const std::vector<float> v2 = fz::eval(fz::var(rows, -1)).to_host();
+  CHECK(std::isnan(v2[0]));
+  CHECK(v2[1] == Approx(2.0 / 3.0));
+  CHECK(std::isnan(fz::eval(fz::var(fz::asarray(std::vector<double>{1, 2, -HUGE_VAL}, {3}))).item()));
+}

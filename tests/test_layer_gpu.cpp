@@ -72,8 +72,10 @@ template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed
   CHECK(fz::stats().launches == 1);
   CHECK(test::mismatches(ln.to_host(), norm_ref(rx, R, D, rw, &rb, 1e-5), d) == 0);
 
-  auto xf = fz::cast<float>(x);
-  fz::Array<T> rms = fz::cast<T>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(w));
+  // RMSNorm as mixed-precision code writes it: 16-bit rows, float math (float64 rows keep float64 math)
+  using Math = std::conditional_t<(sizeof(T) < 4), float, T>;
+  auto xf = fz::cast<Math>(x);
+  fz::Array<T> rms = fz::cast<T>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + Math(1e-6)) * fz::cast<Math>(w));
   CHECK(test::mismatches(rms.to_host(), norm_ref(rx, R, D, rw, nullptr, 1e-6), d) == 0);
 }
 

@@ -76,7 +76,7 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
       }
       g.outputs.push_back(r);
       const DType out_d = g.dtype(r);
-      const fz::detail::Lowered& lw = fz::detail::register_lowered(g);
+      const fz::detail::Lowered& lw = *fz::detail::register_lowered(g);
       std::vector<const fz::ArrayBase*> ptrs;
       for (auto& a : arrays) ptrs.push_back(&a);
       fz::ArrayBase out = test::poisoned(out_d, {static_cast<std::int64_t>(n)});

@@ -16,12 +16,14 @@ namespace detail {
 
 /// An expression type's IR, canonicalized and hashed once; also holds that type's compiled kernels.
 struct Lowered;
-const Lowered& register_lowered(ir::Graph graph);
+/// Returns a pointer, not a reference: the Lowered lives for the process (and GCC 13's
+/// -Wdangling-reference takes a reference returned from a call with a temporary argument for a dangling one).
+const Lowered* register_lowered(ir::Graph graph);
 
 /// The IR of expression types Es... as one graph with one output per type (one output: an ordinary
 /// expression; several: fz::tie). Lowered once per process.
 template <class... Es> const Lowered& lowered() {
-  static const Lowered& l = register_lowered([] {
+  static const Lowered& l = *register_lowered([] {
     ir::Graph g;
     (g.outputs.push_back(Es::lower(g)), ...);  // a fold over ',' runs left to right, as pack() does
     return g;

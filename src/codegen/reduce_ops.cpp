@@ -119,7 +119,9 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
     // a sum of squares would cancel; the order of combination is fixed by the layout, as for the others.
     s.acc = fmt::format("FzWelford<{}>", VT);
     s.identity = fmt::format("{}{{0, 0, 0}}", s.acc);
-    s.lift = fmt::format("{}{{1, x, 0}}", s.acc);
+    // m2 starts as x - x, not 0: an infinite or NaN element makes the variance NaN, as in NumPy
+    // (x - mean is NaN for it), even when it is alone in its row.
+    s.lift = fmt::format("{}{{1, x, x - x}}", s.acc);
     s.shuffle = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n"), shuffle(vd, "a.mean"), shuffle(vd, "a.m2"));
     s.from_lane0 = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n", true), shuffle(vd, "a.mean", true),
                                shuffle(vd, "a.m2", true));

@@ -186,6 +186,9 @@ struct Interpreter {
       }
       test::Scalar x = test::apply(n, od, ops[0], ops[1], ops[2], static_cast<std::int64_t>(e), &undefined);
       undefined = undefined || unspecified(n.op, od, ops[0], ops[1]) || overflows_when_stored(x, n.dtype);
+      // Under fz::Unfused every op stores its result: a 16-bit one rounds there, exactly as the GPU does
+      // (erf rounded up to 1 then cast to an integer is 1, not 0; no perturbation run sees that past pow(1, NaN)).
+      if (c.unfused) x = test::normalize(x, n.dtype);
       if (u) x.f = test::normalize({x.f * jitter(run, k, e, u), 0}, n.dtype).f;
       r.values[e] = x;
       r.undefined[e] = undefined;

@@ -58,7 +58,7 @@ struct Prepared {
     for (int i : b.slot_input) slots.push_back(&views[static_cast<std::size_t>(i)]);
   }
   fusion::detail::Call call() const {
-    return {&fusion::detail::lowered_for_graph(b.graph), slots.data(), b.scalars.data(), b.reductions.data(),
+    return {fusion::detail::lowered_for_graph(b.graph), slots.data(), b.scalars.data(), b.reductions.data(),
             static_cast<int>(slots.size()), static_cast<int>(b.scalars.size()), static_cast<int>(b.reductions.size()), {}};
   }
 };

@@ -44,7 +44,7 @@ std::mutex& build_mutex() {
   return mu;
 }
 
-const Lowered& register_lowered(ir::Graph g) {
+const Lowered* register_lowered(ir::Graph g) {
   auto* l = new Lowered;  // one per expression type, alive for the process
   l->canonical = ir::canonicalize(g);
   for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
@@ -55,18 +55,18 @@ const Lowered& register_lowered(ir::Graph g) {
   static auto& all = *new std::vector<const Lowered*>;
   std::lock_guard lock(mu);
   all.push_back(l);
-  return *l;
+  return l;
 }
 
-const Lowered& lowered_for_graph(ir::Graph g) {
+const Lowered* lowered_for_graph(ir::Graph g) {
   static std::mutex mu;
   static auto& registry = *new std::multimap<std::uint64_t, const Lowered*>;  // never destroyed, as above
   const std::uint64_t h = ir::hash(g);
   std::lock_guard lock(mu);
   for (auto [it, end] = registry.equal_range(h); it != end; ++it)
-    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return *it->second;
-  const Lowered& l = register_lowered(std::move(g));
-  registry.emplace(h, &l);
+    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return it->second;
+  const Lowered* l = register_lowered(std::move(g));
+  registry.emplace(h, l);
   return l;
 }
 
@@ -208,7 +208,7 @@ const Lowered& identity_lowered(DType d) {
     for (int i = 0; i < kNumDTypes; ++i) {
       ir::Graph g;
       g.outputs.push_back(g.input(static_cast<DType>(i)));
-      table[i] = &register_lowered(std::move(g));
+      table[i] = register_lowered(std::move(g));
     }
   });
   return *table[static_cast<int>(d)];

@@ -68,7 +68,7 @@ struct Lowered {
 
 
 /// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
-const Lowered& lowered_for_graph(ir::Graph g);
+const Lowered* lowered_for_graph(ir::Graph g);
 
 /// The canonical graph a variant compiles: input slots read through one parameter become one input.
 ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
@@ -85,7 +85,7 @@ template <class Make> const Lowered& derived(const Lowered& lw, const std::vecto
     return nullptr;
   };
   if (const Lowered* l = find()) return *l;
-  const Lowered& made = lowered_for_graph(make());
+  const Lowered& made = *lowered_for_graph(make());
   std::lock_guard lock(build_mutex());
   if (const Lowered* l = find()) return *l;
   lw.derived.store(new Derived{key, &made, lw.derived.load(std::memory_order_relaxed)}, std::memory_order_release);

@@ -77,7 +77,7 @@ PlanStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, co
     return memo[i] = sub.append(n);
   };
   for (std::uint32_t r : roots) sub.outputs.push_back(visit(visit, r));
-  step.lowered = &lowered_for_graph(std::move(sub));
+  step.lowered = lowered_for_graph(std::move(sub));
   return step;
 }
 
