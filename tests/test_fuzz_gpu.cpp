@@ -51,6 +51,17 @@ TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overf
   CHECK(fz::eval(w * w).to_host() == std::vector<std::uint16_t>{1, static_cast<std::uint16_t>(90000 % 65536)});
 }
 
+TEST_CASE("fuzz regression: a tie whose second output casts a reduction runs that reduction, then the cast", "[gpu][fuzz]") {
+  // case 7003048: cast(prod(y)) joined max's multi-reduction kernel with prod already a temporary (a crash)
+  const auto x = fz::asarray(std::vector<double>{-1.5, 4.0, 2.0, -7.0, 0.5, 3.0}, {2, 3});
+  const auto y = fz::asarray(std::vector<std::int32_t>{2, -3, 5, 1, 4, -1}, {3, 2});
+  auto big = fz::empty<double>({});
+  auto product = fz::empty<float>({});
+  fz::tie(big, product) = std::make_tuple(fz::nanmax(fz::sum(x, 1), 0), fz::cast<float>(fz::prod(y, {0, 1})));
+  CHECK(big.item() == 4.5);  // the row sums are 4.5 and -3.5
+  CHECK(product.item() == 120.0f);
+}
+
 TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's, even for a row of one", "[gpu][fuzz]") {
   // case 0x9a0000 slice: var over an axis of length 1 gave 0 for inf (Welford's m2 started at 0, not x - x)
   const float inf = std::numeric_limits<float>::infinity();

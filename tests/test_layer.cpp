@@ -121,6 +121,12 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   CHECK(norm.kernels == 2);
   REQUIRE(norm.plan.size() == 2);
   CHECK_THAT(norm.plan[0], Catch::Contains("fz_mean_var_") && Catch::Contains("2 results from one pass"));
+  // an output computed from a reduction that has its own kernel (several outputs give each reduction
+  // one) is elementwise: it joins no sibling's pass (fuzz case 7003048 once put it in max's kernel)
+  auto in0 = fz::placeholder<double>({1, 1, 1, 1});
+  auto in1 = fz::placeholder<int>({1, 1});
+  const fz::KernelInfo mixed = fz::inspect(fz::nanmax(fz::sum(in0, {2, 3}), {0, 1}), fz::cast<float>(fz::prod(in1, {0, 1})));
+  CHECK(mixed.kernels == 4);
   // a reduction that reads another's result waits for it: softmax over one long row stays three kernels
   CHECK(fz::inspect(fz::exp(x - fz::max(x)) / fz::sum(fz::exp(x - fz::max(x)))).kernels == 3);
   // every dtype and thread layout of a multi-reduction compiles

@@ -41,8 +41,10 @@ template <Expression E> KernelInfo inspect_into(const ArrayBase& out, const E& e
   return detail::with_call(e, [&](const detail::Call& c) { return detail::inspect_into(c, out); });
 }
 /// What `fz::tie(a, b, ...) = std::make_tuple(e1, e2, ...)` runs as: `fz::inspect(e1, e2, ...)`.
-template <Expression E1, Expression E2, Expression... Es> KernelInfo inspect(const E1& e1, const E2& e2, const Es&... es) {
-  return detail::with_call_multi([](const detail::Call& c) { return detail::inspect(c); }, e1, e2, es...);
+/// (As in the tie, an Array may stand for itself: `fz::inspect(sum(x), y)`.)
+template <Operand E1, Operand E2, Operand... Es> KernelInfo inspect(const E1& e1, const E2& e2, const Es&... es) {
+  return detail::with_call_multi([](const detail::Call& c) { return detail::inspect(c); }, detail::to_node(e1),
+                                 detail::to_node(e2), detail::to_node(es)...);
 }
 
 /// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // fusion-fuzz: differential fuzzing of the engine against the float64 reference.
-//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--print]
+//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--print] [--case SEED] [--trace]
 // --print writes the cases as Catch2 tests instead of running them (what a failure's repro looks like).
+// --case runs the one case a repro names ("case seed N"); --trace prints every case and shrink candidate
+// to stderr before it runs (the last one printed before a crash is the one that crashed).
 // Each worker thread runs cases on its own stream. A failing case is shrunk and printed as a Catch2
 // test; the exit status is 1 when any case failed. Without a GPU only --compile-only runs (else 77).
 #include <fmt/format.h>
@@ -16,6 +18,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <functional>
 #include <thread>
 
 #include "fuzz_run.hpp"
@@ -58,7 +62,8 @@ int main(int argc, char** argv) {
   std::int64_t count = 1000;
   std::uint64_t seed = 1;
   int threads = 1;
-  bool compile = false, print = false;
+  bool compile = false, print = false, trace = false;
+  std::optional<std::uint64_t> one_case;
   fuzz::GenOptions gen;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
@@ -68,11 +73,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--compile-only")) compile = true;
     else if (!std::strcmp(argv[i], "--max-depth")) gen.max_depth = std::atoi(next());
     else if (!std::strcmp(argv[i], "--print")) print = true;
+    else if (!std::strcmp(argv[i], "--case")) one_case = std::strtoull(next(), nullptr, 0), count = 1;  // one case seed, as a repro names it
+    else if (!std::strcmp(argv[i], "--trace")) trace = true;  // every case and shrink candidate to stderr before it runs
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   if (print) {
     for (std::int64_t k = 0; k < count; ++k) {
-      const fuzz::Case c = fuzz::generate(seed * 1000003 + static_cast<std::uint64_t>(k), gen);
+      const fuzz::Case c = fuzz::generate(one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k), gen);
       fmt::print("{}\n", fuzz::to_cpp(c, fmt::format("fuzz: case {}", c.seed)));
     }
     return 0;
@@ -81,7 +88,12 @@ int main(int argc, char** argv) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
     return 77;
   }
-  const auto run = compile ? fuzz::compile_only : fuzz::run_on_gpu;
+  const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
+  const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
+    if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));
+    return run_one(c);
+  };
+  const auto case_seed = [&](std::int64_t k) { return one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k); };
   std::signal(SIGSEGV, on_crash);
   std::signal(SIGFPE, on_crash);
   std::signal(SIGABRT, on_crash);
@@ -94,7 +106,7 @@ int main(int argc, char** argv) {
     std::optional<fusion::StreamScope> scope;
     if (!compile) stream.emplace(), scope.emplace(*stream);
     for (std::int64_t k; (k = next_case++) < count;) {
-      const fuzz::Case c = fuzz::generate(seed * 1000003 + static_cast<std::uint64_t>(k), gen);
+      const fuzz::Case c = fuzz::generate(case_seed(k), gen);
       current_seed = c.seed;
       fuzz::Verdict v;
       try {
@@ -127,7 +139,7 @@ int main(int argc, char** argv) {
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  fmt::print("fusion-fuzz: {} cases (seed {}, {} threads, {}) in {:.1f} s\n", count, seed, threads,
+  fmt::print("fusion-fuzz: {} cases ({} {}, {} threads, {}) in {:.1f} s\n", count, one_case ? "case" : "seed", one_case ? *one_case : seed, threads,
              compile ? "codegen + NVRTC only" : "on the GPU", secs);
   for (const auto& [k, n] : t.verdicts) fmt::print("  {:<32} {}\n", k, n);
   fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fuzz_reference.hpp"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -241,6 +242,24 @@ struct Interpreter {
     for (const test::Scalar& f : test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
       r.undefined.push_back(static_cast<std::uint8_t>(f.i));
     for (std::size_t e = 0; e < wide.size(); ++e) r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], n.dtype);
+    // A float product's partial products may leave the accumulator's range in one order and not in
+    // another (1e-30 * 1e-30 underflows to 0 in float, then 0 * inf is NaN; the float64 reference
+    // never underflows): where the factors could take a partial product out of range, any result is right.
+    if (n.op == fusion::ir::Op::prod && fusion::is_floating(in)) {
+      const bool wide64 = in == DType::float64;
+      const double top = wide64 ? DBL_MAX : FLT_MAX, bottom = wide64 ? DBL_MIN : FLT_MIN;
+      std::vector<test::Scalar> big(operand.values.size()), small(operand.values.size());
+      for (std::size_t e = 0; e < big.size(); ++e) {
+        const double a = std::fabs(operand.values[e].f);
+        const bool finite_nonzero = std::isfinite(a) && a != 0;
+        big[e].f = finite_nonzero ? std::max(a, 1.0) : 1.0;
+        small[e].f = finite_nonzero ? std::min(a, 1.0) : 1.0;
+      }
+      const auto hi = test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, big, operand.shape, mask).values;
+      const auto lo = test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, small, operand.shape, mask).values;
+      for (std::size_t e = 0; e < r.values.size(); ++e)
+        if (!std::isnan(r.values[e].f) && (hi[e].f > top || lo[e].f < bottom)) r.undefined[e] = 1;
+    }
     const bool extreme = n.op == fusion::ir::Op::min || n.op == fusion::ir::Op::max || n.op == fusion::ir::Op::nanmin ||
                          n.op == fusion::ir::Op::nanmax;
     if (extreme && fusion::is_floating(in))  // which zero of a (+0, -0) pair wins is unspecified

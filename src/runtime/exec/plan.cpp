@@ -133,7 +133,10 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   };
   std::vector<Group> groups;
   auto add = [&](std::uint32_t root, int target) {
-    const std::uint32_t r = ir::is_reduction(g.nodes[root].op) ? root : root_reduction(g, root);
+    std::uint32_t r = ir::is_reduction(g.nodes[root].op) ? root : root_reduction(g, root);
+    // A reduction with its own kernel is a temporary here: the step computing `root` is elementwise
+    // (tie(max(x), cast(prod(y))) runs prod alone, then the cast; it must not join max's kernel).
+    if (r != root && r != ir::kNone && temp_of[r] >= 0) r = ir::kNone;
     const bool arg = r != ir::kNone && (g.nodes[r].op == ir::Op::argmin || g.nodes[r].op == ir::Op::argmax);
     const std::uint32_t slot = mode != PlanMode::fused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
     if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot && (groups.back().targets[0] < 0) == (target < 0) &&
