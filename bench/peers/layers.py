@@ -99,6 +99,9 @@ def run_torch(compiled):
         args = [(torch.rand(s, device="cuda", generator=g) * 4 - 2).to(getattr(torch, dtype)) for s in shapes]
         f = (lambda *a: fn(M, *a))
         if compiled:
+            # Every case's lambda shares one code object: without a reset, dynamo recompiles it per case
+            # and falls back to eager after its cache limit (8), which once made torch.compile look like eager.
+            torch._dynamo.reset()
             f = torch.compile(f, dynamic=False)
         for _ in range(3):
             f(*args)

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "codegen/reduce_ops.hpp"
+#include "codegen/reduce_skeleton.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion::codegen {
@@ -119,12 +120,15 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       auto f = fn.block("__device__ __forceinline__ {0} fz_combine{1}({0} a, {0} b)", Acc, i);
       fn.text(r.op.combine);
     }
+    write_step_and_settle(fn, r.op, std::to_string(i));
     {
       auto f = fn.block("// The group's accumulators combined in a fixed order; every thread of the group gets the result.\n"
-                        "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2})", Acc, i, G == kWarpThreads ? "" : fmt::format(", {}* scratch", Acc));
+                        "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2})", Acc, i, G <= kWarpThreads ? "" : fmt::format(", {}* scratch", Acc));
+      fn.line("a = fz_settle{}(a);", i);
       fn.line("#pragma unroll");
-      fn.line("for (int d = 16; d > 0; d >>= 1) a = fz_combine{}(a, {});", i, r.op.shuffle);
-      if (G == kWarpThreads) {
+      fn.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine{}(a, {});", std::min(G, kWarpThreads) / 2, i, r.op.shuffle);
+      if (G <= kWarpThreads) {
+        fn.line("const int fz_lane0 = {};  // the group's first lane", G == kWarpThreads ? "0" : fmt::format("(threadIdx.x % 32) & ~{}", G - 1));
         fn.line("return {};", r.op.from_lane0);
       } else {
         fn.line("if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;");
@@ -173,11 +177,21 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", v.block, k.name, sig.list());
   const int rows_per_block = v.block / G;
   if (v.resident) w.line("extern __shared__ __align__(16) unsigned char fz_row_cache[];");
-  if (G != kWarpThreads)
+  if (G > kWarpThreads)
     for (std::size_t i = 0; i < reds.size(); ++i) w.line("__shared__ {} fz_scratch{}[{}];", reds[i].op.acc, i, G / kWarpThreads);
   w.line("const int lane = threadIdx.x % {};", G);
-  w.line("const long long row = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
-  w.line("if (row >= n_rows) return;  // uniform over the group: {}", G == kWarpThreads ? "a warp" : "the whole block");
+  const bool sub_warp = G < kWarpThreads;  // several rows per warp: its shuffles need every lane
+  if (sub_warp) {
+    w.line("// {} rows per warp: a warp past the last row leaves; a group past it redoes the last row and stores nothing.", kWarpThreads / G);
+    w.line("if ((long long)blockIdx.x * {} + threadIdx.x / 32 * {} >= n_rows) return;", rows_per_block, kWarpThreads / G);
+    w.line("const long long row_here = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
+    w.line("const bool live = row_here < n_rows;");
+    w.line("const long long row = live ? row_here : n_rows - 1;");
+  } else {
+    w.line("const long long row = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
+    w.line("if (row >= n_rows) return;  // uniform over the group: {}", G == kWarpThreads ? "a warp" : "the whole block");
+  }
+  const std::string if_live = sub_warp ? "if (live) " : "";
   {
     std::vector<std::pair<std::string, std::string>> targets;
     for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
@@ -251,13 +265,13 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       write_values(w, g, nodes, value, ctx);
       const std::string index = vector ? fmt::format("{} + e", j) : j;
       for (std::size_t i : in_wave)
-        w.line("a{0} = fz_combine{0}(a{0}, fz_lift{0}({1}, {2}));", i, value[g.nodes[reds[i].node].a], index);
+        w.line("a{0} = fz_step{0}(a{0}, {1}, {2});", i, value[g.nodes[reds[i].node].a], index);
       for (int o = 0; o < K && final_pass; ++o) {
         if (v.out_per_row[o]) continue;
         const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], value[g.outputs[o]]);
         if (vector) w.line("o{}.v[e] = {};", o, stored);
-        else if (V > 1) w.line("out{0}[ko{0} + {1}] = {2};", o, j, stored);
-        else w.line("out{0}[ko{0} + {1} * rst_out{0}] = {2};", o, j, stored);
+        else if (V > 1) w.line("{3}out{0}[ko{0} + {1}] = {2};", o, j, stored, if_live);
+        else w.line("{3}out{0}[ko{0} + {1} * rst_out{0}] = {2};", o, j, stored, if_live);
       }
     };
     if (V > 1) {
@@ -278,7 +292,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       }
       if (final_pass)
         for (int o = 0; o < K; ++o)
-          if (!v.out_per_row[o]) w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + ko{2} + j) = o{2};", storage_type(v.out_dtype[o]), V, o);
+          if (!v.out_per_row[o])
+            w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + ko{2} + j) = o{2};", storage_type(v.out_dtype[o]), V, o, if_live);
     }
     {
       auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < n_red; j += {})", G)
@@ -288,7 +303,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     for (std::size_t i : in_wave) {
       const Op op = g.nodes[reds[i].node].op;
       w.line("const {} r{} = fz_result{}(fz_row_reduce{}(a{}{}), {});", compute_type(g.dtype(reds[i].node)), i, i, i, i,
-             G == kWarpThreads ? "" : fmt::format(", fz_scratch{}", i),
+             G <= kWarpThreads ? "" : fmt::format(", fz_scratch{}", i),
              op == Op::mean || op == Op::var ? fmt::format("divisor{}", i) : "0.0");
     }
   }
@@ -296,7 +311,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   bool any_row = false;
   for (int o = 0; o < K; ++o) any_row = any_row || v.out_per_row[o];
   if (any_row) {
-    auto once = w.block("if (lane == 0)");
+    auto once = w.block("if (lane == 0{})", sub_warp ? " && live" : "");
     std::vector<std::uint32_t> roots;
     for (int o = 0; o < K; ++o)
       if (v.out_per_row[o]) roots.push_back(g.outputs[static_cast<std::size_t>(o)]);

@@ -124,6 +124,7 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
     }
     fn.line("__device__ __forceinline__ {0} fz_shfl_down{1}({0} a, int d) {{ return {2}; }}", op.acc, i, op.shuffle);
     fn.line("__device__ __forceinline__ {0} fz_load_partial{1}(const {0}* p) {{ return {2}; }}", op.acc, i, op.load_partial);
+    write_step_and_settle(fn, op, std::to_string(i));
     ids.push_back(op.identity);
     lifts.push_back(fmt::format("fz_lift{0}(x.v{0}, r)", i));
     combines.push_back(fmt::format("fz_combine{0}(a.a{0}, b.a{0})", i));
@@ -135,6 +136,16 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
   fn.line("__device__ __forceinline__ FzAcc fz_combine(FzAcc a, FzAcc b) {{ return FzAcc{{{}}}; }}", fmt::join(combines, ", "));
   ReduceOpSpelling whole;
   whole.acc = "FzAcc";
+  whole.value = "FzIn";
+  {
+    std::vector<std::string> steps, settles;
+    for (std::size_t i = 0; i < reds.size(); ++i) {
+      steps.push_back(fmt::format("fz_step{0}(a.a{0}, x.v{0}, r)", i));
+      settles.push_back(fmt::format("fz_settle{0}(a.a{0})", i));
+    }
+    whole.step = fmt::format("return FzAcc{{{}}};", fmt::join(steps, ", "));
+    whole.settle = fmt::format("return FzAcc{{{}}};", fmt::join(settles, ", "));
+  }
   whole.shuffle = fmt::format("FzAcc{{{}}}", fmt::join(shuffles, ", "));
   whole.load_partial = fmt::format("FzAcc{{{}}}", fmt::join(loads, ", "));
   write_reduce_helpers(fn, whole);

@@ -258,7 +258,9 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
   fn.line("__device__ __forceinline__ {0} fz_lift({0} x, long long) {{ return x; }}", acc);
   fn.line("// reduce_expr: `a` holds earlier elements than `b`.");
   fn.line("__device__ __forceinline__ {0} fz_combine({0} a, {0} b) {{ return ({0})({1}); }}", acc, s.reduce_expr);
-  write_reduce_helpers(fn, reduce_op_spelling(ir::Op::sum, rd));  // moving and loading `acc` values
+  ReduceOpSpelling moves = reduce_op_spelling(ir::Op::sum, rd);  // moving and loading `acc` values
+  moves.value = acc;
+  write_reduce_helpers(fn, moves);
   const std::string& y = s.out[0].name;
   sk.store = [&, y](const std::string& index) {
     const std::string value_type = is_16bit_float(out) ? "float" : std::string(compute_type(out));

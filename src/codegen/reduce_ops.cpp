@@ -78,11 +78,11 @@ std::string combine(Op op, DType d) {
 }
 
 
-/// Moving a value down a warp by `d` lanes (or from lane 0: `from_lane0`): shuffles take 32- and
-/// 64-bit values, so narrow types widen.
+/// Moving a value down a warp by `d` lanes (or from lane `fz_lane0`, which the caller defines:
+/// `from_lane0`): shuffles take 32- and 64-bit values, so narrow types widen.
 std::string shuffle(DType d, const std::string& x, bool from_lane0 = false) {
   const std::string t(compute_type(d));
-  const char* call = from_lane0 ? "__shfl_sync(0xffffffffu, {}, 0)" : "__shfl_down_sync(0xffffffffu, {}, d)";
+  const char* call = from_lane0 ? "__shfl_sync(0xffffffffu, {}, fz_lane0)" : "__shfl_down_sync(0xffffffffu, {}, d)";
   if (itemsize(d) >= 4 || is_floating(d)) return fmt::format(fmt::runtime(call), x);
   return fmt::format("({}){}", t, fmt::format(fmt::runtime(call), "(int)" + x));
 }
@@ -98,14 +98,18 @@ std::string load_cg(DType d, const std::string& p) {
 std::string accumulator_struct(Op op) {
   if (is_arg(op)) return "template <class T> struct FzArg { T v; long long i; };\n";
   if (op == Op::var)
-    return "// Count, mean and sum of squared deviations (Welford; Chan et al. combine two).\n"
-           "template <class T> struct FzWelford { T n, mean, m2; };\n";
+    return "// Count, mean and sum of squared deviations (Chan et al. combine two). While a thread adds its\n"
+           "// elements, mean is a fixed shift and s1, s2 sum x - shift and its square in double: no division\n"
+           "// per element, and settling (mean += s1 / n, m2 += s2 - s1^2 / n) cancels little, as the shift is\n"
+           "// one of the thread's elements (or its settled mean).\n"
+           "template <class T> struct FzWelford { T n, mean, m2; double s1, s2; };\n";
   return "";
 }
 
 ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
   const std::string VT(compute_type(vd));
   ReduceOpSpelling s;
+  s.value = VT;
   if (is_arg(op)) {
     s.acc = fmt::format("FzArg<{}>", VT);
     s.identity = fmt::format("{}{{{}, 9223372036854775807ll}}", s.acc, identity(op, vd));
@@ -118,10 +122,23 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
     // Chan's pairwise combine keeps a float32 variance of data with mean 1e4 and std 1 accurate, where
     // a sum of squares would cancel; the order of combination is fixed by the layout, as for the others.
     s.acc = fmt::format("FzWelford<{}>", VT);
-    s.identity = fmt::format("{}{{0, 0, 0}}", s.acc);
+    s.identity = fmt::format("{}{{0, 0, 0, 0, 0}}", s.acc);
     // m2 starts as x - x, not 0: an infinite or NaN element makes the variance NaN, as in NumPy
     // (x - mean is NaN for it), even when it is alone in its row.
-    s.lift = fmt::format("{}{{1, x, x - x}}", s.acc);
+    s.lift = fmt::format("{}{{1, x, x - x, 0, 0}}", s.acc);
+    s.step = fmt::format(
+        "if (a.n == ({0})0) a.mean = x;  // the shift: the thread's first element\n"
+        "const double d = (double)x - (double)a.mean;  // an infinity or NaN makes d (then m2) NaN\n"
+        "a.n += ({0})1;\n"
+        "a.s1 += d;\n"
+        "a.s2 += d * d;\n"
+        "return a;",
+        VT);
+    s.settle = fmt::format(
+        "if (a.n == ({0})0) return a;\n"
+        "const double offset = a.s1 / (double)a.n;  // the mean minus the shift\n"
+        "return {1}{{a.n, ({0})((double)a.mean + offset), ({0})((double)a.m2 + (a.s2 - a.s1 * offset)), 0, 0}};",
+        VT, s.acc);
     s.shuffle = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n"), shuffle(vd, "a.mean"), shuffle(vd, "a.m2"));
     s.from_lane0 = fmt::format("{}{{{}, {}, {}}}", s.acc, shuffle(vd, "a.n", true), shuffle(vd, "a.mean", true),
                                shuffle(vd, "a.m2", true));
@@ -130,7 +147,7 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
         "if (b.n == ({0})0) return a;\n"
         "if (a.n == ({0})0) return b;\n"
         "const {0} n = a.n + b.n, w = b.n / n, delta = b.mean - a.mean;\n"
-        "return {1}{{n, a.mean + delta * w, a.m2 + b.m2 + delta * delta * a.n * w}};",
+        "return {1}{{n, a.mean + delta * w, a.m2 + b.m2 + delta * delta * a.n * w, 0, 0}};",
         VT, s.acc);
     s.result = fmt::format("a.m2 / ({})divisor", VT);
     return s;
@@ -150,7 +167,8 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
 std::size_t accumulator_size(Op op, DType vd) {
   const std::size_t value = compute_type(vd) == "float" ? 4 : itemsize(vd);
   if (is_arg(op)) return 16;
-  return op == Op::var ? 3 * value : value;
+  if (op == Op::var) return value == 4 ? 32 : 40;  // sizeof(FzWelford<T>): three T, then two doubles
+  return value;
 }
 
 }  // namespace fusion::codegen

@@ -10,8 +10,22 @@
 #include "codegen/spell.hpp"
 
 namespace fusion::codegen {
+
+void write_step_and_settle(SourceWriter& fn, const ReduceOpSpelling& op, const std::string& suffix) {
+  {
+    auto f = fn.block("// One more element in a thread's accumulator.\n__device__ __forceinline__ {0} fz_step{1}({0} a, {2} x, long long r)",
+                      op.acc, suffix, op.value);
+    if (op.step.empty()) fn.line("return fz_combine{0}(a, fz_lift{0}(x, r));", suffix);
+    else fn.text(op.step);
+  }
+  auto f = fn.block("// A thread's accumulator, ready to combine with another's.\n__device__ __forceinline__ {0} fz_settle{1}({0} a)",
+                    op.acc, suffix);
+  fn.text(op.settle);
+}
+
 void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op) {
   const std::string& acc = op.acc;
+  write_step_and_settle(fn, op, "");
   fn.line("__device__ __forceinline__ {0} fz_shfl_down({0} a, int d) {{ return {1}; }}", acc, op.shuffle);
   fn.line("__device__ __forceinline__ {0} fz_load_partial(const {0}* p) {{ return {1}; }}", acc, op.load_partial);
   {
@@ -83,7 +97,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   auto scalar_loop = [&](const std::string& head) {
     auto loop = w.block("{}", head);
     decode("r", "rshape", rr, reduced_targets);
-    w.line("a = fz_combine(a, fz_lift({}, r));", inputs(strided_element));
+    w.line("a = fz_step(a, {}, r);", inputs(strided_element));
   };
   const std::string store = s.store("k_out");
 
@@ -130,14 +144,14 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);", storage_type(s.params[p]), V, p);
         w.line("#pragma unroll");
         auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-        w.line("acc[j] = fz_combine(acc[j], fz_lift({}, r + j));",
+        w.line("acc[j] = fz_step(acc[j], {}, r + j);",
                inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
       }
-      w.line("a = acc[0];");
+      w.line("a = fz_settle(acc[0]);");
       w.line("#pragma unroll");
-      w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, acc[j]);", V);
+      w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, fz_settle(acc[j]));", V);
       auto tail = w.block("for (long long r = r_vec + lane; r < r1; r += {})", v.group);
-      w.line("a = fz_combine(a, fz_lift({}, r));",
+      w.line("a = fz_step(a, {}, r);",
              inputs([&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + r]", p)); }));
     } else if (inner && rr == 2) {
       // Two reduced dimensions (e.g. N and H*W of a batch norm): step the coordinates instead of
@@ -146,7 +160,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       auto loop = w.block("for (long long r = r0 + lane; r < r1; r += {})", v.group);
       for (const auto& [offset, strides] : reduced_targets)
         w.line("const long long {} = c0 * {}.v[0] + c1 * {}.v[1];", offset, strides, strides);
-      w.line("a = fz_combine(a, fz_lift({}, r));", inputs(strided_element));
+      w.line("a = fz_step(a, {}, r);", inputs(strided_element));
       w.line("c1 += {};", v.group);
       w.line("while (c1 >= rshape.v[1]) c1 -= rshape.v[1], ++c0;");
     } else if (inner) {
@@ -161,13 +175,14 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
           w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(s.params[p]), V, p);
       w.line("#pragma unroll");
       auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-      w.line("acc[j] = fz_combine(acc[j], fz_lift({}, r));",
+      w.line("acc[j] = fz_step(acc[j], {}, r);",
              inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
     } else {
       w.line("#pragma unroll 4");
       scalar_loop("for (long long r = r0; r < r1; ++r)");
     }
   }
+  if (inner || v.vector_width == 1) w.line("a = fz_settle(a);");
   if (inner && v.group == kWarpThreads) {
     w.line("a = fz_warp_reduce(a);");
     w.line("if (lane == 0 && o < n_out) {}", store);
@@ -197,10 +212,10 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     const std::string store_j = s.store("k_out + j");
     if (!v.split) {
       w.line("#pragma unroll");
-      w.line("for (int j = 0; j < {}; ++j) {{ {} a = acc[j]; if (o < n_out) {} }}", V, s.acc, store_j);
+      w.line("for (int j = 0; j < {}; ++j) {{ {} a = fz_settle(acc[j]); if (o < n_out) {} }}", V, s.acc, store_j);
     } else {
       w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
-      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(o + j) * gridDim.y + blockIdx.y] = acc[j];", V);
+      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(o + j) * gridDim.y + blockIdx.y] = fz_settle(acc[j]);", V);
       w.line("__threadfence();");
       w.line("__syncthreads();");
       w.line("__shared__ bool last;");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reduction kernel around an op: the thread layouts of a ReduceVariant (warp, block or thread per
 // output, 16-byte vectors, split over blocks with a last-block combine). The op itself is device
-// functions the caller writes first: fz_expr (one element), fz_identity, fz_lift, fz_combine.
+// functions the caller writes first: fz_expr (one element), fz_identity, fz_lift, fz_combine; a thread
+// adds its elements with fz_step and settles its accumulator (fz_settle) before combining it with others.
 #pragma once
 #include <functional>
 #include <string>
@@ -14,7 +15,11 @@
 
 namespace fusion::codegen {
 
-/// Writes fz_shfl_down, fz_load_partial, fz_warp_reduce and fz_block_reduce for the accumulator of `op`.
+/// Writes fz_step<suffix> and fz_settle<suffix> for `op` (they call fz_combine<suffix> and fz_lift<suffix>).
+void write_step_and_settle(SourceWriter& fn, const ReduceOpSpelling& op, const std::string& suffix);
+
+/// Writes fz_step, fz_settle, fz_shfl_down, fz_load_partial, fz_warp_reduce and fz_block_reduce for the
+/// accumulator of `op`.
 void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op);
 
 /// The dims entries of a reduction kernel (extents and strides), as ReduceLayout::dims() lists them.

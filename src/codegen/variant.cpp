@@ -97,7 +97,8 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 }
 
 std::string LayerVariant::describe() const {
-  std::string s = fmt::format("layer, {} per row ({} threads per block)", group == kWarpThreads ? "a warp" : "a block", block);
+  std::string s = fmt::format("layer, {} per row ({} threads per block)",
+                              group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} threads", group), block);
   s += resident ? ", the row kept in shared memory" : ", each pass reads the row from memory";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   s += fmt::format(", kept rank {}", rank_kept);

@@ -12,6 +12,14 @@ __device__ __forceinline__ float fz_lift(float x, long long r) { return x; }
 __device__ __forceinline__ float fz_combine(float a, float b) {
   return (float)(a + b);
 }
+// One more element in a thread's accumulator.
+__device__ __forceinline__ float fz_step(float a, float x, long long r) {
+  return fz_combine(a, fz_lift(x, r));
+}
+// A thread's accumulator, ready to combine with another's.
+__device__ __forceinline__ float fz_settle(float a) {
+  return a;
+}
 __device__ __forceinline__ float fz_shfl_down(float a, int d) { return __shfl_down_sync(0xffffffffu, a, d); }
 __device__ __forceinline__ float fz_load_partial(const float* p) { return __ldcg(p); }
 __device__ __forceinline__ float fz_warp_reduce(float a) {
@@ -60,16 +68,17 @@ extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_e9f88b45ea6f98f0(co
       const FzVec<float, 4> v0 = *reinterpret_cast<const FzVec<float, 4>*>(in0 + k0 + r);
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        acc[j] = fz_combine(acc[j], fz_lift(fz_expr(v0.v[j]), r + j));
+        acc[j] = fz_step(acc[j], fz_expr(v0.v[j]), r + j);
       }
     }
-    a = acc[0];
+    a = fz_settle(acc[0]);
     #pragma unroll
-    for (int j = 1; j < 4; ++j) a = fz_combine(a, acc[j]);
+    for (int j = 1; j < 4; ++j) a = fz_combine(a, fz_settle(acc[j]));
     for (long long r = r_vec + lane; r < r1; r += 32) {
-      a = fz_combine(a, fz_lift(fz_expr(in0[k0 + r]), r));
+      a = fz_step(a, fz_expr(in0[k0 + r]), r);
     }
   }
+  a = fz_settle(a);
   a = fz_warp_reduce(a);
   if (lane == 0 && o < n_out) out[k_out] = fz_final(a, divisor);
 }

@@ -8,11 +8,21 @@ __device__ __forceinline__ float fz_lift0(float x, long long r) { return x; }
 __device__ __forceinline__ float fz_combine0(float a, float b) {
   return (a > b || a != a) ? a : b;
 }
+// One more element in a thread's accumulator.
+__device__ __forceinline__ float fz_step0(float a, float x, long long r) {
+  return fz_combine0(a, fz_lift0(x, r));
+}
+// A thread's accumulator, ready to combine with another's.
+__device__ __forceinline__ float fz_settle0(float a) {
+  return a;
+}
 // The group's accumulators combined in a fixed order; every thread of the group gets the result.
 __device__ __forceinline__ float fz_row_reduce0(float a) {
+  a = fz_settle0(a);
   #pragma unroll
   for (int d = 16; d > 0; d >>= 1) a = fz_combine0(a, __shfl_down_sync(0xffffffffu, a, d));
-  return __shfl_sync(0xffffffffu, a, 0);
+  const int fz_lane0 = 0;  // the group's first lane
+  return __shfl_sync(0xffffffffu, a, fz_lane0);
 }
 __device__ __forceinline__ float fz_result0(float a, double divisor) { return a; }
 // reduction 1: sum (wave 2)
@@ -21,11 +31,21 @@ __device__ __forceinline__ float fz_lift1(float x, long long r) { return x; }
 __device__ __forceinline__ float fz_combine1(float a, float b) {
   return (float)(a + b);
 }
+// One more element in a thread's accumulator.
+__device__ __forceinline__ float fz_step1(float a, float x, long long r) {
+  return fz_combine1(a, fz_lift1(x, r));
+}
+// A thread's accumulator, ready to combine with another's.
+__device__ __forceinline__ float fz_settle1(float a) {
+  return a;
+}
 // The group's accumulators combined in a fixed order; every thread of the group gets the result.
 __device__ __forceinline__ float fz_row_reduce1(float a) {
+  a = fz_settle1(a);
   #pragma unroll
   for (int d = 16; d > 0; d >>= 1) a = fz_combine1(a, __shfl_down_sync(0xffffffffu, a, d));
-  return __shfl_sync(0xffffffffu, a, 0);
+  const int fz_lane0 = 0;  // the group's first lane
+  return __shfl_sync(0xffffffffu, a, fz_lane0);
 }
 __device__ __forceinline__ float fz_result1(float a, double divisor) { return a; }
 extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a6301a4bcf36(const float* __restrict__ in0, float* __restrict__ out0, const long long n_rows, const long long n_red, const FzKept kshape, const FzKept kst0, const FzKept kst_out0) {
@@ -55,14 +75,14 @@ extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a63
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float x0 = v0.v[e];
-      a0 = fz_combine0(a0, fz_lift0(x0, j + e));
+      a0 = fz_step0(a0, x0, j + e);
     }
   }
   for (long long j = n_vec + lane; j < n_red; j += 32) {
     const float raw0 = in0[k0 + j];
     c0[j] = raw0;
     const float x0 = raw0;
-    a0 = fz_combine0(a0, fz_lift0(x0, j));
+    a0 = fz_step0(a0, x0, j);
   }
   const float r0 = fz_result0(fz_row_reduce0(a0), 0.0);
   // Pass 2: reduction 1 (sum).
@@ -75,14 +95,14 @@ extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a63
       const float x0 = v0.v[e];
       const float t2 = x0 - r0;
       const float t3 = exp(t2);
-      a1 = fz_combine1(a1, fz_lift1(t3, j + e));
+      a1 = fz_step1(a1, t3, j + e);
     }
   }
   for (long long j = n_vec + lane; j < n_red; j += 32) {
     const float x0 = c0[j];
     const float t2 = x0 - r0;
     const float t3 = exp(t2);
-    a1 = fz_combine1(a1, fz_lift1(t3, j));
+    a1 = fz_step1(a1, t3, j);
   }
   const float r1 = fz_result1(fz_row_reduce1(a1), 0.0);
   // Last pass: the per-element outputs.

@@ -17,6 +17,14 @@ __device__ __forceinline__ FzArg<double> fz_combine(FzArg<double> a, FzArg<doubl
   if (a.v != b.v) return a.v > b.v ? a : b;
   return a.i <= b.i ? a : b;
 }
+// One more element in a thread's accumulator.
+__device__ __forceinline__ FzArg<double> fz_step(FzArg<double> a, double x, long long r) {
+  return fz_combine(a, fz_lift(x, r));
+}
+// A thread's accumulator, ready to combine with another's.
+__device__ __forceinline__ FzArg<double> fz_settle(FzArg<double> a) {
+  return a;
+}
 __device__ __forceinline__ FzArg<double> fz_shfl_down(FzArg<double> a, int d) { return FzArg<double>{__shfl_down_sync(0xffffffffu, a.v, d), __shfl_down_sync(0xffffffffu, a.i, d)}; }
 __device__ __forceinline__ FzArg<double> fz_load_partial(const FzArg<double>* p) { return FzArg<double>{__ldcg(&p->v), __ldcg(&p->i)}; }
 __device__ __forceinline__ FzArg<double> fz_warp_reduce(FzArg<double> a) {
@@ -60,16 +68,17 @@ extern "C" __global__ void __launch_bounds__(256) fz_abs_argmax_i64_de7622ddc3e3
       const FzVec<double, 2> v0 = *reinterpret_cast<const FzVec<double, 2>*>(in0 + k0 + r);
       #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        acc[j] = fz_combine(acc[j], fz_lift(fz_expr(v0.v[j]), r + j));
+        acc[j] = fz_step(acc[j], fz_expr(v0.v[j]), r + j);
       }
     }
-    a = acc[0];
+    a = fz_settle(acc[0]);
     #pragma unroll
-    for (int j = 1; j < 2; ++j) a = fz_combine(a, acc[j]);
+    for (int j = 1; j < 2; ++j) a = fz_combine(a, fz_settle(acc[j]));
     for (long long r = r_vec + lane; r < r1; r += 256) {
-      a = fz_combine(a, fz_lift(fz_expr(in0[k0 + r]), r));
+      a = fz_step(a, fz_expr(in0[k0 + r]), r);
     }
   }
+  a = fz_settle(a);
   a = fz_block_reduce(a);
   // Blocks of one output meet here: the last to arrive combines every block's partial in order.
   __shared__ bool last;
