@@ -193,6 +193,18 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
   const double whole = fz::Array<float>(fz::var(x)).item();  // 4M elements, split over blocks
   CHECK(std::abs(whole - all_var) / all_var < 1e-4);
   CHECK(fz::Array<float>(fz::std(x, -1, false, 1)).to_host()[3] == Approx(std::sqrt(want[3] * D / (D - 1))).epsilon(1e-4));
+
+  // Outliers where threads start (each thread shifts by its first element): still accurate.
+  for (std::size_t k = 0; k < hx.size(); k += 4) hx[k] += (k / 4) % 7 == 0 ? 3000.0f : 0.0f;
+  const auto y = fz::asarray(hx, {R, D});
+  const auto got_y = fz::Array<float>(fz::var(y, -1)).to_host();
+  for (std::int64_t r = 0; r < R; r += 9) {
+    double m = 0, v = 0;
+    for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
+    m /= D;
+    for (std::int64_t j = 0; j < D; ++j) v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
+    CHECK(got_y[static_cast<std::size_t>(r)] == Approx(v / D).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks", "[gpu][layers]") {
