@@ -131,10 +131,15 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       if (v.broadcast[p]) w.line("const {} b{} = {};", compute_type(s.params[p]), p, load_conversion(s.params[p], fmt::format("in{}[0]", p)));
     if (inner && v.vector_width > 1) {
       const int V = v.vector_width;
-      w.line("// {} elements per 16-byte load, each lane of the vector with its own accumulator.", V);
-      w.line("{} acc[{}];", s.acc, V);
-      w.line("#pragma unroll");
-      w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", V);
+      const bool one = s.one_accumulator;
+      if (one) {
+        w.line("// {} elements per 16-byte load, into the thread's one accumulator.", V);
+      } else {
+        w.line("// {} elements per 16-byte load, each lane of the vector with its own accumulator.", V);
+        w.line("{} acc[{}];", s.acc, V);
+        w.line("#pragma unroll");
+        w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", V);
+      }
       w.line("const long long r_vec = r0 + (r1 - r0) / {0} * {0};", V);
       {
         w.line("#pragma unroll 4");
@@ -144,12 +149,14 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);", storage_type(s.params[p]), V, p);
         w.line("#pragma unroll");
         auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-        w.line("acc[j] = fz_step(acc[j], {}, r + j);",
+        w.line("{0} = fz_step({0}, {1}, r + j);", one ? "a" : "acc[j]",
                inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
       }
-      w.line("a = fz_settle(acc[0]);");
-      w.line("#pragma unroll");
-      w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, fz_settle(acc[j]));", V);
+      if (!one) {
+        w.line("a = fz_settle(acc[0]);");
+        w.line("#pragma unroll");
+        w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, fz_settle(acc[j]));", V);
+      }
       auto tail = w.block("for (long long r = r_vec + lane; r < r1; r += {})", v.group);
       w.line("a = fz_step(a, {}, r);",
              inputs([&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + r]", p)); }));

@@ -41,6 +41,9 @@ struct ReduceSkeleton {
   /// Several outputs of one reduction layout (a multi-reduction): out0, out1, ... of these dtypes, all
   /// with the same kept strides; `store` writes them all. Empty: one output `out` of the variant's dtype.
   std::vector<DType> outputs;
+  /// One accumulator per thread even along 16-byte vectors (var: its accumulator is large and adding an
+  /// element is cheap, so one accumulator per vector lane would only cost registers).
+  bool one_accumulator = false;
 };
 
 /// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel,
