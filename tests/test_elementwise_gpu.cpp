@@ -111,6 +111,66 @@ TEST_CASE("strided views as inputs and outputs: negative, zero and transposed st
   CHECK(test::mismatches(t.to_host(), want, fz::DType::float32) == 0);
 }
 
+TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row", "[gpu][elementwise]") {
+  for (std::int64_t C : {1024, 64, 63, 5}) {  // whole 16-byte vectors per row, or not
+    INFO("rows of " << C);
+    const std::int64_t R = 129;
+    const auto hm = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 31), hr = test::random<float>(static_cast<std::size_t>(C), -1, 1, 32),
+               hc = test::random<float>(static_cast<std::size_t>(R), -2, 2, 33);
+    const auto m = fz::asarray(hm, {R, C});
+    const auto row = fz::asarray(hr), col = fz::asarray(hc, {R, 1});
+    auto at = [&](std::int64_t i, std::int64_t j) { return double(hm[static_cast<std::size_t>(i * C + j)]); };
+    fz::Array<float> out = fz::full<float>({R, C}, std::nanf(""));
+    fz::reset_stats();
+    out = fz::maximum(m + row * col, 0.f);
+    CHECK(fz::stats().launches == 1);
+    CHECK_THAT(fz::inspect(fz::maximum(m + row * col, 0.f)).variant, Catch::StartsWith("rows"));
+    std::vector<double> want;
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C; ++j) want.push_back(std::max(at(i, j) + double(hr[static_cast<std::size_t>(j)]) * double(hc[static_cast<std::size_t>(i)]), 0.0));
+    CHECK(test::mismatches(out.to_host(), want, fz::DType::float32) == 0);
+
+    // reversed rows (a negative outer stride) and a bias starting one element in
+    const auto wide = fz::asarray(test::random<float>(static_cast<std::size_t>(C + 1), -1, 1, 34));
+    fz::Array<float> flipped = m.slice({{std::nullopt, std::nullopt, -1}}) - wide.slice({{1, C + 1}});
+    const auto hw = wide.to_host();
+    want.clear();
+    for (std::int64_t i = R - 1; i >= 0; --i)
+      for (std::int64_t j = 0; j < C; ++j) want.push_back(at(i, j) - double(hw[static_cast<std::size_t>(j + 1)]));
+    CHECK(test::mismatches(flipped.to_host(), want, fz::DType::float32) == 0);
+
+    // in place, and two outputs of one kernel
+    fz::Array<float> acc = fz::asarray(hm, {R, C});
+    acc += row;
+    fz::Array<float> a = fz::empty<float>({R, C}), b = fz::empty<float>({R, C});
+    fz::tie(a, b) = std::make_tuple(m * col, m - row);
+    std::vector<double> want_acc, want_a, want_b;
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C; ++j) {
+        want_acc.push_back(double(float(at(i, j) + double(hr[static_cast<std::size_t>(j)]))));
+        want_a.push_back(at(i, j) * double(hc[static_cast<std::size_t>(i)]));
+        want_b.push_back(at(i, j) - double(hr[static_cast<std::size_t>(j)]));
+      }
+    CHECK(test::mismatches(acc.to_host(), want_acc, fz::DType::float32) == 0);
+    CHECK(test::mismatches(a.to_host(), want_a, fz::DType::float32) == 0);
+    CHECK(test::mismatches(b.to_host(), want_b, fz::DType::float32) == 0);
+  }
+  // a batch norm's normalization: rank 3 rows (N, C, H*W), one statistic per (n, c); half rows of 8 per vector
+  const std::int64_t N = 3, Ch = 5, HW = 40;
+  const auto hx = test::random<fz::half>(static_cast<std::size_t>(N * Ch * HW), -2, 2, 35);
+  const auto hmu = test::random<fz::half>(static_cast<std::size_t>(Ch), -1, 1, 36);
+  const auto x = fz::asarray(hx, {N, Ch, 5, 8});
+  const auto mu = fz::asarray(hmu, {1, Ch, 1, 1});
+  fz::Array<fz::half> y = (x - mu) * 0.5f;
+  CHECK_THAT(fz::inspect((x - mu) * 0.5f).variant, Catch::StartsWith("rows, rank 3") && Catch::Contains("8-wide"));
+  std::vector<double> want;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < Ch; ++c)
+      for (std::int64_t k = 0; k < HW; ++k)
+        want.push_back((test::as_double(hx[static_cast<std::size_t>((n * Ch + c) * HW + k)]) - test::as_double(hmu[static_cast<std::size_t>(c)])) * 0.5);
+  CHECK(test::mismatches(y.to_host(), want, fz::DType::float16) == 0);
+}
+
 TEST_CASE("outputs that overlap inputs get NumPy's answer", "[gpu][elementwise]") {
   std::vector<float> h = {0, 1, 2, 3, 4, 5, 6, 7};
   fz::Array<float> x = fz::asarray(h);

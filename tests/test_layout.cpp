@@ -56,17 +56,35 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   auto m = fz::placeholder<float>({128, 64}), row = fz::placeholder<float>({64}), col = fz::placeholder<float>({128, 1});
   const auto L = layout_of(m + row * col, fz::DType::float32, {128, 64});
   CHECK(L.v.rank == 2);
-  CHECK(L.v.access[0] == Access::contiguous);  // m
-  CHECK(L.v.access[1] == Access::strided);     // row: stride 0 along the rows
-  CHECK(L.v.access[2] == Access::strided);     // col: stride 0 along the columns
+  // every input walks the last dimension contiguously or not at all: a rows kernel, 16-byte vectors
+  CHECK(L.v.rows);
+  CHECK_FALSE(L.v.has_strided());
+  CHECK(L.v.vector_width == 4);
+  CHECK(L.v.access[0] == Access::along);  // m
+  CHECK(L.v.access[1] == Access::along);  // row: stride 0 along the rows, 1 along the columns
+  CHECK(L.v.access[2] == Access::row);    // col: one value per row
   CHECK(L.strides[1 + 1] == fz::Strides{0, 1});
   CHECK(L.strides[1 + 2] == fz::Strides{1, 0});
+  // rows of 63 cannot hold whole vectors; a bias starting one element in cannot be aligned
+  auto m63 = fz::placeholder<float>({128, 63}), row63 = fz::placeholder<float>({63});
+  const auto L63 = layout_of(m63 + row63, fz::DType::float32, {128, 63});
+  CHECK(L63.v.rows);
+  CHECK(L63.v.vector_width == 1);
+  auto wide_row = fz::placeholder<float>({65});
+  CHECK(layout_of(m + wide_row.slice({fz::Slice{1, 65}}), fz::DType::float32, {128, 64}).v.vector_width == 1);
+  // a batch norm's per-channel statistics: rows of H*W, one value per (n, c) row
+  auto bn = fz::placeholder<float>({8, 64, 14, 14}), mu = fz::placeholder<float>({1, 64, 1, 1});
+  const auto B = layout_of((bn - mu) * mu, fz::DType::float32, {8, 64, 14, 14});
+  CHECK(B.v.rows);
+  CHECK(B.v.rank == 3);
+  CHECK(B.v.access[1] == Access::row);
 
   auto one = fz::placeholder<float>({1});
   CHECK(layout_of(m + one, fz::DType::float32, {128, 64}).v.access[1] == Access::broadcast);
 
   const auto T = layout_of(m.transpose() + 1.f, fz::DType::float32, {64, 128});
-  CHECK(T.v.access[0] == Access::strided);
+  CHECK(T.v.access[0] == Access::strided);  // walks the last dimension with stride 64: N-d indexing
+  CHECK_FALSE(T.v.rows);
   CHECK(T.v.rank == 2);
 
   // A view starting one element in cannot use 16-byte accesses.

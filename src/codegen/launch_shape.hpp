@@ -12,6 +12,7 @@ inline constexpr int kBlockWarps = kBlockThreads / kWarpThreads;
 inline constexpr int kVectorBytes = 16;    ///< one vector access (FzVec)
 /// The largest grid.x: kernels loop (grid-stride) over work beyond it.
 inline constexpr std::int64_t kMaxGridX = 0x7fffffff;
+inline constexpr std::int64_t kMaxGridY = 65535;
 /// Blocks of kBlockThreads one SM of an H100-class GPU holds at once (2048 threads).
 inline constexpr int kBlocksPerSm = 2048 / kBlockThreads;
 

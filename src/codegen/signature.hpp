@@ -21,7 +21,8 @@ enum class ArgSource : std::uint8_t {
 };
 
 /// The 64-bit integers a kernel may take.
-enum class Count : std::uint16_t { n, n_out, n_red, chunk };
+/// Counts a launcher passes: elements, outputs and reduced extents, a split's chunk, threads per row.
+enum class Count : std::uint16_t { n, n_out, n_red, chunk, lanes };
 
 struct KernelParam {
   ArgSource source;

@@ -19,11 +19,17 @@ enum class Access : std::uint8_t {
   broadcast,   ///< inputs: one element for all, loaded once; outputs: smaller than the index space,
                ///< written only where its broadcast coordinates are 0 (fz::tie of different shapes)
   strided,     ///< offsets from the multi-index and per-dimension strides
+  // Rows kernels only (Variant::rows): the last dimension is walked contiguously by the outputs.
+  row,         ///< constant along the last dimension (a per-row scale): loaded once per row
+  along,       ///< contiguous along the last dimension, each row at its own offset (a bias row, a view)
 };
 
 struct Variant {
   std::uint8_t rank = 1;          ///< dimensions of the index space after collapsing (1: linear kernel)
-  std::uint8_t vector_width = 1;  ///< elements per vector access in linear kernels (1: scalar accesses)
+  std::uint8_t vector_width = 1;  ///< elements per vector access in linear and rows kernels (1: scalar accesses)
+  /// A rows kernel: threads walk the last dimension (contiguous in every output) and compute each
+  /// operand's offset once per row, so broadcast and strided inputs stream without per-element div/mod.
+  bool rows = false;
   bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
   bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
   std::uint8_t n_outputs = 1;
@@ -36,6 +42,7 @@ struct Variant {
   bool operator==(const Variant&) const = default;
   /// True when some operand needs N-d indexing (the kernel computes offsets from the multi-index).
   bool has_strided() const {
+    if (rows) return false;
     for (int k = 0; k < n_outputs; ++k)
       if (out_access[k] != Access::contiguous) return true;
     for (int p = 0; p < n_params; ++p)

@@ -137,8 +137,22 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
   a.scalars = {c.scalars, static_cast<std::size_t>(c.n_scalars)};
   a.dims = {dims, static_cast<std::size_t>(1 + K + np)};
   a.count(codegen::Count::n) = L.n;
-  const std::int64_t work = L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width;
-  launch_kernel(k.kernel->function, k.signature, a, {blocks_for(work), 1}, *stream);
+  Grid grid;
+  if (L.v.rows) {
+    // Threads per row: enough for the row's vectors (a power of two up to a block), blocks along the row
+    // for what those leave, and rows over the grid's y dimension (the kernel loops when there are more).
+    const std::int64_t cols = L.shape[L.shape.size() - 1], rows = L.n / cols;
+    const std::int64_t vectors = (cols + L.v.vector_width - 1) / L.v.vector_width;
+    std::int64_t lanes = 1;
+    while (lanes < codegen::kBlockThreads && lanes < vectors) lanes *= 2;
+    a.count(codegen::Count::lanes) = lanes;
+    const std::int64_t per_block = codegen::kBlockThreads / lanes;
+    grid.x = std::min<std::int64_t>((vectors + lanes - 1) / lanes, codegen::kMaxGridX);
+    grid.y = std::min<std::int64_t>((rows + per_block - 1) / per_block, codegen::kMaxGridY);
+  } else {
+    grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
+  }
+  launch_kernel(k.kernel->function, k.signature, a, grid, *stream);
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);
 }
 

@@ -21,7 +21,7 @@ struct StreamState;
 struct LaunchArgs {
   std::span<const std::uint64_t> pointers;      ///< device pointers, by array index
   std::span<const ScalarArg> scalars;           ///< by scalar index
-  std::array<std::int64_t, 4> counts{};         ///< by codegen::Count
+  std::array<std::int64_t, 5> counts{};         ///< by codegen::Count
   std::span<const double> divisors;             ///< of mean/var, by reduction
   std::span<const std::int64_t* const> dims;    ///< extents and strides, by dims index
   std::span<void* const> raw;                   ///< user kernels' raw-array structs, by parameter

@@ -108,6 +108,44 @@ Shape index_space(const ArrayBase* const* outs, int K) {
   return s;
 }
 
+namespace {
+
+/// A rows kernel instead of N-d indexing, when every output is contiguous and every input walks the last
+/// dimension contiguously (a bias row, a view of rows) or not at all (a per-row scale): offsets are then
+/// computed once per row and the last dimension streams, in 16-byte vectors where every pointer allows.
+void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
+  const int R = L.v.rank, np = L.v.n_params;
+  if (R < 2) return;
+  for (int k = 0; k < K; ++k)
+    if (L.v.out_access[k] != Access::contiguous) return;
+  for (int p = 0; p < np; ++p) {
+    const std::int64_t inner = L.strides[K + p][R - 1];
+    if (L.v.access[static_cast<std::size_t>(p)] != Access::broadcast && inner != 0 && inner != 1) return;
+  }
+  L.v.rows = true;
+  std::size_t widest = 1;
+  for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
+  for (int p = 0; p < np; ++p) {
+    Access& a = L.v.access[static_cast<std::size_t>(p)];
+    if (a == Access::broadcast) continue;
+    a = L.strides[K + p][R - 1] == 0 ? Access::row : Access::along;
+    if (a == Access::along) widest = std::max(widest, itemsize(L.params[p]->dtype()));
+  }
+  // Vectors need whole vectors per row, aligned pointers and rows that start on a vector boundary.
+  const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
+  bool ok = V > 1 && L.shape[R - 1] % V == 0;
+  auto aligned = [&](const ArrayBase& x) { return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0; };
+  for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
+  for (int p = 0; p < np && ok; ++p) {
+    if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
+    ok = aligned(*L.params[p]);
+    for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0;
+  }
+  L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+}
+
+}  // namespace
+
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   L.v = Variant{};
   L.v.n_outputs = static_cast<std::uint8_t>(K);
@@ -149,7 +187,9 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     for (int k = 0; k < K; ++k)
       if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
-  if (!L.v.has_strided()) {
+  if (L.v.has_strided()) try_rows(outs, K, L);
+
+  if (!L.v.has_strided() && !L.v.rows) {  // linear: 16-byte vectors when every pointer allows
     std::size_t widest = 1;
     for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
     for (int p = 0; p < np; ++p)
