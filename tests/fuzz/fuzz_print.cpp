@@ -131,9 +131,17 @@ std::string to_cpp(const Case& c, const std::string& title) {
   std::vector<std::string> exprs;
   for (const Expr& e : c.outputs) exprs.push_back(print(e));
   std::string run;
-  if (!c.into) {
+  if (!c.into && exprs.size() == 1) {
     // (a bare array is not an expression: unary + makes it one)
     run = fmt::format("const auto out0 = fz::eval({}{});", c.outputs[0].kind == Kind::input ? "+" : "", exprs[0]);
+  } else if (!c.into) {  // several outputs into new arrays: a tie of empty ones
+    std::string outs, rhs;
+    for (std::size_t k = 0; k < exprs.size(); ++k) {
+      s += fmt::format("  fz::Array<{}> out{};\n", cpp_type(b.graph.dtype(b.graph.outputs[k])), k);
+      outs += fmt::format("{}out{}", k ? ", " : "", k);
+      rhs += (k ? ", " : "") + exprs[k];
+    }
+    run = fmt::format("fz::tie({}) = std::make_tuple({});", outs, rhs);
   } else {
     for (std::size_t k = 0; k < exprs.size(); ++k) {
       const Input view = output_view(c, b.graph.dtype(b.graph.outputs[k]));
