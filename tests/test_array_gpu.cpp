@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include <sstream>
+
 #include "support.hpp"
 
 namespace {
@@ -129,4 +131,17 @@ TEST_CASE("creation functions", "[gpu][arrays]") {
   CHECK_THROWS_AS(fz::eval(e + 1.0), fz::Error);
   CHECK_THROWS_AS(fz::eval(fz::placeholder<float>({3}) + 1.f), fz::Error);
   CHECK_THROWS_AS(fz::asarray(std::vector<float>{1, 2, 3}, {2, 2}), fz::ShapeError);
+}
+
+TEST_CASE("arrays print as NumPy prints them: values, views, 16-bit floats, summaries", "[gpu][arrays][print]") {
+  const auto a = fz::asarray(std::vector<float>{1.5f, 2.f, 3.f, 4.f}, {2, 2});
+  CHECK(fz::to_string(a) == "[[1.5 2. ]\n [3.  4. ]]");
+  std::ostringstream os;
+  os << a.transpose();  // a strided view prints its logical order
+  CHECK(os.str() == "[[1.5 3. ]\n [2.  4. ]]");
+  CHECK(fz::to_string(fz::asarray(std::vector<std::int32_t>{-1, 20, 300}, {3})) == "[ -1  20 300]");
+  CHECK(fz::to_string(fz::asarray(std::vector<fz::half>{fz::half(0.1f), fz::half(-2.f)})) == "[ 0.1 -2. ]");
+  CHECK(fz::to_string(fz::Array<bool>(fz::asarray(std::vector<float>{1.f, -1.f}) > 0.f)) == "[ True False]");
+  CHECK(fz::to_string(fz::arange<std::int64_t>(2000)) == "[   0    1    2 ... 1997 1998 1999]");
+  CHECK(fz::to_string(fz::full<double>({}, 0.25)) == "0.25");
 }

@@ -13,6 +13,7 @@
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/ops.hpp"
+#include "fusion/print.hpp"
 #include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
 #include "fusion/tie.hpp"

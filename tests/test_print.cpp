@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Printing arrays as NumPy does, without a GPU: each dtype's element text and the bracket layout
+// (alignment, blocks of higher ranks, summarizing large arrays). test_array_gpu.cpp prints real arrays.
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace {
+
+template <class T> std::string text(T v) { return fz::detail::element_text(fz::dtype_of<T>, &v); }
+
+/// format_array over the values 0, 1, 2, ... (the flat index as the text).
+std::string indices(const fz::Shape& s) {
+  return fz::detail::format_array(s, [](std::int64_t i) { return std::to_string(i); });
+}
+
+}  // namespace
+
+TEST_CASE("print: each dtype's element reads back as the same value", "[print]") {
+  CHECK(text(1.5f) == "1.5");
+  CHECK(text(2.0f) == "2.");  // NumPy's integral float
+  CHECK(text(0.1f) == "0.1");
+  CHECK(text(-0.0f) == "-0.");
+  CHECK(text(1e-30f) == "1e-30");
+  CHECK(text(std::numeric_limits<float>::quiet_NaN()) == "nan");
+  CHECK(text(-std::numeric_limits<double>::infinity()) == "-inf");
+  CHECK(text(0.1) == "0.1");
+  CHECK(text(1.0 / 3.0) == "0.3333333333333333");
+  CHECK(text(fz::half(0.1f)) == "0.1");         // shortest in half precision, not float's 0.099975586
+  CHECK(text(fz::bfloat16(3.14159f)) == "3.14");  // bfloat16 keeps about 3 digits
+  CHECK(text(fz::half(65504.f)) == "6.55e+04");
+  CHECK(text(true) == "True");
+  CHECK(text(false) == "False");
+  CHECK(text(std::int8_t{-128}) == "-128");
+  CHECK(text(std::uint64_t{18446744073709551615ull}) == "18446744073709551615");
+  // every half value's text reads back to the same bits
+  for (std::uint32_t b = 0; b < 0x10000; b += 7) {
+    const fz::half h = fz::half::from_bits(static_cast<std::uint16_t>(b));
+    if (std::isnan(float(h))) continue;
+    const std::string t = text(h);
+    INFO(b << " -> " << t);
+    if (std::isinf(float(h))) CHECK(t.find("inf") != std::string::npos);
+    else CHECK(fz::half(std::strtof(t.c_str(), nullptr)).bits == h.bits);
+  }
+}
+
+TEST_CASE("print: NumPy's layout of brackets, alignment and summaries", "[print]") {
+  CHECK(indices({}) == "0");
+  CHECK(indices({0}) == "[]");
+  CHECK(indices({3, 0}) == "[]");
+  CHECK(indices({4}) == "[0 1 2 3]");
+  CHECK(indices({2, 6}) == "[[ 0  1  2  3  4  5]\n [ 6  7  8  9 10 11]]");
+  CHECK(indices({2, 2, 2}) == "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]");
+  CHECK(indices({1001}) == "[   0    1    2 ...  998  999 1000]");
+  CHECK(indices({100, 100}) ==
+        "[[   0    1    2 ...   97   98   99]\n [ 100  101  102 ...  197  198  199]\n [ 200  201  202 ...  297  298  299]\n ...\n"
+        " [9700 9701 9702 ... 9797 9798 9799]\n [9800 9801 9802 ... 9897 9898 9899]\n [9900 9901 9902 ... 9997 9998 9999]]");
+  // a summarized array asks only for the elements it shows
+  std::int64_t asked = 0;
+  fz::detail::format_array({1000, 1000}, [&](std::int64_t) { return std::to_string(++asked); });
+  CHECK(asked == 36);
+}
+
+TEST_CASE("print: a placeholder shows its dtype and shape", "[print]") {
+  auto p = fz::placeholder<float>({2, 3});
+  std::ostringstream os;
+  os << p;
+  CHECK(os.str() == "<float32 array of shape (2, 3), a placeholder>");
+}
+
+TEST_CASE("print: decimal numbers align on their points", "[print]") {
+  const std::vector<std::string> cells{"1.5", "2.", "-3.25", "40."};
+  CHECK(fz::detail::format_array({2, 2}, [&](std::int64_t i) { return cells[static_cast<std::size_t>(i)]; }) ==
+        "[[ 1.5   2.  ]\n [-3.25 40.  ]]");
+  const std::vector<std::string> mixed{"1.5", "nan"};  // not all decimal: right-aligned
+  CHECK(fz::detail::format_array({2}, [&](std::int64_t i) { return mixed[static_cast<std::size_t>(i)]; }) == "[1.5 nan]");
+}
