@@ -145,3 +145,38 @@ TEST_CASE("arrays print as NumPy prints them: values, views, 16-bit floats, summ
   CHECK(fz::to_string(fz::arange<std::int64_t>(2000)) == "[   0    1    2 ... 1997 1998 1999]");
   CHECK(fz::to_string(fz::full<double>({}, 0.25)) == "0.25");
 }
+
+TEST_CASE("from_device: another owner's memory as an array, views, ordering after its stream, release once", "[gpu][arrays][external]") {
+  const auto h = test::random<float>(12, -2, 2, 51);
+  int released = 0;
+  {
+    // the "other library": a buffer it owns, written on its own stream
+    fz::Stream theirs;
+    std::shared_ptr<fz::Array<float>> buffer;
+    {
+      fz::StreamScope scope(theirs);
+      buffer = std::make_shared<fz::Array<float>>(fz::asarray(h, {3, 4}));
+      *buffer = *buffer * 2.f;  // pending on their stream
+    }
+    std::shared_ptr<void> owner(buffer.get(), [&released, buffer](void*) mutable { ++released; buffer.reset(); });
+    const fz::Array<float> x = fz::from_device(buffer->data_ptr<float>(), {3, 4}, {}, owner,
+                                               std::make_shared<const fz::Stream>(theirs));
+    buffer.reset();
+    owner.reset();  // fusion's array keeps the memory alive now
+    CHECK(released == 0);
+    std::vector<double> want;
+    for (float v : h) want.push_back(2.0 * v + 1.0);
+    fz::Array<float> y = x + 1.f;
+    CHECK(test::mismatches(y.to_host(), want, fz::DType::float32) == 0);
+    // a reversed view through byte strides, as DLPack or __cuda_array_interface__ describe one
+    const fz::Array<float> rev = fz::from_device(x.data_ptr<float>() + 8, {3, 4}, fz::strides_from_bytes({-16, 4}, fz::DType::float32),
+                                                 std::make_shared<fz::Array<float>>(x));
+    const auto got = rev.to_host();
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) CHECK(got[static_cast<std::size_t>(r * 4 + c)] == Approx(2.0 * h[static_cast<std::size_t>((2 - r) * 4 + c)]));
+  }
+  CHECK(released == 1);  // exactly once, when the last fusion array let go
+
+  std::vector<float> host(16, 1.f);
+  CHECK_THROWS_WITH(fz::from_device(host.data(), {16}), Catch::Contains("not memory CUDA knows"));
+}

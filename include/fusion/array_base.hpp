@@ -70,6 +70,8 @@ class ArrayBase {
   // Untyped operations used by Array<T> and the runtime.
   static ArrayBase make_empty(DType d, const Shape& shape);
   static ArrayBase make_placeholder(DType d, const Shape& shape);
+  /// An array over `storage` (external memory: fz::from_device) with the given element strides.
+  static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage);
   void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()
   void download(void* host) const;                   ///< this -> host; waits for the current stream
   ArrayBase reshaped(Shape shape) const;             ///< a view when the layout allows, else a copy

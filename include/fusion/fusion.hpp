@@ -8,6 +8,7 @@
 #include "fusion/dtype.hpp"
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
+#include "fusion/external.hpp"
 #include "fusion/function.hpp"
 #include "fusion/graph.hpp"
 #include "fusion/inspect.hpp"

@@ -38,6 +38,14 @@ ArrayBase ArrayBase::make_empty(DType d, const Shape& shape) {
   return a;
 }
 
+ArrayBase ArrayBase::make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage) {
+  ArrayBase a(d);
+  a.shape_ = shape;
+  a.strides_ = strides;
+  a.storage_ = std::move(storage);
+  return a;
+}
+
 ArrayBase ArrayBase::make_placeholder(DType d, const Shape& shape) {
   check_shape(shape);
   ArrayBase a(d);

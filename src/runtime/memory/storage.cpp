@@ -41,6 +41,13 @@ Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
   if (home != stream) note_foreign_use(stream);
 }
 
+Storage::Storage(CUdeviceptr p, int dev, std::shared_ptr<void> keep)
+    : ptr(p), device(dev), generation(context_generation(dev)), home(release_stream(dev)), owner(std::move(keep)),
+      external(true) {
+  // home is fusion's release stream, on which nothing runs: every stream that uses the memory is then a
+  // foreign use with an event, and the destructor waits for those events.
+}
+
 void Storage::note_foreign_use(const std::shared_ptr<StreamState>& stream) {
   std::lock_guard lock(mu_);
   for (ForeignUse& u : foreign_uses_) {
@@ -60,6 +67,13 @@ Storage::~Storage() {
   try {
     ensure_context(device);
     if (is_stale(generation, device)) return;  // the reset freed the memory and the events already
+    if (external) {  // not ours to free: the owner may free it as soon as fusion's work on it is done
+      for (const ForeignUse& u : foreign_uses_) {
+        driver().cuEventSynchronize(u.last_use);
+        driver().cuEventDestroy(u.last_use);
+      }
+      return;
+    }
     // The free is ordered on the home stream; work other streams did with this memory must finish first.
     for (const ForeignUse& u : foreign_uses_) {
       driver().cuStreamWaitEvent(home->handle, u.last_use, 0);

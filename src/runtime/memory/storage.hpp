@@ -20,7 +20,14 @@ struct Storage {
   unsigned generation = 0;  // of the device context the memory belongs to: a reset frees it
   std::shared_ptr<StreamState> home;  // allocation stream: kept alive until the memory is freed
 
+  /// Memory someone else owns (fz::from_device) lives as long as `owner` does: this holds `owner` and
+  /// never frees the memory; it waits for fusion's work on it (every stream that used it) before letting go.
+  std::shared_ptr<void> owner;
+  bool external = false;
+
   Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream);
+  /// External memory at `ptr` on `device`, owned by `owner` (may be null: the caller keeps it alive).
+  Storage(CUdeviceptr ptr, int device, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
