@@ -65,6 +65,13 @@ std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_
   return r;
 }
 
+std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, const std::vector<std::string>& value) {
+  const ir::Node& n = g.nodes[node];
+  if (n.op == ir::Op::cast && is_16bit_float(n.dtype) && out == n.dtype && compute_type(g.nodes[n.a].dtype) == "float")
+    return value[n.a];
+  return value[node];
+}
+
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
                   SpellContext& ctx) {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {

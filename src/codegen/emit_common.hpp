@@ -44,6 +44,11 @@ std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_
 
 /// Writes `const T tN = <spelling>;` for every wanted node whose `value` is still empty, in graph order,
 /// and names it tN. Leaves must already be named by the caller.
+/// The value to store for output node `node` into an array of dtype `out`: the node's value, except that a
+/// cast to a 16-bit float stored in that same dtype stores the cast's float operand (rounding once, on
+/// store, gives the same bits as rounding twice; the cast's own rounding is then dead code).
+std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, const std::vector<std::string>& value);
+
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
                   SpellContext& ctx);
 

@@ -65,7 +65,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     }
     write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
     std::vector<std::string> results;
-    for (std::uint32_t o : g.outputs) results.push_back(value[o]);
+    for (int o = 0; o < K; ++o)
+      results.push_back(raw_copy ? value[g.outputs[o]] : stored_value(g, g.outputs[o], v.out_dtype[o], value));
     if (K == 1) body.line("return {};", results[0]);
     else body.line("return FzOut{{{}}};", fmt::join(results, ", "));
   }

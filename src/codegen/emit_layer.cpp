@@ -268,7 +268,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         w.line("a{0} = fz_step{0}(a{0}, {1}, {2});", i, value[g.nodes[reds[i].node].a], index);
       for (int o = 0; o < K && final_pass; ++o) {
         if (v.out_per_row[o]) continue;
-        const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], value[g.outputs[o]]);
+        const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], stored_value(g, g.outputs[o], v.out_dtype[o], value));
         if (vector) w.line("o{}.v[e] = {};", o, stored);
         else if (V > 1) w.line("{3}out{0}[ko{0} + {1}] = {2};", o, j, stored, if_live);
         else w.line("{3}out{0}[ko{0} + {1} * rst_out{0}] = {2};", o, j, stored, if_live);
