@@ -270,11 +270,11 @@ TEST_CASE("arrays over 2^31 elements use 64-bit indexing", "[gpu][elementwise][l
 }
 
 TEST_CASE("a cast to a 16-bit float stored as that dtype rounds once, to the same bits as the host", "[gpu][elementwise]") {
-  auto hx = test::random<float>(4099, -70000, 70000, 61);  // beyond half's range too: inf on store
+  auto hx = test::random<float>(4099, -70000, 70000, 61);  // beyond half's range too: inf on store (one multiply: no FMA)
   hx[5] = std::numeric_limits<float>::quiet_NaN();
   const auto x = fz::asarray(hx);
   const std::vector<fz::bfloat16> b = fz::Array<fz::bfloat16>(fz::cast<fz::bfloat16>(x * 1.0001f)).to_host();
-  const std::vector<fz::half> h = fz::Array<fz::half>(fz::cast<fz::half>(x * 0.999f - 3.f)).to_host();
+  const std::vector<fz::half> h = fz::Array<fz::half>(fz::cast<fz::half>(x * 0.999f)).to_host();
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < hx.size(); ++i) {
     if (i == 5) {
@@ -283,7 +283,7 @@ TEST_CASE("a cast to a 16-bit float stored as that dtype rounds once, to the sam
       continue;
     }
     wrong += b[i].bits != fz::bfloat16(hx[i] * 1.0001f).bits;
-    wrong += h[i].bits != fz::half(hx[i] * 0.999f - 3.f).bits;
+    wrong += h[i].bits != fz::half(hx[i] * 0.999f).bits;
   }
   CHECK(wrong == 0);
 }
