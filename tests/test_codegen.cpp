@@ -130,3 +130,22 @@ TEST_CASE("an emitted kernel's signature is its parameter list: sources in launc
   CHECK(got == want);
   CHECK(k.source.find(k.signature.list()) != std::string::npos);
 }
+
+TEST_CASE("rows kernels compile for every mix of per-row, along-the-row and broadcast operands and outputs", "[codegen][nvrtc]") {
+  // fuzz case 23000516: a per-row input's name clashed with the second output's vector
+  auto h = fz::placeholder<fz::half>({2, 1, 76});
+  auto row = fz::placeholder<float>({76});
+  auto col = fz::placeholder<double>({2, 1, 1});
+  const fz::KernelInfo k = fz::inspect(h, col <= row);
+  CHECK_THAT(k.variant, Catch::StartsWith("rows") && Catch::Contains("2 outputs"));
+  CHECK(!k.arch.empty());
+  auto m = fz::placeholder<std::int8_t>({5, 3, 32});
+  auto s = fz::placeholder<std::int8_t>({1});
+  auto r = fz::placeholder<fz::bfloat16>({5, 1, 1});
+  for (const fz::KernelInfo& i : {fz::inspect(m * s + r), fz::inspect(fz::where(m > 0, r, m), m - r),
+                                  fz::inspect(m.slice({fz::Slice{{}, {}, -1}}) + r)}) {
+    INFO(i.variant);
+    CHECK_THAT(i.variant, Catch::StartsWith("rows"));
+    CHECK(!i.arch.empty());
+  }
+}

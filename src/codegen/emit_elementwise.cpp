@@ -166,12 +166,12 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         for (int p : offset_params) w.line("o{0} += rest * st{0}.v[0];", p);
       }
       for (int p = 0; p < v.n_params; ++p)
-        if (v.access[p] == Access::row) w.line("const {} r{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
+        if (v.access[p] == Access::row) w.line("const {} per_row{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
       w.line("const long long base = row * cols;  // the outputs' row");
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)
-          in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : v.access[p] == Access::row ? fmt::format("r{}", p) : along(p));
+          in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : v.access[p] == Access::row ? fmt::format("per_row{}", p) : along(p));
         return in;
       };
       auto cols_loop = w.block("for (long long col = ((long long)blockIdx.x * lanes + lane) * {0}; col < cols; col += (long long)gridDim.x * lanes * {0})", V);
