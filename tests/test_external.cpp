@@ -20,3 +20,21 @@ TEST_CASE("byte strides become element strides, or a clear error", "[external]")
   CHECK(fz::strides_from_bytes({-8, 2}, fz::DType::bfloat16) == fz::Strides{-4, 1});
   CHECK_THROWS_WITH(fz::strides_from_bytes({6}, fz::DType::float32), Catch::Contains("not a multiple of the 4-byte float32"));
 }
+
+namespace {
+struct NoMemory : fz::DeviceAllocator {
+  std::uint64_t allocate(std::size_t, CUstream_st*) override { return 0; }
+  void deallocate(std::uint64_t, std::size_t, CUstream_st*) override {}
+};
+}  // namespace
+
+TEST_CASE("a program's allocator is set per device and taken back", "[external][memory]") {
+  CHECK(fz::allocator(3) == nullptr);
+  auto mine = std::make_shared<NoMemory>();
+  fz::set_allocator(mine, 3);
+  CHECK(fz::allocator(3) == mine);
+  CHECK(fz::allocator(0) == nullptr);  // other devices keep the pool
+  fz::set_allocator(nullptr, 3);
+  CHECK(fz::allocator(3) == nullptr);
+  CHECK_THROWS_WITH(fz::set_allocator(mine, -1), Catch::Contains("not a device ordinal"));
+}

@@ -315,3 +315,49 @@ TEST_CASE("arrays made on another library's stream survive that stream's destruc
   fz::Device(0).synchronize();
   CHECK(fz::default_memory_pool().used_bytes() == before);
 }
+
+namespace {
+/// A program's allocator for the test: the device pool underneath, counting what passes through.
+struct CountingAllocator : fz::DeviceAllocator {
+  std::atomic<int> allocations{0}, frees{0};
+  std::atomic<std::int64_t> live_bytes{0};
+  std::uint64_t allocate(std::size_t bytes, CUstream_st* stream) override {
+    ++allocations;
+    live_bytes += static_cast<std::int64_t>(bytes);
+    return fz::default_memory_pool().allocate(bytes, stream);
+  }
+  void deallocate(std::uint64_t ptr, std::size_t bytes, CUstream_st* stream) override {
+    ++frees;
+    live_bytes -= static_cast<std::int64_t>(bytes);
+    fz::default_memory_pool().deallocate(ptr, bytes, stream);
+  }
+};
+struct Refusing : fz::DeviceAllocator {
+  std::uint64_t allocate(std::size_t, CUstream_st*) override { return 0; }
+  void deallocate(std::uint64_t, std::size_t, CUstream_st*) override {}
+};
+}  // namespace
+
+TEST_CASE("set_allocator routes fusion's allocations to the program's allocator, and back", "[gpu][memory]") {
+  const auto h = test::random<float>(1000, -1, 1, 71);
+  const fz::Array<float> before = fz::asarray(h);  // from the pool: freed there later
+  auto mine = std::make_shared<CountingAllocator>();
+  fz::set_allocator(mine, fz::Device::current().id());
+  {
+    const fz::Array<float> x = fz::asarray(h);
+    fz::Array<float> y = x * 2.f + before;
+    CHECK(mine->allocations >= 2);
+    CHECK(mine->live_bytes >= 8000);
+    const auto got = y.to_host();
+    for (std::size_t i = 0; i < h.size(); ++i) CHECK(got[i] == Approx(3.0 * h[i]));
+  }
+  fz::current_stream().synchronize();
+  CHECK(mine->frees == mine->allocations);  // everything it made came back to it
+  CHECK(mine->live_bytes == 0);
+  fz::set_allocator(std::make_shared<Refusing>(), fz::Device::current().id());
+  CHECK_THROWS_AS(fz::asarray(h), fz::OutOfMemoryError);
+  fz::set_allocator(nullptr, fz::Device::current().id());
+  const int made = mine->allocations;
+  const fz::Array<float> after = fz::asarray(h);  // the pool again
+  CHECK(mine->allocations == made);
+}

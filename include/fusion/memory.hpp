@@ -5,9 +5,11 @@
 #include "fusion/cpp20.hpp"
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 struct CUmemPoolHandle_st;  // CUmemoryPool, without cuda.h
+struct CUstream_st;         // CUstream (cudaStream_t), without cuda.h
 
 namespace fusion {
 
@@ -41,6 +43,23 @@ class MemoryPool {
   struct State;
   State* state_;
 };
+
+/// A program's own allocator for fusion's device memory (a framework's caching allocator, an arena):
+/// allocate `bytes` usable in `stream`'s order and free them in `stream`'s order. Called with the device's
+/// context current, from any thread (make it thread-safe). Return 0 when out of memory (fusion raises
+/// OutOfMemoryError). The pool's statistics and limit cover only the pool.
+class DeviceAllocator {
+ public:
+  virtual ~DeviceAllocator() = default;
+  virtual std::uint64_t allocate(std::size_t bytes, CUstream_st* stream) = 0;
+  virtual void deallocate(std::uint64_t ptr, std::size_t bytes, CUstream_st* stream) = 0;
+};
+
+/// Routes device `device`'s new allocations to `allocator` (null: back to the pool). Memory allocated
+/// before is still freed where it came from; the allocator is kept alive until the last of its memory is.
+void set_allocator(std::shared_ptr<DeviceAllocator> allocator, int device = 0);
+/// The allocator set for `device`, or null when the pool serves it.
+std::shared_ptr<DeviceAllocator> allocator(int device = 0);
 
 /// The pool of the current device. FUSION_GPU_MEMORY_LIMIT ("4000000000" or "50%") sets its initial limit.
 MemoryPool& default_memory_pool();

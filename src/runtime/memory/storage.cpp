@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/memory/storage.hpp"
 
+#include <fmt/format.h>
+
+#include <atomic>
 #include <map>
 
 #include "fusion/device.hpp"
+#include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/driver.hpp"
 
@@ -30,11 +34,30 @@ const std::shared_ptr<StreamState>& release_stream(int device) {
   return it->second.state();
 }
 
+/// The allocators programs set, by device; `installed` lets the common case (none) skip the lock.
+struct Allocators {
+  std::mutex mu;
+  std::map<int, std::shared_ptr<DeviceAllocator>> by_device;
+  std::atomic<int> installed{0};
+};
+Allocators& allocators() {
+  static auto& a = *new Allocators;  // never destroyed: memory may be freed from static destructors
+  return a;
+}
+
 }  // namespace
 
 Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
     : bytes(n), device(stream->device), home(is_external(*stream) ? release_stream(stream->device) : stream) {
-  ptr = memory_pool(device).allocate(n, stream->handle);
+  allocator = fusion::allocator(device);
+  if (!allocator) {
+    ptr = memory_pool(device).allocate(n, stream->handle);
+  } else if (n > 0) {
+    ptr = allocator->allocate(n, stream->handle);
+    if (!ptr)
+      throw OutOfMemoryError(fmt::format("the program's allocator (fz::set_allocator) returned no memory for {} bytes on device {}",
+                                         n, device));
+  }
   generation = context_generation(device);
   // Memory allocated on another library's stream is freed on fusion's own stream, after an event of the
   // external stream's last use (recorded while it lived): that library may destroy its stream first.
@@ -79,10 +102,35 @@ Storage::~Storage() {
       driver().cuStreamWaitEvent(home->handle, u.last_use, 0);
       driver().cuEventDestroy(u.last_use);
     }
-    memory_pool(device).deallocate(ptr, bytes, home->handle);
+    if (allocator) {
+      if (ptr) allocator->deallocate(ptr, bytes, home->handle);
+    } else {
+      memory_pool(device).deallocate(ptr, bytes, home->handle);
+    }
   } catch (...) {
     // A destructor cannot report; the pool's counters already reflect the release.
   }
 }
 
 }  // namespace fusion::detail
+
+namespace fusion {
+
+void set_allocator(std::shared_ptr<DeviceAllocator> a, int device) {
+  if (device < 0) throw Error(fmt::format("set_allocator: device {} is not a device ordinal", device));
+  auto& all = detail::allocators();
+  std::lock_guard lock(all.mu);
+  if (a) all.by_device[device] = std::move(a);
+  else all.by_device.erase(device);
+  all.installed.store(static_cast<int>(all.by_device.size()), std::memory_order_release);
+}
+
+std::shared_ptr<DeviceAllocator> allocator(int device) {
+  auto& all = detail::allocators();
+  if (all.installed.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard lock(all.mu);
+  const auto it = all.by_device.find(device);
+  return it == all.by_device.end() ? nullptr : it->second;
+}
+
+}  // namespace fusion

@@ -24,6 +24,7 @@ struct Storage {
   /// never frees the memory; it waits for fusion's work on it (every stream that used it) before letting go.
   std::shared_ptr<void> owner;
   bool external = false;
+  std::shared_ptr<DeviceAllocator> allocator;  // the program's allocator that made the memory, or null: the pool
 
   Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream);
   /// External memory at `ptr` on `device`, owned by `owner` (may be null: the caller keeps it alive).
