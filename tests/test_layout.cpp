@@ -117,7 +117,11 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
   CHECK(cols.n_out == 8192);
 
   const auto short_rows = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 100}), {1});
-  CHECK(short_rows.v.group == fz::codegen::kWarpThreads);
+  // short rows take part of a warp: about kAccessesPerLane 16-byte accesses per lane
+  CHECK(short_rows.v.group == 8);  // 25 vectors of 4
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 1000}), {1}).v.group == fz::codegen::kWarpThreads);
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 7}), {1}).v.group == 2);  // 7 scalars
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 2000}), {1}).v.group == fz::codegen::kBlockThreads);
 
   const auto all = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {std::int64_t{1} << 26}), {0});
   CHECK(all.v.split);  // one output: the reduced range is split over blocks

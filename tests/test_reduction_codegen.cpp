@@ -163,3 +163,22 @@ TEST_CASE("generated reduction kernels match the golden files", "[reduction][gol
   CHECK(split.variant.find("split over blocks") != std::string::npos);
   test::check_golden("split_argmax", split.source);
 }
+
+TEST_CASE("short rows reduce in part of a warp, for every op and dtype", "[reduction][nvrtc]") {
+  int compiled = 0;
+  auto check = [&]<class T>(T, std::int64_t D, int lanes) {
+    auto m = fz::placeholder<T>({300, D});
+    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(m, -1)), fz::inspect(fz::var(m, -1)), fz::inspect(fz::argmax(m, -1)),
+                                    fz::inspect(fz::max(m, -1), fz::mean(m, -1))}) {
+      INFO(k.name << ": " << k.variant);
+      CHECK_THAT(k.variant, Catch::Contains(fmt::format("{} threads per", lanes)));  // output, or row (a layer kernel for the tie)
+      CHECK(!k.arch.empty());
+      ++compiled;
+    }
+  };
+  check(float{}, 100, 8);        // 25 vectors of 4
+  check(double{}, 7, 2);         // 7 scalars
+  check(fz::half{}, 128, 4);     // 16 vectors of 8
+  check(std::int32_t{}, 3, 1);   // three scalars: one lane
+  CHECK(compiled == 16);
+}

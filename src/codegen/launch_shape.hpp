@@ -10,6 +10,9 @@ inline constexpr int kBlockThreads = 256;  ///< threads per block of generated k
 inline constexpr int kWarpThreads = 32;
 inline constexpr int kBlockWarps = kBlockThreads / kWarpThreads;
 inline constexpr int kVectorBytes = 16;    ///< one vector access (FzVec)
+/// Accesses each lane of a short row's group makes (reductions and layer kernels over rows of up to 1,024
+/// elements size their groups by it). A first choice, to measure on the H100.
+inline constexpr int kAccessesPerLane = 4;
 /// The largest grid.x: kernels loop (grid-stride) over work beyond it.
 inline constexpr std::int64_t kMaxGridX = 0x7fffffff;
 inline constexpr std::int64_t kMaxGridY = 65535;

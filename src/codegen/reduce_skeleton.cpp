@@ -190,7 +190,15 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     }
   }
   if (inner || v.vector_width == 1) w.line("a = fz_settle(a);");
-  if (inner && v.group == kWarpThreads) {
+  if (inner && v.group < kWarpThreads) {
+    w.line("// {} outputs per warp: each group of {} lanes combines its own (lane 0 of a group gets only its lanes).",
+           kWarpThreads / v.group, v.group);
+    if (v.group > 1) {
+      w.line("#pragma unroll");
+      w.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine(a, fz_shfl_down(a, d));", v.group / 2);
+    }
+    w.line("if (lane == 0 && o < n_out) {}", store);
+  } else if (inner && v.group == kWarpThreads) {
     w.line("a = fz_warp_reduce(a);");
     w.line("if (lane == 0 && o < n_out) {}", store);
   } else if (inner && !v.split) {

@@ -75,7 +75,9 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string ReduceVariant::describe() const {
   std::string s = mode == ReduceMode::inner
-                      ? fmt::format("reduction, {} per output", group == kWarpThreads ? "a warp" : "a block")
+                      ? fmt::format("reduction, {} per output", group == kWarpThreads ? "a warp"
+                                                                : group > kWarpThreads  ? "a block"
+                                                                                        : fmt::format("{} threads", group))
                       : std::string("reduction, a thread per output");
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);

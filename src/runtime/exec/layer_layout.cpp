@@ -187,12 +187,12 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   }
   v.vector_width = static_cast<std::uint8_t>(V);
 
-  // A warp per short row (or a part of a warp: as many lanes as the row has accesses, so a row of 128
-  // bfloat16, 16 vectors, leaves no lane idle); a block per long one, wider for longer rows so each
-  // thread keeps a few 16-byte loads in flight.
+  // A warp per short row, or a part of a warp: enough lanes for about kAccessesPerLane 16-byte accesses
+  // each (a row of 128 float32, 32 vectors: 8 lanes, 4 rows per warp, three shuffle levels); a block per
+  // long one, wider for longer rows so each thread keeps a few 16-byte loads in flight.
   const std::int64_t r = L.n_red;
   std::int64_t lanes = 1;
-  while (lanes < codegen::kWarpThreads && lanes * V < r) lanes *= 2;
+  while (lanes < codegen::kWarpThreads && lanes * V * codegen::kAccessesPerLane < r) lanes *= 2;
   v.group = static_cast<std::uint16_t>(r <= 1024 ? lanes : r <= 4096 ? 256 : r <= 16384 ? 512 : 1024);
   v.block = static_cast<std::uint16_t>(r <= 1024 ? codegen::kBlockThreads : v.group);
   const std::int64_t rows_per_block = v.block / v.group;

@@ -127,7 +127,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   }
   if (!inner && L.n_out < 64 && v.rank_reduced > 0) inner = true;  // too few outputs for a thread each
   v.mode = inner ? ReduceMode::inner : ReduceMode::outer;
-  v.group = static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);
+  v.group = static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);  // refined below
 
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
@@ -164,6 +164,14 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
       for (std::int64_t x : L.kst[p]) ok = ok && x % static_cast<std::int64_t>(V) == 0;
     }
     v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  }
+  // A short row takes part of a warp: enough lanes for about kAccessesPerLane accesses each, so a warp
+  // keeps several rows' loads in flight and combines over fewer shuffle levels (rows of 128 float32: 8 lanes).
+  if (inner && v.group == codegen::kWarpThreads) {
+    const std::int64_t accesses = (L.n_red + v.vector_width - 1) / v.vector_width;
+    std::int64_t lanes = 1;
+    while (lanes < codegen::kWarpThreads && lanes * codegen::kAccessesPerLane < accesses) lanes *= 2;
+    v.group = static_cast<std::uint16_t>(lanes);
   }
 
   // Enough blocks to fill the device: when the outputs alone give too few, split the reduced range
