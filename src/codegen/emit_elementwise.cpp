@@ -142,6 +142,19 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       return in;
     };
     auto at_index = [&](const std::string& i) { return [&, i](int o) { return fmt::format("{}[{}]", out_name(o), i); }; };
+    // One 16-byte vector of every output: its lanes (`k`) computed from `in` at element `index`, then the
+    // vectors stored at `destination(o)` (linear and rows kernels).
+    auto vector_of_outputs = [&](const std::vector<std::string>& in, const std::string& index, auto&& destination) {
+      const int V = v.vector_width;
+      auto vec_name = [&](int o) { return K == 1 ? std::string("r") : fmt::format("r{}", o); };
+      for (int o = 0; o < K; ++o) w.line("FzVec<{}, {}> {};", storage_type(v.out_dtype[o]), V, vec_name(o));
+      w.line("#pragma unroll");
+      {
+        auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
+        store_all(w, call(in, index), [&](int o) { return vec_name(o) + ".v[k]"; });
+      }
+      for (int o = 0; o < K; ++o) w.line("{} = {};", destination(o), vec_name(o));
+    };
 
     if (v.rows) {
       const int R = v.rank, V = v.vector_width;
@@ -180,16 +193,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::along)
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);", storage_type(pdt[p]), V, p);
-        auto vec_name = [&](int o) { return K == 1 ? std::string("r") : fmt::format("r{}", o); };
-        for (int o = 0; o < K; ++o) w.line("FzVec<{}, {}> {};", storage_type(v.out_dtype[o]), V, vec_name(o));
-        w.line("#pragma unroll");
-        {
-          auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
-          auto in = row_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); });
-          store_all(w, call(in, "base + col + k"), [&](int o) { return vec_name(o) + ".v[k]"; });
-        }
-        for (int o = 0; o < K; ++o)
-          w.line("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col) = {3};", storage_type(v.out_dtype[o]), V, out_name(o), vec_name(o));
+        vector_of_outputs(row_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }), "base + col + k",
+                          [&](int o) { return fmt::format("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col)", storage_type(v.out_dtype[o]), V, out_name(o)); });
       } else {
         auto in = row_inputs([&](int p) { return load(p, fmt::format("o{} + col", p)); });
         store_all(w, call(in, "base + col"), [&](int o) { return fmt::format("{}[base + col]", out_name(o)); });
@@ -203,16 +208,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::contiguous)
             w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
-        auto vec_name = [&](int o) { return K == 1 ? std::string("r") : fmt::format("r{}", o); };
-        for (int o = 0; o < K; ++o) w.line("FzVec<{}, {}> {};", storage_type(v.out_dtype[o]), V, vec_name(o));
-        w.line("#pragma unroll");
-        {
-          auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
-          auto in = element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); });
-          store_all(w, call(in, fmt::format("iv * {} + k", V)), [&](int o) { return vec_name(o) + ".v[k]"; });
-        }
-        for (int o = 0; o < K; ++o)
-          w.line("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv] = {3};", storage_type(v.out_dtype[o]), V, out_name(o), vec_name(o));
+        vector_of_outputs(element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }), fmt::format("iv * {} + k", V),
+                          [&](int o) { return fmt::format("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv]", storage_type(v.out_dtype[o]), V, out_name(o)); });
       }
       w.line("// Tail: the last n % {} elements.", V);
       auto tail = w.block("for ({} i = n_vec * {} + first; i < n; i += step)", index_t, V);
