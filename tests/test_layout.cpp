@@ -133,4 +133,18 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
   const auto bn = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {8, 64, 112, 112}), {0, 2, 3});
   CHECK(bn.v.rank_reduced == 2);
   CHECK(bn.n_out == 64);
+  // ... streamed as rows of 16-byte vectors: every outer row (n) split into parts of `chunk` elements
+  CHECK(bn.v.vector_width == 4);
+  CHECK(bn.v.split);
+  CHECK(bn.chunk % 4 == 0);
+  const std::int64_t per_row = (112 * 112 + bn.chunk - 1) / bn.chunk;
+  CHECK(bn.splits == 8 * per_row);
+  CHECK(per_row >= 2);  // 64 channels x 8 images alone leave most of 132 SMs' slots empty
+  CHECK(bn.blocks * bn.splits <= 2 * 132 * fz::codegen::kBlocksPerSm);
+  // an odd H*W is no whole number of vectors: the scalar walk over both dimensions
+  const auto odd = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {8, 64, 111, 111}), {0, 2, 3});
+  CHECK(odd.v.rank_reduced == 2);
+  CHECK(odd.v.vector_width == 1);
+  // short inner rows (N and C around a small H*W) stay scalar too
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {64, 64, 16, 16}), {0, 2, 3}).v.vector_width == 1);
 }

@@ -87,6 +87,9 @@ std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
   vs.push_back(v);
   v.split = false;
   vs.push_back(v);
+  v = base();  // a block per part of an outer row, vectorized (a batch norm's N and H*W around C)
+  v.group = 256, v.rank_kept = 1, v.rank_reduced = 2, v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d)), v.split = true;
+  vs.push_back(v);
   return vs;
 }
 
@@ -107,7 +110,7 @@ TEST_CASE("every reduction compiles through NVRTC for every dtype and thread lay
     CHECK_NOTHROW(fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
   }
   constexpr int n_ops = static_cast<int>(Op::count_) - static_cast<int>(Op::sum);
-  CHECK(kernels == n_ops * fz::kNumDTypes * 5);
+  CHECK(kernels == n_ops * fz::kNumDTypes * 6);
 }
 
 TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][plan]") {
@@ -181,4 +184,27 @@ TEST_CASE("short rows reduce in part of a warp, for every op and dtype", "[reduc
   check(fz::half{}, 128, 4);     // 16 vectors of 8
   check(std::int32_t{}, 3, 1);   // three scalars: one lane
   CHECK(compiled == 16);
+}
+
+TEST_CASE("reductions over two reduced dimensions stream rows of vectors, for every op", "[reduction][nvrtc]") {
+  // a batch norm's statistics: N and H*W around C; each block streams part of one image's channel plane
+  int compiled = 0;
+  auto check = [&]<class T>(T, int V) {
+    auto t = fz::placeholder<T>({4, 16, 48, 48});
+    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(t, {0, 2, 3})), fz::inspect(fz::var(t, {0, 2, 3})),
+                                    fz::inspect(fz::max(t * t, {0, 2, 3})),
+                                    fz::inspect(fz::mean(t, {0, 2, 3}, true), fz::var(t, {0, 2, 3}, true))}) {
+      INFO(k.name << ": " << k.variant);
+      ++compiled;
+      CHECK_THAT(k.variant, Catch::Contains(fmt::format("{}-wide vectors", V)));
+      CHECK_THAT(k.variant, Catch::Contains("reduced rank 2"));
+      CHECK_THAT(k.variant, Catch::Contains("split over blocks"));
+      CHECK_THAT(k.source, Catch::Contains("r_base + r"));
+      CHECK(!k.arch.empty());
+    }
+  };
+  check(float{}, 4);
+  check(fz::bfloat16{}, 8);
+  check(double{}, 2);
+  CHECK(compiled == 12);
 }

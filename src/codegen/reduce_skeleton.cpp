@@ -114,8 +114,18 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   } else {
     w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x;", kBlockThreads);
   }
-  w.line("const long long r0 = (long long)blockIdx.y * chunk;");
-  w.line("const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;");
+  const bool rows_of_vectors = inner && v.vector_width > 1 && rr == 2;
+  if (rows_of_vectors) {
+    w.line("// Each block's range lies in one outer row of the reduced space: chunk splits every row alike.");
+    w.line("const long long per_row = (rshape.v[1] + chunk - 1) / chunk;");
+    w.line("const long long c0 = blockIdx.y / per_row;");
+    w.line("const long long r0 = (long long)(blockIdx.y % per_row) * chunk;");
+    w.line("const long long r1 = r0 + chunk < rshape.v[1] ? r0 + chunk : rshape.v[1];");
+    w.line("const long long r_base = c0 * rshape.v[1];  // the flat reduced index of the row's first element");
+  } else {
+    w.line("const long long r0 = (long long)blockIdx.y * chunk;");
+    w.line("const long long r1 = r0 + chunk < n_red ? r0 + chunk : n_red;");
+  }
   w.line("{} a = fz_identity();", s.acc);
   w.line("long long k_out = 0;");
   if (!inner && v.vector_width > 1) {
@@ -129,8 +139,12 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     w.line("k_out = ko;");
     for (int p = 0; p < v.n_params; ++p)
       if (v.broadcast[p]) w.line("const {} b{} = {};", compute_type(s.params[p]), p, load_conversion(s.params[p], fmt::format("in{}[0]", p)));
+    if (rows_of_vectors)
+      for (int p = 0; p < v.n_params; ++p)
+        if (!v.broadcast[p]) w.line("k{0} += c0 * rst{0}.v[0];", p);
     if (inner && v.vector_width > 1) {
       const int V = v.vector_width;
+      const std::string flat = rows_of_vectors ? "r_base + r" : "r";  // the reduced index fz_step sees
       const bool one = s.one_accumulator;
       if (one) {
         w.line("// {} elements per 16-byte load, into the thread's one accumulator.", V);
@@ -149,8 +163,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);", storage_type(s.params[p]), V, p);
         w.line("#pragma unroll");
         auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-        w.line("{0} = fz_step({0}, {1}, r + j);", one ? "a" : "acc[j]",
-               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+        w.line("{0} = fz_step({0}, {1}, {2} + j);", one ? "a" : "acc[j]",
+               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }), flat);
       }
       if (!one) {
         w.line("a = fz_settle(acc[0]);");
@@ -158,8 +172,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
         w.line("for (int j = 1; j < {}; ++j) a = fz_combine(a, fz_settle(acc[j]));", V);
       }
       auto tail = w.block("for (long long r = r_vec + lane; r < r1; r += {})", v.group);
-      w.line("a = fz_step(a, {}, r);",
-             inputs([&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + r]", p)); }));
+      w.line("a = fz_step(a, {}, {});",
+             inputs([&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + r]", p)); }), flat);
     } else if (inner && rr == 2) {
       // Two reduced dimensions (e.g. N and H*W of a batch norm): step the coordinates instead of
       // dividing every index.

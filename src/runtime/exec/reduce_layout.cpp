@@ -37,6 +37,28 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
   return mask;
 }
 
+/// Two reduced dimensions streamed as rows of vectors: every outer row split alike into `chunk`-element
+/// parts (a whole number of vectors), a block per part, so no block crosses a row. False when the
+/// partials would not fit the workspace.
+bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t target) {
+  codegen::ReduceVariant& v = L.v;
+  const std::int64_t outer = L.rshape[0], row = L.rshape[1], V = v.vector_width;
+  // about `target` blocks in all, each streaming at least four vectors per thread
+  const std::int64_t wanted = std::max<std::int64_t>(1, (target + L.blocks * outer - 1) / (L.blocks * outer));
+  const std::int64_t longest = (row + kBlockThreads * V * 4 - 1) / (kBlockThreads * V * 4);
+  const std::int64_t parts = std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
+  const std::int64_t chunk = ((row + parts - 1) / parts + V - 1) / V * V;
+  const std::int64_t per_row = (row + chunk - 1) / chunk;  // what the kernel computes from chunk
+  const std::int64_t splits = outer * per_row;
+  if (static_cast<std::size_t>(L.n_out) > kMaxCounters || splits > 65535 ||
+      static_cast<std::size_t>(L.n_out * splits) * acc_bytes > kPartialBytes)
+    return false;
+  L.chunk = chunk;
+  L.splits = splits;
+  v.split = true;
+  return true;
+}
+
 }  // namespace
 
 void split_kept_reduced(const Shape& in, unsigned mask, const Strides* st, int n_ops, Shape& kshape, Shape& rshape,
@@ -148,23 +170,29 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
     }
     v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
   }
-  if (inner && v.rank_reduced == 1) {
+  // Vectors along a contiguous reduced row: one reduced dimension, or two (a batch norm's N and H*W
+  // around C) whose inner one is contiguous, long and a whole number of vectors; there each block
+  // streams part of one outer row (the split below keeps blocks inside rows).
+  const bool two_rows = v.rank_reduced == 2 && L.rshape[1] > 1024;
+  if (inner && (v.rank_reduced == 1 || two_rows)) {
     std::size_t widest = 1;
     bool unit = true;
     for (int p = 0; p < np; ++p) {
       if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-      unit = unit && L.rst[p][0] == 1;
+      unit = unit && L.rst[p][v.rank_reduced - 1] == 1;
       widest = std::max(widest, itemsize(L.params[p]->dtype()));
     }
-    const std::size_t V = codegen::kVectorBytes / widest;
-    bool ok = unit && V > 1 && main >= 0;
+    const std::int64_t V = codegen::kVectorBytes / static_cast<std::int64_t>(widest);
+    bool ok = unit && V > 1 && main >= 0 && (!two_rows || L.rshape[1] % V == 0);
     for (int p = 0; p < np && ok; ++p) {
       if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-      ok = L.params[p]->data_ptr() % (V * itemsize(L.params[p]->dtype())) == 0;
-      for (std::int64_t x : L.kst[p]) ok = ok && x % static_cast<std::int64_t>(V) == 0;
+      ok = L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
+      for (std::int64_t x : L.kst[p]) ok = ok && x % V == 0;
+      if (two_rows) ok = ok && L.rst[p][0] % V == 0;
     }
     v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
   }
+  const bool rows_of_vectors = two_rows && v.vector_width > 1;
   // A short row takes part of a warp: enough lanes for about kAccessesPerLane accesses each, so a warp
   // keeps several rows' loads in flight and combines over fewer shuffle levels (rows of 128 float32: 8 lanes).
   if (inner && v.group == codegen::kWarpThreads) {
@@ -178,6 +206,11 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   // over several blocks per output; the last block to finish combines the partials in a fixed order.
   const std::int64_t per_block = inner ? kBlockThreads / v.group : kBlockThreads * v.vector_width;
   L.blocks = (L.n_out + per_block - 1) / per_block;
+  if (rows_of_vectors && split_rows(L, acc_bytes, target)) {
+    L.divisor = static_cast<double>(L.n_red) - arg.ddof;
+    return;
+  }
+  if (rows_of_vectors) v.vector_width = 1;  // too many partials for the split: the scalar walk below
   std::int64_t S = 1;
   const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
   // (no outputs: nothing to split; fz::inspect describes such a reduction too)
