@@ -5,6 +5,9 @@
 //
 //   fusion-bench [--json out.json] [--log2n 26]   the suite (a CSV is written beside the JSON)
 //   fusion-bench --first-call                     one fused call in this (new) process, timed
+//   fusion-bench --layers [--only TEXT] [--tune name=value ...]
+//                                                 the layers suite (the cases whose name contains TEXT), with
+//                                                 layout thresholds changed (runtime/exec/tuning.hpp)
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -23,11 +26,15 @@
 #include "fusion/fusion.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/compile/kernel_cache.hpp"
+#include "runtime/exec/tuning.hpp"
 
 namespace fz = fusion;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+std::string only;  ///< --only: run the layers cases whose name contains it
+bool wanted(const std::string& name) { return only.empty() || name.find(only) != std::string::npos; }
 
 template <class T> fz::Array<T> random_array(std::int64_t n, float lo, float hi, unsigned seed) {
   std::mt19937 rng(seed);
@@ -113,7 +120,7 @@ void layers_suite(std::vector<Row>& rows) {
   auto flat_bf = random_array<fz::bfloat16>(n, -3, 3, 6);
   const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
   auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
-    rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
+    if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
   };
   for (std::int64_t D : {128, 1024, 4096, 16384, 65536}) {
     const auto x = flat.reshape({n / D, D});
@@ -151,7 +158,7 @@ void layers_suite(std::vector<Row>& rows) {
   // Batch norm, training forward: statistics over N, H, W of (8, 64, 112, 112), then normalize.
   auto bn = random_array<float>(8 * 64 * 112 * 112, -2, 2, 10).reshape({8, 64, 112, 112});
   auto gamma = random_array<float>(64, 0.5f, 1.5f, 11).reshape({1, 64, 1, 1}), beta = random_array<float>(64, -1, 1, 12).reshape({1, 64, 1, 1});
-  rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(), fz::compare_fusion("batch_norm", [&] {
+  if (wanted("batch_norm (8,64,112,112)")) rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(), fz::compare_fusion("batch_norm", [&] {
     return fz::Array<float>((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * gamma + beta);
   }, opts)});
 }
@@ -295,6 +302,15 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) {
+      try {
+        fz::detail::set_tuning(argv[++i]);
+      } catch (const fz::Error& e) {
+        fmt::print(stderr, "fusion-bench: {}\n", e.what());
+        return 2;
+      }
+    }
   }
   if (fz::device_count() == 0) {
     fmt::print("fusion-bench needs a GPU: {}\n", fz::no_device_reason());

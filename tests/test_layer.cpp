@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Layer kernels without a GPU: which expressions run as one kernel (and which stay plans), the
 // strategies chosen, equal reductions computed once, and NVRTC compiling every layer x dtype x strategy.
+#include "runtime/exec/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -57,11 +58,14 @@ TEST_CASE("normalization layers and softmax compile as one kernel for every dtyp
   kernels += check_layers<fz::bfloat16>(4096, 1000, false, "a warp per row");
   kernels += check_layers<float>(1024, 8192, false, "the row kept in shared memory");
   kernels += check_layers<fz::bfloat16>(1024, 8192, false, "a block per row");
-  kernels += check_layers<float>(256, 65536, false, "each pass reads the row from memory");  // 256 KB rows: too long to keep
-  kernels += check_layers<fz::bfloat16>(256, 65536, false, "the row kept in shared memory");  // 128 KB: kept
+  // long rows: a cluster of blocks per row, a slice of at most 16,384 elements each kept in shared memory
+  kernels += check_layers<float>(256, 65536, false, "a cluster of 4 blocks per row");
+  kernels += check_layers<fz::bfloat16>(256, 65536, false, "a cluster of 4 blocks per row");
+  kernels += check_layers<double>(160, 100003, false, "a cluster of 8 blocks per row");  // odd rows: strided slices
+  kernels += check_layers<float>(128, 1 << 20, false, "each pass reads the row from memory");  // 4 MB rows: too long to keep
   kernels += check_layers<double>(300, 77, true, "strided rows");
   kernels += check_layers<fz::half>(300, 3000, true, "strided rows");
-  CHECK(kernels == 10 * 8);
+  CHECK(kernels == 12 * 8);
 }
 
 TEST_CASE("layer kernels: which expressions they take and which stay plans", "[layer][plan]") {
@@ -147,4 +151,22 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   compile_all(fz::bfloat16{});
   compile_all(std::int32_t{});
   CHECK(compiled == 20);
+}
+
+TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad names are errors", "[layer][tuning]") {
+  auto& t = fz::detail::tuning();
+  const fz::detail::Tuning saved = t;
+  auto x = fz::placeholder<float>({256, 65536});
+  auto softmax = [&] { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); };
+  fz::detail::set_tuning("cluster_slice=32768");
+  CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("a cluster of 2 blocks per row"));
+  fz::detail::set_tuning("max_cluster=1");  // no clusters: 256 KB rows do not fit one block's shared memory
+  CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("each pass reads the row from memory"));
+  t = saved;
+  CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("a cluster of 4 blocks per row"));
+  CHECK_THROWS_AS(fz::detail::set_tuning("cluster_slice"), fz::Error);
+  CHECK_THROWS_AS(fz::detail::set_tuning("max_cluster=3"), fz::Error);
+  CHECK_THROWS_AS(fz::detail::set_tuning("layer_block=100"), fz::Error);
+  CHECK_THROWS_WITH(fz::detail::set_tuning("nonsense=1"), Catch::Contains("known are"));
+  CHECK(t.cluster_slice == saved.cluster_slice);
 }

@@ -3,6 +3,7 @@
 // x / sum(x) and row statistics for row lengths from 1 to 65,536 (warp, block, kept and re-read rows),
 // every floating dtype, -inf and NaN rows, transposed and strided inputs, keepdims forms, in place,
 // determinism, one launch each; var's one pass accuracy.
+#include <cstring>
 #include <limits>
 
 #include "support.hpp"
@@ -83,13 +84,34 @@ template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed
 
 TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every row length", "[gpu][layers]") {
   for (std::int64_t D : {1, 7, 31, 1000, 1025, 8193}) check_rows<float>(std::max<std::int64_t>(3, 40000 / D), D, 7 + static_cast<unsigned>(D));
-  check_rows<float>(70, 65536, 11);  // rows too long for shared memory: each pass re-reads them
+  check_rows<float>(70, 65536, 11);  // 256 KB rows: a cluster of 4 blocks per row, 64 KB of it in each
   check_rows<double>(33, 1000, 12);
   check_rows<double>(5, 8193, 13);
   check_rows<fz::half>(100, 1000, 14);
   check_rows<fz::half>(9, 4099, 15);
   check_rows<fz::bfloat16>(100, 777, 16);
-  check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: kept in shared memory
+  check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: a cluster of 4 blocks per row
+  check_rows<float>(40, 100003, 18);          // a cluster of 8, odd rows: strided slices, the last one shorter
+  check_rows<double>(20, 70000, 19);          // a cluster of 8, 2-wide vectors
+}
+
+TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run", "[gpu][layers]") {
+  const auto hx = test::random<float>(static_cast<std::size_t>(70 * 65536), -30, 30, 23);
+  const auto x = fz::asarray(hx, {70, 65536});
+  auto softmax = [&] { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); };
+  const fz::KernelInfo k = fz::inspect(softmax());
+  INFO(k.variant);
+  CHECK_THAT(k.variant, Catch::Contains("a cluster of 4 blocks per row"));
+  CHECK_THAT(k.variant, Catch::Contains("the row kept in shared memory"));
+  fz::Array<float> first = softmax(), again = softmax();
+  const auto a = first.to_host(), b = again.to_host();
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  // each row sums to 1 (within float32's rounding over 65,536 terms)
+  for (std::size_t r = 0; r < 70; ++r) {
+    double s = 0;
+    for (std::size_t j = 0; j < 65536; ++j) s += a[r * 65536 + j];
+    CHECK(std::abs(s - 1) < 1e-4);
+  }
 }
 
 TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepdims forms and in place", "[gpu][layers]") {

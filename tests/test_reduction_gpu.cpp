@@ -156,6 +156,35 @@ TEST_CASE("every reduction x dtype x axis pattern matches the host reference", "
   CHECK(checked > 11 * 13 * 13);
 }
 
+TEST_CASE("every reduction x dtype over N and H*W around C (a batch norm's statistics) matches the host reference",
+          "[gpu][reductions][two_dims]") {
+  // inner rows of 2,080 elements (a whole number of 16-byte vectors for every dtype): each block streams
+  // part of one outer row; 2,091 (odd) and a strided view walk both dimensions element by element
+  const std::vector<Case> cases = {{{3, 5, 40, 52}, {0, 2, 3}}, {{3, 5, 40, 52}, {0, 2, 3}, true}, {{3, 5, 41, 51}, {0, 2, 3}},
+                                   {{3, 5, 40, 104}, {0, 2, 3}, false, false, 2}};
+  int checked = 0, failed = 0;
+  for (int o = static_cast<int>(Op::sum); o < static_cast<int>(Op::count_); ++o) {
+    const Op op = static_cast<Op>(o);
+    for (int di = 0; di < fz::kNumDTypes; ++di) {
+      const DType d = static_cast<DType>(di);
+      for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+        const Case& c = cases[ci];
+        const auto values = data_for(op, d, static_cast<std::size_t>(fz::numel(c.shape)), static_cast<unsigned>(o * 977 + di * 13 + ci));
+        const fz::ArrayBase base = test::upload(values, d, c.shape);
+        const fz::ArrayBase x = c.view == 2 ? base.sliced({{}, {}, {}, fz::Slice{{}, {}, -2}}) : base;
+        const auto host = c.view == 0 ? values : test::download(x.contiguous_copy());
+        const auto arg = axes_arg(c.axes, c.keepdims);
+        const auto want = test::reduce(op, d, fz::ir::reduction_result_dtype(op, d), host, x.shape(), mask_of(arg, 4));
+        const std::string what = fmt::format("shape {} view {}{}", fz::to_string(x.shape()), c.view, c.keepdims ? " keepdims" : "");
+        failed += compare(op, d, run(op, x, arg), want, what) > 0;
+        ++checked;
+      }
+    }
+  }
+  CHECK(failed == 0);
+  CHECK(checked == (static_cast<int>(Op::count_) - static_cast<int>(Op::sum)) * fz::kNumDTypes * 4);
+}
+
 TEST_CASE("reductions over an odd 119x127x143 array", "[gpu][reductions]") {
   const fz::Shape shape{119, 127, 143};
   for (DType d : {DType::float32, DType::int32, DType::float16, DType::float64}) {

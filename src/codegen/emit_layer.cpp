@@ -52,6 +52,19 @@ std::vector<int> waves_of(const ir::Graph& g) {
   return wave;
 }
 
+/// Hopper's thread block clusters in inline PTX (no cooperative_groups header to find at run time).
+void write_cluster_helpers(SourceWriter& w) {
+  w.line("__device__ __forceinline__ unsigned fz_cluster_rank() {{ unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r; }}");
+  w.line("// Every thread of every block of the cluster arrives; shared-memory writes before it are seen after it.");
+  w.line("__device__ __forceinline__ void fz_cluster_sync() {{ asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\"); }}");
+  w.line("// The same shared variable in block `rank` of the cluster (a generic address).");
+  w.line("template <class T> __device__ __forceinline__ const T* fz_cluster_peer(const T* p, unsigned rank) {{");
+  w.line("  unsigned long long q;");
+  w.line("  asm volatile(\"mapa.u64 %0, %1, %2;\" : \"=l\"(q) : \"l\"(p), \"r\"(rank));");
+  w.line("  return reinterpret_cast<const T*>(q);");
+  w.line("}}");
+}
+
 }  // namespace
 
 std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row) {
@@ -74,7 +87,8 @@ std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::a
 }
 
 GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::string_view name_given) {
-  const int K = v.n_outputs, np = v.n_params, V = v.vector_width, G = v.group;
+  const int K = v.n_outputs, np = v.n_params, V = v.vector_width, G = v.group, C = v.cluster;
+  if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the layer variant's differ");
   GeneratedKernel k = hashed_and_named(g, v, v.out_dtype[0], name_given);
 
@@ -123,7 +137,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     write_step_and_settle(fn, r.op, std::to_string(i));
     {
       auto f = fn.block("// The group's accumulators combined in a fixed order; every thread of the group gets the result.\n"
-                        "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2})", Acc, i, G <= kWarpThreads ? "" : fmt::format(", {}* scratch", Acc));
+                        "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2}{3})", Acc, i, G <= kWarpThreads ? "" : fmt::format(", {}* scratch", Acc),
+                        C > 1 ? fmt::format(", {}* slot", Acc) : "");
       fn.line("a = fz_settle{}(a);", i);
       fn.line("#pragma unroll");
       fn.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine{}(a, {});", std::min(G, kWarpThreads) / 2, i, r.op.shuffle);
@@ -135,6 +150,13 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         fn.line("__syncthreads();");
         fn.line("a = scratch[0];");
         fn.line("for (int w = 1; w < {}; ++w) a = fz_combine{}(a, scratch[w]);", G / kWarpThreads, i);
+        if (C > 1) {
+          fn.line("// The cluster's blocks (a slice of the row each) meet: every block combines all partials in rank order.");
+          fn.line("if (threadIdx.x == 0) *slot = a;");
+          fn.line("fz_cluster_sync();");
+          fn.line("a = *fz_cluster_peer(slot, 0);");
+          fn.line("for (unsigned q = 1; q < {}; ++q) a = fz_combine{}(a, *fz_cluster_peer(slot, q));", C, i);
+        }
         fn.line("return a;");
       }
     }
@@ -174,11 +196,14 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
 
   SourceWriter w;  // the kernel; written first, as it tells which helpers the prelude needs
   {
-  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", v.block, k.name, sig.list());
+  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}){} {}({})", v.block,
+                        C > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", C) : "", k.name, sig.list());
   const int rows_per_block = v.block / G;
   if (v.resident) w.line("extern __shared__ __align__(16) unsigned char fz_row_cache[];");
   if (G > kWarpThreads)
     for (std::size_t i = 0; i < reds.size(); ++i) w.line("__shared__ {} fz_scratch{}[{}];", reds[i].op.acc, i, G / kWarpThreads);
+  if (C > 1)
+    for (std::size_t i = 0; i < reds.size(); ++i) w.line("__shared__ {} fz_slot{};  // the block's partial, read by the cluster", reds[i].op.acc, i);
   w.line("const int lane = threadIdx.x % {};", G);
   const bool sub_warp = G < kWarpThreads;  // several rows per warp: its shuffles need every lane
   if (sub_warp) {
@@ -187,10 +212,20 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     w.line("const long long row_here = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
     w.line("const bool live = row_here < n_rows;");
     w.line("const long long row = live ? row_here : n_rows - 1;");
+  } else if (C > 1) {
+    w.line("const long long row = (long long)blockIdx.x / {};", C);
+    w.line("if (row >= n_rows) return;  // uniform over the cluster");
+    w.line("// This block's slice of the row: whole vectors, the last block's may be shorter.");
+    w.line("const long long fz_slice = ((n_red + {0}) / {1} + {2}) / {3} * {3};", C - 1, C, V - 1, V);
+    w.line("const unsigned fz_rank = fz_cluster_rank();");
+    w.line("const long long fz_lo = fz_rank * fz_slice < n_red ? fz_rank * fz_slice : n_red;");
+    w.line("const long long fz_hi = fz_lo + fz_slice < n_red ? fz_lo + fz_slice : n_red;");
   } else {
     w.line("const long long row = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
     w.line("if (row >= n_rows) return;  // uniform over the group: {}", G == kWarpThreads ? "a warp" : "the whole block");
   }
+  // The range this block covers along the row, and where element j sits in its cache.
+  const std::string lo = C > 1 ? "fz_lo + " : "", hi = C > 1 ? "fz_hi" : "n_red", at_j = C > 1 ? "j - fz_lo" : "j";
   const std::string if_live = sub_warp ? "if (live) " : "";
   {
     std::vector<std::pair<std::string, std::string>> targets;
@@ -202,7 +237,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     if (!varies(p)) w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("in{0}[k{0}]", p)));
   if (v.resident) {
     w.line("// The row's cached inputs: {} rows per block, each padded to 16 elements.", rows_per_block);
-    w.line("const long long fz_pad = (n_red + 15) / 16 * 16;");
+    w.line("const long long fz_pad = ({} + 15) / 16 * 16;", C > 1 ? "fz_slice" : "n_red");
     w.line("unsigned char* fz_at = fz_row_cache;");
     for (int p = 0; p < np; ++p) {
       if (v.role[p] != LayerRole::cached) continue;
@@ -210,7 +245,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, storage_type(pdt[p]));
     }
   }
-  if (V > 1) w.line("const long long n_vec = n_red / {0} * {0};", V);
+  if (V > 1 && C > 1) w.line("const long long n_vec = fz_lo + (fz_hi - fz_lo) / {0} * {0};", V);
+  else if (V > 1) w.line("const long long n_vec = n_red / {0} * {0};", V);
 
   std::vector<std::string> base(g.nodes.size());
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
@@ -246,14 +282,15 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     }
     // The loop body over element `j` (`e`: its lane in a vector, or empty for scalar accesses).
     auto body = [&](const std::string& j, bool vector) {
+      const std::string cache_index = j == "j" ? at_j : j;
       for (int p : reads) {
         const std::string raw = vector ? fmt::format("v{}.v[e]", p)
-                                : from_cache(p) ? fmt::format("c{}[{}]", p, j)
+                                : from_cache(p) ? fmt::format("c{}[{}]", p, cache_index)
                                 : V > 1 ? fmt::format("in{0}[k{0} + {1}]", p, j)
                                         : fmt::format("in{0}[k{0} + {1} * rst{0}]", p, j);
         if (!vector && to_cache(p)) {
           w.line("const {} raw{} = {};", storage_type(pdt[p]), p, raw);
-          w.line("c{}[{}] = raw{};", p, j, p);
+          w.line("c{}[{}] = raw{};", p, cache_index, p);
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("raw{}", p)));
         } else {
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], raw));
@@ -276,11 +313,11 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     };
     if (V > 1) {
       w.line("#pragma unroll 4");
-      auto loop = w.block("for (long long j = (long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G);
+      auto loop = w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
       for (int p : reads) {
-        const std::string src = from_cache(p) ? fmt::format("c{}", p) : fmt::format("in{0} + k{0}", p);
-        w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>({3} + j);", storage_type(pdt[p]), V, p, src);
-        if (to_cache(p)) w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(c{2} + j) = v{2};", storage_type(pdt[p]), V, p);
+        const std::string at = from_cache(p) ? fmt::format("c{} + {}", p, C > 1 ? "(j - fz_lo)" : "j") : fmt::format("in{0} + k{0} + j", p);
+        w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>({3});", storage_type(pdt[p]), V, p, at);
+        if (to_cache(p)) w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(c{2} + {3}) = v{2};", storage_type(pdt[p]), V, p, C > 1 ? "(j - fz_lo)" : "j");
       }
       if (final_pass)
         for (int o = 0; o < K; ++o)
@@ -296,14 +333,14 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
             w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + ko{2} + j) = o{2};", storage_type(v.out_dtype[o]), V, o, if_live);
     }
     {
-      auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < n_red; j += {})", G)
-                        : w.block("for (long long j = lane; j < n_red; j += {})", G);
+      auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < {}; j += {})", hi, G)
+                        : w.block("for (long long j = {}lane; j < {}; j += {})", lo, hi, G);
       body("j", false);
     }
     for (std::size_t i : in_wave) {
       const Op op = g.nodes[reds[i].node].op;
-      w.line("const {} r{} = fz_result{}(fz_row_reduce{}(a{}{}), {});", compute_type(g.dtype(reds[i].node)), i, i, i, i,
-             G <= kWarpThreads ? "" : fmt::format(", fz_scratch{}", i),
+      w.line("const {} r{} = fz_result{}(fz_row_reduce{}(a{}{}{}), {});", compute_type(g.dtype(reds[i].node)), i, i, i, i,
+             G <= kWarpThreads ? "" : fmt::format(", fz_scratch{}", i), C > 1 ? fmt::format(", &fz_slot{}", i) : "",
              op == Op::mean || op == Op::var ? fmt::format("divisor{}", i) : "0.0");
     }
   }
@@ -311,7 +348,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   bool any_row = false;
   for (int o = 0; o < K; ++o) any_row = any_row || v.out_per_row[o];
   if (any_row) {
-    auto once = w.block("if (lane == 0{})", sub_warp ? " && live" : "");
+    auto once = w.block("if (lane == 0{})", sub_warp ? " && live" : C > 1 ? " && fz_rank == 0" : "");
     std::vector<std::uint32_t> roots;
     for (int o = 0; o < K; ++o)
       if (v.out_per_row[o]) roots.push_back(g.outputs[static_cast<std::size_t>(o)]);
@@ -322,12 +359,14 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       if (v.out_per_row[o])
         w.line("out{0}[ko{0}] = {1};", o, store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], value[g.outputs[o]]));
   }
+  if (C > 1) w.line("fz_cluster_sync();  // no block leaves while another may still read its partials");
   }
   SourceWriter head;
   head.line("// Generated by fusion. Kernel {}: {}.", k.name, v.describe());
   write_prelude(head, ctx, heavy);
   if (rk > 0) head.line("struct FzKept {{ long long v[{}]; }};", rk);
   if (V > 1) head.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};");
+  if (C > 1) write_cluster_helpers(head);
   head.blank().text(fn.str());
   k.source = head.str() + w.str();
   return k;

@@ -3,7 +3,8 @@
 // and whose results meet the rows again (softmax, layer norm, RMSNorm, x / sum(x), var per row, a tie
 // of row reductions). A group of threads owns a row; each reduction is one pass over it; the row's
 // inputs are read from memory once and kept in shared memory when they fit (resident), else re-read
-// (looped, served mostly from L2). Sizes and strides are kernel arguments, as everywhere.
+// (looped, served mostly from L2); a row too long for one block's shared memory can be split over a
+// cluster of blocks. Sizes and strides are kernel arguments, as everywhere.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -23,6 +24,9 @@ enum class LayerRole : std::uint8_t {
 struct LayerVariant {
   std::uint16_t block = 256;       ///< threads per block
   std::uint16_t group = 32;        ///< threads per row: 32 (a warp) or `block` (the whole block)
+  std::uint8_t cluster = 1;        ///< blocks per row (a Hopper thread block cluster): each block keeps a
+                                   ///< slice of the row and the blocks combine their partials through
+                                   ///< distributed shared memory; 1: one block (or less) per row
   std::uint8_t vector_width = 1;   ///< elements per 16-byte access along the row (1: strided rows)
   bool resident = false;           ///< some input is cached in shared memory
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__

@@ -90,6 +90,10 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(0x1a);  // tells layer variants from the others
   h.add_u32(block);
   h.add_u32(group);
+  if (cluster > 1) {  // tagged, so kernels of one block per row keep their hashes (0xc1 is no vector width)
+    h.add_byte(0xc1);
+    h.add_byte(cluster);
+  }
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -107,6 +111,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 std::string LayerVariant::describe() const {
   std::string s = fmt::format("layer, {} per row ({} threads per block)",
                               group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} threads", group), block);
+  if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
   s += resident ? ", the row kept in shared memory" : ", each pass reads the row from memory";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   s += fmt::format(", kept rank {}", rank_kept);

@@ -14,6 +14,7 @@
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/layout.hpp"
 #include "runtime/exec/reduce_layout.hpp"
+#include "runtime/exec/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -187,27 +188,44 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   }
   v.vector_width = static_cast<std::uint8_t>(V);
 
+  // Without a device (fz::inspect on a machine without a GPU) plan for an H100.
+  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
+  const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
+  const bool clusters = device < 0 || properties_of(device).compute_capability_major >= 9;
+  std::size_t cached_bytes = 0;  // per element of the row
+  for (int p = 0; p < np; ++p)
+    if (v.role[p] == LayerRole::cached) cached_bytes += itemsize(L.params[p]->dtype());
+
+  // A row longer than one block handles best (tuning().cluster_slice elements) is split over a cluster
+  // of blocks, each keeping its slice of the cached inputs in shared memory, when the slices fit; else
+  // one block per row keeps what fits or re-reads it.
+  const std::int64_t r = L.n_red;
+  auto slice_of = [&](std::int64_t c) { return ((r + c - 1) / c + V - 1) / V * V; };
+  auto padded_bytes = [&](std::int64_t elements) { return static_cast<std::size_t>((elements + 15) / 16 * 16) * cached_bytes; };
+  std::int64_t C = 1;
+  if (clusters && cached_bytes > 0 && r > tuning().cluster_slice) {
+    while (C < tuning().max_cluster && (slice_of(C) > tuning().cluster_slice || padded_bytes(slice_of(C)) > limit)) C *= 2;
+    if (padded_bytes(slice_of(C)) > limit) C = 1;
+  }
+  v.cluster = static_cast<std::uint8_t>(C);
+  const std::int64_t span = C > 1 ? slice_of(C) : r;  // what one block covers of its row
+
   // A warp per short row, or a part of a warp: enough lanes for about kAccessesPerLane 16-byte accesses
   // each (a row of 128 float32, 32 vectors: 8 lanes, 4 rows per warp, three shuffle levels); a block per
   // long one, wider for longer rows so each thread keeps a few 16-byte loads in flight.
-  const std::int64_t r = L.n_red;
   std::int64_t lanes = 1;
-  while (lanes < codegen::kWarpThreads && lanes * V * codegen::kAccessesPerLane < r) lanes *= 2;
-  v.group = static_cast<std::uint16_t>(r <= 1024 ? lanes : r <= 4096 ? 256 : r <= 16384 ? 512 : 1024);
-  v.block = static_cast<std::uint16_t>(r <= 1024 ? codegen::kBlockThreads : v.group);
+  while (lanes < codegen::kWarpThreads && lanes * V * codegen::kAccessesPerLane < span) lanes *= 2;
+  v.group = static_cast<std::uint16_t>(span <= 1024 ? lanes : span <= 4096 ? 256 : span <= 16384 ? 512 : 1024);
+  if (span > 1024 && tuning().layer_block > 0) v.group = static_cast<std::uint16_t>(tuning().layer_block);
+  v.block = static_cast<std::uint16_t>(span <= 1024 ? codegen::kBlockThreads : v.group);
   const std::int64_t rows_per_block = v.block / v.group;
-  L.blocks = (L.n_rows + rows_per_block - 1) / rows_per_block;
+  L.blocks = (L.n_rows + rows_per_block - 1) / rows_per_block * C;
 
-  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
   if (r > kShortRow && L.blocks * 2 < sms)
     return fail(why_not, fmt::format("{} rows of {} elements leave most SMs idle: split reductions fill the device", L.n_rows, r));
 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
-  const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
-  const std::int64_t pad = (r + 15) / 16 * 16;
-  std::size_t bytes = 0;
-  for (int p = 0; p < np; ++p)
-    if (v.role[p] == LayerRole::cached) bytes += static_cast<std::size_t>(rows_per_block * pad) * itemsize(L.params[p]->dtype());
+  const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = bytes > 0 && bytes <= limit;
   if (!v.resident)
     for (int p = 0; p < np; ++p)
@@ -231,8 +249,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   bool element_outputs = false;
   for (int k = 0; k < K; ++k) element_outputs = element_outputs || !S.per_row[k];
   const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
-  const std::size_t row_bytes = static_cast<std::size_t>(r) * (bytes > 0 ? bytes / static_cast<std::size_t>(rows_per_block * pad) : 0);
-  L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}", waves, waves == 1 ? "" : "es", L.n_rows, r,
+  const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
+  L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es", L.n_rows, r,
+                      C > 1 ? fmt::format(", each row split over a cluster of {} blocks (one SM cannot hold it)", C) : "",
                       v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
                       : bytes > 0 ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2", bytes)
                                   : "");

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/exec/tuning.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <string>
+
+#include "fusion/error.hpp"
+
+namespace fusion::detail {
+
+Tuning& tuning() {
+  static Tuning t;
+  return t;
+}
+
+void set_tuning(std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  const std::string_view name = assignment.substr(0, eq);
+  std::int64_t value = 0;
+  const std::string_view text = eq == std::string_view::npos ? std::string_view() : assignment.substr(eq + 1);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
+    throw Error(fmt::format("tuning '{}': expected name=value with a non-negative integer value", assignment));
+  Tuning& t = tuning();
+  if (name == "cluster_slice" && value > 0) t.cluster_slice = value;
+  else if (name == "max_cluster" && value >= 1 && value <= 8 && (value & (value - 1)) == 0) t.max_cluster = static_cast<int>(value);
+  else if (name == "layer_block" && (value == 0 || (value >= 64 && value <= 1024 && (value & (value - 1)) == 0))) t.layer_block = static_cast<int>(value);
+  else
+    throw Error(fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a power of two)", assignment));
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layout thresholds a benchmark may override to measure alternatives in one run (fusion-bench --tune).
+// Every choice they steer is part of the kernel's variant, so kernel names and caches stay exact.
+// Not an API: programs get the defaults, which come from measurements on an H100 (bench/results).
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace fusion::detail {
+
+struct Tuning {
+  std::int64_t cluster_slice = 16384;  ///< elements of a row one block of a cluster keeps (layer kernels)
+  int max_cluster = 8;                 ///< blocks per cluster at most (8: the portable cluster size)
+  int layer_block = 0;                 ///< threads per row of a long-row layer kernel (0: the layout's choice)
+};
+
+/// The process's tuning (defaults unless a benchmark changed them).
+Tuning& tuning();
+
+/// Sets one field from "name=value"; throws fusion::Error naming the fields for an unknown one.
+void set_tuning(std::string_view assignment);
+
+}  // namespace fusion::detail
