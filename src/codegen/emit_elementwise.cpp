@@ -187,6 +187,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
           in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : v.access[p] == Access::row ? fmt::format("per_row{}", p) : along(p));
         return in;
       };
+      w.line("#pragma unroll 4  // a few accesses per thread along the row: their loads in flight together");
       auto cols_loop = w.block("for (long long col = ((long long)blockIdx.x * lanes + lane) * {0}; col < cols; col += (long long)gridDim.x * lanes * {0})", V);
       if (V > 1) {
         w.line("// {} elements per 16-byte access: rows hold a multiple of {} and every pointer and row offset is aligned.", V, V);

@@ -146,10 +146,18 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         fn.line("const int fz_lane0 = {};  // the group's first lane", G == kWarpThreads ? "0" : fmt::format("(threadIdx.x % 32) & ~{}", G - 1));
         fn.line("return {};", r.op.from_lane0);
       } else {
+        // Every warp combines the warps' results as a shuffle tree (a few levels, not one long chain of
+        // combines: a Welford combine divides) and takes lane 0's: the same order, so the same bits, in each.
+        const int W = G / kWarpThreads;
         fn.line("if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;");
         fn.line("__syncthreads();");
-        fn.line("a = scratch[0];");
-        fn.line("for (int w = 1; w < {}; ++w) a = fz_combine{}(a, scratch[w]);", G / kWarpThreads, i);
+        fn.line("a = threadIdx.x % 32 < {} ? scratch[threadIdx.x % 32] : fz_identity{}();", W, i);
+        fn.line("#pragma unroll");
+        fn.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine{}(a, {});", W / 2, i, r.op.shuffle);
+        fn.line("{{");
+        fn.line("  const int fz_lane0 = 0;");
+        fn.line("  a = {};", r.op.from_lane0);
+        fn.line("}}");
         if (C > 1) {
           fn.line("// The cluster's blocks (a slice of the row each) meet: every block combines all partials in rank order.");
           fn.line("if (threadIdx.x == 0) *slot = a;");

@@ -27,6 +27,7 @@ extern "C" __global__ void __launch_bounds__(256) fz_gt_mul_where_f64_1eddf9c9d2
     o0 += rest * st0.v[0];
     o1 += rest * st1.v[0];
     const long long base = row * cols;  // the outputs' row
+    #pragma unroll 4  // a few accesses per thread along the row: their loads in flight together
     for (long long col = ((long long)blockIdx.x * lanes + lane) * 2; col < cols; col += (long long)gridDim.x * lanes * 2) {
       // 2 elements per 16-byte access: rows hold a multiple of 2 and every pointer and row offset is aligned.
       const FzVec<unsigned short, 2> v0 = *reinterpret_cast<const FzVec<unsigned short, 2>*>(in0 + o0 + col);

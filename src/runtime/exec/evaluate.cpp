@@ -147,8 +147,13 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
     while (lanes < codegen::kBlockThreads && lanes < vectors) lanes *= 2;
     a.count(codegen::Count::lanes) = lanes;
     const std::int64_t per_block = codegen::kBlockThreads / lanes;
-    grid.x = std::min<std::int64_t>((vectors + lanes - 1) / lanes, codegen::kMaxGridX);
     grid.y = std::min<std::int64_t>((rows + per_block - 1) / per_block, codegen::kMaxGridY);
+    // Along the row: a vector per thread at most, kAccessesPerLane at least (loads in flight, the row's
+    // offsets computed once for several), and as many blocks between as fill the device.
+    const std::int64_t most = (vectors + lanes - 1) / lanes;
+    const std::int64_t least = (vectors + lanes * codegen::kAccessesPerLane - 1) / (lanes * codegen::kAccessesPerLane);
+    const std::int64_t fill = (std::int64_t{properties_of(stream->device).multiprocessor_count} * codegen::kBlocksPerSm + grid.y - 1) / grid.y;
+    grid.x = std::min<std::int64_t>(std::clamp(fill, least, most), codegen::kMaxGridX);
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
   }

@@ -43,9 +43,10 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
 bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t target) {
   codegen::ReduceVariant& v = L.v;
   const std::int64_t outer = L.rshape[0], row = L.rshape[1], V = v.vector_width;
-  // about `target` blocks in all, each streaming at least four vectors per thread
+  // about `target` blocks in all, each thread streaming about kLongRowAccesses vectors
   const std::int64_t wanted = std::max<std::int64_t>(1, (target + L.blocks * outer - 1) / (L.blocks * outer));
-  const std::int64_t longest = (row + kBlockThreads * V * 4 - 1) / (kBlockThreads * V * 4);
+  const std::int64_t per_block = std::int64_t{kBlockThreads} * V * codegen::kLongRowAccesses;
+  const std::int64_t longest = (row + per_block - 1) / per_block;
   const std::int64_t parts = std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
   const std::int64_t chunk = ((row + parts - 1) / parts + V - 1) / V * V;
   const std::int64_t per_row = (row + chunk - 1) / chunk;  // what the kernel computes from chunk
