@@ -12,7 +12,7 @@ namespace fusion {
 
 /// What an expression compiles to. Works on placeholder arrays on a machine without a GPU.
 struct KernelInfo {
-  std::string name;        ///< the kernel symbol: fz_<ops>_<dtype>_<hash> or <user name>_<hash>
+  std::string name;        ///< the kernel symbol: `fz_<ops>_<dtype>_<hash>` or `<given name>_<hash>`
   std::uint64_t hash = 0;  ///< stable hash of the canonical IR and layout variant
   std::string source;      ///< the generated CUDA source
   std::string variant;     ///< the layout variant in words ("contiguous, 16-byte vectors, 32-bit index")
