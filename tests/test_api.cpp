@@ -93,3 +93,13 @@ TEST_CASE("inspect_into shows the copy step when the output overlaps an input in
   // a result of another shape replaces the array: nothing to copy
   CHECK(fz::inspect_into(x, fz::sum(x, 0)).kernels == 1);
 }
+
+TEST_CASE("expressions read back as arrays do: to_host() and item() types", "[api]") {
+  auto p = fz::placeholder<float>({3});
+  auto i = fz::placeholder<std::int32_t>({3});
+  STATIC_REQUIRE(std::is_same_v<decltype((p + 1.f).to_host()), std::vector<float>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::sum(i).item()), std::int64_t>);  // NumPy's sum of int32
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::mean(i).item()), double>);
+  // a placeholder has no data: evaluating it is an error, with or without a GPU
+  CHECK_THROWS_AS((p + 1.f).to_host(), fz::Error);
+}

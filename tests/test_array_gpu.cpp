@@ -180,3 +180,56 @@ TEST_CASE("from_device: another owner's memory as an array, views, ordering afte
   std::vector<float> host(16, 1.f);
   CHECK_THROWS_WITH(fz::from_device(host.data(), {16}), Catch::Contains("not memory CUDA knows"));
 }
+
+TEST_CASE("expressions read back directly; fill writes through views", "[gpu][arrays]") {
+  const auto hx = test::random<float>(1000, -1, 1, 31), hy = test::random<float>(1000, -1, 1, 32);
+  auto x = fz::asarray(hx), y = fz::asarray(hy);
+  double dot = 0;
+  for (std::size_t i = 0; i < hx.size(); ++i) dot += static_cast<double>(hx[i] * hy[i]);
+  CHECK(std::abs(fz::sum(x * y).item() - dot) < 1e-4);  // one kernel, then one element read
+  const std::vector<float> plus = (x + 1.f).to_host();
+  REQUIRE(plus.size() == hx.size());
+  for (std::size_t i = 0; i < hx.size(); ++i) CHECK(plus[i] == hx[i] + 1.f);
+  CHECK_THROWS_AS((x + 1.f).item(), fz::ShapeError);  // 1,000 elements
+
+  fz::Array<std::int32_t> m = fz::asarray(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  fz::Array<std::int32_t> col = m.slice({{}, fz::Slice{1, 2}});
+  col.fill(-7);
+  CHECK(m.to_host() == std::vector<std::int32_t>{1, -7, 3, 4, -7, 6});
+  CHECK(m.fill(9).to_host() == std::vector<std::int32_t>(6, 9));
+}
+
+TEST_CASE("copies through pinned buffers run on the stream and return at once; views in C order", "[gpu][arrays][pinned]") {
+  const auto hv = test::random<float>(6, -50, 50, 41);
+  auto a = fz::asarray(hv, {2, 3});
+  fz::PinnedBuffer<float> buffer(6);
+  std::fill(buffer.begin(), buffer.end(), -1.f);  // poison
+  a.copy_to(buffer);
+  buffer.synchronize();
+  CHECK(std::vector<float>(buffer.begin(), buffer.end()) == hv);
+
+  fz::PinnedBuffer<float> transposed(6);
+  a.transpose().copy_to(transposed);  // a transposed view: its elements in its own C order
+  transposed.synchronize();
+  CHECK(std::vector<float>(transposed.begin(), transposed.end()) == std::vector<float>{hv[0], hv[3], hv[1], hv[4], hv[2], hv[5]});
+
+  // host -> device into a fresh array, then into a strided view (every other column of a 2x6 array)
+  fz::PinnedBuffer<float> in(6);
+  for (std::size_t i = 0; i < 6; ++i) in[i] = static_cast<float>(i) + 0.5f;
+  fz::Array<float> b = fz::full<float>({2, 3}, -9.f);
+  b.copy_from(in);
+  CHECK(b.to_host() == std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f});
+  fz::Array<float> wide = fz::full<float>({2, 6}, 0.f);
+  wide.slice({{}, fz::Slice{{}, {}, 2}}).copy_from(in);
+  CHECK(wide.to_host() == std::vector<float>{0.5f, 0, 1.5f, 0, 2.5f, 0, 3.5f, 0, 4.5f, 0, 5.5f, 0});
+
+  // a buffer dropped with its copy in flight: freed only after the copy (a large one, to be in flight)
+  auto big = fz::full<float>({1 << 24}, 2.f);
+  { fz::PinnedBuffer<float> gone(1 << 24); big.copy_to(gone); }
+  fz::current_stream().synchronize();
+
+  fz::PinnedBuffer<float> small(5);
+  CHECK_THROWS_AS(a.copy_to(small), fz::ShapeError);
+  CHECK_THROWS_AS(b.copy_from(small), fz::ShapeError);
+  CHECK_THROWS_AS(fz::placeholder<float>({6}).copy_to(buffer), fz::Error);
+}

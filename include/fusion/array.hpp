@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fusion/evaluate.hpp"
+#include "fusion/pinned.hpp"
 #include "fusion/ops.hpp"
 
 namespace fusion {
@@ -61,6 +62,17 @@ template <class T> class Array : public ArrayBase {
       download(v.data());
       return v;
     }
+  }
+  /// Enqueues a copy of the elements, in C order, into `dst` on the current stream and returns at once;
+  /// read `dst` after `dst.synchronize()` (or the stream's). ShapeError when the sizes differ.
+  void copy_to(const PinnedBuffer<T>& dst) const { download_async(dst.memory()); }
+  /// Enqueues a copy of `src` (C order) into this array (a view writes through) and returns at once;
+  /// `src` must not change until the copy completed (`src.synchronize()`).
+  void copy_from(const PinnedBuffer<T>& src) { upload_async(src.memory()); }
+  /// Every element set to `value`, in place (views write through); one kernel on the current stream.
+  Array& fill(T value) {
+    detail::assign(*this, expr::Scalar<T>{{}, value}, detail::AssignMode::into);
+    return *this;
   }
   /// The single element of a size-1 array (synchronizes).
   T item() const {
@@ -138,5 +150,8 @@ template <Element T> Array<T> asarray(const std::vector<T>& host) {
 
 /// Evaluates an expression into an Array of its own (promoted) type.
 template <Expression E> auto eval(const E& e) { return Array<TypeOf<std::decay_t<E>::dtype>>(e); }
+
+template <class Derived> auto expr::Node<Derived>::to_host() const { return eval(static_cast<const Derived&>(*this)).to_host(); }
+template <class Derived> auto expr::Node<Derived>::item() const { return eval(static_cast<const Derived&>(*this)).item(); }
 
 }  // namespace fusion

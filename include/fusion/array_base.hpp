@@ -24,6 +24,8 @@ struct Slice {
   std::int64_t step = 1;
 };
 
+class PinnedMemory;
+
 class ArrayBase {
  public:
   DType dtype() const { return dtype_; }
@@ -74,6 +76,10 @@ class ArrayBase {
   static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage);
   void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()
   void download(void* host) const;                   ///< this -> host; waits for the current stream
+  /// this -> `host` (page-locked, exactly nbytes()), enqueued on the current stream; returns at once.
+  void download_async(PinnedMemory& host) const;
+  /// `host` (page-locked, exactly nbytes()) -> this (a view writes through), enqueued; returns at once.
+  void upload_async(PinnedMemory& host);
   ArrayBase reshaped(Shape shape) const;             ///< a view when the layout allows, else a copy
   ArrayBase transposed(std::vector<int> axes) const; ///< reversed axes when `axes` is empty
   ArrayBase sliced(const std::vector<Slice>& per_axis) const;

@@ -65,10 +65,13 @@ struct ExpressionBase {};
 
 namespace expr {
 
-/// Marker base of every node; `astype<U>()` works on any expression.
+/// Marker base of every node; `astype<U>()` works on any expression, and `to_host()` / `item()` evaluate
+/// it and read the result (`fz::sum(x * y).item()`), as on an array.
 template <class Derived> struct Node : ExpressionBase {
   using is_fusion_expr = void;
   template <Element U> auto astype() const;
+  auto to_host() const;  ///< evaluates into a new array, then its elements in C order (defined in array.hpp)
+  auto item() const;     ///< evaluates; the single element of a one-element result (ShapeError otherwise)
 };
 
 /// An array read by reference (an lvalue Array that outlives the expression).

@@ -14,6 +14,7 @@
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/ops.hpp"
+#include "fusion/pinned.hpp"
 #include "fusion/print.hpp"
 #include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
