@@ -164,6 +164,12 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("each pass reads the row from memory"));
   t = saved;
   CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("a cluster of 4 blocks per row"));
+  fz::detail::set_tuning("layer_fit_blocks=1");  // 64 KB slices: three blocks of 512 threads per SM
+  const fz::KernelInfo capped = fz::inspect(softmax());
+  CHECK_THAT(capped.variant, Catch::Contains("registers capped for 3 blocks per SM"));
+  CHECK_THAT(capped.source, Catch::Contains("__launch_bounds__(512, 3)"));
+  CHECK(!capped.arch.empty());
+  t = saved;
   CHECK_THROWS_AS(fz::detail::set_tuning("cluster_slice"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("max_cluster=3"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("layer_block=100"), fz::Error);

@@ -20,6 +20,7 @@ struct DeviceProperties {
   std::size_t total_memory = 0;
   std::size_t l2_cache_bytes = 0;
   std::size_t max_shared_bytes_per_block = 0;  ///< dynamic shared memory a kernel may opt in to (H100: 227 KB)
+  std::size_t max_shared_bytes_per_sm = 0;     ///< shared memory of one multiprocessor (H100: 228 KB)
   int arch() const { return compute_capability_major * 10 + compute_capability_minor; }
 };
 

@@ -204,7 +204,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
 
   SourceWriter w;  // the kernel; written first, as it tells which helpers the prelude needs
   {
-  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}){} {}({})", v.block,
+  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}{}){} {}({})", v.block,
+                        v.min_blocks > 0 ? fmt::format(", {}", v.min_blocks) : "",
                         C > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", C) : "", k.name, sig.list());
   const int rows_per_block = v.block / G;
   if (v.resident) w.line("extern __shared__ __align__(16) unsigned char fz_row_cache[];");

@@ -94,6 +94,10 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0xc1);
     h.add_byte(cluster);
   }
+  if (min_blocks > 0) {  // tagged likewise
+    h.add_byte(0xb1);
+    h.add_byte(min_blocks);
+  }
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -111,6 +115,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 std::string LayerVariant::describe() const {
   std::string s = fmt::format("layer, {} per row ({} threads per block)",
                               group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} threads", group), block);
+  if (min_blocks > 0) s += fmt::format(", registers capped for {} blocks per SM", min_blocks);
   if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
   s += resident ? ", the row kept in shared memory" : ", each pass reads the row from memory";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");

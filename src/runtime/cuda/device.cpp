@@ -44,6 +44,7 @@ const DeviceProperties& properties_of(int id) {
     p->max_threads_per_multiprocessor = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
     p->l2_cache_bytes = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
     p->max_shared_bytes_per_block = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    p->max_shared_bytes_per_sm = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
     FUSION_CU(cuDeviceTotalMem, &p->total_memory, dev);
     cache[id] = std::move(p);
   }

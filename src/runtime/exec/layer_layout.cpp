@@ -230,6 +230,12 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = bytes > 0 && bytes <= limit;
+  if (tuning().layer_fit_blocks && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
+    const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
+    const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
+    const std::int64_t by_threads = 2048 / v.block;
+    v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32));
+  }
   if (!v.resident)
     for (int p = 0; p < np; ++p)
       if (v.role[p] == LayerRole::cached) v.role[p] = LayerRole::stream;

@@ -26,9 +26,10 @@ void set_tuning(std::string_view assignment) {
   Tuning& t = tuning();
   if (name == "cluster_slice" && value > 0) t.cluster_slice = value;
   else if (name == "max_cluster" && value >= 1 && value <= 8 && (value & (value - 1)) == 0) t.max_cluster = static_cast<int>(value);
+  else if (name == "layer_fit_blocks" && value <= 1) t.layer_fit_blocks = static_cast<int>(value);
   else if (name == "layer_block" && (value == 0 || (value >= 64 && value <= 1024 && (value & (value - 1)) == 0))) t.layer_block = static_cast<int>(value);
   else
-    throw Error(fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a power of two)", assignment));
+    throw Error(fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a power of two), layer_fit_blocks=0|1", assignment));
 }
 
 }  // namespace fusion::detail

@@ -12,6 +12,8 @@ struct Tuning {
   std::int64_t cluster_slice = 16384;  ///< elements of a row one block of a cluster keeps (layer kernels)
   int max_cluster = 8;                 ///< blocks per cluster at most (8: the portable cluster size)
   int layer_block = 0;                 ///< threads per row of a long-row layer kernel (0: the layout's choice)
+  int layer_fit_blocks = 0;            ///< 1: cap a long-row layer kernel's registers so as many blocks fit an SM
+                                       ///< as its shared memory allows (__launch_bounds__' second argument)
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).
