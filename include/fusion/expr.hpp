@@ -206,6 +206,20 @@ template <class A> struct Named : Node<Named<A>> {
   void pack(detail::ArgSink& s) const { a.pack(s); }
 };
 
+/// `A`, with the kernel(s) of the assignment it is part of compiled with approximate float32 math.
+template <class A> struct FastMath : Node<FastMath<A>> {
+  static constexpr DType dtype = A::dtype;
+  static constexpr int n_arrays = A::n_arrays, n_scalars = A::n_scalars, n_reductions = A::n_reductions;
+  static constexpr int n_functions = A::n_functions;
+  A a;
+  static std::uint32_t lower(ir::Graph& g) {
+    const std::uint32_t r = A::lower(g);
+    g.fast_math = true;
+    return r;
+  }
+  void pack(detail::ArgSink& s) const { a.pack(s); }
+};
+
 /// A reduction of `A` to dtype `Result` over the axes in `arg` (known only at run time, like shapes).
 template <ir::Op OP, DType Result, class A> struct Reduce : Node<Reduce<OP, Result, A>> {
   static constexpr DType dtype = Result;

@@ -259,6 +259,8 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<std::uint32_t> outputs;
   std::uint32_t n_inputs = 0, n_scalars = 0, n_reductions = 0, n_functions = 0;
+  /// Compiled with approximate float32 math (fz::FastMath, fz::fast_math(e)): part of the hash and name.
+  bool fast_math = false;
 
   // Builders used by lowering: they insert the casts the typing rules require.
   std::uint32_t input(DType d);

@@ -143,6 +143,13 @@ template <Element U, Operand A> auto cast(A&& a) {
   return expr::Cast<dtype_of<U>, decltype(x)>{{}, std::move(x)};
 }
 
+/// Compiles the kernel(s) of the assignment `e` is part of with approximate float32 math, as inside an
+/// fz::FastMath scope: `y = fz::fast_math(fz::exp(x) / s)`. Float64 math stays exact; see fz::FastMath.
+template <Operand A> auto fast_math(A&& a) {
+  auto x = detail::to_node(std::forward<A>(a));
+  return expr::FastMath<decltype(x)>{{}, std::move(x)};
+}
+
 /// Gives the kernel a readable name: `named("squared_diff", e)` compiles to `squared_diff_<hash>`.
 template <Operand A> auto named(std::string name, A&& a) {
   auto x = detail::to_node(std::forward<A>(a));

@@ -30,6 +30,8 @@ template <class V> GeneratedKernel hashed_and_named(const ir::Graph& g, const V&
   GeneratedKernel k;
   k.hash = h.digest();
   k.name = kernel_name(g, out, k.hash, name_given);
+  // approximate float32 division, square root, exp/log/sin/cos... and flush-to-zero (NVRTC's own switch)
+  if (g.fast_math) k.options.push_back("-use_fast_math");
   return k;
 }
 

@@ -75,6 +75,7 @@ std::uint32_t Graph::call(DType result, const std::uint32_t* args, const DType* 
 
 Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative) {
   Graph out;
+  out.fast_math = g.fast_math;
   out.n_inputs = g.n_inputs;
   out.n_scalars = g.n_scalars;
   out.n_reductions = g.n_reductions;

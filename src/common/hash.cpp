@@ -50,6 +50,7 @@ std::uint64_t hash(const Graph& g) {
   }
   h.add_u32(static_cast<std::uint32_t>(g.outputs.size()));
   for (std::uint32_t o : g.outputs) h.add_u32(o);
+  if (g.fast_math) h.add("fast math");  // appended, so precise graphs keep their hashes
   return h.digest();
 }
 }  // namespace ir

@@ -34,6 +34,7 @@ namespace {
 
 thread_local bool tls_unfused = false;
 thread_local bool tls_separate = false;
+thread_local bool tls_fast_math = false;
 
 }  // namespace
 
@@ -64,7 +65,8 @@ const Lowered* lowered_for_graph(ir::Graph g) {
   const std::uint64_t h = ir::hash(g);
   std::lock_guard lock(mu);
   for (auto [it, end] = registry.equal_range(h); it != end; ++it)
-    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs) return it->second;
+    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs && it->second->graph.fast_math == g.fast_math)
+      return it->second;
   const Lowered* l = register_lowered(std::move(g));
   registry.emplace(h, l);
   return l;
@@ -248,6 +250,20 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
 
 }  // namespace
 
+/// The call as this thread asks for it: its fz::function calls resolved (below), and inside an
+/// fz::FastMath scope the fast-math twin of its graph.
+Call with_functions_resolved(const Call& c);
+Call as_asked(const Call& call) {
+  Call c = with_functions_resolved(call);
+  if (tls_fast_math && !c.lowered->graph.fast_math)
+    c.lowered = &derived(*c.lowered, {2}, [&] {  // key {2}: the fast twin ({0, ...}: functions resolved; {1, ...}: reductions merged)
+      ir::Graph g = c.lowered->graph;
+      g.fast_math = true;
+      return g;
+    });
+  return c;
+}
+
 Call with_functions_resolved(const Call& c) {
   if (c.n_functions == 0) return c;
   // The expression type's graph numbers its fz::function calls; this call's functions fill them in
@@ -269,13 +285,13 @@ Call with_functions_resolved(const Call& c) {
 
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   ArrayBase* outs[1] = {&out};
-  dispatch(with_functions_resolved(c), outs, 1, mode);
+  dispatch(as_asked(c), outs, 1, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
-  dispatch(with_functions_resolved(c), outs, n_outs, mode);
+  dispatch(as_asked(c), outs, n_outs, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, {outs, static_cast<std::size_t>(n_outs)});
 }
 
@@ -291,6 +307,8 @@ KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant) {
   info.name = k.name;
   info.hash = k.hash;
   info.variant = std::move(variant);
+  for (const std::string& o : k.options)
+    if (o == "-use_fast_math") info.variant += ", fast math (approximate float32 math)";
   if (device_count() > 0) {
     const int device = enter_current_device();
     const LoadedModule& lk = load_module(k, device);  // compiled and loaded; no function needed to describe it
@@ -351,11 +369,11 @@ KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string
 }  // namespace
 
 KernelInfo inspect(const Call& call) {
-  return assemble(kernels_of(with_shared_reductions(with_functions_resolved(call))));
+  return assemble(kernels_of(with_shared_reductions(as_asked(call))));
 }
 
 KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
-  const Call c = with_shared_reductions(with_functions_resolved(call));
+  const Call c = with_shared_reductions(as_asked(call));
   std::vector<KernelInfo> steps = kernels_of(c);
   // The result's shape: `out = e` writes into `out` only when it has that shape (else `out` is replaced).
   const ir::Graph& g = c.lowered->graph;
@@ -387,5 +405,9 @@ bool Unfused::active() { return detail::tls_unfused; }
 SeparateReductions::SeparateReductions() : previous_(detail::tls_separate) { detail::tls_separate = true; }
 SeparateReductions::~SeparateReductions() { detail::tls_separate = previous_; }
 bool SeparateReductions::active() { return detail::tls_separate; }
+
+FastMath::FastMath() : previous_(detail::tls_fast_math) { detail::tls_fast_math = true; }
+FastMath::~FastMath() { detail::tls_fast_math = previous_; }
+bool FastMath::active() { return detail::tls_fast_math; }
 
 }  // namespace fusion

@@ -53,6 +53,7 @@ PlanStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, co
   PlanStep step;
   step.targets = std::move(targets);
   ir::Graph sub;
+  sub.fast_math = g.fast_math;
   std::vector<std::uint32_t> memo(g.nodes.size(), ir::kNone);
   auto visit = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
     if (memo[i] != ir::kNone) return memo[i];
