@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // User kernels without a GPU: CuPy's parameter syntax, placeholder binding, and the generated kernels
 // compiled by NVRTC (through fz::inspect on placeholder arrays).
+#include "codegen/emit_user.hpp"
 #include "codegen/user_params.hpp"
 #include "runtime/compile/disk_cache.hpp"
 
@@ -115,9 +116,10 @@ TEST_CASE("ElementwiseKernel generates, names and compiles one kernel per bound 
   CHECK(k.name.starts_with("squared_diff_"));
   CHECK(k.name.size() == std::string("squared_diff_").size() + 16);
   CHECK_THAT(k.source, Catch::Contains("z = (x - y) * (x - y);"));
-  CHECK_THAT(k.source, Catch::Contains("const float x = _fz_p_x[_fz_i];"));
+  CHECK_THAT(k.source, Catch::Contains("const float x = _fz_p_x[_fz_i];"));  // the tail, one element at a time
   CHECK_THAT(k.source, Catch::Contains("float& z = _fz_p_z[_fz_i];"));
-  CHECK(k.variant == "linear, 32-bit index");
+  CHECK(k.variant == "linear, 4-wide vectors, 32-bit index");  // the code reads no index: 16-byte accesses
+  CHECK_THAT(k.source, Catch::Contains("float& z = _fz_w_z.v[_fz_k];"));
   CHECK(squared_diff.inspect(x, y).name == k.name);  // stable
   if (!k.cache_path.empty()) {  // listed by `fusion cache ls` under its name, like fused kernels
     const auto entry = fz::detail::DiskCache::read_file(k.cache_path);
@@ -336,4 +338,34 @@ TEST_CASE("a generated ElementwiseKernel matches its golden file", "[user][golde
   fz::ElementwiseKernel k("T x, raw T y, float32 s", "T z", "z = x * s + y[i % y.size()]", "scaled_plus_raw");
   auto x = fz::placeholder<fz::half>({64, 48}).transpose(), y = fz::placeholder<fz::half>({16}), z = fz::placeholder<fz::half>({48, 64});
   test::check_golden("elementwise_kernel", k.inspect(x, y, 2.5f, z).source);
+}
+
+TEST_CASE("ElementwiseKernel code that reads no index streams 16-byte vectors, as fused kernels do", "[user][nvrtc]") {
+  using fz::codegen::reads_index;
+  auto spec = [](const char* code) { return fz::codegen::make_elementwise_spec("float32 x", "float32 z", code, "k", "", {}); };
+  CHECK(reads_index(spec("z = x * i")));
+  CHECK(reads_index(spec("z = x / _ind.size()")));
+  CHECK(reads_index(spec("z = x; /* i */")));  // a comment counts: the rule is conservative
+  CHECK_FALSE(reads_index(spec("z = xi + x_i + i2 * x")));
+  CHECK_FALSE(reads_index(spec("z = sinf(x)")));
+
+  auto x = fz::placeholder<float>({1001}), y = fz::placeholder<float>({1001});
+  fz::ElementwiseKernel diff("float32 x, float32 y", "float32 z", "z = x - y", "diff");
+  fz::ElementwiseKernel with_i("float32 x", "float32 z", "z = x * i", "with_i");
+  fz::ElementwiseKernel acc("T x", "T z", "z += x", "acc");
+  fz::ElementwiseKernel mixed("float32 x, float64 s", "float64 z", "z = x * s", "mixed");
+  CHECK(with_i.inspect(x).variant == "linear, 32-bit index");
+  const auto k = diff.inspect(x, y);  // 1,001 elements: 250 vectors and a tail of one
+  CHECK(k.variant == "linear, 4-wide vectors, 32-bit index");
+  CHECK(!k.arch.empty());
+  CHECK_THAT(diff.inspect(x, fz::placeholder<float>({1})).variant, Catch::Contains("4-wide vectors"));  // a broadcast y
+  CHECK_THAT(diff.inspect(fz::placeholder<float>({8, 1}), fz::placeholder<float>({5})).variant, Catch::Contains("strided"));
+  const auto h = acc.inspect(fz::placeholder<fz::half>({4096}), fz::placeholder<fz::half>({4096}));  // reads its output
+  CHECK(h.variant == "T=float16, linear, 8-wide vectors, 32-bit index");
+  CHECK_THAT(h.source, Catch::Contains("float z = fz_half_to_float(_fz_w_z.v[_fz_k]);"));
+  CHECK(!h.arch.empty());
+  const auto m = mixed.inspect(x, 2.0);  // a float64 output: 2-wide vectors for every array
+  CHECK(m.variant == "linear, 2-wide vectors, 32-bit index");
+  CHECK(!m.arch.empty());
+  CHECK(diff.inspect(fz::placeholder<float>({3}), fz::placeholder<float>({3})).variant == "linear, 32-bit index");  // under one vector
 }

@@ -37,6 +37,10 @@ std::uint64_t spec_hash(const UserKernelSpec& s, const UserVariant& v) {
   h.add_byte(v.rank);
   h.add_byte(v.index64);
   if (s.reduction) v.reduce.hash_into(h, v.reduce.n_params);
+  if (v.vector_width > 1) {  // appended, so scalar kernels keep their hashes
+    h.add_byte(0x56);
+    h.add_byte(v.vector_width);
+  }
   return h.digest();
 }
 
@@ -103,6 +107,56 @@ void write_raw_helpers(SourceWriter& w, const UserVariant& v) {
 
 }  // namespace
 
+/// The main loop of a vectorized ElementwiseKernel: each thread takes `V` neighbouring elements with one
+/// 16-byte access per contiguous array, runs the user's code on each (inputs as values, outputs as
+/// references into the output vectors), then stores the vectors. Outputs the code only writes are not
+/// read: their loads are dead and the compiler drops them. The scalar loop after it takes the tail.
+void write_user_vectors(SourceWriter& w, const UserKernelSpec& s, const UserVariant& v, const std::string& idx) {
+  const int V = v.vector_width;
+  const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
+  auto param = [&](std::size_t p) -> const UserParam& { return p < n_in ? s.in[p] : s.out[p - n_in]; };
+  w.line("// {} elements per step, one 16-byte access per contiguous array; the tail runs one by one below.", V);
+  auto loop = w.block("for ({0} _fz_v = ({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_v < ({0})(_fz_n / {1}); _fz_v += _fz_step)", idx, V);
+  for (std::size_t p = 0; p < n; ++p) {
+    const UserParam& u = param(p);
+    const DType d = v.dtypes[p];
+    const std::string vec = fmt::format("FzVec<{}, {}>", storage_type(d), V);
+    if (v.access[p] == UserAccess::contiguous) {
+      const bool fresh16 = p >= n_in && v.fresh[p - n_in];
+      w.line("{}{} _fz_w_{} = {};", p < n_in ? "const " : "", vec, u.name,
+             fresh16 ? "{}" : fmt::format("reinterpret_cast<const {}*>(_fz_p_{})[_fz_v]", vec, u.name));
+    } else if (v.access[p] == UserAccess::broadcast) {
+      w.line("const {} _fz_b_{} = {};", compute_type(d), u.name, load_conversion(d, fmt::format("_fz_p_{}[0]", u.name)));
+    }
+  }
+  {
+    w.line("#pragma unroll");
+    auto lanes = w.block("for (int _fz_k = 0; _fz_k < {}; ++_fz_k)", V);
+    std::vector<std::string> stores;
+    for (std::size_t p = 0; p < n; ++p) {
+      const UserParam& u = param(p);
+      const DType d = v.dtypes[p];
+      if (v.access[p] == UserAccess::broadcast) {
+        w.line("const {0} {1} = _fz_b_{1};", compute_type(d), u.name);
+      } else if (v.access[p] == UserAccess::contiguous && p < n_in) {
+        w.line("const {} {} = {};", compute_type(d), u.name, load_conversion(d, fmt::format("_fz_w_{}.v[_fz_k]", u.name)));
+      } else if (v.access[p] == UserAccess::contiguous && is_16bit_float(d)) {  // computed in float, rounded once on store
+        w.line("float {} = {};", u.name, load_conversion(d, fmt::format("_fz_w_{}.v[_fz_k]", u.name)));
+        stores.push_back(fmt::format("_fz_w_{}.v[_fz_k] = {};", u.name, store_conversion(DType::float32, d, u.name)));
+      } else if (v.access[p] == UserAccess::contiguous) {
+        w.line("{}& {} = _fz_w_{}.v[_fz_k];", storage_type(d), u.name, u.name);
+      }
+    }
+    {
+      auto user = w.block("");
+      w.text(s.operation + ";");
+    }
+    for (const auto& st : stores) w.line("{}", st);
+  }
+  for (std::size_t p = n_in; p < n; ++p)
+    w.line("reinterpret_cast<FzVec<{0}, {1}>*>(_fz_p_{2})[_fz_v] = _fz_w_{2};", storage_type(v.dtypes[p]), V, param(p).name);
+}
+
 GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant& v) {
   GeneratedKernel k;
   k.hash = spec_hash(s, v);
@@ -127,6 +181,8 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
   if (raw) write_raw_helpers(w, v);
   w.line("{}", kIndexSize);
   if (strided) w.line("struct FzDims {{ long long v[{}]; }};", v.rank);
+  const int V = v.vector_width;
+  if (V > 1) w.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};");
   w.blank();
 
   const std::string idx = v.index64 ? "long long" : "int";
@@ -157,7 +213,9 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
     w.line("const FzInd _ind{{_fz_n}};");
     w.line("const {0} _fz_step = ({0})gridDim.x * blockDim.x;", idx);
-    auto loop = w.block("for ({0} _fz_i = ({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step)", idx);
+    if (V > 1) write_user_vectors(w, s, v, idx);
+    auto loop = w.block("for ({0} _fz_i = {1}({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step)", idx,
+                        V > 1 ? fmt::format("_fz_n / {0} * {0} + ", V) : "");
     w.line("const long long i = _fz_i;");
     auto offset = [&](std::size_t p) {
       switch (v.access[p]) {

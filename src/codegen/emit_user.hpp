@@ -42,11 +42,17 @@ struct UserVariant {
   std::vector<std::pair<std::string, DType>> types;  ///< placeholder bindings, in binding order
   std::uint8_t rank = 1;              ///< of the collapsed index space (elementwise)
   bool index64 = false;
+  std::uint8_t vector_width = 1;      ///< elements per 16-byte access (linear, every array contiguous or broadcast,
+                                      ///< the code reads neither `i` nor `_ind`): as fused kernels stream
   std::vector<bool> fresh;            ///< per output: allocated for this call (16-bit outputs start at 0)
   ReduceVariant reduce;               ///< layout of a ReductionKernel call
   bool operator==(const UserVariant&) const = default;
   std::string describe() const;
 };
+
+/// Whether an ElementwiseKernel's code names the element index (`i`) or the index size (`_ind`): such
+/// code runs one element per loop step; other code may run on 16-byte vectors.
+bool reads_index(const UserKernelSpec& s);
 
 /// Kernel parameters, in order: per parameter its pointer (non-raw arrays), raw struct (raw arrays:
 /// pointer, size, then shape and strides when strided) or value (scalars, in the compute type); then

@@ -82,12 +82,30 @@ UserKernelSpec make_reduction_spec(std::string in, std::string out, std::string 
   return s;
 }
 
+bool reads_index(const UserKernelSpec& s) {
+  const std::string& code = s.operation;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = 0; at < code.size();) {
+    if (!ident(code[at])) {
+      ++at;
+      continue;
+    }
+    std::size_t end = at;
+    while (end < code.size() && ident(code[end])) ++end;
+    const std::string_view word(code.data() + at, end - at);
+    if (word == "i" || word == "_ind") return true;
+    at = end;
+  }
+  return false;
+}
+
 std::string UserVariant::describe() const {
   std::string s;
   for (const auto& [name, d] : types) s += fmt::format("{}={}, ", name, dtype_name(d));
   bool strided = false;
   for (UserAccess a : access) strided = strided || a == UserAccess::strided;
   s += strided || rank > 1 ? fmt::format("strided, rank {}", rank) : std::string("linear");
+  if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   s += index64 ? ", 64-bit index" : ", 32-bit index";
   return s;
 }

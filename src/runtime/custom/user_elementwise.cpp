@@ -108,6 +108,21 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
     wide = wide || max_offset(collapsed[w], L.shape) > INT_MAX;
   }
   L.v.index64 = wide;
+
+  // 16-byte vectors, as fused kernels stream, when the code does not need the element index and every
+  // array is contiguous (or one value for all), aligned for them, with no raw array in the call.
+  bool vectors = L.v.rank == 1 && !codegen::reads_index(s);
+  std::size_t widest = 1;
+  for (std::size_t p = 0; p < n_params && vectors; ++p) {
+    const UserAccess a = L.v.access[p];
+    vectors = a == UserAccess::scalar || a == UserAccess::broadcast || a == UserAccess::contiguous;
+    if (a == UserAccess::contiguous) widest = std::max(widest, itemsize(L.v.dtypes[p]));
+  }
+  const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
+  for (std::size_t p = 0; p < n_params && vectors; ++p)
+    if (L.v.access[p] == UserAccess::contiguous)
+      vectors = L.arrays[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.v.dtypes[p])) == 0;
+  L.v.vector_width = static_cast<std::uint8_t>(vectors && V > 1 && L.n >= V ? V : 1);
   return L;
 }
 
@@ -142,7 +157,8 @@ void launch(const UserKernel::Slot& k, ElementwiseLayout& L, const std::shared_p
   a.raw = raw_args;
   a.dims = dims;
   a.count(codegen::Count::n) = L.n;
-  launch_kernel(k.kernel->function, k.signature, a, {blocks_for(L.n), 1}, *stream);
+  // a thread per vector (the tail's threads take the last elements one by one)
+  launch_kernel(k.kernel->function, k.signature, a, {blocks_for((L.n + L.v.vector_width - 1) / L.v.vector_width), 1}, *stream);
   note_launch(read, written, stream);
   note_minimum(read, written);  // one kernel: it moves exactly the least
 }
