@@ -211,7 +211,8 @@ std::vector<Shape> node_shapes(const Call& c) {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     if (n.op == ir::Op::input) shape[i] = c.arrays[n.slot]->shape();
-    else if (n.op == ir::Op::scalar || n.op == ir::Op::iota) shape[i] = Shape();
+    else if (n.op == ir::Op::scalar) shape[i] = Shape();
+    else if (n.op == ir::Op::iota) shape[i] = broadcast_shape_of(c);  // the index of the result (fz::random)
     else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
     else
       for (std::uint32_t o : {n.a, n.b, n.c})

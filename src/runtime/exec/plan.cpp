@@ -93,6 +93,24 @@ std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::v
   return read;
 }
 
+/// Whether the value of node `root` depends on the flat index of the result (an iota leaf below it).
+bool reads_index(const ir::Graph& g, std::uint32_t root) {
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<std::uint32_t> todo{root};
+  while (!todo.empty()) {
+    const std::uint32_t i = todo.back();
+    todo.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::iota) return true;
+    if (ir::is_reduction(n.op)) continue;  // a reduction's result has its own shape
+    for (std::uint32_t o : {n.a, n.b, n.c})
+      if (o != ir::kNone) todo.push_back(o);
+  }
+  return false;
+}
+
 std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   const bool unfused = mode == PlanMode::unfused;
   const ir::Graph& g = lw.canonical;
@@ -100,6 +118,11 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   std::vector<bool> own_kernel(g.nodes.size(), false);
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
     own_kernel[i] = unfused ? is_op(g.nodes[i]) : ir::is_reduction(g.nodes[i].op);
+  // A reduction reads its operand through its own layout, which has no flat index of the result: an
+  // operand that needs one (fz::random's generators) is computed first, into a temporary.
+  if (!unfused)
+    for (const ir::Node& n : g.nodes)
+      if (ir::is_reduction(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
   for (std::uint32_t o : g.outputs) own_kernel[o] = false;  // the outputs' steps come last
   if (!unfused && g.outputs.size() == 1) {
     const std::uint32_t r = root_reduction(g, g.outputs[0]);

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random numbers inside fused expressions: counter-based (Philox-4x32-10), so the value at each element
+// depends only on (seed, offset, the element's flat index in the result) — the same whatever the layout,
+// the vector width or how the expression is split into kernels. Dropout is one kernel:
+//   y = fz::where(fz::random::uniform<float>(seed) < p, 0.f, x / (1 - p));
+#pragma once
+#include <cstdint>
+
+#include "fusion/array.hpp"
+#include "fusion/function.hpp"
+
+namespace fusion::random {
+
+namespace detail {
+using Bits = Function<std::uint32_t(std::uint64_t, std::uint64_t, std::int64_t)>;
+using Uniform32 = Function<float(std::uint64_t, std::uint64_t, std::int64_t)>;
+using Uniform64 = Function<double(std::uint64_t, std::uint64_t, std::int64_t)>;
+/// The device functions behind the generators (their CUDA text is in src/runtime/exec/random.cpp).
+const Bits& bits_function();
+const Uniform32& uniform32_function();
+const Uniform64& uniform64_function();
+const Uniform32& normal32_function();
+const Uniform64& normal64_function();
+}  // namespace detail
+
+/// The raw stream: element i of the result is word i % 4 of Philox-4x32-10 with key `seed` and counter
+/// (offset, i / 4) (two 32-bit words each, low word first). With offset 0 this is cuRAND's
+/// CURAND_RNG_PSEUDO_PHILOX4_32_10 host generator's output for the same seed (its first 262,144 values:
+/// the generator interleaves 65,536 subsequences after that).
+inline auto bits(std::uint64_t seed, std::uint64_t offset = 0) { return detail::bits_function()(seed, offset, expr::Iota{}); }
+
+/// Uniform in [0, 1): float32 from 24 bits of word i % 4 of block i / 4 (every value a multiple of
+/// 2^-24); float64 from 53 bits of the words 2(i % 2), 2(i % 2) + 1 of block i / 2.
+template <class T = float> auto uniform(std::uint64_t seed, std::uint64_t offset = 0) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "fusion: random::uniform<float> or <double>; cast the result for 16-bit floats");
+  if constexpr (std::is_same_v<T, float>) return detail::uniform32_function()(seed, offset, expr::Iota{});
+  else return detail::uniform64_function()(seed, offset, expr::Iota{});
+}
+
+/// Standard normal (Box-Muller): float32 from the words 2(i % 2), 2(i % 2) + 1 of block i / 2, float64
+/// from the four words of block i.
+template <class T = float> auto normal(std::uint64_t seed, std::uint64_t offset = 0) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "fusion: random::normal<float> or <double>; cast the result for 16-bit floats");
+  if constexpr (std::is_same_v<T, float>) return detail::normal32_function()(seed, offset, expr::Iota{});
+  else return detail::normal64_function()(seed, offset, expr::Iota{});
+}
+
+/// New arrays of `shape` filled from the generators above (one kernel each).
+template <class T = float> Array<T> uniform(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+  Array<T> a = empty<T>(shape);
+  copyto(a, uniform<T>(seed, offset));
+  return a;
+}
+template <class T = float> Array<T> normal(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+  Array<T> a = empty<T>(shape);
+  copyto(a, normal<T>(seed, offset));
+  return a;
+}
+inline Array<std::uint32_t> bits(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+  Array<std::uint32_t> a = empty<std::uint32_t>(shape);
+  copyto(a, bits(seed, offset));
+  return a;
+}
+
+}  // namespace fusion::random

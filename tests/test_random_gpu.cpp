@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::random on the GPU: the device stream equals the host Philox bit for bit in every layout, vector
+// width and fusion boundary; dropout is one kernel; the distributions' moments.
+#include "philox.hpp"
+#include "support.hpp"
+
+TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or kernel split", "[gpu][ops][random]") {
+  const std::int64_t n = 262147;  // 65,536 vectors of 4 and a tail
+  const auto bits = fz::random::bits({n}, 99, 5).to_host();
+  std::size_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) bad += bits[static_cast<std::size_t>(i)] != test::philox::bits(99, 5, static_cast<std::uint64_t>(i));
+  CHECK(bad == 0);
+
+  // the index is the element's flat index in the result: a 2-d result, a strided (transposed) output,
+  // a rows kernel (a per-row operand) and the unfused path all see the same values
+  fz::Array<std::uint32_t> m = fz::random::bits({300, 301}, 99, 5);
+  const auto hm = m.to_host();
+  for (std::size_t i = 0; i < hm.size(); ++i) bad += hm[i] != test::philox::bits(99, 5, i);
+  CHECK(bad == 0);
+  fz::Array<std::uint32_t> t = fz::empty<std::uint32_t>({301, 300});
+  fz::Array<std::uint32_t> tv = t.transpose();  // (300, 301), strided
+  fz::copyto(tv, fz::random::bits(99, 5));
+  CHECK(tv.to_host() == hm);
+  auto zero_rows = fz::zeros<std::uint32_t>({300, 1});
+  CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
+  {
+    fz::Unfused unfused;
+    CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
+  }
+  const auto f64 = fz::random::uniform<double>({1001}, 3).to_host();
+  for (std::size_t i = 0; i < f64.size(); ++i) bad += f64[i] != test::philox::uniform64(3, 0, i);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("dropout is one kernel and keeps the elements the host Philox keeps", "[gpu][ops][random]") {
+  const std::int64_t n = 100003;
+  const auto hx = test::random<float>(static_cast<std::size_t>(n), -2, 2, 71);
+  auto x = fz::asarray(hx);
+  const float p = 0.25f;
+  fz::reset_stats();
+  fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, 7) < p, 0.f, x / (1 - p));
+  CHECK(fz::stats().launches == 1);
+  const auto hy = y.to_host();
+  std::size_t dropped = 0, bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool drop = test::philox::uniform32(2024, 7, static_cast<std::uint64_t>(i)) < p;
+    dropped += drop;
+    bad += hy[static_cast<std::size_t>(i)] != (drop ? 0.f : hx[static_cast<std::size_t>(i)] / (1 - p));
+  }
+  CHECK(bad == 0);
+  CHECK(std::abs(static_cast<double>(dropped) / n - p) < 0.01);  // about 7 standard deviations of the fraction
+  // another offset: another mask
+  fz::Array<float> y2 = fz::where(fz::random::uniform<float>(2024, 8) < p, 0.f, x / (1 - p));
+  CHECK(y2.to_host() != hy);
+}
+
+TEST_CASE("uniform and normal have the moments they should", "[gpu][ops][random]") {
+  const std::int64_t n = 1 << 22;
+  for (int kind = 0; kind < 4; ++kind) {
+    std::vector<double> v;
+    if (kind == 0) for (float f : fz::random::uniform<float>({n}, 11).to_host()) v.push_back(f);
+    if (kind == 1) v = fz::random::uniform<double>({n}, 12).to_host();
+    if (kind == 2) for (float f : fz::random::normal<float>({n}, 13).to_host()) v.push_back(f);
+    if (kind == 3) v = fz::random::normal<double>({n}, 14).to_host();
+    double mean = 0, m2 = 0, lo = 1e300, hi = -1e300;
+    for (double x : v) mean += x, lo = std::min(lo, x), hi = std::max(hi, x);
+    mean /= static_cast<double>(n);
+    for (double x : v) m2 += (x - mean) * (x - mean);
+    const double var = m2 / static_cast<double>(n);
+    INFO("kind " << kind << ": mean " << mean << ", variance " << var << ", range " << lo << " .. " << hi);
+    if (kind < 2) {
+      CHECK(lo >= 0);
+      CHECK(hi < 1);
+      CHECK(std::abs(mean - 0.5) < 5 * std::sqrt(1.0 / 12 / n));
+      CHECK(std::abs(var - 1.0 / 12) < 0.001);
+    } else {
+      CHECK(std::abs(mean) < 5 / std::sqrt(static_cast<double>(n)));
+      CHECK(std::abs(var - 1) < 0.005);
+      CHECK((lo < -4 && hi > 4));  // the tails are there
+      CHECK((lo > -7 && hi < 7));
+    }
+  }
+}
