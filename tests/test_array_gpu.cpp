@@ -233,3 +233,46 @@ TEST_CASE("copies through pinned buffers run on the stream and return at once; v
   CHECK_THROWS_AS(b.copy_from(small), fz::ShapeError);
   CHECK_THROWS_AS(fz::placeholder<float>({6}).copy_to(buffer), fz::Error);
 }
+
+TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once, after the last use", "[gpu][arrays][dlpack]") {
+  namespace dl = fz::dlpack;
+  const auto hv = test::random<float>(12, -9, 9, 81);
+  auto a = fz::asarray(hv, {3, 4});
+  // out: the tensor points at the array's memory with its strides; a view keeps its own layout
+  dl::ManagedTensorVersioned* t = dl::to_dlpack(a.transpose());
+  REQUIRE(t->version.major == 1);
+  CHECK(t->dl_tensor.data == reinterpret_cast<void*>(static_cast<std::uintptr_t>(a.data_ptr())));
+  CHECK(t->dl_tensor.device.device_type == dl::kCUDA);
+  CHECK(t->dl_tensor.ndim == 2);
+  CHECK((t->dl_tensor.shape[0] == 4 && t->dl_tensor.shape[1] == 3));
+  CHECK((t->dl_tensor.strides[0] == 1 && t->dl_tensor.strides[1] == 4));
+  // and back: the same memory, fusion owns the tensor and runs its deleter once
+  {
+    fz::Array<float> back(dl::from_dlpack(t));
+    CHECK(back.data_ptr() == a.data_ptr());
+    CHECK(back.shape() == fz::Shape{4, 3});
+    CHECK(back.to_host() == a.transpose().to_host());  // (to_host reads a view in its own C order)
+    back += 1.f;  // writes through to a's memory
+  }
+  fz::current_stream().synchronize();
+  const auto after = a.to_host();
+  for (std::size_t i = 0; i < hv.size(); ++i) CHECK(after[i] == hv[i] + 1.f);
+
+  // a producer's tensor (here memory of another fusion array) with a counting deleter: called once,
+  // only after the array made from it and every view of it are gone and their work has finished
+  static int deleted = 0;
+  deleted = 0;
+  auto keep = fz::full<std::int32_t>({5}, 7);
+  std::int64_t shape[1] = {5};
+  auto* mine = new dl::ManagedTensor{dl::Tensor{reinterpret_cast<void*>(static_cast<std::uintptr_t>(keep.data_ptr())), {dl::kCUDA, 0}, 1,
+                                                dl::to_dlpack_dtype(fz::DType::int32), shape, nullptr, 0},
+                                     nullptr, [](dl::ManagedTensor* self) { ++deleted; delete self; }};
+  {
+    fz::Array<std::int32_t> imported(dl::from_dlpack(mine));
+    fz::Array<std::int32_t> view = imported.slice({fz::Slice{1, 4}});
+    CHECK(fz::Array<std::int32_t>(view * 2).to_host() == std::vector<std::int32_t>{14, 14, 14});
+    CHECK(deleted == 0);
+  }
+  fz::current_stream().synchronize();
+  CHECK(deleted == 1);
+}
