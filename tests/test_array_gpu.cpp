@@ -257,6 +257,10 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
   fz::current_stream().synchronize();
   const auto after = a.to_host();
   for (std::size_t i = 0; i < hv.size(); ++i) CHECK(after[i] == hv[i] + 1.f);
+  // the older, unversioned struct too (what "dltensor" capsules carry)
+  dl::ManagedTensor* legacy = dl::to_dlpack_unversioned(a);
+  CHECK(legacy->dl_tensor.data == reinterpret_cast<void*>(static_cast<std::uintptr_t>(a.data_ptr())));
+  CHECK(fz::Array<float>(dl::from_dlpack(legacy)).to_host() == after);
 
   // a producer's tensor (here memory of another fusion array) with a counting deleter: called once,
   // only after the array made from it and every view of it are gone and their work has finished

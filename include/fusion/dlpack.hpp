@@ -51,6 +51,9 @@ DType from_dlpack_dtype(DataType t);
 /// deleter runs (call it once, as DLPack says). The consumer's stream `consumer` (null: the consumer
 /// synchronizes itself) waits for fusion's work on the array enqueued so far on the current stream.
 ManagedTensorVersioned* to_dlpack(const ArrayBase& a, CUstream_st* consumer = nullptr);
+/// The same as the older, unversioned DLManagedTensor, for consumers that take only those (the
+/// "dltensor" capsules of torch.utils.dlpack.from_dlpack and cupy.fromDlpack).
+ManagedTensor* to_dlpack_unversioned(const ArrayBase& a, CUstream_st* consumer = nullptr);
 
 /// A DLPack tensor on the current CUDA device as a fusion array, no copy. fusion takes ownership: the
 /// deleter runs once, after fusion's last use of the memory. `producer` (null: the memory is ready) is

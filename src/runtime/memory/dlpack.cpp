@@ -119,6 +119,16 @@ ManagedTensorVersioned* to_dlpack(const ArrayBase& a, CUstream_st* consumer) {
   return &t;
 }
 
+ManagedTensor* to_dlpack_unversioned(const ArrayBase& a, CUstream_st* consumer) {
+  ManagedTensorVersioned* v = to_dlpack(a, consumer);
+  // the older struct wraps the versioned one: the same tensor, and its deleter runs the versioned one's
+  return new ManagedTensor{v->dl_tensor, v, [](ManagedTensor* self) {
+                             auto* inner = static_cast<ManagedTensorVersioned*>(self->manager_ctx);
+                             inner->deleter(inner);
+                             delete self;
+                           }};
+}
+
 ArrayBase from_dlpack(ManagedTensorVersioned* t, CUstream_st* producer) {
   if (!t) throw Error("from_dlpack: a null tensor");
   if (t->version.major > 1)
