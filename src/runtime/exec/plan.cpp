@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
+#include <memory>
 
 #include "codegen/emit_common.hpp"
 #include "fusion/error.hpp"
+#include "runtime/cuda/device_state.hpp"
 
 namespace fusion::detail {
 namespace {
@@ -277,6 +280,15 @@ template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& vi
 
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
   const int K = static_cast<int>(c.lowered->graph.outputs.size());
+  // The first run of a plan of several kernels compiles them all at once (inspect_plan does, in parallel)
+  // instead of one after another as the steps launch. Errors are the steps' to report, below.
+  if (p.steps.size() > 1)
+    std::call_once(p.compiled_together, [&] {
+      try {
+        (void)inspect_plan(p, c);
+      } catch (...) {
+      }
+    });
   if (p.layer && evaluate_layer(c, outs, K, mode)) return;
   // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.
   // Only a plan that writes outputs in several steps can do that (earlier steps write temporaries; a
@@ -315,12 +327,44 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
 
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   if (KernelInfo layer; p.layer && inspect_layer(c, layer)) return {std::move(layer)};
-  std::vector<KernelInfo> infos;
+  // Each step's kernel compiles on a thread of its own (NVRTC is nearly all the time): a plan of several
+  // kernels is ready in about the time of its slowest one. A step keeps its own copies of what it reads,
+  // as walk_shapes reuses its temporaries for the next step.
+  struct Step {
+    const PlanStep* step;
+    std::vector<ArrayBase> arrays;
+    std::vector<const ArrayBase*> pointers;
+    std::vector<ScalarArg> scalars;
+    std::vector<ReduceArg> reductions;
+    Call call;
+  };
+  std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const std::vector<Shape>&) {
-    if (!s.lowered->has_reduction) infos.push_back(inspect_elementwise(call));
-    else if (s.targets.size() == 1) infos.push_back(inspect_reduction(call));
-    else infos.push_back(inspect_reductions(call));
+    auto o = std::make_unique<Step>();
+    o->step = &s;
+    for (int i = 0; i < call.n_arrays; ++i) o->arrays.push_back(*call.arrays[i]);
+    for (const ArrayBase& a : o->arrays) o->pointers.push_back(&a);
+    o->scalars.assign(call.scalars, call.scalars + call.n_scalars);
+    o->reductions.assign(call.reductions, call.reductions + call.n_reductions);
+    o->call = call;
+    o->call.arrays = o->pointers.data();
+    o->call.scalars = o->scalars.data();
+    o->call.reductions = o->reductions.data();
+    steps.push_back(std::move(o));
   });
+  const int device = tls_current_device;
+  auto inspect_step = [device](const Step& o) {
+    tls_current_device = device;  // the caller's device, on this thread too
+    if (!o.step->lowered->has_reduction) return inspect_elementwise(o.call);
+    if (o.step->targets.size() == 1) return inspect_reduction(o.call);
+    return inspect_reductions(o.call);
+  };
+  std::vector<std::future<KernelInfo>> compiled;
+  for (std::size_t i = 1; i < steps.size(); ++i)
+    compiled.push_back(std::async(std::launch::async, inspect_step, std::cref(*steps[i])));
+  std::vector<KernelInfo> infos;
+  if (!steps.empty()) infos.push_back(inspect_step(*steps[0]));  // the first on this thread
+  for (auto& f : compiled) infos.push_back(f.get());
   return infos;
 }
 

@@ -6,6 +6,7 @@
 //            equal axes that do not read each other share one (a batch norm's mean and variance);
 //   unfused: every operation gets its own kernel (fz::Unfused, the honest baseline).
 #pragma once
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct Plan {
   bool layer = false;   // try one layer kernel first (runtime/exec/layer_layout.hpp decides per call)
   std::vector<PlanStep> steps;
   std::vector<DType> temp_dtypes;
+  mutable std::once_flag compiled_together;  // run_plan's first run compiles every step's kernel in parallel
 };
 
 /// fused: layer kernels and sibling reductions in one pass where they apply; separate: each reduction
