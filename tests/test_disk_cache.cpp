@@ -215,3 +215,22 @@ TEST_CASE("a chained store reads a shared read-only store first and writes only 
   fs::remove_all(shared_dir);
   fs::remove_all(own_dir);
 }
+
+TEST_CASE("precompile fills the disk cache for several architectures without a GPU or a launch", "[cache][precompile]") {
+  auto x = fz::placeholder<float>({1 << 20});
+  auto m = fz::placeholder<float>({256, 65536});
+  const auto seed = fz::exp(x) * 2.f + 1.f;
+  const auto softmax = fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true);
+  const std::vector<fz::KernelInfo> k = fz::precompile({80, 90}, seed, softmax);
+  REQUIRE(k.size() == 4);  // per architecture, per expression
+  CHECK(k[0].arch == "sm_80");
+  CHECK(k[2].arch == "sm_90");
+  CHECK(k[0].name == k[2].name);  // the same kernel, compiled twice
+  CHECK_THAT(k[1].variant, !Catch::Contains("cluster"));  // sm_80 has no thread block clusters
+  CHECK_THAT(k[3].variant, Catch::Contains("cluster"));   // sm_90 has
+  if (!k[0].cache_path.empty()) {
+    CHECK(std::filesystem::exists(k[0].cache_path));
+    CHECK(k[0].cache_path != k[2].cache_path);
+  }
+  CHECK_THROWS_AS(fz::precompile({0}, seed), fz::Error);
+}

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,36 @@ template <Expression E> KernelInfo inspect_into(const ArrayBase& out, const E& e
 template <Operand E1, Operand E2, Operand... Es> KernelInfo inspect(const E1& e1, const E2& e2, const Es&... es) {
   return detail::with_call_multi([](const detail::Call& c) { return detail::inspect(c); }, detail::to_node(e1),
                                  detail::to_node(e2), detail::to_node(es)...);
+}
+
+namespace detail {
+/// Sets fz::precompile's target architecture on this thread for its lifetime.
+class PrecompileScope {
+ public:
+  explicit PrecompileScope(int arch);
+  ~PrecompileScope();
+  PrecompileScope(const PrecompileScope&) = delete;
+  PrecompileScope& operator=(const PrecompileScope&) = delete;
+
+ private:
+  int previous_;
+};
+}  // namespace detail
+
+/// Compiles every kernel of each expression for each architecture of `archs` (compute capabilities:
+/// 80, 90, 100, ...) into the disk cache, launching nothing and needing no GPU. Ship the cache directory
+/// with an application (read through FUSION_CACHE_READONLY_DIR) and its first calls load kernels instead
+/// of compiling them. Expressions over fz::placeholder arrays of the shapes the program will use give
+/// the same kernels, as sizes are kernel arguments; layouts are chosen for the current GPU (without one,
+/// for an H100), so precompile on a machine like the target or on one without a GPU for H100-class targets.
+template <Expression E, Expression... Es> std::vector<KernelInfo> precompile(std::initializer_list<int> archs, const E& e, const Es&... es) {
+  std::vector<KernelInfo> compiled;
+  for (int arch : archs) {
+    detail::PrecompileScope scope(arch);
+    compiled.push_back(inspect(e));
+    (compiled.push_back(inspect(es)), ...);
+  }
+  return compiled;
 }
 
 /// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the

@@ -38,6 +38,8 @@ thread_local bool tls_fast_math = false;
 
 }  // namespace
 
+thread_local int tls_precompile_arch = 0;
+
 using ElementwiseSlot = KernelSlot<Variant>;
 
 std::mutex& build_mutex() {
@@ -309,7 +311,12 @@ KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant) {
   info.variant = std::move(variant);
   for (const std::string& o : k.options)
     if (o == "-use_fast_math") info.variant += ", fast math (approximate float32 math)";
-  if (device_count() > 0) {
+  if (tls_precompile_arch > 0) {
+    const Artifact a = build_artifact(k, target_for_arch(tls_precompile_arch));
+    info.arch = a.target;
+    info.cache_path = a.cache_path;
+    info.registers = a.registers;
+  } else if (device_count() > 0) {
     const int device = enter_current_device();
     const LoadedModule& lk = load_module(k, device);  // compiled and loaded; no function needed to describe it
     info.arch = lk.target;
@@ -405,6 +412,12 @@ bool Unfused::active() { return detail::tls_unfused; }
 SeparateReductions::SeparateReductions() : previous_(detail::tls_separate) { detail::tls_separate = true; }
 SeparateReductions::~SeparateReductions() { detail::tls_separate = previous_; }
 bool SeparateReductions::active() { return detail::tls_separate; }
+
+detail::PrecompileScope::PrecompileScope(int arch) : previous_(detail::tls_precompile_arch) {
+  if (arch <= 0) throw Error(fmt::format("precompile: {} is not an architecture (compute capability as 80, 90, 100, ...)", arch));
+  detail::tls_precompile_arch = arch;
+}
+detail::PrecompileScope::~PrecompileScope() { detail::tls_precompile_arch = previous_; }
 
 FastMath::FastMath() : previous_(detail::tls_fast_math) { detail::tls_fast_math = true; }
 FastMath::~FastMath() { detail::tls_fast_math = previous_; }

@@ -67,6 +67,9 @@ struct Lowered {
 };
 
 
+/// fz::precompile's architecture on this thread (0: compile for the current device and load).
+extern thread_local int tls_precompile_arch;
+
 /// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
 const Lowered* lowered_for_graph(ir::Graph g);
 

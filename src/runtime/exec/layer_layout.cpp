@@ -191,7 +191,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
   const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
-  const bool clusters = device < 0 || properties_of(device).compute_capability_major >= 9;
+  // (clusters need sm_90: the device's, or the architecture fz::precompile compiles for)
+  const bool clusters = tls_precompile_arch > 0 ? tls_precompile_arch >= 90 : device < 0 || properties_of(device).compute_capability_major >= 9;
   std::size_t cached_bytes = 0;  // per element of the row
   for (int p = 0; p < np; ++p)
     if (v.role[p] == LayerRole::cached) cached_bytes += itemsize(L.params[p]->dtype());

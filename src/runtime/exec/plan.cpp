@@ -352,9 +352,10 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     o->call.reductions = o->reductions.data();
     steps.push_back(std::move(o));
   });
-  const int device = tls_current_device;
-  auto inspect_step = [device](const Step& o) {
-    tls_current_device = device;  // the caller's device, on this thread too
+  const int device = tls_current_device, arch = tls_precompile_arch;
+  auto inspect_step = [device, arch](const Step& o) {
+    tls_current_device = device;  // the caller's device and fz::precompile target, on this thread too
+    tls_precompile_arch = arch;
     if (!o.step->lowered->has_reduction) return inspect_elementwise(o.call);
     if (o.step->targets.size() == 1) return inspect_reduction(o.call);
     return inspect_reductions(o.call);
