@@ -9,6 +9,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "fusion/error.hpp"
+#include "fusion/stream.hpp"
 #include "runtime/cuda/device_state.hpp"
 
 namespace fusion::detail {
@@ -281,8 +282,9 @@ template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& vi
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
   const int K = static_cast<int>(c.lowered->graph.outputs.size());
   // The first run of a plan of several kernels compiles them all at once (inspect_plan does, in parallel)
-  // instead of one after another as the steps launch. Errors are the steps' to report, below.
-  if (p.steps.size() > 1)
+  // instead of one after another as the steps launch. Errors are the steps' to report, below. Not while
+  // a graph is being captured: other threads' driver calls could break a global-mode capture.
+  if (p.steps.size() > 1 && !fusion::current_stream().is_capturing())
     std::call_once(p.compiled_together, [&] {
       try {
         (void)inspect_plan(p, c);
