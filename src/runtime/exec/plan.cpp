@@ -284,12 +284,13 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // The first run of a plan of several kernels compiles them all at once (inspect_plan does, in parallel)
   // instead of one after another as the steps launch. Errors are the steps' to report, below. Not while
   // a graph is being captured: other threads' driver calls could break a global-mode capture.
-  if (p.steps.size() > 1 && !fusion::current_stream().is_capturing())
+  if (p.steps.size() > 1 && !p.compiled.load(std::memory_order_acquire) && !fusion::current_stream().is_capturing())
     std::call_once(p.compiled_together, [&] {
       try {
         (void)inspect_plan(p, c);
       } catch (...) {
       }
+      p.compiled.store(true, std::memory_order_release);  // later runs skip even the capture query
     });
   if (p.layer && evaluate_layer(c, outs, K, mode)) return;
   // Every step's shapes first: a step that fails must not leave the outputs of earlier steps written.

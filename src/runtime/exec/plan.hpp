@@ -6,6 +6,7 @@
 //            equal axes that do not read each other share one (a batch norm's mean and variance);
 //   unfused: every operation gets its own kernel (fz::Unfused, the honest baseline).
 #pragma once
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct Plan {
   std::vector<PlanStep> steps;
   std::vector<DType> temp_dtypes;
   mutable std::once_flag compiled_together;  // run_plan's first run compiles every step's kernel in parallel
+  mutable std::atomic<bool> compiled{false};
 };
 
 /// fused: layer kernels and sibling reductions in one pass where they apply; separate: each reduction
