@@ -15,13 +15,15 @@ TEST_CASE("concurrency: sixteen threads compile identical and different expressi
       // thread-local state: fz::Unfused in one thread never changes another
       std::optional<fz::Unfused> unfused;
       if (t % 2) unfused.emplace();
+      std::optional<fz::FastMath> fast;  // and fz::FastMath in every fourth (their kernels are fast twins)
+      if (t % 4 == 2) fast.emplace();
       for (int k = 0; k < 3; ++k) {
         // seeds shared by four threads each (identical kernels racing) and seeds of their own
         for (std::uint64_t seed : {0x5a0000ull + static_cast<std::uint64_t>(t % 4 * 10 + k), 0x5b0000ull + static_cast<std::uint64_t>(t * 10 + k)}) {
           const fuzz::Verdict v = fuzz::compile_only(fuzz::generate(seed, {.max_depth = 5, .max_elements = 500}));
           if (v.failed() || v.kind == fuzz::Verdict::invalid) ++failures;
         }
-        if (fz::Unfused::active() != (t % 2 == 1)) ++unfused_leaks;
+        if (fz::Unfused::active() != (t % 2 == 1) || fz::FastMath::active() != (t % 4 == 2)) ++unfused_leaks;
       }
     });
   }
@@ -29,4 +31,5 @@ TEST_CASE("concurrency: sixteen threads compile identical and different expressi
   CHECK(failures == 0);
   CHECK(unfused_leaks == 0);
   CHECK_FALSE(fz::Unfused::active());
+  CHECK_FALSE(fz::FastMath::active());
 }
