@@ -5,6 +5,7 @@
 //
 //   fusion-bench [--json out.json] [--log2n 26]   the suite (a CSV is written beside the JSON)
 //   fusion-bench --first-call                     one fused call in this (new) process, timed
+//   fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue 15)
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
 //                                                 layout thresholds changed (runtime/exec/tuning.hpp)
@@ -164,6 +165,40 @@ void layers_suite(std::vector<Row>& rows) {
   }, opts)});
 }
 
+/// Every layout a little off the contiguous path (issue 15's suite): row, column and scalar broadcasts, an
+/// outer product, transposed operands, strided slices, column and middle-axis sums; float32 at 2^24 and
+/// 2^26 elements, and the broadcasts in bfloat16 and float16.
+template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<Row>& rows) {
+  const std::int64_t side = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  auto run = [&](const std::string& name, auto&& fn) {
+    const std::string full = fmt::format("{} {}^2", name, side);
+    if (wanted(full)) rows.push_back({full, dt, side * side, fz::compare_fusion(full, [&] { return fz::Array<T>(fn()); }, opts)});
+  };
+  auto m = random_array<T>(side * side, -2, 2, 21).reshape({side, side});
+  auto m2 = random_array<T>(side * side, -2, 2, 22).reshape({side, side});
+  auto row = random_array<T>(side, -1, 1, 23), col = random_array<T>(side, -1, 1, 24).reshape({side, 1});
+  run("m+row", [&] { return m + row; });
+  run("m*col", [&] { return m * col; });
+  run("max(m+row*col,0)", [&] { return fz::maximum(m + row * col, 0.f); });
+  run("m*2.5+1", [&] { return m * 2.5f + 1.f; });
+  run("outer(col,row)", [&] { return col * row; });
+  if constexpr (std::is_same_v<T, float>) {
+    run("m+m2.T", [&] { return m + m2.transpose(); });
+    run("m.T*m2", [&] { return m.transpose() * m2; });
+    run("m[:, ::2]+1", [&] { return m.slice({{}, fz::Slice{{}, {}, 2}}) + 1.f; });
+    run("sum(m,0)", [&] { return fz::sum(m, 0); });
+    auto t = m.reshape({side / 16, 16, side});
+    run("sum(t,1) middle axis", [&] { return fz::sum(t, 1); });
+  }
+}
+
+void layouts_suite(std::vector<Row>& rows) {
+  for (int e : {24, 26}) layouts_at<float>(std::int64_t{1} << e, "float32", rows);
+  layouts_at<fz::bfloat16>(std::int64_t{1} << 26, "bfloat16", rows);
+  layouts_at<fz::half>(std::int64_t{1} << 26, "float16", rows);
+}
+
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
 /// issued `calls` times without waiting (so the launch queue never fills).
 std::pair<double, double> dispatch_us(int calls = 300) {
@@ -297,10 +332,11 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 int main(int argc, char** argv) {
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
-  bool only_layers = false;
+  bool only_layers = false, only_layouts = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
+    if (!std::strcmp(argv[i], "--layouts")) only_layouts = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
@@ -323,6 +359,7 @@ int main(int argc, char** argv) {
   // compile in 7-14 ms early in a process and 40-90 ms late; the pair tells whether the process's age matters.
   const CompileCost early_compile = compile_cost();
   std::vector<Row> rows;
+  if (only_layouts) layouts_suite(rows), sizes.clear();
   for (int e : sizes) {
     if (only_layers) break;
     suite<float>(std::int64_t{1} << e, rows);
