@@ -107,6 +107,34 @@ void write_raw_helpers(SourceWriter& w, const UserVariant& v) {
 
 }  // namespace
 
+/// One element of an ElementwiseKernel: its parameters bound by name (inputs as values, outputs as
+/// references; a 16-bit output computes in float and rounds once on store), then the user's code.
+/// `at(p)` is where parameter p's element lives (a pointer offset, or a lane of a vector).
+template <class At> void write_user_element(SourceWriter& w, const UserKernelSpec& s, const UserVariant& v, At&& at) {
+  const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
+  std::vector<std::string> stores;
+  for (std::size_t p = 0; p < n; ++p) {
+    const UserAccess a = v.access[p];
+    if (a == UserAccess::scalar || a == UserAccess::raw_contiguous || a == UserAccess::raw_strided) continue;
+    const std::string& name = p < n_in ? s.in[p].name : s.out[p - n_in].name;
+    const DType d = v.dtypes[p];
+    const std::string where = at(p);
+    if (p < n_in) {
+      w.line("const {} {} = {};", compute_type(d), name, load_conversion(d, where));
+    } else if (is_16bit_float(d)) {
+      w.line("float {} = {};", name, v.fresh[p - n_in] ? "0.f" : load_conversion(d, where));
+      stores.push_back(fmt::format("{} = {};", where, store_conversion(DType::float32, d, name)));
+    } else {
+      w.line("{}& {} = {};", storage_type(d), name, where);
+    }
+  }
+  {
+    auto user = w.block("");
+    w.text(s.operation + ";");
+  }
+  for (const auto& st : stores) w.line("{}", st);
+}
+
 /// The main loop of a vectorized ElementwiseKernel: each thread takes `V` neighbouring elements with one
 /// 16-byte access per contiguous array, runs the user's code on each (inputs as values, outputs as
 /// references into the output vectors), then stores the vectors. Outputs the code only writes are not
@@ -125,33 +153,14 @@ void write_user_vectors(SourceWriter& w, const UserKernelSpec& s, const UserVari
       const bool fresh16 = p >= n_in && v.fresh[p - n_in];
       w.line("{}{} _fz_w_{} = {};", p < n_in ? "const " : "", vec, u.name,
              fresh16 ? "{}" : fmt::format("reinterpret_cast<const {}*>(_fz_p_{})[_fz_v]", vec, u.name));
-    } else if (v.access[p] == UserAccess::broadcast) {
-      w.line("const {} _fz_b_{} = {};", compute_type(d), u.name, load_conversion(d, fmt::format("_fz_p_{}[0]", u.name)));
     }
   }
   {
     w.line("#pragma unroll");
     auto lanes = w.block("for (int _fz_k = 0; _fz_k < {}; ++_fz_k)", V);
-    std::vector<std::string> stores;
-    for (std::size_t p = 0; p < n; ++p) {
-      const UserParam& u = param(p);
-      const DType d = v.dtypes[p];
-      if (v.access[p] == UserAccess::broadcast) {
-        w.line("const {0} {1} = _fz_b_{1};", compute_type(d), u.name);
-      } else if (v.access[p] == UserAccess::contiguous && p < n_in) {
-        w.line("const {} {} = {};", compute_type(d), u.name, load_conversion(d, fmt::format("_fz_w_{}.v[_fz_k]", u.name)));
-      } else if (v.access[p] == UserAccess::contiguous && is_16bit_float(d)) {  // computed in float, rounded once on store
-        w.line("float {} = {};", u.name, load_conversion(d, fmt::format("_fz_w_{}.v[_fz_k]", u.name)));
-        stores.push_back(fmt::format("_fz_w_{}.v[_fz_k] = {};", u.name, store_conversion(DType::float32, d, u.name)));
-      } else if (v.access[p] == UserAccess::contiguous) {
-        w.line("{}& {} = _fz_w_{}.v[_fz_k];", storage_type(d), u.name, u.name);
-      }
-    }
-    {
-      auto user = w.block("");
-      w.text(s.operation + ";");
-    }
-    for (const auto& st : stores) w.line("{}", st);
+    write_user_element(w, s, v, [&](std::size_t p) {
+      return v.access[p] == UserAccess::broadcast ? fmt::format("_fz_p_{}[0]", param(p).name) : fmt::format("_fz_w_{}.v[_fz_k]", param(p).name);
+    });
   }
   for (std::size_t p = n_in; p < n; ++p)
     w.line("reinterpret_cast<FzVec<{0}, {1}>*>(_fz_p_{2})[_fz_v] = _fz_w_{2};", storage_type(v.dtypes[p]), V, param(p).name);
@@ -239,27 +248,7 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
       }
       for (const auto& t : targets) w.line("_fz_o_{0} += _fz_rest * ({1})_fz_st_{0}.v[0];", t, idx);
     }
-    std::vector<std::string> stores;
-    for (std::size_t p = 0; p < n; ++p) {
-      const UserAccess a = v.access[p];
-      if (a == UserAccess::scalar || a == UserAccess::raw_contiguous || a == UserAccess::raw_strided) continue;
-      const UserParam& u = param(p);
-      const DType d = v.dtypes[p];
-      const std::string at = fmt::format("_fz_p_{}[{}]", u.name, offset(p));
-      if (p < n_in) {
-        w.line("const {} {} = {};", compute_type(d), u.name, load_conversion(d, at));
-      } else if (is_16bit_float(d)) {  // computed in float, rounded once on store
-        w.line("float {} = {};", u.name, v.fresh[p - n_in] ? "0.f" : load_conversion(d, at));
-        stores.push_back(fmt::format("{} = {};", at, store_conversion(DType::float32, d, u.name)));
-      } else {
-        w.line("{}& {} = {};", storage_type(d), u.name, at);
-      }
-    }
-    {
-      auto user = w.block("");
-      w.text(s.operation + ";");
-    }
-    for (const auto& st : stores) w.line("{}", st);
+    write_user_element(w, s, v, [&](std::size_t p) { return fmt::format("_fz_p_{}[{}]", param(p).name, offset(p)); });
   }
   k.source = w.str();
   return k;

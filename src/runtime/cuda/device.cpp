@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <atomic>
 #include <mutex>
 
 #include "fusion/error.hpp"
@@ -23,10 +24,12 @@ int checked_device(int id) {
 }
 
 const DeviceProperties& properties_of(int id) {
+  // Read on the launch path (layouts size grids by the SM count): found without a lock once filled.
+  static std::atomic<const DeviceProperties*> cache[64];
+  if (const DeviceProperties* p = cache[id].load(std::memory_order_acquire)) return *p;
   static std::mutex mu;
-  static std::unique_ptr<DeviceProperties> cache[64];
   std::lock_guard lock(mu);
-  if (!cache[id]) {
+  if (!cache[id].load(std::memory_order_relaxed)) {
     auto p = std::make_unique<DeviceProperties>();
     CUdevice dev;
     FUSION_CU(cuDeviceGet, &dev, id);
@@ -46,9 +49,9 @@ const DeviceProperties& properties_of(int id) {
     p->max_shared_bytes_per_block = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
     p->max_shared_bytes_per_sm = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
     FUSION_CU(cuDeviceTotalMem, &p->total_memory, dev);
-    cache[id] = std::move(p);
+    cache[id].store(p.release(), std::memory_order_release);  // kept for the process
   }
-  return *cache[id];
+  return *cache[id].load(std::memory_order_relaxed);
 }
 
 }  // namespace detail

@@ -99,20 +99,12 @@ std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::v
 
 /// Whether the value of node `root` depends on the flat index of the result (an iota leaf below it).
 bool reads_index(const ir::Graph& g, std::uint32_t root) {
-  std::vector<bool> seen(g.nodes.size(), false);
-  std::vector<std::uint32_t> todo{root};
-  while (!todo.empty()) {
-    const std::uint32_t i = todo.back();
-    todo.pop_back();
-    if (seen[i]) continue;
-    seen[i] = true;
-    const ir::Node& n = g.nodes[i];
-    if (n.op == ir::Op::iota) return true;
-    if (ir::is_reduction(n.op)) continue;  // a reduction's result has its own shape
-    for (std::uint32_t o : {n.a, n.b, n.c})
-      if (o != ir::kNone) todo.push_back(o);
-  }
-  return false;
+  bool found = false;
+  walk_below(g, root, [&](std::uint32_t i) {
+    found = found || g.nodes[i].op == ir::Op::iota;
+    return !ir::is_reduction(g.nodes[i].op);  // a reduction's result has its own shape
+  });
+  return found;
 }
 
 std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
