@@ -52,3 +52,16 @@ TEST_CASE("random generators fuse into one elementwise kernel, and come first be
   CHECK(noisy_softmax.kernels >= 2);  // not a layer kernel
   CHECK(!noisy_softmax.arch.empty());
 }
+
+TEST_CASE("a braced shape picks the overload that makes an array, never a seed", "[random]") {
+  // `uniform<float>({n}, 11)` once read {n} as the seed and 11 as the offset: an expression of one element
+  const std::int64_t n = 1 << 22;
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::random::uniform<float>({n}, 11)), fz::Array<float>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::random::normal<double>({n}, 11)), fz::Array<double>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::random::bits({n}, 11)), fz::Array<std::uint32_t>>);
+  STATIC_REQUIRE(std::is_same_v<decltype(fz::random::uniform<float>({n, 3}, 11)), fz::Array<float>>);
+  // a seed of any integer type makes an expression
+  STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::uniform<float>(n, 11)), fz::Array<float>>);
+  STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::bits(11u)), fz::Array<std::uint32_t>>);
+  CHECK(fz::inspect(fz::random::uniform<float>(std::int8_t{3}) + fz::placeholder<float>({5})).kernels == 1);
+}

@@ -4,6 +4,7 @@
 // the vector width or how the expression is split into kernels. Dropout is one kernel:
 //   y = fz::where(fz::random::uniform<float>(seed) < p, 0.f, x / (1 - p));
 #pragma once
+#include <concepts>
 #include <cstdint>
 
 #include "fusion/array.hpp"
@@ -27,11 +28,16 @@ const Uniform64& normal64_function();
 /// (offset, i / 4) (two 32-bit words each, low word first). With offset 0 this is cuRAND's
 /// CURAND_RNG_PSEUDO_PHILOX4_32_10 host generator's output for the same seed (its first 262,144 values:
 /// the generator interleaves 65,536 subsequences after that).
-inline auto bits(std::uint64_t seed, std::uint64_t offset = 0) { return detail::bits_function()(seed, offset, expr::Iota{}); }
+// The seed is a template parameter so that `uniform<float>({n}, seed)` cannot read `{n}` as a seed: a
+// braced list deduces nothing, and the call takes the overload with a shape (below) as it looks like it does.
+template <std::integral Seed> auto bits(Seed seed, std::uint64_t offset = 0) {
+  return detail::bits_function()(static_cast<std::uint64_t>(seed), offset, expr::Iota{});
+}
 
 /// Uniform in [0, 1): float32 from 24 bits of word i % 4 of block i / 4 (every value a multiple of
 /// 2^-24); float64 from 53 bits of the words 2(i % 2), 2(i % 2) + 1 of block i / 2.
-template <class T = float> auto uniform(std::uint64_t seed, std::uint64_t offset = 0) {
+template <class T = float, std::integral Seed> auto uniform(Seed seed_, std::uint64_t offset = 0) {
+  const auto seed = static_cast<std::uint64_t>(seed_);
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "fusion: random::uniform<float> or <double>; cast the result for 16-bit floats");
   if constexpr (std::is_same_v<T, float>) return detail::uniform32_function()(seed, offset, expr::Iota{});
@@ -40,7 +46,8 @@ template <class T = float> auto uniform(std::uint64_t seed, std::uint64_t offset
 
 /// Standard normal (Box-Muller): float32 from the words 2(i % 2), 2(i % 2) + 1 of block i / 2, float64
 /// from the four words of block i.
-template <class T = float> auto normal(std::uint64_t seed, std::uint64_t offset = 0) {
+template <class T = float, std::integral Seed> auto normal(Seed seed_, std::uint64_t offset = 0) {
+  const auto seed = static_cast<std::uint64_t>(seed_);
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "fusion: random::normal<float> or <double>; cast the result for 16-bit floats");
   if constexpr (std::is_same_v<T, float>) return detail::normal32_function()(seed, offset, expr::Iota{});

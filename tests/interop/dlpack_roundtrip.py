@@ -4,8 +4,10 @@
 # copy: the change is seen by the owner), and fusion's arrays read by torch and CuPy.
 #   python3 tests/interop/dlpack_roundtrip.py build-gpu/tests/libfusion_dlpack_bridge.so
 import ctypes
+import faulthandler
 import sys
 
+faulthandler.enable()
 lib = ctypes.CDLL(sys.argv[1])
 lib.fz_bridge_error.restype = ctypes.c_char_p
 lib.fz_bridge_double_in_place.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
@@ -15,6 +17,8 @@ api = ctypes.pythonapi
 api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+api.PyCapsule_GetName.restype = ctypes.c_char_p
+api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 api.PyCapsule_New.restype = ctypes.py_object
 api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 failures = 0
@@ -22,15 +26,18 @@ failures = 0
 
 def check(name, ok):
     global failures
-    print(f"{name}: {'ok' if ok else 'FAILED'}")
+    print(f"{name}: {'ok' if ok else 'FAILED'}", flush=True)
     failures += 0 if ok else 1
 
 
 def give_to_fusion(capsule, stream):
-    """fusion takes the tensor: the capsule is marked used, so its producer does not free it too."""
-    ptr = api.PyCapsule_GetPointer(capsule, b"dltensor")
-    api.PyCapsule_SetName(capsule, b"used_dltensor")
-    if lib.fz_bridge_double_in_place(ptr, 0, stream) != 0:
+    """fusion takes the tensor: the capsule is marked used, so its producer does not free it too.
+    A "dltensor_versioned" capsule (DLPack 1.x) holds a DLManagedTensorVersioned, "dltensor" the legacy one."""
+    name = api.PyCapsule_GetName(capsule)
+    versioned = 1 if name == b"dltensor_versioned" else 0
+    ptr = api.PyCapsule_GetPointer(capsule, name)
+    api.PyCapsule_SetName(capsule, b"used_dltensor_versioned" if versioned else b"used_dltensor")
+    if lib.fz_bridge_double_in_place(ptr, versioned, stream) != 0:
         raise RuntimeError(lib.fz_bridge_error().decode())
 
 
@@ -54,6 +61,12 @@ give_to_fusion(torch.utils.dlpack.to_dlpack(strided), stream)
 torch.cuda.synchronize()
 check("a transposed torch view doubled through its strides",
       torch.equal(strided.cpu(), torch.arange(12, dtype=torch.float32).reshape(3, 4).t() * 2))
+try:  # DLPack 1.x from torch, where this torch has it
+    v = torch.arange(10, dtype=torch.float32, device="cuda")
+    give_to_fusion(v.__dlpack__(max_version=(1, 0)), None)
+    check("torch tensor through a versioned capsule", torch.equal(v.cpu(), torch.arange(10, dtype=torch.float32) * 2))
+except TypeError:
+    print("this torch has no versioned DLPack export", flush=True)
 u = torch.utils.dlpack.from_dlpack(from_fusion(1000, stream))
 check("fusion array read by torch", torch.equal(u.cpu(), torch.arange(1000, dtype=torch.float32) * 0.5))
 del u
@@ -62,7 +75,13 @@ import cupy  # noqa: E402
 
 c = cupy.arange(1000, dtype=cupy.float32) + 1
 cstream = cupy.cuda.get_current_stream().ptr
-give_to_fusion(c.toDlpack(), cstream)
+# the DLPack 1.x protocol where this CuPy has it (a versioned capsule), else its legacy export
+try:
+    capsule = c.__dlpack__(stream=None, max_version=(1, 0))
+except TypeError:
+    capsule = c.toDlpack()
+print("cupy's capsule:", api.PyCapsule_GetName(capsule).decode(), flush=True)
+give_to_fusion(capsule, cstream)
 cupy.cuda.Device().synchronize()
 check("cupy array doubled in place by fusion", bool((c.get() == (cupy.arange(1000, dtype=cupy.float32).get() + 1) * 2).all()))
 capsule = from_fusion(1000, cstream)

@@ -107,6 +107,30 @@ bool reads_index(const ir::Graph& g, std::uint32_t root) {
   return found;
 }
 
+/// Marks `step` (computing elementwise node `root`) as spanning its region's index space: the region is
+/// the elementwise part of the graph around `root` (the tree below an output or a reduction's operand,
+/// not entering reductions) that reaches it.
+void set_index_region(const ir::Graph& g, std::uint32_t root, PlanStep& step) {
+  std::vector<std::pair<std::uint32_t, int>> tops;  // (node, output k or -1)
+  for (std::size_t k = 0; k < g.outputs.size(); ++k) tops.emplace_back(g.outputs[k], static_cast<int>(k));
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op)) tops.emplace_back(n.a, -1);
+  for (const auto& [top, k] : tops) {
+    bool reaches = false;
+    std::vector<int> arrays;
+    walk_below(g, top, [&](std::uint32_t i) {
+      reaches = reaches || i == root;
+      if (g.nodes[i].op == ir::Op::input) arrays.push_back(static_cast<int>(g.nodes[i].slot));
+      return !ir::is_reduction(g.nodes[i].op);
+    });
+    if (!reaches) continue;
+    step.whole_index = true;
+    step.index_arrays = std::move(arrays);
+    step.index_output = k;
+    return;
+  }
+}
+
 std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   const bool unfused = mode == PlanMode::unfused;
   const ir::Graph& g = lw.canonical;
@@ -177,6 +201,11 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   for (std::size_t k = 0; k < g.outputs.size(); ++k) add(g.outputs[k], ~static_cast<int>(k));
   for (Group& gr : groups) {
     plan->steps.push_back(extract(g, gr.roots, temp_of, gr.targets));
+    // fz::Unfused splits `random::bits(s) + x` into the generator's kernel, which reads no array (its
+    // own shape is a scalar's), and the addition: the generator's temporary must be as large as the
+    // index space the fused kernel numbers, or every element would see index 0.
+    const std::uint32_t r = gr.roots[0];
+    if (gr.targets[0] >= 0 && !ir::is_reduction(g.nodes[r].op) && reads_index(g, r)) set_index_region(g, r, plan->steps.back());
     if (gr.roots.size() > 1)
       for (std::size_t k = 0; k < gr.roots.size(); ++k) plan->steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}));
   }
@@ -247,14 +276,25 @@ namespace {
 /// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
 /// with a shape per target of the step.
 /// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
-template <class Visit> void walk_shapes(const Plan& p, const Call& c, Visit&& visit) {
+/// The shape a whole_index step writes (see PlanStep): its region's arrays broadcast, and the output
+/// when the region is an output's and the call writes into an existing array.
+Shape index_space(const PlanStep& s, const Call& c, const ArrayBase* const* outs, AssignMode mode) {
+  Shape shape;
+  for (int a : s.index_arrays) shape = broadcast_shapes(shape, c.arrays[a]->shape());
+  if (s.index_output >= 0 && outs && mode != AssignMode::fresh && outs[s.index_output]->has_storage())
+    shape = broadcast_shapes(shape, outs[s.index_output]->shape());
+  return shape;
+}
+
+template <class Visit> void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, AssignMode mode, Visit&& visit) {
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
   auto walk = [&](const PlanStep& s) {
     const StepCall sc(s, c, temps);
     const std::size_t K = s.targets.size();
-    const std::vector<Shape> shapes = !s.lowered->has_reduction ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
-                                                                : std::vector<Shape>(K, reduction_output_shape(sc.call));
+    const std::vector<Shape> shapes = s.whole_index             ? std::vector<Shape>(K, index_space(s, c, outs, mode))
+                                      : !s.lowered->has_reduction ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
+                                                                  : std::vector<Shape>(K, reduction_output_shape(sc.call));
     visit(s, sc.call, shapes);
     for (std::size_t k = 0; k < K; ++k) {
       const int t = s.targets[k];
@@ -290,7 +330,7 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
   int output_steps = 0;
   for (const PlanStep& s : p.steps) output_steps += s.targets[0] < 0;
-  if (output_steps > 1) walk_shapes(p, c, [&](const PlanStep& s, const Call&, const std::vector<Shape>& shapes) {
+  if (output_steps > 1) walk_shapes(p, c, outs, mode, [&](const PlanStep& s, const Call&, const std::vector<Shape>& shapes) {
     for (std::size_t k = 0; k < s.targets.size(); ++k) {
       const int t = s.targets[k];
       const ArrayBase* out = t < 0 ? outs[~t] : nullptr;
@@ -309,7 +349,11 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
       const int t = s.targets[static_cast<std::size_t>(k)];
       targets[k] = t >= 0 ? &temps[static_cast<std::size_t>(t)] : outs[~t];
     }
-    const AssignMode m = s.targets[0] >= 0 ? AssignMode::fresh : mode;
+    AssignMode m = s.targets[0] >= 0 ? AssignMode::fresh : mode;
+    if (s.whole_index) {
+      *targets[0] = ArrayBase::make_empty(targets[0]->dtype(), index_space(s, c, outs, mode));
+      m = AssignMode::into;
+    }
     if (!s.lowered->has_reduction) evaluate_elementwise(sc.call, targets, K, m);
     else if (K == 1) evaluate_reduction(sc.call, *targets[0], m);
     else return evaluate_reductions(sc.call, targets, K, m);
@@ -334,7 +378,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     Call call;
   };
   std::vector<std::unique_ptr<Step>> steps;
-  walk_shapes(p, c, [&](const PlanStep& s, const Call& call, const std::vector<Shape>&) {
+  walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const PlanStep& s, const Call& call, const std::vector<Shape>&) {
     auto o = std::make_unique<Step>();
     o->step = &s;
     for (int i = 0; i < call.n_arrays; ++i) o->arrays.push_back(*call.arrays[i]);

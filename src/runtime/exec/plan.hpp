@@ -22,6 +22,12 @@ struct PlanStep {
   std::vector<std::uint32_t> reductions;   // per reduction slot: the call's reduction slot
   std::vector<int> targets;                // per output of the step: >= 0 temporary; < 0 the call's output ~k
   std::vector<PlanStep> alone;             // several targets: a step per target, when they cannot run together
+  // An elementwise temporary that reads the flat index (fz::random) spans the index space the fused kernel
+  // numbers: that of its region (the elementwise part of the graph around it, up to reductions), given
+  // by the call's arrays the region reads and, for an output's region, the output.
+  bool whole_index = false;
+  std::vector<int> index_arrays;  // the call's array slots
+  int index_output = -1;          // the call's output k, or -1
 };
 
 struct Plan {
