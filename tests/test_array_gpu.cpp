@@ -8,6 +8,8 @@
 
 #include "support.hpp"
 
+#include <fusion/fmt.hpp>
+
 namespace {
 
 template <class T> std::vector<T> sample_values(std::size_t n) {
@@ -144,6 +146,13 @@ TEST_CASE("arrays print as NumPy prints them: values, views, 16-bit floats, summ
   CHECK(fz::to_string(fz::Array<bool>(fz::asarray(std::vector<float>{1.f, -1.f}) > 0.f)) == "[ True False]");
   CHECK(fz::to_string(fz::arange<std::int64_t>(2000)) == "[   0    1    2 ... 1997 1998 1999]");
   CHECK(fz::to_string(fz::full<double>({}, 0.25)) == "0.25");
+  fz::PrintOptions options;
+  options.precision = 2;
+  options.threshold = 3;
+  options.edge_items = 1;
+  fz::ScopedPrintOptions scope(options);
+  CHECK(fz::to_string(fz::asarray(std::vector<double>{1.0 / 3, 0.5, 2.0 / 3, 10.0})) == "[ 0.33 ... 10.  ]");
+  CHECK(fmt::format("{}", fz::asarray(std::vector<float>{0.125f, 1.f})) == "[0.12 1.  ]");  // half to even, as NumPy
 }
 
 TEST_CASE("from_device: another owner's memory as an array, views, ordering after its stream, release once", "[gpu][arrays][external]") {

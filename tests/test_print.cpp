@@ -7,6 +7,8 @@
 
 #include "support.hpp"
 
+#include <fusion/fmt.hpp>
+
 namespace {
 
 template <class T> std::string text(T v) { return fz::detail::element_text(fz::dtype_of<T>, &v); }
@@ -76,4 +78,56 @@ TEST_CASE("print: decimal numbers align on their points", "[print]") {
         "[[ 1.5   2.  ]\n [-3.25 40.  ]]");
   const std::vector<std::string> mixed{"1.5", "nan"};  // not all decimal: right-aligned
   CHECK(fz::detail::format_array({2}, [&](std::int64_t i) { return mixed[static_cast<std::size_t>(i)]; }) == "[1.5 nan]");
+}
+
+TEST_CASE("print: PrintOptions set digits after the point and where summaries start", "[print]") {
+  auto with = [](double v, int precision) { return fz::detail::element_text(fz::DType::float64, &v, precision); };
+  CHECK(with(1.0 / 3.0, 4) == "0.3333");
+  CHECK(with(2.0 / 3.0, 4) == "0.6667");  // rounded
+  CHECK(with(1.5, 4) == "1.5");           // no more digits than it needs ("maxprec")
+  CHECK(with(2.0, 0) == "2.");
+  CHECK(with(2.75, 0) == "3.");
+  CHECK(with(1.0 / 3e10, 3) == "3.333e-11");
+  CHECK(with(1e-30, 3) == "1e-30");
+  CHECK(with(std::numeric_limits<double>::quiet_NaN(), 2) == "nan");
+  const fz::half h(0.1f);
+  CHECK(fz::detail::element_text(fz::DType::float16, &h, 0) == "0.");
+  CHECK(fz::detail::element_text(fz::DType::float16, &h, 3) == "0.1");
+  const std::int32_t seven = 7;
+  CHECK(fz::detail::element_text(fz::DType::int32, &seven, 2) == "7");  // integers have no point
+
+  fz::PrintOptions small;
+  small.threshold = 5;
+  small.edge_items = 1;
+  CHECK(fz::detail::format_array({6}, [](std::int64_t i) { return std::to_string(i); }, small) == "[0 ... 5]");
+  small.threshold = 6;
+  CHECK(fz::detail::format_array({6}, [](std::int64_t i) { return std::to_string(i); }, small) == "[0 1 2 3 4 5]");
+
+  // process-wide, put back by the scope; bad values are refused and change nothing
+  CHECK(fz::print_options().precision == -1);
+  {
+    fz::PrintOptions p;
+    p.precision = 3;
+    fz::ScopedPrintOptions scope(p);
+    CHECK(fz::print_options().precision == 3);
+    fz::PrintOptions bad;
+    bad.precision = -2;
+    CHECK_THROWS_AS(fz::set_print_options(bad), fz::Error);
+    CHECK(fz::print_options().precision == 3);
+  }
+  CHECK(fz::print_options().precision == -1);
+  CHECK(fz::print_options().threshold == 1000);
+}
+
+TEST_CASE("print: fmt::format of an array is its to_string", "[print]") {
+  auto p = fz::placeholder<fz::bfloat16>({4});
+  CHECK(fmt::format("{}", p) == fz::to_string(p));
+  CHECK(fmt::format("x = {:>50}", p) == "x = " + std::string(50 - fz::to_string(p).size(), ' ') + fz::to_string(p));
+  const fz::ArrayBase& base = p;
+  CHECK(fmt::format("{}", base) == "<bfloat16 array of shape (4,), a placeholder>");
+}
+
+TEST_CASE("version: the headers and the library say the same", "[print]") {
+  CHECK(fz::version() == fz::header_version);
+  CHECK(FUSION_VERSION == fz::header_version.major * 10000 + fz::header_version.minor * 100 + fz::header_version.patch);
 }

@@ -24,3 +24,4 @@
 #include "fusion/user_kernels.hpp"
 #include "fusion/shape.hpp"
 #include "fusion/stream.hpp"
+#include "fusion/version.hpp"

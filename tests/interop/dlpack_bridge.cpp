@@ -33,6 +33,22 @@ int fz_bridge_double_in_place(void* managed, int versioned, void* producer) {
   }
 }
 
+/// Wraps `n` float32 at device pointer `data` (a tensor's data_ptr: no DLPack, no copy, owned by the caller)
+/// ordered after stream `producer`, adds 1 with one fused kernel on that same stream and waits. 0 on success.
+int fz_bridge_add_one_by_pointer(void* data, long long n, void* producer) {
+  try {
+    const fz::Stream theirs = fz::Stream::from_external(static_cast<CUstream_st*>(producer));
+    fz::StreamScope scope(theirs);  // fusion's kernel goes on the caller's stream: no ordering needed
+    fz::Array<float> a = fz::from_device(static_cast<const float*>(data), {n});
+    a += 1.f;
+    theirs.synchronize();
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
+}
+
 /// A new float32 array, 0.5 * arange(n), exported for `consumer` (a stream, or null): a DLManagedTensor
 /// (`versioned` 0) or a DLManagedTensorVersioned (1). Null on error.
 void* fz_bridge_export_halves(long long n, int versioned, void* consumer) {

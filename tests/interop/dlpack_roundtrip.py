@@ -11,6 +11,7 @@ faulthandler.enable()
 lib = ctypes.CDLL(sys.argv[1])
 lib.fz_bridge_error.restype = ctypes.c_char_p
 lib.fz_bridge_double_in_place.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+lib.fz_bridge_add_one_by_pointer.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p]
 lib.fz_bridge_export_halves.restype = ctypes.c_void_p
 lib.fz_bridge_export_halves.argtypes = [ctypes.c_longlong, ctypes.c_int, ctypes.c_void_p]
 api = ctypes.pythonapi
@@ -67,6 +68,11 @@ try:  # DLPack 1.x from torch, where this torch has it
     check("torch tensor through a versioned capsule", torch.equal(v.cpu(), torch.arange(10, dtype=torch.float32) * 2))
 except TypeError:
     print("this torch has no versioned DLPack export", flush=True)
+# by pointer (fz::from_device), on torch's own stream
+w = torch.arange(100, dtype=torch.float32, device="cuda")
+if lib.fz_bridge_add_one_by_pointer(w.data_ptr(), w.numel(), stream) != 0:
+    raise RuntimeError(lib.fz_bridge_error().decode())
+check("torch tensor by pointer, written on torch's stream", torch.equal(w.cpu(), torch.arange(100, dtype=torch.float32) + 1))
 u = torch.utils.dlpack.from_dlpack(from_fusion(1000, stream))
 check("fusion array read by torch", torch.equal(u.cpu(), torch.arange(1000, dtype=torch.float32) * 0.5))
 del u
@@ -84,6 +90,10 @@ print("cupy's capsule:", api.PyCapsule_GetName(capsule).decode(), flush=True)
 give_to_fusion(capsule, cstream)
 cupy.cuda.Device().synchronize()
 check("cupy array doubled in place by fusion", bool((c.get() == (cupy.arange(1000, dtype=cupy.float32).get() + 1) * 2).all()))
+g = cupy.arange(100, dtype=cupy.float32)
+if lib.fz_bridge_add_one_by_pointer(g.data.ptr, g.size, cstream) != 0:
+    raise RuntimeError(lib.fz_bridge_error().decode())
+check("cupy array by pointer, written on cupy's stream", bool((g.get() == cupy.arange(100, dtype=cupy.float32).get() + 1).all()))
 capsule = from_fusion(1000, cstream)
 d = cupy.from_dlpack(capsule) if hasattr(cupy, "from_dlpack") else cupy.fromDlpack(capsule)
 check("fusion array read by cupy", bool((d.get() == cupy.arange(1000, dtype=cupy.float32).get() * 0.5).all()))

@@ -3,11 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ostream>
+#include <mutex>
 #include <vector>
+
+#include "fusion/error.hpp"
 
 #include "fusion/half.hpp"
 
@@ -16,8 +20,6 @@ namespace detail {
 
 namespace {
 
-constexpr std::int64_t kSummarizeOver = 1000;  // NumPy's threshold
-constexpr std::int64_t kEdgeItems = 3;         // shown at each end of a summarized axis
 
 /// The shortest text of `v` that reads back to `v` once rounded to a 16-bit float by `round`.
 template <class Round> std::string shortest_16bit(float v, Round&& round) {
@@ -28,9 +30,32 @@ template <class Round> std::string shortest_16bit(float v, Round&& round) {
   return fmt::format("{}", v);
 }
 
-std::string float_text(double v, std::string s) {
+/// `s` (the shortest text of `v`) with at most `precision` digits after the point (or in a scientific
+/// mantissa), rounded, and trailing zeros dropped: NumPy's floatmode "maxprec".
+std::string at_most(double v, std::string s, int precision) {
+  const std::size_t point = s.find('.'), exponent = s.find_first_of("eE");
+  if (precision < 0) return s;
+  if (exponent != std::string::npos) {
+    const std::size_t digits = point == std::string::npos ? 0 : exponent - point - 1;
+    if (digits <= static_cast<std::size_t>(precision)) return s;
+    s = fmt::format("{:.{}e}", v, precision);
+    const std::size_t e = s.find('e');
+    std::size_t end = e;
+    while (end > 0 && s[end - 1] == '0') --end;
+    if (end > 0 && s[end - 1] == '.') --end;
+    return s.substr(0, end) + s.substr(e);
+  }
+  if (point == std::string::npos || s.size() - point - 1 <= static_cast<std::size_t>(precision)) return s;
+  s = fmt::format("{:.{}f}", v, precision);
+  if (s.find('.') != std::string::npos)
+    while (s.back() == '0') s.pop_back();  // "2." stays; "{:.0f}" has no point, float_text adds it
+  return s;
+}
+
+std::string float_text(double v, std::string s, int precision) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  s = at_most(v, std::move(s), precision);
   // NumPy writes an integral float with a trailing point: 2. rather than 2
   if (s.find_first_of(".eEn") == std::string::npos) s += '.';
   return s;
@@ -38,7 +63,7 @@ std::string float_text(double v, std::string s) {
 
 }  // namespace
 
-std::string element_text(DType d, const void* bytes) {
+std::string element_text(DType d, const void* bytes, int precision) {
   auto as = [&]<class T>(T) {
     T v;
     std::memcpy(&v, bytes, sizeof v);
@@ -56,37 +81,39 @@ std::string element_text(DType d, const void* bytes) {
     case DType::uint64: return fmt::format("{}", as(std::uint64_t{}));
     case DType::float16: {
       const float v = half::from_bits(as(std::uint16_t{}));
-      return float_text(v, shortest_16bit(v, [](float x) { return half(x).bits; }));
+      return float_text(v, shortest_16bit(v, [](float x) { return half(x).bits; }), precision);
     }
     case DType::bfloat16: {
       const float v = bfloat16::from_bits(as(std::uint16_t{}));
-      return float_text(v, shortest_16bit(v, [](float x) { return bfloat16(x).bits; }));
+      return float_text(v, shortest_16bit(v, [](float x) { return bfloat16(x).bits; }), precision);
     }
     case DType::float32: {
       const float v = as(float{});
-      return float_text(v, fmt::format("{}", v));  // fmt's shortest round trip
+      return float_text(v, fmt::format("{}", v), precision);  // fmt's shortest round trip
     }
     case DType::float64: {
       const double v = as(double{});
-      return float_text(v, fmt::format("{}", v));
+      return float_text(v, fmt::format("{}", v), precision);
     }
   }
   return "?";
 }
 
-std::string format_array(const Shape& shape, const std::function<std::string(std::int64_t)>& cell) {
+std::string format_array(const Shape& shape, const std::function<std::string(std::int64_t)>& cell,
+                         const PrintOptions& options) {
+  const std::int64_t edge = std::max<std::int64_t>(options.edge_items, 0);
   const int rank = shape.size();
   if (rank == 0) return cell(0);
   const std::int64_t total = numel(shape);
   if (total == 0) return "[]";
-  const bool summarize = total > kSummarizeOver;
+  const bool summarize = total > options.threshold;
   // The indices shown along an axis; -1 stands for the "..." between the two ends.
   auto shown = [&](std::int64_t n) {
     std::vector<std::int64_t> at;
-    if (summarize && n > 2 * kEdgeItems) {
-      for (std::int64_t i = 0; i < kEdgeItems; ++i) at.push_back(i);
+    if (summarize && n > 2 * edge) {
+      for (std::int64_t i = 0; i < edge; ++i) at.push_back(i);
       at.push_back(-1);
-      for (std::int64_t i = n - kEdgeItems; i < n; ++i) at.push_back(i);
+      for (std::int64_t i = n - edge; i < n; ++i) at.push_back(i);
     } else {
       for (std::int64_t i = 0; i < n; ++i) at.push_back(i);
     }
@@ -146,16 +173,35 @@ std::string format_array(const Shape& shape, const std::function<std::string(std
 
 }  // namespace detail
 
+namespace {
+std::mutex options_mutex;
+PrintOptions options_now;
+}  // namespace
+
+PrintOptions print_options() {
+  std::lock_guard lock(options_mutex);
+  return options_now;
+}
+
+void set_print_options(const PrintOptions& options) {
+  if (options.precision < -1) throw Error(fmt::format("print precision {}: give -1 (shortest) or digits >= 0", options.precision));
+  if (options.threshold < 0 || options.edge_items < 0)
+    throw Error("print threshold and edge_items must not be negative");
+  std::lock_guard lock(options_mutex);
+  options_now = options;
+}
+
 std::string to_string(const ArrayBase& a) {
+  const PrintOptions options = print_options();
   if (a.is_placeholder() || !a.has_storage())
     return fmt::format("<{} array of shape {}{}>", dtype_name(a.dtype()), to_string(a.shape()),
                        a.is_placeholder() ? ", a placeholder" : ", no memory");
   std::vector<unsigned char> bytes(a.nbytes());
   a.download(bytes.data());
   const std::size_t w = itemsize(a.dtype());
-  return detail::format_array(a.shape(), [&](std::int64_t i) {
-    return detail::element_text(a.dtype(), bytes.data() + static_cast<std::size_t>(i) * w);
-  });
+  return detail::format_array(
+      a.shape(), [&](std::int64_t i) { return detail::element_text(a.dtype(), bytes.data() + static_cast<std::size_t>(i) * w, options.precision); },
+      options);
 }
 
 std::ostream& operator<<(std::ostream& os, const ArrayBase& a) { return os << to_string(a); }
