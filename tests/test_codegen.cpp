@@ -36,6 +36,7 @@ TEST_CASE("generated source of representative kernels matches the golden files",
   test::check_golden("where_half_broadcast", fz::inspect(fz::where(h > 0, h * 2.5, m)).source);
   auto big = fz::placeholder<float>({64, 32});
   test::check_golden("transposed_softplus", fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
+  test::check_golden("strided_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 2}}) * 2.f + 1.f).source);
 }
 
 TEST_CASE("every op compiles through NVRTC for every dtype it accepts", "[codegen][nvrtc]") {
@@ -147,5 +148,27 @@ TEST_CASE("rows kernels compile for every mix of per-row, along-the-row and broa
     INFO(i.variant);
     CHECK_THAT(i.variant, Catch::StartsWith("rows"));
     CHECK(!i.arch.empty());
+  }
+}
+
+TEST_CASE("tiles kernels compile for transposes of every dtype, beside other operands, several outputs and batches", "[codegen][nvrtc]") {
+  std::vector<fz::KernelInfo> kernels;
+  auto f = fz::placeholder<float>({70, 40}), g = fz::placeholder<float>({40, 70});
+  auto h = fz::placeholder<fz::half>({70, 40});
+  auto bf = fz::placeholder<fz::bfloat16>({70, 40});
+  auto d = fz::placeholder<double>({3, 70, 40});
+  auto row = fz::placeholder<float>({70}), col = fz::placeholder<float>({40, 1});
+  auto i8 = fz::placeholder<std::int8_t>({70, 40});
+  kernels.push_back(fz::inspect(f.transpose() + g));
+  kernels.push_back(fz::inspect(h.transpose() * 2.f + bf.transpose()));
+  kernels.push_back(fz::inspect(fz::where(i8.transpose() > 0, f.transpose(), col) + row));
+  kernels.push_back(fz::inspect(d.transpose({0, 2, 1}) - 1.0));
+  kernels.push_back(fz::inspect(f.transpose() + fz::random::uniform<float>(3)));  // the flat index of the output
+  kernels.push_back(fz::inspect(f.transpose() * g, f.transpose() - g));            // two outputs
+  for (const fz::KernelInfo& k : kernels) {
+    INFO(k.variant);
+    CHECK_THAT(k.variant, Catch::StartsWith("tiles"));
+    CHECK_THAT(k.source, Catch::Contains("__syncthreads()"));
+    CHECK(!k.arch.empty());
   }
 }

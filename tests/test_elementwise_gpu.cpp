@@ -171,6 +171,71 @@ TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views a
   CHECK(test::mismatches(y.to_host(), want, fz::DType::float16) == 0);
 }
 
+TEST_CASE("tiles kernels: transposed operands of every size, batches, 16-bit floats, ties and in place", "[gpu][elementwise]") {
+  for (auto [R, C] : {std::pair<std::int64_t, std::int64_t>{64, 96}, {37, 45}, {16, 1000}, {1025, 33}}) {
+    INFO(R << " x " << C);
+    const auto ha = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 61), hb = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 62),
+               hr = test::random<float>(static_cast<std::size_t>(C), -1, 1, 63);
+    const auto a = fz::asarray(ha, {R, C}), bt = fz::asarray(hb, {C, R});  // bt.transpose() is (R, C), contiguous along R
+    const auto row = fz::asarray(hr);
+    auto A = [&](std::int64_t i, std::int64_t j) { return double(ha[static_cast<std::size_t>(i * C + j)]); };
+    auto B = [&](std::int64_t i, std::int64_t j) { return double(hb[static_cast<std::size_t>(j * R + i)]); };  // bt.T[i, j]
+    CHECK_THAT(fz::inspect(a * bt.transpose() + row).variant, Catch::StartsWith("tiles"));
+    fz::Array<float> out = fz::full<float>({R, C}, std::nanf(""));
+    fz::reset_stats();
+    out = a * bt.transpose() + row;
+    CHECK(fz::stats().launches == 1);
+    std::vector<double> want, want_t, want_u;
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C; ++j) {
+        want.push_back(A(i, j) * B(i, j) + double(hr[static_cast<std::size_t>(j)]));
+        want_u.push_back(A(i, j) - B(i, j));
+      }
+    CHECK(test::mismatches(out.to_host(), want, fz::DType::float32) == 0);
+    // the transposed input alone (a plain transpose copy), and the other way round: a.T into (C, R)
+    fz::Array<float> t = bt.transpose();
+    std::vector<double> want_copy;
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C; ++j) want_copy.push_back(B(i, j));
+    CHECK(test::mismatches(t.to_host(), want_copy, fz::DType::float32) == 0);
+    fz::Array<float> at = a.transpose() * 2.f;
+    for (std::int64_t j = 0; j < C; ++j)
+      for (std::int64_t i = 0; i < R; ++i) want_t.push_back(A(i, j) * 2.0);
+    CHECK(test::mismatches(at.to_host(), want_t, fz::DType::float32) == 0);
+    // two outputs of one kernel
+    fz::Array<float> p = fz::empty<float>({R, C}), q = fz::empty<float>({R, C});
+    fz::tie(p, q) = std::make_tuple(a * bt.transpose() + row, a - bt.transpose());
+    CHECK(test::mismatches(p.to_host(), want, fz::DType::float32) == 0);
+    CHECK(test::mismatches(q.to_host(), want_u, fz::DType::float32) == 0);
+  }
+  // a batch of transposes in float64, and 16-bit floats
+  const std::int64_t N = 3, R = 50, C = 70;
+  const auto hx = test::random<double>(static_cast<std::size_t>(N * C * R), -2, 2, 64);
+  const auto x = fz::asarray(hx, {N, C, R});
+  fz::Array<double> y = x.transpose({0, 2, 1}) - 0.5;
+  CHECK_THAT(fz::inspect(x.transpose({0, 2, 1}) - 0.5).variant, Catch::StartsWith("tiles, rank 3"));
+  std::vector<double> want;
+  for (std::int64_t b = 0; b < N; ++b)
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C; ++j) want.push_back(hx[static_cast<std::size_t>((b * C + j) * R + i)] - 0.5);
+  CHECK(test::mismatches(y.to_host(), want, fz::DType::float64) == 0);
+  const auto hh = test::random<fz::bfloat16>(static_cast<std::size_t>(C * R), -2, 2, 65);
+  const auto h = fz::asarray(hh, {C, R});
+  fz::Array<fz::bfloat16> hy = h.transpose() * 3.f;
+  std::vector<double> want_h;
+  for (std::int64_t i = 0; i < R; ++i)
+    for (std::int64_t j = 0; j < C; ++j) want_h.push_back(double(float(hh[static_cast<std::size_t>(j * R + i)])) * 3.0);
+  CHECK(test::mismatches(hy.to_host(), want_h, fz::DType::bfloat16) == 0);
+  // in place through the transpose: x = x + x.T on a square matrix is computed aside (NumPy's answer)
+  const auto hs = test::random<float>(40 * 40, -1, 1, 66);
+  fz::Array<float> sq = fz::asarray(hs, {40, 40});
+  sq = sq + sq.transpose();
+  std::vector<double> want_s;
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 40; ++j) want_s.push_back(double(hs[static_cast<std::size_t>(i * 40 + j)]) + double(hs[static_cast<std::size_t>(j * 40 + i)]));
+  CHECK(test::mismatches(sq.to_host(), want_s, fz::DType::float32) == 0);
+}
+
 TEST_CASE("outputs that overlap inputs get NumPy's answer", "[gpu][elementwise]") {
   std::vector<float> h = {0, 1, 2, 3, 4, 5, 6, 7};
   fz::Array<float> x = fz::asarray(h);

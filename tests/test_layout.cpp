@@ -83,9 +83,14 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   CHECK(layout_of(m + one, fz::DType::float32, {128, 64}).v.access[1] == Access::broadcast);
 
   const auto T = layout_of(m.transpose() + 1.f, fz::DType::float32, {64, 128});
-  CHECK(T.v.access[0] == Access::strided);  // walks the last dimension with stride 64: N-d indexing
+  CHECK(T.v.access[0] == Access::across);  // walks the second-to-last dimension contiguously: a tile
+  CHECK(T.v.tiles);
   CHECK_FALSE(T.v.rows);
   CHECK(T.v.rank == 2);
+  // every other stride: not a transpose, N-d indexing
+  const auto S = layout_of(m.slice({{}, fz::Slice{{}, {}, 2}}) + 1.f, fz::DType::float32, {128, 32});
+  CHECK(S.v.access[0] == Access::strided);
+  CHECK_FALSE(S.v.tiles);
 
   // A view starting one element in cannot use 16-byte accesses.
   auto v = fz::placeholder<float>({1000});
@@ -147,4 +152,38 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
   CHECK(odd.v.vector_width == 1);
   // short inner rows (N and C around a small H*W) stay scalar too
   CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {64, 64, 16, 16}), {0, 2, 3}).v.vector_width == 1);
+}
+
+TEST_CASE("layout: transposed operands take tiles through shared memory", "[layout]") {
+  auto a = fz::placeholder<float>({96, 200}), b = fz::placeholder<float>({200, 96});
+  const auto L = layout_of(a + b.transpose(), fz::DType::float32, {96, 200});
+  CHECK(L.v.tiles);
+  CHECK_FALSE(L.v.has_strided());
+  CHECK(L.v.access[0] == Access::strided);  // read at row and column offsets, along the output's rows
+  CHECK(L.v.access[1] == Access::across);   // through the tile
+  CHECK(L.v.describe().find("tiles") == 0);
+  // a batch of transposes: the leading dimension stays, the last two are tiled
+  auto x = fz::placeholder<double>({6, 40, 50});
+  const auto X = layout_of(x + x.transpose({0, 2, 1}).transpose({0, 2, 1}), fz::DType::float64, {6, 40, 50});
+  CHECK_FALSE(X.v.tiles);  // the same layout as x: contiguous
+  const auto Xt = layout_of(x.transpose({0, 2, 1}) * 2.0, fz::DType::float64, {6, 50, 40});
+  CHECK(Xt.v.tiles);
+  CHECK(Xt.v.rank == 3);
+  // 16-bit inputs, a row bias and a scalar beside the transposed one
+  auto h = fz::placeholder<fz::half>({64, 64}), bias = fz::placeholder<fz::half>({64});
+  const auto H = layout_of(h.transpose() + bias + 1.f, fz::DType::float16, {64, 64});
+  CHECK(H.v.tiles);
+  CHECK(H.v.access[1] == Access::strided);
+  // too narrow for a tile (fewer than half a tile's rows): N-d indexing as before
+  auto thin = fz::placeholder<float>({300, 8});
+  CHECK_FALSE(layout_of(thin.transpose() + 1.f, fz::DType::float32, {8, 300}).v.tiles);
+  // shared memory for a few transposed inputs (32 KiB: three float64 tiles); the rest are read strided
+  std::vector<fz::Array<double>> qs;
+  for (int i = 0; i < 5; ++i) qs.push_back(fz::placeholder<double>({64, 64}).transpose());
+  const auto Q = layout_of(qs[0] + qs[1] + qs[2] + qs[3] + qs[4], fz::DType::float64, {64, 64});
+  int across = 0, strided = 0;
+  for (int p = 0; p < Q.v.n_params; ++p) across += Q.v.access[p] == Access::across, strided += Q.v.access[p] == Access::strided;
+  CHECK(across == 3);
+  CHECK(strided == 2);
+  CHECK(Q.v.tiles);
 }

@@ -23,6 +23,8 @@ TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or 
   CHECK(tv.to_host() == hm);
   auto zero_rows = fz::zeros<std::uint32_t>({300, 1});
   CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
+  const fz::Array<std::uint32_t> zeros_t = fz::zeros<std::uint32_t>({301, 300});  // a tiles kernel: a transposed input
+  CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zeros_t.transpose()).to_host() == hm);
   {
     fz::Unfused unfused;
     CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);

@@ -20,6 +20,7 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
   for (int p = 0; p < n_params; ++p) h.add_byte(static_cast<std::uint8_t>(access[p]));
   if (rows) h.add_byte(0x52);  // appended, so other hashes stay what they were
+  if (tiles) h.add_byte(0x54);
   if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
     h.add_byte(n_outputs);
     for (int k = 1; k < n_outputs; ++k) {
@@ -30,18 +31,21 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 }
 
 std::string Variant::describe() const {
-  std::string s = rows ? fmt::format("rows, rank {} (offsets once per row, the last dimension streamed)", rank)
+  std::string s = rows    ? fmt::format("rows, rank {} (offsets once per row, the last dimension streamed)", rank)
+                 : tiles ? fmt::format("tiles, rank {} ({}x{} tiles of the last two dimensions)", rank, kTile, kTile)
                  : has_strided() ? fmt::format("strided, rank {}", rank) : "linear";
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
-  if (!rows) s += index64 ? ", 64-bit index" : ", 32-bit index";  // (rows kernels index in 64 bits)
+  if (!rows && !tiles) s += index64 ? ", 64-bit index" : ", 32-bit index";  // (rows and tiles kernels index in 64 bits)
   if (out_aliases_input) s += ", output aliases an input";
-  int broadcast = 0, strided = 0, row = 0, along = 0;
+  int broadcast = 0, strided = 0, row = 0, along = 0, across = 0;
   for (int p = 0; p < n_params; ++p) {
+    across += access[p] == Access::across;
     broadcast += access[p] == Access::broadcast;
     strided += access[p] == Access::strided;
     row += access[p] == Access::row;
     along += access[p] == Access::along;
   }
+  if (across) s += fmt::format(", {} transposed input(s) through shared memory", across);
   if (row) s += fmt::format(", {} input(s) loaded once per row", row);
   if (along) s += fmt::format(", {} input(s) along the rows", along);
   if (broadcast) s += fmt::format(", {} broadcast input(s)", broadcast);

@@ -22,7 +22,16 @@ enum class Access : std::uint8_t {
   // Rows kernels only (Variant::rows): the last dimension is walked contiguously by the outputs.
   row,         ///< constant along the last dimension (a per-row scale): loaded once per row
   along,       ///< contiguous along the last dimension, each row at its own offset (a bias row, a view)
+  // Tiles kernels only (Variant::tiles):
+  across,      ///< contiguous along the second-to-last dimension (a transposed operand): read through a
+               ///< shared-memory tile, so that both its reads and the outputs' writes are coalesced
 };
+
+/// Tiles kernels: kTile x kTile tiles of the last two dimensions, kTileRows rows of threads per block.
+inline constexpr int kTile = 32;
+inline constexpr int kTileRows = 8;
+/// Shared memory the transposed inputs of one tiles kernel may use (more of them are read as strided).
+inline constexpr int kTileSharedBytes = 32 * 1024;
 
 struct Variant {
   std::uint8_t rank = 1;          ///< dimensions of the index space after collapsing (1: linear kernel)
@@ -30,6 +39,9 @@ struct Variant {
   /// A rows kernel: threads walk the last dimension (contiguous in every output) and compute each
   /// operand's offset once per row, so broadcast and strided inputs stream without per-element div/mod.
   bool rows = false;
+  /// A tiles kernel: some input walks the second-to-last dimension contiguously (a transpose); blocks take
+  /// kTile x kTile tiles, and such inputs go through shared memory (Access::across).
+  bool tiles = false;
   bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
   bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
   std::uint8_t n_outputs = 1;
@@ -42,7 +54,7 @@ struct Variant {
   bool operator==(const Variant&) const = default;
   /// True when some operand needs N-d indexing (the kernel computes offsets from the multi-index).
   bool has_strided() const {
-    if (rows) return false;
+    if (rows || tiles) return false;
     for (int k = 0; k < n_outputs; ++k)
       if (out_access[k] != Access::contiguous) return true;
     for (int p = 0; p < n_params; ++p)

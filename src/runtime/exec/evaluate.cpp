@@ -158,6 +158,12 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
     const std::int64_t least = (vectors + lanes * codegen::kAccessesPerLane - 1) / (lanes * codegen::kAccessesPerLane);
     const std::int64_t fill = (std::int64_t{properties_of(stream->device).multiprocessor_count} * codegen::kBlocksPerSm + grid.y - 1) / grid.y;
     grid.x = std::min<std::int64_t>(std::clamp(fill, least, most), codegen::kMaxGridX);
+  } else if (L.v.tiles) {
+    // A tile per block (codegen::kTile^2 elements, kTileRows rows of threads): many blocks in flight
+    // hide the two barriers per tile; the kernel loops over tiles beyond the largest grid.
+    const std::int64_t cols = L.shape[L.shape.size() - 1], rows = L.shape[L.shape.size() - 2];
+    const std::int64_t per_matrix = ((cols + codegen::kTile - 1) / codegen::kTile) * ((rows + codegen::kTile - 1) / codegen::kTile);
+    grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
   }

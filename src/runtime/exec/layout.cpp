@@ -144,6 +144,37 @@ void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
 }
 
+/// A tiles kernel instead of N-d indexing, when every output is contiguous and some input walks the
+/// second-to-last dimension contiguously (`x + x.T`, `a.transpose() * b`): blocks take kTile x kTile
+/// tiles of the last two dimensions, such inputs are read along their own contiguous axis into shared
+/// memory and the outputs written along theirs; other inputs are read at row and column offsets (two
+/// multiplications per element, no div/mod). Both extents must hold half a tile at least.
+void try_tiles(int K, Layout& L) {
+  const int R = L.v.rank, np = L.v.n_params;
+  if (R < 2 || L.shape[R - 1] < codegen::kTile / 2 || L.shape[R - 2] < codegen::kTile / 2) return;
+  for (int k = 0; k < K; ++k)
+    if (L.v.out_access[k] != Access::contiguous) return;
+  int shared = 0;
+  bool any = false;
+  for (int p = 0; p < np; ++p) {
+    Access& a = L.v.access[static_cast<std::size_t>(p)];
+    if (a != Access::strided) continue;
+    const Strides& st = L.strides[K + p];
+    const int bytes = codegen::kTile * (codegen::kTile + 1) * static_cast<int>(itemsize(L.params[p]->dtype()));
+    if (st[R - 2] == 1 && st[R - 1] != 1 && shared + bytes <= codegen::kTileSharedBytes) {
+      a = Access::across;
+      shared += bytes;
+      any = true;
+    }
+  }
+  if (!any) return;
+  L.v.tiles = true;
+  for (int p = 0; p < np; ++p) {  // the rest are read at their row and column offsets
+    Access& a = L.v.access[static_cast<std::size_t>(p)];
+    if (a == Access::contiguous) a = Access::strided;
+  }
+}
+
 }  // namespace
 
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
@@ -188,8 +219,9 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
       if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
   if (L.v.has_strided()) try_rows(outs, K, L);
+  if (L.v.has_strided()) try_tiles(K, L);
 
-  if (!L.v.has_strided() && !L.v.rows) {  // linear: 16-byte vectors when every pointer allows
+  if (!L.v.has_strided() && !L.v.rows && !L.v.tiles) {  // linear: 16-byte vectors when every pointer allows
     std::size_t widest = 1;
     for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
     for (int p = 0; p < np; ++p)

@@ -11,6 +11,7 @@
 #include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/layout.hpp"
+#include "runtime/exec/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -45,7 +46,7 @@ bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t target) {
   const std::int64_t outer = L.rshape[0], row = L.rshape[1], V = v.vector_width;
   // about `target` blocks in all, each thread streaming about kLongRowAccesses vectors
   const std::int64_t wanted = std::max<std::int64_t>(1, (target + L.blocks * outer - 1) / (L.blocks * outer));
-  const std::int64_t per_block = std::int64_t{kBlockThreads} * V * codegen::kLongRowAccesses;
+  const std::int64_t per_block = std::int64_t{kBlockThreads} * V * tuning().row_split_accesses;
   const std::int64_t longest = (row + per_block - 1) / per_block;
   const std::int64_t parts = std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
   const std::int64_t chunk = ((row + parts - 1) / parts + V - 1) / V * V;
@@ -154,7 +155,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
 
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
-  const std::int64_t target = sms * codegen::kBlocksPerSm;  // blocks that fill the device once
+  const std::int64_t target = sms * tuning().reduce_blocks_per_sm;  // blocks that fill the device once
   // V neighbouring outputs per thread, only where that still leaves enough blocks without splitting:
   // measured on an H100, an 8192-column sum fell from 86% to 30% of copy bandwidth with 4 outputs per
   // thread, as 8 output tiles had to be split 128 ways and combined serially.
