@@ -244,7 +244,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       w.line("for (int j = 0; j < {}; ++j) {{ {} a = fz_settle(acc[j]); if (o < n_out) {} }}", V, s.acc, store_j);
     } else {
       w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
-      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(o + j) * gridDim.y + blockIdx.y] = fz_settle(acc[j]);", V);
+      w.line("// Partials split-major (the block's outputs side by side): written and read back in whole lines.");
+      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = fz_settle(acc[j]);", V);
       w.line("__threadfence();");
       w.line("__syncthreads();");
       w.line("__shared__ bool last;");
@@ -255,7 +256,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
         auto act = w.block("if (o < n_out) for (int j = 0; j < {}; ++j)", V);
         w.line("a = fz_identity();");
         w.line("#pragma unroll 8");
-        w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(o + j) * gridDim.y + s]));");
+        w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + o + j]));");
         w.line("{}", store_j);
       }
       w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
@@ -264,7 +265,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     w.line("if (o < n_out) {}", store);
   } else {
     w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
-    w.line("if (o < n_out) partials[o * gridDim.y + blockIdx.y] = a;");
+    w.line("// Partials split-major (neighbouring outputs side by side): written and read back in whole lines.");
+    w.line("if (o < n_out) partials[(long long)blockIdx.y * n_out + o] = a;");
     w.line("__threadfence();");
     w.line("__syncthreads();");
     w.line("__shared__ bool last;");
@@ -275,7 +277,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       auto act = w.block("if (o < n_out)");
       w.line("a = fz_identity();");
       w.line("#pragma unroll 8");
-      w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));");
+      w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + o]));");
       w.line("{}", store);
     }
     w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
