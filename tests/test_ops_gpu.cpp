@@ -103,3 +103,20 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
   }
   CHECK(checked > 13 * 50);
 }
+
+TEST_CASE("tgamma is NaN at every negative integer, however large", "[gpu][ops]") {
+  // fuzz case 73001160: CUDA's tgamma gave 6.5e-296 at -2^63
+  const auto x = fz::asarray(std::vector<double>{-3.0, -9.223372036854775808e18, -1e300, -2.5, 5.0, -0.0});
+  const auto got = fz::Array<double>(fz::tgamma(x)).to_host();
+  CHECK(std::isnan(got[0]));
+  CHECK(std::isnan(got[1]));
+  CHECK(std::isnan(got[2]));
+  CHECK(got[3] == Approx(std::tgamma(-2.5)).epsilon(1e-12));
+  CHECK(got[4] == Approx(24.0));
+  CHECK(std::isinf(got[5]));
+  const auto xf = fz::asarray(std::vector<float>{-4.f, -1e30f, 0.5f});
+  const auto gotf = fz::Array<float>(fz::tgamma(xf)).to_host();
+  CHECK(std::isnan(gotf[0]));
+  CHECK(std::isnan(gotf[1]));
+  CHECK(gotf[2] == Approx(std::sqrt(3.14159265358979)).epsilon(1e-5));
+}

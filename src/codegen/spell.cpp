@@ -110,6 +110,11 @@ template <class T> __device__ __forceinline__ T fz_logaddexp(T a, T b) {
       return R"(// Shifts by a negative count or by the width or more are defined, as in NumPy.
 template <class T> __device__ __forceinline__ T fz_shl(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? T(0) : T(a << b); }
 template <class T> __device__ __forceinline__ T fz_shr(T a, T b) { return (b < 0 || b >= (T)(8 * sizeof(T))) ? (a < 0 ? T(-1) : T(0)) : T(a >> b); })";
+    case Helper::tgamma:
+      return R"(// NaN at every pole (0 excepted: +-inf, by sign): CUDA's tgamma missed the poles at large negative
+// integers (6.5e-296 for -2^63).
+__device__ __forceinline__ float fz_tgamma(float x) { return (x < 0.f && x == floorf(x)) ? __int_as_float(0x7fc00000) : tgammaf(x); }
+__device__ __forceinline__ double fz_tgamma(double x) { return (x < 0.0 && x == floor(x)) ? __longlong_as_double(0x7ff8000000000000ll) : tgamma(x); })";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
@@ -158,6 +163,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     needs.insert(h);
     return fmt::format("{}<{}>({}, {})", f, compute_type(d), a, b);
   };
+  if (fl && n.op == Op::tgamma) {
+    needs.insert(Helper::tgamma);
+    return call1("fz_tgamma");
+  }
   // Ops a CUDA math function computes on floating operands are spelled from the op table.
   const ir::OpInfo& info = ir::op_info(n.op);
   if (fl && *info.math) return info.arity == ir::Arity::unary ? call1(info.math) : call2(info.math);
