@@ -65,3 +65,16 @@ TEST_CASE("a braced shape picks the overload that makes an array, never a seed",
   STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::bits(11u)), fz::Array<std::uint32_t>>);
   CHECK(fz::inspect(fz::random::uniform<float>(std::int8_t{3}) + fz::placeholder<float>({5})).kernels == 1);
 }
+
+TEST_CASE("fz::inspect under fz::Unfused shows the unfused kernels", "[random][plan]") {
+  auto x = fz::placeholder<float>({1000}), y = fz::placeholder<float>({1000});
+  CHECK(fz::inspect(fz::sin(x) + fz::cos(y)).kernels == 1);
+  fz::Unfused unfused;
+  CHECK(fz::inspect(fz::sin(x) + fz::cos(y)).kernels == 3);
+  CHECK(fz::inspect(fz::sin(x)).kernels == 1);
+  CHECK(fz::inspect(fz::sum(x * y)).kernels == 2);
+  // a generator's kernel writes a temporary as large as the index space it numbers
+  const fz::KernelInfo r = fz::inspect(fz::random::uniform<float>(3) * x + 1.f);
+  CHECK(r.kernels == 3);
+  CHECK(!r.arch.empty());
+}

@@ -356,11 +356,12 @@ std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] (
 namespace {
 
 /// Every kernel a call runs as into new outputs, in launch order.
+/// The kernels `c` runs as, as dispatch() would pick them (fz::Unfused and fz::SeparateReductions included).
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
-  if (!lw.has_reduction) return {inspect_elementwise(c)};
-  const Plan& p = plan_of(lw, tls_separate ? PlanMode::separate : PlanMode::fused);
-  if (p.direct) return {lw.graph.outputs.size() == 1 ? inspect_reduction(c) : inspect_elementwise(c)};
+  if (!tls_unfused && !lw.has_reduction) return {inspect_elementwise(c)};
+  const Plan& p = plan_of(lw, tls_unfused ? PlanMode::unfused : tls_separate ? PlanMode::separate : PlanMode::fused);
+  if (p.direct) return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);
 }
 
@@ -382,11 +383,13 @@ KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string
 }  // namespace
 
 KernelInfo inspect(const Call& call) {
-  return assemble(kernels_of(with_shared_reductions(as_asked(call))));
+  const Call c = as_asked(call);
+  return assemble(kernels_of(tls_unfused ? c : with_shared_reductions(c)));
 }
 
 KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
-  const Call c = with_shared_reductions(as_asked(call));
+  const Call asked = as_asked(call);
+  const Call c = tls_unfused ? asked : with_shared_reductions(asked);
   std::vector<KernelInfo> steps = kernels_of(c);
   // The result's shape: `out = e` writes into `out` only when it has that shape (else `out` is replaced).
   const ir::Graph& g = c.lowered->graph;
