@@ -8,6 +8,8 @@
 
 #include "fusion/print.hpp"
 
+// A specialization of fmt's template: left out of the reference.
+/// @cond
 template <class A>
   requires std::is_base_of_v<fusion::ArrayBase, A>
 struct fmt::formatter<A> : fmt::formatter<std::string> {
@@ -15,3 +17,4 @@ struct fmt::formatter<A> : fmt::formatter<std::string> {
     return fmt::formatter<std::string>::format(fusion::to_string(a), ctx);
   }
 };
+/// @endcond
