@@ -53,4 +53,7 @@ class NoDeviceError : public Error { using Error::Error; };
 /// New ones work; fusion reloads its own kernels by itself.
 class DeviceResetError : public Error { using Error::Error; };
 
+/// NCCL (the collectives behind arrays over several GPUs) could not be loaded, is too old, or failed.
+class NcclError : public Error { using Error::Error; };
+
 }  // namespace fusion

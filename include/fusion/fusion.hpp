@@ -5,6 +5,7 @@
 #include "fusion/array.hpp"
 #include "fusion/benchmark.hpp"
 #include "fusion/device.hpp"
+#include "fusion/distributed.hpp"
 #include "fusion/dlpack.hpp"
 #include "fusion/dtype.hpp"
 #include "fusion/error.hpp"

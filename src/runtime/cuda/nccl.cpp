@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runtime/cuda/nccl.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "fusion/error.hpp"
+
+namespace fusion::detail::nccl {
+
+namespace {
+
+constexpr NcclVersion kOldest{2, 10, 0};  // bfloat16 reductions
+
+/// NCCL's version code: 2.28.9 is 22809 (codes before 2.9 were 1000 * major + 100 * minor + patch).
+NcclVersion decode(int code) {
+  if (code >= 10000) return {code / 10000, code / 100 % 100, code % 100};
+  return {code / 1000, code / 100 % 10, code % 100};
+}
+
+bool older(const NcclVersion& a, const NcclVersion& b) {
+  if (a.major != b.major) return a.major < b.major;
+  if (a.minor != b.minor) return a.minor < b.minor;
+  return a.patch < b.patch;
+}
+
+}  // namespace
+
+std::vector<std::string> default_candidates() {
+  std::vector<std::string> c;
+  if (const char* p = std::getenv("FUSION_NCCL_LIBRARY"); p && *p) return {p};  // exactly this one
+  c.push_back("libnccl.so.2");
+  std::vector<std::string> roots;
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* p = std::getenv(env); p && *p) roots.push_back(p);
+  std::string include = FUSION_CUDA_INCLUDE_DIR;  // the toolkit fusion was built with
+  if (const auto at = include.rfind("/include"); at != std::string::npos) roots.push_back(include.substr(0, at));
+  roots.push_back("/usr/local/cuda");
+  for (const std::string& r : roots)
+    for (const char* lib : {"/lib64/libnccl.so.2", "/lib/libnccl.so.2"}) c.push_back(r + lib);
+  return c;
+}
+
+Loaded load(const std::vector<std::string>& candidates) {
+  Loaded l;
+  std::string tried;
+  void* lib = nullptr;
+  for (const std::string& c : candidates) {
+    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      l.api.path = c;
+      break;
+    }
+    const char* why = dlerror();
+    tried += fmt::format("\n  {}: {}", c, why ? why : "not loadable");
+  }
+  if (!lib) {
+    l.error = fmt::format("NCCL could not be loaded; arrays over several GPUs need it (libnccl.so.2 from the "
+                          "CUDA toolkit, Debian's libnccl2 or the nvidia-nccl wheel; FUSION_NCCL_LIBRARY may "
+                          "name the file). Tried:{}", tried);
+    return l;
+  }
+  std::string missing;
+#define FUSION_NCCL_RESOLVE(name, type)                                  \
+  l.api.name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, #name));                \
+  if (!l.api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  FUSION_NCCL_FUNCTIONS(FUSION_NCCL_RESOLVE)
+#undef FUSION_NCCL_RESOLVE
+  if (!missing.empty()) {
+    l.error = fmt::format("{} is not a usable NCCL: it lacks {}", l.api.path, missing);
+    return l;
+  }
+  int code = 0;
+  if (l.api.ncclGetVersion(&code) != 0) {
+    l.error = fmt::format("{}: ncclGetVersion failed", l.api.path);
+    return l;
+  }
+  l.api.version = decode(code);
+  if (older(l.api.version, kOldest))
+    l.error = fmt::format("{} is NCCL {}.{}.{}; fusion needs {}.{} or later", l.api.path, l.api.version.major,
+                          l.api.version.minor, l.api.version.patch, kOldest.major, kOldest.minor);
+  return l;
+}
+
+const Loaded& loaded() {
+  static const Loaded l = [] {
+    setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);  // before NCCL reads its environment
+    return load(default_candidates());
+  }();
+  return l;
+}
+
+const Api& api() {
+  const Loaded& l = loaded();
+  if (!l.error.empty()) throw NcclError(l.error);
+  return l.api;
+}
+
+void check(Result r, const char* call) {
+  if (r == 0) return;
+  const char* text = loaded().api.ncclGetErrorString ? loaded().api.ncclGetErrorString(r) : "?";
+  throw NcclError(fmt::format("{} failed: {} (ncclResult_t {})", call, text ? text : "?", r));
+}
+
+}  // namespace fusion::detail::nccl
+
+namespace fusion {
+
+NcclVersion nccl_version() { return detail::nccl::api().version; }
+
+bool nccl_available() { return detail::nccl::loaded().error.empty(); }
+
+std::string nccl_unavailable_reason() { return detail::nccl::loaded().error; }
+
+}  // namespace fusion

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Arrays over several GPUs, the GPU-free pieces: split rules, and loading NCCL at run time (a missing or
+// unusable library is a clear error; the real one, where the toolkit has it, reports its version).
+#include <cstdlib>
+
+#include "runtime/cuda/nccl.hpp"
+#include "support.hpp"
+
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define FUSION_TEST_HAVE_NCCL_H 1
+#endif
+
+TEST_CASE("split_sizes: numpy.array_split's rule, the first parts one larger", "[distributed]") {
+  CHECK(fz::split_sizes(10, 3) == std::vector<std::int64_t>{4, 3, 3});
+  CHECK(fz::split_sizes(12, 4) == std::vector<std::int64_t>{3, 3, 3, 3});
+  CHECK(fz::split_sizes(2, 4) == std::vector<std::int64_t>{1, 1, 0, 0});  // empty parts allowed
+  CHECK(fz::split_sizes(0, 2) == std::vector<std::int64_t>{0, 0});
+  CHECK(fz::split_sizes(std::int64_t{1} << 40, 1) == std::vector<std::int64_t>{std::int64_t{1} << 40});
+  CHECK_THROWS_AS(fz::split_sizes(10, 0), fz::Error);
+  CHECK_THROWS_AS(fz::split_sizes(-1, 2), fz::ShapeError);
+  fz::check_split(10, {4, 3, 3});
+  fz::check_split(10, {10, 0});
+  CHECK_THROWS_WITH(fz::check_split(10, {4, 4}), Catch::Contains("add up to 8") && Catch::Contains("10 elements"));
+  CHECK_THROWS_AS(fz::check_split(0, {1, -1}), fz::ShapeError);
+  CHECK_THROWS_AS(fz::check_split(0, {}), fz::Error);
+}
+
+TEST_CASE("NCCL loads at run time: a missing or unusable library is a clear error", "[distributed]") {
+  namespace nccl = fz::detail::nccl;
+  const nccl::Loaded missing = nccl::load({"/nonexistent/libnccl.so.2", "libnccl-not-here.so.9"});
+  CHECK_THAT(missing.error, Catch::Contains("NCCL could not be loaded") && Catch::Contains("/nonexistent/libnccl.so.2") &&
+                                Catch::Contains("libnccl-not-here.so.9") && Catch::Contains("FUSION_NCCL_LIBRARY"));
+  // a library that is not NCCL: every missing entry point is named
+  const nccl::Loaded wrong = nccl::load({"libm.so.6"});
+  CHECK_THAT(wrong.error, Catch::Contains("not a usable NCCL") && Catch::Contains("ncclGetVersion") && Catch::Contains("ncclAllReduce"));
+  // FUSION_NCCL_LIBRARY names exactly one file
+  setenv("FUSION_NCCL_LIBRARY", "/opt/mine/libnccl.so.2", 1);
+  CHECK(nccl::default_candidates() == std::vector<std::string>{"/opt/mine/libnccl.so.2"});
+  unsetenv("FUSION_NCCL_LIBRARY");
+  const auto defaults = nccl::default_candidates();
+  REQUIRE(!defaults.empty());
+  CHECK(defaults.front() == "libnccl.so.2");
+  // the real one, where this machine has it (the CUDA 13 toolkit ships libnccl.so.2 in lib/)
+  const nccl::Loaded real = nccl::load(defaults);
+  if (real.error.empty()) {
+    CHECK(real.api.version.major == 2);
+    CHECK(real.api.version.minor >= 10);
+    CHECK(fz::nccl_available());
+    CHECK(fz::nccl_version().minor == real.api.version.minor);
+    const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+    REQUIRE(nvls != nullptr);  // set by the first load unless the environment had it
+#ifdef FUSION_TEST_HAVE_NCCL_H
+    CHECK(real.api.version.major == NCCL_MAJOR);
+    CHECK(real.api.version.minor == NCCL_MINOR);
+#endif
+  } else {
+    WARN("no NCCL on this machine: " << real.error);
+    CHECK_FALSE(fz::nccl_available());
+    CHECK_THROWS_AS(fz::nccl_version(), fz::NcclError);
+    CHECK(!fz::nccl_unavailable_reason().empty());
+  }
+}
+
+#ifdef FUSION_TEST_HAVE_NCCL_H
+TEST_CASE("NCCL's types as fusion declares them match nccl.h", "[distributed]") {
+  namespace nccl = fz::detail::nccl;
+  STATIC_REQUIRE(sizeof(nccl::UniqueId) == sizeof(ncclUniqueId));
+  STATIC_REQUIRE(static_cast<int>(nccl::DataType::float32) == ncclFloat32);
+  STATIC_REQUIRE(static_cast<int>(nccl::DataType::bfloat16) == ncclBfloat16);
+  STATIC_REQUIRE(static_cast<int>(nccl::DataType::float16) == ncclFloat16);
+  STATIC_REQUIRE(static_cast<int>(nccl::DataType::int64) == ncclInt64);
+  STATIC_REQUIRE(static_cast<int>(nccl::DataType::uint8) == ncclUint8);
+  STATIC_REQUIRE(static_cast<int>(nccl::RedOp::sum) == ncclSum);
+  STATIC_REQUIRE(static_cast<int>(nccl::RedOp::max) == ncclMax);
+  STATIC_REQUIRE(static_cast<int>(nccl::RedOp::avg) == ncclAvg);
+  STATIC_REQUIRE(ncclSuccess == 0);
+}
+#endif
