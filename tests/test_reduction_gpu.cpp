@@ -150,7 +150,7 @@ std::pair<int, int> check_every_op_and_dtype(const std::vector<Case>& cases) {
 
 }  // namespace
 
-TEST_CASE("every reduction x dtype x axis pattern matches the host reference", "[gpu][reductions]") {
+TEST_CASE("every reduction x dtype x axis pattern matches the host reference", "[gpu][reductions][sweep]") {
   const std::vector<Case> cases = {
       {{19, 27, 43}, {}, false, true},  {{19, 27, 43}, {0}},      {{19, 27, 43}, {-1}},
       {{19, 27, 43}, {0, 2}},           {{19, 27, 43}, {1}, true}, {{19, 27, 43}, {0}, false, false, 1},
