@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fusion/version.hpp"
+
 namespace fusion {
 
 /// How `extent` elements split over `parts` devices when no sizes are given: as numpy.array_split, the
@@ -16,15 +18,11 @@ std::vector<std::int64_t> split_sizes(std::int64_t extent, int parts);
 /// Checks sizes given for a split: none negative, and they add up to `extent` (a ShapeError says which).
 void check_split(std::int64_t extent, const std::vector<std::int64_t>& sizes);
 
-struct NcclVersion {
-  int major = 0, minor = 0, patch = 0;
-};
-
 /// The NCCL library fusion uses, loading it on first use: FUSION_NCCL_LIBRARY (a path) when set, else
 /// libnccl.so.2 from the loader's search path, else the CUDA toolkit's lib64/ and lib/. Throws NcclError
 /// saying what was tried when none loads or it is older than 2.10 (bfloat16 collectives).
 /// Loading sets NCCL_NVLS_ENABLE=0 unless the environment sets it: NVLink multicast stays off.
-NcclVersion nccl_version();
+Version nccl_version();
 
 /// Whether NCCL loads, without throwing; nccl_unavailable_reason() says why not.
 bool nccl_available();

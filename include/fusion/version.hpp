@@ -3,6 +3,7 @@
 // program can tell that it was built against one and linked against another.
 // CMakeLists.txt checks that project(fusion VERSION ...) says the same.
 #pragma once
+#include <compare>
 
 #define FUSION_VERSION_MAJOR 0
 #define FUSION_VERSION_MINOR 1
@@ -12,9 +13,10 @@
 
 namespace fusion {
 
+/// A major.minor.patch version (fusion's, NCCL's), ordered as versions are.
 struct Version {
-  int major, minor, patch;
-  friend constexpr bool operator==(const Version&, const Version&) = default;
+  int major = 0, minor = 0, patch = 0;
+  friend constexpr auto operator<=>(const Version&, const Version&) = default;
 };
 
 /// The headers' version.

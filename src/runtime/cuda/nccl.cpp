@@ -12,18 +12,12 @@ namespace fusion::detail::nccl {
 
 namespace {
 
-constexpr NcclVersion kOldest{2, 10, 0};  // bfloat16 reductions
+constexpr Version kOldest{2, 10, 0};  // bfloat16 reductions
 
 /// NCCL's version code: 2.28.9 is 22809 (codes before 2.9 were 1000 * major + 100 * minor + patch).
-NcclVersion decode(int code) {
+Version decode(int code) {
   if (code >= 10000) return {code / 10000, code / 100 % 100, code % 100};
   return {code / 1000, code / 100 % 10, code % 100};
-}
-
-bool older(const NcclVersion& a, const NcclVersion& b) {
-  if (a.major != b.major) return a.major < b.major;
-  if (a.minor != b.minor) return a.minor < b.minor;
-  return a.patch < b.patch;
 }
 
 }  // namespace
@@ -78,7 +72,7 @@ Loaded load(const std::vector<std::string>& candidates) {
     return l;
   }
   l.api.version = decode(code);
-  if (older(l.api.version, kOldest))
+  if (l.api.version < kOldest)
     l.error = fmt::format("{} is NCCL {}.{}.{}; fusion needs {}.{} or later", l.api.path, l.api.version.major,
                           l.api.version.minor, l.api.version.patch, kOldest.major, kOldest.minor);
   return l;
@@ -108,7 +102,7 @@ void check(Result r, const char* call) {
 
 namespace fusion {
 
-NcclVersion nccl_version() { return detail::nccl::api().version; }
+Version nccl_version() { return detail::nccl::api().version; }
 
 bool nccl_available() { return detail::nccl::loaded().error.empty(); }
 

@@ -42,7 +42,7 @@ struct Api {
 #define FUSION_NCCL_MEMBER(name, type) std::add_pointer_t<type> name = nullptr;
   FUSION_NCCL_FUNCTIONS(FUSION_NCCL_MEMBER)
 #undef FUSION_NCCL_MEMBER
-  NcclVersion version;
+  Version version;
   std::string path;  // the library that was loaded
 };
 

@@ -355,8 +355,8 @@ std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] (
 
 namespace {
 
-/// Every kernel a call runs as into new outputs, in launch order.
-/// The kernels `c` runs as, as dispatch() would pick them (fz::Unfused and fz::SeparateReductions included).
+/// Every kernel a call runs as into new outputs, in launch order, as dispatch() picks them (fz::Unfused and
+/// fz::SeparateReductions included).
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!tls_unfused && !lw.has_reduction) return {inspect_elementwise(c)};

@@ -273,9 +273,6 @@ const Plan& plan_of(const Lowered& lw, PlanMode mode) {
 
 namespace {
 
-/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
-/// with a shape per target of the step.
-/// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
 /// The shape a whole_index step writes (see PlanStep): its region's arrays broadcast, and the output
 /// when the region is an output's and the call writes into an existing array.
 Shape index_space(const PlanStep& s, const Call& c, const ArrayBase* const* outs, AssignMode mode) {
@@ -286,6 +283,9 @@ Shape index_space(const PlanStep& s, const Call& c, const ArrayBase* const* outs
   return shape;
 }
 
+/// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
+/// with a shape per target of the step (`outs` may be null: then no output's shape counts).
+/// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
 template <class Visit> void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, AssignMode mode, Visit&& visit) {
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);

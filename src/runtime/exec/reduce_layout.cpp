@@ -44,7 +44,7 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
 bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t target) {
   codegen::ReduceVariant& v = L.v;
   const std::int64_t outer = L.rshape[0], row = L.rshape[1], V = v.vector_width;
-  // about `target` blocks in all, each thread streaming about kLongRowAccesses vectors
+  // about `target` blocks in all, each thread streaming about row_split_accesses vectors
   const std::int64_t wanted = std::max<std::int64_t>(1, (target + L.blocks * outer - 1) / (L.blocks * outer));
   const std::int64_t per_block = std::int64_t{kBlockThreads} * V * tuning().row_split_accesses;
   const std::int64_t longest = (row + per_block - 1) / per_block;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "codegen/launch_shape.hpp"
+
 namespace fusion::detail {
 
 struct Tuning {
@@ -14,9 +16,10 @@ struct Tuning {
   int layer_block = 0;                 ///< threads per row of a long-row layer kernel (0: the layout's choice)
   int layer_fit_blocks = 0;            ///< 1: cap a long-row layer kernel's registers so as many blocks fit an SM
                                        ///< as its shared memory allows (__launch_bounds__' second argument)
-  int row_split_accesses = 8;          ///< vectors each thread streams when a reduction over two dimensions
-                                       ///< splits its rows over blocks (a batch norm's statistics)
-  int reduce_blocks_per_sm = 8;        ///< blocks per SM a reduction's split aims at (8 x 256 threads fill an SM)
+  /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
+  /// norm's statistics)
+  int row_split_accesses = codegen::kLongRowAccesses;
+  int reduce_blocks_per_sm = codegen::kBlocksPerSm;  ///< blocks per SM a reduction's split aims at
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

@@ -7,19 +7,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <ostream>
 #include <mutex>
+#include <ostream>
 #include <vector>
 
 #include "fusion/error.hpp"
-
 #include "fusion/half.hpp"
 
 namespace fusion {
 namespace detail {
 
 namespace {
-
 
 /// The shortest text of `v` that reads back to `v` once rounded to a 16-bit float by `round`.
 template <class Round> std::string shortest_16bit(float v, Round&& round) {
@@ -33,8 +31,8 @@ template <class Round> std::string shortest_16bit(float v, Round&& round) {
 /// `s` (the shortest text of `v`) with at most `precision` digits after the point (or in a scientific
 /// mantissa), rounded, and trailing zeros dropped: NumPy's floatmode "maxprec".
 std::string at_most(double v, std::string s, int precision) {
-  const std::size_t point = s.find('.'), exponent = s.find_first_of("eE");
   if (precision < 0) return s;
+  const std::size_t point = s.find('.'), exponent = s.find_first_of("eE");
   if (exponent != std::string::npos) {
     const std::size_t digits = point == std::string::npos ? 0 : exponent - point - 1;
     if (digits <= static_cast<std::size_t>(precision)) return s;
