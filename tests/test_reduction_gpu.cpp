@@ -115,7 +115,7 @@ struct Case {
 /// Every reduction op x dtype over each case, against the host reference: (cases checked, cases failed).
 std::pair<int, int> check_every_op_and_dtype(const std::vector<Case>& cases) {
   int checked = 0, failed = 0;
-  for (int o = static_cast<int>(Op::sum); o < static_cast<int>(Op::count_); ++o) {
+  for (int o = static_cast<int>(Op::sum); o <= static_cast<int>(Op::var); ++o) {
     const Op op = static_cast<Op>(o);
     for (int di = 0; di < fz::kNumDTypes; ++di) {
       const DType d = static_cast<DType>(di);
@@ -171,7 +171,7 @@ TEST_CASE("every reduction x dtype over N and H*W around C (a batch norm's stati
                                    {{3, 5, 40, 104}, {0, 2, 3}, false, false, 2}};
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
-  CHECK(checked == (static_cast<int>(Op::count_) - static_cast<int>(Op::sum)) * fz::kNumDTypes * 4);
+  CHECK(checked == (static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum)) * fz::kNumDTypes * 4);
 }
 
 TEST_CASE("reductions over an odd 119x127x143 array", "[gpu][reductions]") {

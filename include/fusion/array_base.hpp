@@ -46,6 +46,8 @@ class ArrayBase {
   const void* memory_identity() const {
     return storage_ ? static_cast<const void*>(storage_.get()) : placeholder_memory_.get();
   }
+  /// How many handles (arrays and views, this one included) share this array's memory; 0 when empty.
+  long memory_references() const { return storage_ ? storage_.use_count() : placeholder_memory_.use_count(); }
   /// Device address of the first element (the offset applied).
   std::uint64_t data_ptr() const;
   /// The same address as a typed pointer, for other libraries (cuBLAS, thrust, a raw kernel): `U` is the

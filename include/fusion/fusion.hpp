@@ -21,6 +21,7 @@
 #include "fusion/random.hpp"
 #include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
+#include "fusion/region.hpp"
 #include "fusion/tie.hpp"
 #include "fusion/user_kernels.hpp"
 #include "fusion/shape.hpp"

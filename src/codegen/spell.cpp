@@ -197,6 +197,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
     case Op::sub: return arith(a, "-", b);
     case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
+    case Op::mul_rn:  // float32 and float64 only (regions make it); rounded alone, never fused into an fma
+      if (n.dtype == DType::float32) return fmt::format("__fmul_rn({}, {})", a, b);
+      if (n.dtype == DType::float64) return fmt::format("__dmul_rn({}, {})", a, b);
+      return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
     case Op::div: return fmt::format("{} / {}", a, b);
     case Op::floor_divide:
       return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");

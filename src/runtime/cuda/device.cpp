@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "fusion/error.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 
@@ -63,6 +64,7 @@ Device::Device(int id) : id_(detail::checked_device(id)) {}
 Device Device::current() { return Device(detail::tls_current_device); }
 void Device::use() const { detail::tls_current_device = id_; }
 void Device::synchronize() const {
+  detail::region_barrier();
   detail::ensure_context(id_);
   FUSION_CU(cuCtxSynchronize);
 }

@@ -3,6 +3,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -41,11 +42,16 @@ Event::Event(EventOptions o) : state_(std::make_shared<State>()) {
 
 void Event::record() { record(current_stream()); }
 void Event::record(const Stream& stream) {
+  detail::region_barrier();
   const CUstream s = detail::live(*stream.state()).handle;
   FUSION_CU(cuEventRecord, state_->live(), s);
 }
-void Event::synchronize() const { FUSION_CU(cuEventSynchronize, state_->live()); }
+void Event::synchronize() const {
+  detail::region_barrier();
+  FUSION_CU(cuEventSynchronize, state_->live());
+}
 bool Event::done() const {
+  detail::region_barrier();
   CUresult r = detail::driver().cuEventQuery(state_->live());
   if (r == CUDA_ERROR_NOT_READY) return false;
   detail::check(r, "cuEventQuery");

@@ -3,6 +3,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/graph_state.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -36,6 +37,7 @@ Graph instantiate_graph(CUgraph graph, int device) {
 void Graph::launch() const { launch(current_stream()); }
 
 void Graph::launch(const Stream& stream) const {
+  detail::region_barrier();
   if (!state_) throw Error("launching an empty Graph: obtain one from Stream::end_capture()");
   const CUstream s = detail::live(*stream.state()).handle;
   detail::check_not_reset(state_->generation, state_->device, "this graph");

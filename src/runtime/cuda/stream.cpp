@@ -7,6 +7,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/graph_state.hpp"
@@ -107,9 +108,13 @@ Stream Stream::from_external(CUstream_st* handle, int device) {
 
 void Stream::use() const { detail::tls_current[state_->device] = state_; }
 
-void Stream::synchronize() const { FUSION_CU(cuStreamSynchronize, detail::live(*state_).handle); }
+void Stream::synchronize() const {
+  detail::region_barrier();
+  FUSION_CU(cuStreamSynchronize, detail::live(*state_).handle);
+}
 
 bool Stream::done() const {
+  detail::region_barrier();
   CUresult r = detail::driver().cuStreamQuery(detail::live(*state_).handle);
   if (r == CUDA_ERROR_NOT_READY) return false;
   detail::check(r, "cuStreamQuery");
@@ -117,12 +122,14 @@ bool Stream::done() const {
 }
 
 Event Stream::record(Event event) const {
+  detail::region_barrier();
   event.record(*this);
   return event;
 }
 Event Stream::record() const { return record(Event()); }
 
 void Stream::wait_event(const Event& event) const {
+  detail::region_barrier();
   const CUstream s = detail::live(*state_).handle;
   FUSION_CU(cuStreamWaitEvent, s, event.handle(), 0);
 }
@@ -135,6 +142,7 @@ void CUDA_CB run_host_func(void* data) {
 }  // namespace
 
 void Stream::launch_host_func(std::function<void()> fn) const {
+  detail::region_barrier();
   const CUstream s = detail::live(*state_).handle;
   auto* boxed = new std::function<void()>(std::move(fn));
   CUresult r = detail::driver().cuLaunchHostFunc(s, run_host_func, boxed);
@@ -143,6 +151,7 @@ void Stream::launch_host_func(std::function<void()> fn) const {
 }
 
 void Stream::begin_capture(CaptureMode mode) const {
+  detail::region_barrier();
   detail::live(*state_);
   if (!state_->handle || state_->handle == CU_STREAM_LEGACY)
     throw Error("the legacy default stream cannot be captured; capture on a Stream you created");
@@ -153,6 +162,7 @@ void Stream::begin_capture(CaptureMode mode) const {
 }
 
 Graph Stream::end_capture() const {
+  detail::region_barrier();
   detail::live(*state_);
   CUgraph g = nullptr;
   FUSION_CU(cuStreamEndCapture, state_->handle, &g);

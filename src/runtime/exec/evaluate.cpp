@@ -16,6 +16,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/plan.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
 #include "runtime/exec/layout.hpp"
@@ -112,6 +113,17 @@ ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, kMaxPar
   return ir::canonicalize(lw.graph, representative);
 }
 
+/// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
+Shape output_shape(const Call& c, int k) {
+  if (c.lowered->graph.outputs.size() == 1) return broadcast_shape_of(c);
+  const ir::Graph& g = c.lowered->graph;
+  const std::vector<bool> reads = codegen::reachable(g, g.outputs[static_cast<std::size_t>(k)]);
+  Shape s;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (reads[i] && g.nodes[i].op == ir::Op::input) s = broadcast_shapes(s, c.arrays[g.nodes[i].slot]->shape());
+  return s;
+}
+
 namespace {
 
 codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::string_view name) {
@@ -171,17 +183,6 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);
 }
 
-/// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
-Shape output_shape(const Call& c, int k) {
-  if (c.lowered->graph.outputs.size() == 1) return broadcast_shape_of(c);
-  const ir::Graph& g = c.lowered->graph;
-  const std::vector<bool> reads = codegen::reachable(g, g.outputs[static_cast<std::size_t>(k)]);
-  Shape s;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i)
-    if (reads[i] && g.nodes[i].op == ir::Op::input) s = broadcast_shapes(s, c.arrays[g.nodes[i].slot]->shape());
-  return s;
-}
-
 /// True when writing the outputs could change an input before it is read: an output shares memory
 /// with an input that is not the very same view walked over the whole index space
 /// (x = x.slice(reversed) + 1, x += x.transpose(), tie(a, b) = (a + 1, a + y) with `a` broadcast).
@@ -201,13 +202,17 @@ bool overlaps_harmfully(const Call& c, const ArrayBase* const* outs, int K, cons
 
 }  // namespace
 
-void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
-  const auto& stream = current_stream_state();
-  const int device = stream->device;
+void check_distinct_outputs(ArrayBase* const* outs, int K, AssignMode mode) {
   for (int k = 0; k < K; ++k)
     for (int j = 0; j < k; ++j)
       if (outs[k] == outs[j] || (mode != AssignMode::fresh && shares_memory(*outs[k], *outs[j])))
         throw Error(fmt::format("fz::tie: outputs {} and {} share memory; give each result its own array", j, k));
+}
+
+void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  const auto& stream = current_stream_state();
+  const int device = stream->device;
+  check_distinct_outputs(outs, K, mode);
   bool any = false;
   for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, device, output_shape(c, k)) || any;
   if (!any) return;  // empty: no launch
@@ -293,12 +298,14 @@ Call with_functions_resolved(const Call& c) {
 
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   ArrayBase* outs[1] = {&out};
+  if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, 1, mode)) return;
   dispatch(as_asked(c), outs, 1, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
+  if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, n_outs, mode)) return;
   dispatch(as_asked(c), outs, n_outs, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, {outs, static_cast<std::size_t>(n_outs)});
 }
@@ -365,8 +372,10 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   return inspect_plan(p, c);
 }
 
+}  // namespace
+
 /// One KernelInfo for several kernels: the last one's fields, every one in `plan`, every source.
-KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes = {}) {
+KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes) {
   KernelInfo info = steps.back();
   info.kernels = static_cast<int>(steps.size());
   info.plan.clear();
@@ -379,8 +388,6 @@ KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string
   info.source = std::move(source);
   return info;
 }
-
-}  // namespace
 
 KernelInfo inspect(const Call& call) {
   const Call c = as_asked(call);

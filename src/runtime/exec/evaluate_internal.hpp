@@ -147,6 +147,16 @@ KernelInfo inspect_reduction(const Call& c);
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
 bool inspect_layer(const Call& c, KernelInfo& info);
 
+/// The shape of output k of a call: the broadcast of the arrays it reads (all of them for one output).
+Shape output_shape(const Call& c, int k);
+/// Throws when the outputs of a multi-output assignment are distinct memory.
+void check_distinct_outputs(ArrayBase* const* outs, int K, AssignMode mode);
+/// The call as this thread asks for it: fz::function calls resolved, the fast-math twin inside fz::FastMath.
+Call as_asked(const Call& call);
+/// One KernelInfo for several kernels: the last one's fields, every one in `plan` (with `notes[i]`
+/// appended to entry i), every source.
+KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes = {});
+
 /// Writes `src` into `dst` (same shape or broadcastable), or into a new array when `dst` has no memory.
 void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode);
 

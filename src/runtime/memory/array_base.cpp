@@ -10,6 +10,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/region_hook.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/memory/storage.hpp"
 
@@ -68,6 +69,7 @@ bool ArrayBase::is_contiguous() const {
 
 void ArrayBase::record_stream(const Stream& stream) const {
   if (!storage_) return;  // nothing to keep alive
+  detail::region_barrier();
   if (stream.state()->device != storage_->device)
     throw Error(fmt::format("record_stream: the array lives on device {}, the stream on device {}", storage_->device,
                             stream.state()->device));
@@ -79,6 +81,7 @@ std::uint64_t ArrayBase::data_ptr() const {
   // A placeholder's memory starts at (aligned) address 0 and its views keep their offsets, so
   // fz::inspect of a view shows the variant a real call gets (a misaligned view: no 16-byte vectors).
   if (!storage_) return static_cast<std::uint64_t>(offset_ * static_cast<std::int64_t>(itemsize(dtype_)));
+  detail::region_barrier();  // a raw address is a result needed in memory: what a region recorded runs first
   // Every use of an array's memory comes through here, after the operation's ensure_context noticed any reset.
   detail::check_not_reset(storage_->generation, storage_->device, "this array");
   return storage_->ptr + static_cast<std::uint64_t>(offset_ * static_cast<std::int64_t>(itemsize(dtype_)));

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::Lazy: statements recorded on a thread, then joined into graphs of several outputs.
+//
+// The region decides only which statements can share one graph (memory order: what each statement reads
+// and writes); the graph then goes to the same scheduler as any fz::tie, which picks the kernel. A
+// statement joins the graph before it when its results have the graph's shape and each array it touches is
+// either untouched by the graph's writes or the very view written there (read as a value, written over).
+#include <fmt/format.h>
+
+#include <exception>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/error.hpp"
+#include "fusion/stream.hpp"
+#include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/layout.hpp"
+#include "runtime/exec/region_hook.hpp"
+#include "runtime/exec/launch.hpp"
+#include "runtime/measure/stats_counters.hpp"
+
+namespace fusion {
+namespace detail {
+
+thread_local Lazy::State* tls_region = nullptr;
+thread_local bool tls_region_busy = false;
+
+namespace {
+
+/// One recorded assignment: the expression as asked (functions resolved, fast math), its arguments by
+/// value (handles keep the memory alive), and its outputs as prepared when recorded (shapes final,
+/// fresh outputs allocated), so later statements see the arrays they will read.
+struct Statement {
+  const Lowered* lowered;
+  std::vector<ArrayBase> args;  // by input slot
+  std::vector<ScalarArg> scalars;
+  std::vector<ArrayBase> outs;
+  std::string name;
+  Shape space;  // every output's shape
+};
+
+/// Where a statement's input comes from inside a group: memory, or the value of an earlier output.
+constexpr int kFromMemory = -1;
+
+struct Value {
+  int statement, out;  // which output computed it
+  bool superseded = false;  // written over by a later statement of the group (same view)
+  bool read_as_value = false;
+  bool stored = true;  // decided after grouping: false when nobody reads the memory afterwards
+};
+
+/// Statements [first, last) as one graph.
+struct Group {
+  int first = 0, last = 0;
+  std::vector<std::vector<int>> source;  // [statement - first][slot]: kFromMemory or a value index
+  std::vector<Value> values;             // every output of the group's statements, in order
+  std::string reason;                    // why it did not join the group before
+};
+
+struct Guard {
+  bool previous = tls_region_busy;
+  Guard() { tls_region_busy = true; }
+  ~Guard() { tls_region_busy = previous; }
+};
+
+std::string describe(const ArrayBase& a) { return fmt::format("{} {}", dtype_name(a.dtype()), to_string(a.shape())); }
+
+/// Why `s` cannot join group `g` (and how its inputs read when it can: `source`); empty when it joins.
+std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::vector<int>& source, bool fast_math) {
+  const Statement& s = all[static_cast<std::size_t>(i)];
+  const Statement& head = all[static_cast<std::size_t>(g.first)];
+  if (s.space != head.space) return fmt::format("its results have shape {}, the kernel before {}", to_string(s.space), to_string(head.space));
+  if (s.lowered->graph.fast_math != fast_math) return "fast math differs";
+  int live = static_cast<int>(s.outs.size());
+  for (const Value& v : g.values) live += v.superseded ? 0 : 1;
+  if (live > codegen::kMaxOutputs) return fmt::format("a kernel writes at most {} arrays", codegen::kMaxOutputs);
+  auto out_of = [&](const Value& v) -> const ArrayBase& {
+    return all[static_cast<std::size_t>(v.statement)].outs[static_cast<std::size_t>(v.out)];
+  };
+  auto whole = [&](const ArrayBase& a, const ArrayBase& w) { return a.shape() == s.space && same_view(a, w); };
+  int reads = 0;
+  for (std::size_t k = 0; k < g.source.size(); ++k)
+    for (int from : g.source[k]) reads += from == kFromMemory;
+  source.assign(s.args.size(), kFromMemory);
+  for (std::size_t slot = 0; slot < s.args.size(); ++slot) {
+    const ArrayBase& a = s.args[slot];
+    for (int v = static_cast<int>(g.values.size()) - 1; v >= 0 && source[slot] == kFromMemory; --v) {
+      const Value& val = g.values[static_cast<std::size_t>(v)];
+      if (!shares_memory(a, out_of(val))) continue;
+      if (val.superseded || !whole(a, out_of(val)))
+        return fmt::format("it reads a {} view of memory the kernel before writes as {}", describe(a), describe(out_of(val)));
+      source[slot] = v;
+    }
+    reads += source[slot] == kFromMemory;
+  }
+  if (reads > codegen::kMaxParams) return fmt::format("a kernel reads at most {} arrays", codegen::kMaxParams);
+  for (const ArrayBase& o : s.outs) {
+    // Reads from memory by the group (and by this statement): the same view is read before it is written
+    // in every element; another view of the same memory could be read after.
+    for (int k = g.first; k <= i; ++k) {
+      const auto& src = k == i ? source : g.source[static_cast<std::size_t>(k - g.first)];
+      const Statement& r = all[static_cast<std::size_t>(k)];
+      for (std::size_t slot = 0; slot < r.args.size(); ++slot)
+        if (src[slot] == kFromMemory && shares_memory(o, r.args[slot]) && !whole(r.args[slot], o))
+          return fmt::format("it writes {} over memory the kernel before reads as {}", describe(o), describe(r.args[slot]));
+    }
+    for (const Value& val : g.values)
+      if (!val.superseded && shares_memory(o, out_of(val)) && !whole(o, out_of(val)))
+        return fmt::format("it writes {} over memory the kernel before writes as {}", describe(o), describe(out_of(val)));
+  }
+  return {};
+}
+
+/// Adds statement i (whose inputs read as `source`) to g.
+void join(const std::vector<Statement>& all, Group& g, int i, std::vector<int> source) {
+  const Statement& s = all[static_cast<std::size_t>(i)];
+  for (int from : source)
+    if (from != kFromMemory) g.values[static_cast<std::size_t>(from)].read_as_value = true;
+  for (std::size_t o = 0; o < s.outs.size(); ++o)
+    for (Value& val : g.values)
+      if (!val.superseded && same_view(s.outs[o], all[static_cast<std::size_t>(val.statement)].outs[static_cast<std::size_t>(val.out)]))
+        val.superseded = true;
+  for (std::size_t o = 0; o < s.outs.size(); ++o) g.values.push_back({i, static_cast<int>(o)});
+  g.source.push_back(std::move(source));
+  g.last = i + 1;
+}
+
+}  // namespace
+
+struct RegionState {
+  std::string name;
+  std::vector<Statement> pending;
+  std::vector<ArrayBase> scratch;  // memory whose contents after the region do not matter
+  std::shared_ptr<StreamState> stream;
+  bool placeholders = false;  // recorded over placeholder arrays: can be inspected, not run
+};
+
+}  // namespace detail
+
+struct Lazy::State : detail::RegionState {};
+
+namespace detail {
+namespace {
+
+/// The statements in groups, in order, each output marked stored or not.
+std::vector<Group> group(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch_arrays) {
+  std::vector<Group> groups;
+  std::vector<int> source;
+  for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+    std::string why = "the region starts";
+    if (!groups.empty()) {
+      Group& g = groups.back();
+      why = try_join(all, g, i, source, all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math);
+      if (why.empty()) {
+        join(all, g, i, std::move(source));
+        continue;
+      }
+    }
+    Group g;
+    g.first = i;
+    g.reason = std::move(why);
+    source.assign(all[static_cast<std::size_t>(i)].args.size(), kFromMemory);
+    join(all, g, i, std::move(source));
+    groups.push_back(std::move(g));
+  }
+  // Handles the region itself holds on each memory: more than these means the program still holds it.
+  std::unordered_map<const void*, long> held;
+  for (const Statement& s : all) {
+    for (const ArrayBase& a : s.args) ++held[a.memory_identity()];
+    for (const ArrayBase& a : s.outs) ++held[a.memory_identity()];
+  }
+  for (const ArrayBase& a : scratch_arrays) ++held[a.memory_identity()];
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    for (Value& v : groups[gi].values) {
+      const ArrayBase& o = all[static_cast<std::size_t>(v.statement)].outs[static_cast<std::size_t>(v.out)];
+      if (v.superseded) {
+        v.stored = false;
+        continue;
+      }
+      bool scratch = false;
+      for (const ArrayBase& a : scratch_arrays) scratch = scratch || shares_memory(a, o);
+      bool read_later = false;  // from memory, by a later group
+      for (std::size_t gj = gi + 1; gj < groups.size() && !read_later; ++gj)
+        for (int k = groups[gj].first; k < groups[gj].last && !read_later; ++k)
+          for (const ArrayBase& a : all[static_cast<std::size_t>(k)].args) read_later = read_later || shares_memory(a, o);
+      const bool program_holds = o.memory_references() > held[o.memory_identity()];
+      v.stored = read_later || (program_holds && !scratch);
+    }
+  return groups;
+}
+
+/// A group's statements as one graph: inputs in (statement, slot) order for those read from memory,
+/// scalars concatenated, one output per stored value.
+ir::Graph merge(const std::vector<Statement>& all, const Group& g) {
+  ir::Graph m;
+  m.fast_math = all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math;
+  std::vector<std::uint32_t> value_node;
+  for (int i = g.first; i < g.last; ++i) {
+    const Statement& s = all[static_cast<std::size_t>(i)];
+    const ir::Graph& sg = s.lowered->graph;
+    const std::vector<int>& source = g.source[static_cast<std::size_t>(i - g.first)];
+    std::vector<std::uint32_t> at(sg.nodes.size());
+    auto mapped = [&](std::uint32_t x) { return x == ir::kNone ? x : at[x]; };
+    for (std::size_t j = 0; j < sg.nodes.size(); ++j) {
+      ir::Node n = sg.nodes[j];
+      if (n.op == ir::Op::input && source[n.slot] != kFromMemory) {
+        at[j] = m.cast(value_node[static_cast<std::size_t>(source[n.slot])], n.dtype);
+        continue;
+      }
+      if (n.op == ir::Op::input) n.slot = m.n_inputs++;
+      if (n.op == ir::Op::scalar) n.slot += m.n_scalars;
+      n.a = mapped(n.a);
+      n.b = mapped(n.b);
+      n.c = mapped(n.c);
+      at[j] = m.append(n);
+    }
+    m.n_scalars += sg.n_scalars;
+    for (std::size_t o = 0; o < s.outs.size(); ++o) {
+      const Value& v = g.values[value_node.size()];
+      std::uint32_t x = at[sg.outputs[o]];
+      if (v.read_as_value) {
+        // Read back from memory, a product is rounded before the next statement adds to it; in one
+        // kernel the compiler would fuse the two into a multiply-add. A rounded product keeps the bits.
+        ir::Node top = m.nodes[x];
+        const bool negated = top.op == ir::Op::neg;
+        const ir::Node inner = negated ? m.nodes[top.a] : top;
+        const bool product = (inner.op == ir::Op::mul || inner.op == ir::Op::square) &&
+                             (inner.dtype == DType::float32 || inner.dtype == DType::float64);
+        if (product) {
+          std::uint32_t p = m.append({ir::Op::mul_rn, inner.dtype, inner.a, inner.op == ir::Op::square ? inner.a : inner.b});
+          x = negated ? m.append({ir::Op::neg, top.dtype, p}) : p;
+        }
+      }
+      x = m.explicit_cast(x, s.outs[o].dtype());
+      value_node.push_back(x);
+      if (v.stored) m.outputs.push_back(x);
+    }
+  }
+  return m;
+}
+
+/// What tells one group's graph from another's: the statements' expression types, where each input
+/// comes from, which outputs are stored, the output dtypes.
+std::vector<std::uintptr_t> key_of(const std::vector<Statement>& all, const Group& g) {
+  std::vector<std::uintptr_t> key;
+  std::size_t v = 0;
+  for (int i = g.first; i < g.last; ++i) {
+    const Statement& s = all[static_cast<std::size_t>(i)];
+    key.push_back(reinterpret_cast<std::uintptr_t>(s.lowered));
+    for (int from : g.source[static_cast<std::size_t>(i - g.first)]) key.push_back(static_cast<std::uintptr_t>(from + 1));
+    for (const ArrayBase& o : s.outs) {
+      const Value& val = g.values[v++];
+      key.push_back(static_cast<std::uintptr_t>(o.dtype()) << 2 | (val.stored ? 2u : 0u) | (val.read_as_value ? 1u : 0u));
+    }
+  }
+  return key;
+}
+
+struct KeyHash {
+  std::size_t operator()(const std::vector<std::uintptr_t>& k) const {
+    std::size_t h = 1469598103934665603ull;
+    for (std::uintptr_t x : k) h = (h ^ x) * 1099511628211ull;
+    return h;
+  }
+};
+
+/// A group ready to run: its graph, its arguments in the graph's order, its stored outputs.
+struct Prepared {
+  Call call{};
+  std::vector<const ArrayBase*> arrays;
+  std::vector<ScalarArg> scalars;
+  std::vector<ArrayBase*> outs;
+  std::vector<std::string> kept_in_registers;  // outputs not written (for fz::inspect)
+};
+
+/// Fills `p` for group g; false when the group writes nothing.
+bool prepare(std::vector<Statement>& all, std::string_view region_name, const Group& g, Prepared& p) {
+  p.outs.clear();
+  p.arrays.clear();
+  p.scalars.clear();
+  std::size_t v = 0;
+  bool merged = g.last - g.first > 1;
+  for (int i = g.first; i < g.last; ++i) {
+    Statement& s = all[static_cast<std::size_t>(i)];
+    const auto& source = g.source[static_cast<std::size_t>(i - g.first)];
+    for (std::size_t slot = 0; slot < s.args.size(); ++slot)
+      if (source[slot] == kFromMemory) p.arrays.push_back(&s.args[slot]);
+    p.scalars.insert(p.scalars.end(), s.scalars.begin(), s.scalars.end());
+    for (std::size_t o = 0; o < s.outs.size(); ++o) {
+      const Value& val = g.values[v++];
+      if (val.stored) p.outs.push_back(&s.outs[o]);
+      else {
+        merged = true;  // a statement of its own that writes less than it computes
+        if (!val.superseded) p.kept_in_registers.push_back(describe(s.outs[o]));
+      }
+    }
+  }
+  if (p.outs.empty()) return false;
+  const Statement& head = all[static_cast<std::size_t>(g.first)];
+  const Lowered* lowered = head.lowered;
+  if (merged) {
+    // The merged graph is made once per thread and pattern; a repeated region only looks it up.
+    thread_local std::unordered_map<std::vector<std::uintptr_t>, const Lowered*, KeyHash> graphs;
+    std::vector<std::uintptr_t> key = key_of(all, g);
+    auto it = graphs.find(key);
+    if (it == graphs.end()) it = graphs.emplace(std::move(key), lowered_for_graph(merge(all, g))).first;
+    lowered = it->second;
+  }
+  const std::string_view name = region_name.empty() ? std::string_view(head.name) : region_name;
+  p.call = Call{lowered, p.arrays.data(), p.scalars.data(), nullptr, static_cast<int>(p.arrays.size()),
+                static_cast<int>(p.scalars.size()), 0, name};
+  return true;
+}
+
+Statement record(const Call& c, ArrayBase* const* outs, int K) {
+  Statement s;
+  s.lowered = c.lowered;
+  s.args.reserve(static_cast<std::size_t>(c.n_arrays));
+  for (int i = 0; i < c.n_arrays; ++i) s.args.push_back(*c.arrays[i]);
+  s.scalars.assign(c.scalars, c.scalars + c.n_scalars);
+  for (int k = 0; k < K; ++k) s.outs.push_back(*outs[k]);
+  s.name = std::string(c.name);
+  s.space = index_space(outs, K);
+  return s;
+}
+
+/// Prepares placeholder outputs as prepare_output prepares arrays (no memory, no device).
+bool prepare_placeholder_output(const Call& c, ArrayBase& out, AssignMode mode, const Shape& shape) {
+  if (mode == AssignMode::replace) mode = out.shape() == shape && (out.is_placeholder() || out.has_storage()) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::into && broadcast_shapes(shape, out.shape()) != out.shape())
+    throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape), to_string(out.shape())));
+  if (mode != AssignMode::into) out = ArrayBase::make_placeholder(out.dtype(), shape);
+  (void)c;
+  return out.size() > 0;
+}
+
+}  // namespace
+
+bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
+  Lazy::State& st = *tls_region;
+  if (Unfused::active()) {
+    region_barrier();  // the baseline runs statement by statement
+    return false;
+  }
+  const Call c = as_asked(call);
+  if (c.lowered->has_reduction) {
+    region_barrier();  // a reduction reads what the region wrote before it
+    return false;
+  }
+  Guard busy;
+  bool placeholders = false;
+  for (int i = 0; i < c.n_arrays; ++i) placeholders = placeholders || c.arrays[i]->is_placeholder();
+  for (int k = 0; k < K; ++k) placeholders = placeholders || outs[k]->is_placeholder();
+  check_distinct_outputs(outs, K, mode);
+  bool any = false;
+  if (placeholders) {
+    for (int k = 0; k < K; ++k) any = prepare_placeholder_output(c, *outs[k], mode, output_shape(c, k)) || any;
+    st.placeholders = true;
+  } else {
+    const auto& stream = current_stream_state();
+    if (!st.pending.empty() && st.stream && st.stream != stream) run_region(st);  // another stream: what came before runs first
+    st.stream = stream;
+    for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, output_shape(c, k)) || any;
+  }
+  if (any) st.pending.push_back(record(c, outs, K));
+  return true;
+}
+
+void run_region(Lazy::State& st) {
+  if (st.pending.empty()) return;
+  if (st.placeholders)
+    throw Error("this region recorded placeholder arrays: it can be inspected (fz::inspect(region)) but not run; "
+                "call discard() before it ends");
+  Guard busy;
+  // The statements leave the region before they run: an error in one drops the rest (they read its results).
+  std::vector<Statement> statements = std::move(st.pending);
+  st.pending.clear();
+  const std::vector<Group> groups = group(statements, st.scratch);
+  std::optional<StreamScope> on;
+  if (st.stream && st.stream != current_stream_state()) on.emplace(Stream(st.stream));
+  Prepared p;
+  for (const Group& g : groups) {
+    if (!prepare(statements, st.name, g, p)) continue;
+    evaluate_elementwise(p.call, p.outs.data(), static_cast<int>(p.outs.size()), AssignMode::into);
+    note_minimum({p.call.arrays, static_cast<std::size_t>(p.call.n_arrays)}, {p.outs.data(), p.outs.size()});
+  }
+}
+
+KernelInfo inspect_region(Lazy::State& st) {
+  Guard busy;
+  if (st.pending.empty()) throw Error("fz::inspect: the region has recorded nothing to run");
+  const std::vector<Group> groups = group(st.pending, st.scratch);
+  std::vector<KernelInfo> steps;
+  std::vector<std::string> notes;
+  Prepared p;
+  for (const Group& g : groups) {
+    p.kept_in_registers.clear();
+    const bool writes = prepare(st.pending, st.name, g, p);
+    std::string note = fmt::format(": statement{} {}{}", g.last - g.first > 1 ? "s" : "", g.first + 1,
+                                   g.last - g.first > 1 ? fmt::format("-{}", g.last) : "");
+    if (!p.kept_in_registers.empty()) note += fmt::format("; not written: {}", fmt::join(p.kept_in_registers, ", "));
+    if (g.first > 0) note += fmt::format("; a kernel of its own because {}", g.reason);
+    if (!writes) {
+      // Nothing it computes is needed: no kernel. Said in the next entry's note.
+      continue;
+    }
+    steps.push_back(inspect(p.call));
+    notes.push_back(std::move(note));
+  }
+  if (steps.empty()) throw Error("fz::inspect: nothing the region computes is used after it: it runs no kernel");
+  return assemble(std::move(steps), notes);
+}
+
+}  // namespace detail
+
+Lazy::Lazy() : Lazy(std::string_view{}) {}
+
+Lazy::Lazy(std::string_view name) : state_(nullptr), previous_(detail::tls_region), uncaught_(std::uncaught_exceptions()) {
+  if (previous_ != nullptr) return;  // nested: part of the region outside
+  state_ = new State;
+  state_->name = std::string(name);
+  detail::tls_region = state_;
+}
+
+Lazy::~Lazy() noexcept(false) {
+  if (state_ == nullptr) return;
+  detail::tls_region = previous_;
+  std::unique_ptr<State> owned(state_);
+  // Leaving by an exception: nothing recorded runs, so nothing is half-written.
+  if (std::uncaught_exceptions() > uncaught_ || owned->placeholders) return;
+  detail::run_region(*owned);
+}
+
+void Lazy::run() {
+  if (State* s = state_ ? state_ : previous_) detail::run_region(*s);
+}
+
+void Lazy::discard() {
+  if (State* s = state_ ? state_ : previous_) {
+    s->pending.clear();
+    s->placeholders = false;
+  }
+}
+
+void Lazy::scratch(const ArrayBase& a) {
+  if (State* s = state_ ? state_ : previous_) s->scratch.push_back(a);
+}
+
+int Lazy::pending() const {
+  const State* s = state_ ? state_ : previous_;
+  return s ? static_cast<int>(s->pending.size()) : 0;
+}
+
+bool Lazy::active() { return detail::tls_region != nullptr; }
+
+KernelInfo inspect(const Lazy& region) {
+  Lazy::State* s = region.state_ ? region.state_ : region.previous_;
+  if (s == nullptr) throw Error("fz::inspect: this region records nothing");
+  return detail::inspect_region(*s);
+}
+
+}  // namespace fusion
