@@ -5,6 +5,7 @@
 //
 //   fusion-bench [--json out.json] [--log2n 26]   the suite (a CSV is written beside the JSON)
 //   fusion-bench --first-call                     one fused call in this (new) process, timed
+//   fusion-bench --steps                          multi-statement steps: eager, fz::Lazy, fz::Step (issue 16)
 //   fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue 15)
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
@@ -286,6 +287,114 @@ CompileCost compile_cost() {
   return {fz::summarize(total).median, fz::summarize(nvrtc).median, fz::summarize(faults).median};
 }
 
+/// A 10-statement step the way a user writes it: eight temporaries, two arrays of state updated.
+void ten_statements(fz::Array<float>& x, fz::Array<float>& y, fz::Array<float>& z) {
+  fz::Array<float> a = x * 1.1f + y;
+  fz::Array<float> b = a * a - z;
+  fz::Array<float> c = fz::sin(b) + x;
+  fz::Array<float> d = c * 0.5f + a;
+  fz::Array<float> e = d - b * 0.25f;
+  fz::Array<float> f = e * e + 1.0f;
+  fz::Array<float> g = fz::sqrt(f) * c;
+  fz::Array<float> h = g + d;
+  y = h * 0.9f + y * 0.1f;
+  z = z * 0.99f + g * 0.01f;
+}
+
+/// Host time per step (each batch of `steps` steps issued without waiting, then synchronized untimed) and
+/// GPU time per step (events around a batch), medians over 9 batches.
+template <class F> std::pair<double, double> step_times(F&& step, int steps = 50) {
+  step();
+  fz::current_stream().synchronize();
+  std::vector<double> host, gpu;
+  for (int rep = 0; rep < 9; ++rep) {
+    fz::Event start, stop;
+    start.record();
+    auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) step();
+    auto t1 = Clock::now();
+    stop.record();
+    stop.synchronize();
+    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / steps);
+    gpu.push_back(static_cast<double>(fz::elapsed_time(start, stop)) * 1000.0 / steps);
+  }
+  return {fz::summarize(host).median, fz::summarize(gpu).median};
+}
+
+/// Issue 16's figures: host and GPU time of a small 10-statement step eager, in a region, as a step and
+/// replayed; an Adam update written as statements at 2^24; compile latency of 50 new kernels late in the process.
+int steps_suite() {
+  const double copy = fz::copy_bandwidth_gbs();
+  fmt::print("fusion-bench --steps on {}; device-to-device copy {:.0f} GB/s\n", fz::Device(0).properties().name, copy);
+  {
+    const std::int64_t n = 1024;
+    fz::Array<float> x = random_array<float>(n, -1, 1, 1), y = random_array<float>(n, -1, 1, 2), z = random_array<float>(n, 0, 1, 3);
+    fz::Step step([&] { ten_statements(x, y, z); });
+    fz::reset_stats();
+    { fz::Lazy r; ten_statements(x, y, z); }
+    const int region_kernels = static_cast<int>(fz::stats().launches);
+    const auto eager = step_times([&] { ten_statements(x, y, z); });
+    const auto region = step_times([&] { fz::Lazy r; ten_statements(x, y, z); });
+    const auto stepped = step_times([&] { step(); });
+    const auto replayed = step_times([&] { step.replay(); });
+    fmt::print("10-statement step, 1024 float32 elements ({} kernel(s) in a region, {} in the step's graph):\n", region_kernels, step.kernels());
+    fmt::print("  {:<28} {:>12} {:>12}\n", "mode", "host us/step", "GPU us/step");
+    fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "eager (10 kernels)", eager.first, eager.second);
+    fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Lazy region", region.first, region.second);
+    fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step step()", stepped.first, stepped.second);
+    fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step replay()", replayed.first, replayed.second);
+  }
+  {
+    const std::int64_t n = std::int64_t{1} << 24;
+    fz::Array<float> p = random_array<float>(n, -1, 1, 4), m = random_array<float>(n, -0.1f, 0.1f, 5),
+                     v = random_array<float>(n, 0, 0.01f, 6), g = random_array<float>(n, -1, 1, 7);
+    const float b1 = 0.9f, b2 = 0.999f, lr = 1e-3f, eps = 1e-8f;
+    auto adam = [&] {
+      m = b1 * m + (1 - b1) * g;
+      v = b2 * v + (1 - b2) * g * g;
+      fz::Array<float> update = m / (fz::sqrt(v) + eps);
+      p -= lr * update;
+    };
+    auto tied = [&] {
+      fz::tie(p, m, v) = std::forward_as_tuple(
+          p - lr * ((b1 * m + (1 - b1) * g) / (fz::sqrt(b2 * v + (1 - b2) * g * g) + eps)), b1 * m + (1 - b1) * g,
+          b2 * v + (1 - b2) * g * g);
+    };
+    fz::Step step(adam);
+    const double least = 7.0 * 4.0 * static_cast<double>(n);  // p, m, v, g read; p, m, v written
+    auto pct = [&](double us) { return least / (us * 1e-6) / (copy * 1e9) * 100.0; };
+    const auto eager = step_times(adam, 10);
+    const auto region = step_times([&] { fz::Lazy r; adam(); }, 10);
+    const auto stepped = step_times([&] { step(); }, 10);
+    const auto tie = step_times(tied, 10);
+    fmt::print("Adam update as 4 statements, 2^24 float32 (least bytes {:.0f} MB):\n", least / 1e6);
+    fmt::print("  {:<28} {:>12} {:>9}\n", "mode", "GPU us/step", "% limit");
+    fmt::print("  {:<28} {:>12.1f} {:>8.1f}%\n", "eager (4 kernels)", eager.second, pct(eager.second));
+    fmt::print("  {:<28} {:>12.1f} {:>8.1f}%\n", "fz::Lazy region", region.second, pct(region.second));
+    fmt::print("  {:<28} {:>12.1f} {:>8.1f}%\n", "fz::Step", stepped.second, pct(stepped.second));
+    fmt::print("  {:<28} {:>12.1f} {:>8.1f}%\n", "fz::tie (one expression)", tie.second, pct(tie.second));
+  }
+  {
+    // 50 new kernels late in the process, one at a time, then the same count of cached ones.
+    fz::Array<float> x = fz::full<float>({1024}, 1.f);
+    std::vector<double> total, nvrtc;
+    for (int i = 0; i < 50; ++i) {
+      const std::string unique = fmt::format("bench_late_{:x}_{}", std::random_device{}(), i);
+      fz::Recorder rec;
+      auto t0 = Clock::now();
+      fz::Array<float> r = fz::named(unique, x * 3.f + 1.f);
+      fz::current_stream().synchronize();
+      total.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      nvrtc.push_back(rec.stats().compile_ms);
+    }
+    const auto t = fz::summarize(total), c = fz::summarize(nvrtc);
+    std::sort(total.begin(), total.end());
+    fmt::print("50 new simple kernels late in the process: median {:.1f} ms (NVRTC {:.1f} ms), min {:.1f}, max {:.1f} ms\n",
+               t.median, c.median, total.front(), total.back());
+  }
+  return 0;
+}
+
 int first_call() {
   fz::Array<float> x = fz::full<float>({1 << 20}, 1.f), y = fz::full<float>({1 << 20}, 2.f);
   fz::current_stream().synchronize();  // context and memory are up; what follows is the engine
@@ -335,6 +444,10 @@ int main(int argc, char** argv) {
   bool only_layers = false, only_layouts = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
+    if (!std::strcmp(argv[i], "--steps")) {
+      if (fz::device_count() == 0) return fmt::print("fusion-bench needs a GPU: {}\n", fz::no_device_reason()), 0;
+      return steps_suite();
+    }
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--layouts")) only_layouts = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];

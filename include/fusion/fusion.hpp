@@ -22,6 +22,7 @@
 #include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
 #include "fusion/region.hpp"
+#include "fusion/step.hpp"
 #include "fusion/tie.hpp"
 #include "fusion/user_kernels.hpp"
 #include "fusion/shape.hpp"

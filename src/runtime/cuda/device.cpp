@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "fusion/error.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -65,6 +66,7 @@ Device Device::current() { return Device(detail::tls_current_device); }
 void Device::use() const { detail::tls_current_device = id_; }
 void Device::synchronize() const {
   detail::region_barrier();
+  detail::outside_step("a device synchronize");
   detail::ensure_context(id_);
   FUSION_CU(cuCtxSynchronize);
 }

@@ -25,7 +25,8 @@ namespace fusion::detail {
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleGetFunction)              \
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)    \
   X(cuModuleUnload) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)    \
-  X(cuPointerGetAttribute)
+  X(cuPointerGetAttribute) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
+  X(cuFuncGetParamInfo)
 
 struct Driver {
 #define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

@@ -3,6 +3,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -43,11 +44,13 @@ Event::Event(EventOptions o) : state_(std::make_shared<State>()) {
 void Event::record() { record(current_stream()); }
 void Event::record(const Stream& stream) {
   detail::region_barrier();
+  detail::outside_step("recording an event");
   const CUstream s = detail::live(*stream.state()).handle;
   FUSION_CU(cuEventRecord, state_->live(), s);
 }
 void Event::synchronize() const {
   detail::region_barrier();
+  detail::outside_step("an event synchronize");
   FUSION_CU(cuEventSynchronize, state_->live());
 }
 bool Event::done() const {

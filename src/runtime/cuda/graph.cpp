@@ -3,6 +3,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/graph_state.hpp"
@@ -38,6 +39,7 @@ void Graph::launch() const { launch(current_stream()); }
 
 void Graph::launch(const Stream& stream) const {
   detail::region_barrier();
+  detail::outside_step("a graph launch");
   if (!state_) throw Error("launching an empty Graph: obtain one from Stream::end_capture()");
   const CUstream s = detail::live(*stream.state()).handle;
   detail::check_not_reset(state_->generation, state_->device, "this graph");

@@ -7,6 +7,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -110,6 +111,7 @@ void Stream::use() const { detail::tls_current[state_->device] = state_; }
 
 void Stream::synchronize() const {
   detail::region_barrier();
+  detail::outside_step("a stream synchronize");
   FUSION_CU(cuStreamSynchronize, detail::live(*state_).handle);
 }
 
@@ -123,6 +125,7 @@ bool Stream::done() const {
 
 Event Stream::record(Event event) const {
   detail::region_barrier();
+  detail::outside_step("recording an event");
   event.record(*this);
   return event;
 }
@@ -130,6 +133,7 @@ Event Stream::record() const { return record(Event()); }
 
 void Stream::wait_event(const Event& event) const {
   detail::region_barrier();
+  detail::outside_step("a stream wait");
   const CUstream s = detail::live(*state_).handle;
   FUSION_CU(cuStreamWaitEvent, s, event.handle(), 0);
 }
@@ -143,6 +147,7 @@ void CUDA_CB run_host_func(void* data) {
 
 void Stream::launch_host_func(std::function<void()> fn) const {
   detail::region_barrier();
+  detail::outside_step("a host function");
   const CUstream s = detail::live(*state_).handle;
   auto* boxed = new std::function<void()>(std::move(fn));
   CUresult r = detail::driver().cuLaunchHostFunc(s, run_host_func, boxed);
@@ -152,6 +157,7 @@ void Stream::launch_host_func(std::function<void()> fn) const {
 
 void Stream::begin_capture(CaptureMode mode) const {
   detail::region_barrier();
+  detail::outside_step("a stream capture");
   detail::live(*state_);
   if (!state_->handle || state_->handle == CU_STREAM_LEGACY)
     throw Error("the legacy default stream cannot be captured; capture on a Stream you created");
@@ -163,6 +169,7 @@ void Stream::begin_capture(CaptureMode mode) const {
 
 Graph Stream::end_capture() const {
   detail::region_barrier();
+  detail::outside_step("a stream capture");
   detail::live(*state_);
   CUgraph g = nullptr;
   FUSION_CU(cuStreamEndCapture, state_->handle, &g);

@@ -12,6 +12,7 @@
 #include "common/hash.hpp"
 #include "fusion/error.hpp"
 #include "fusion/raw_kernel.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -103,6 +104,7 @@ KernelInfo RawKernel::inspect() const {
 
 void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, void** args, const ArrayBase* const* arrays,
                               int n) const {
+  detail::outside_step("a RawKernel launch");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
     throw Error(fmt::format("RawKernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) need every extent >= 1", name_, grid.x,
                             grid.y, grid.z, block.x, block.y, block.z));

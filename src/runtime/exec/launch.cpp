@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/exec/launch.hpp"
 
 #include <fmt/format.h>
@@ -48,6 +49,9 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
   }
   if (grid.shared_bytes > 48 * 1024)  // beyond the default a kernel must opt in (Hopper: up to 227 KB)
     FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(grid.shared_bytes));
+  if (tls_step != nullptr) [[unlikely]]  // a step's body: the launch becomes a node of its graph
+    return record_launch(*tls_step, f, argv, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), grid.block,
+                         grid.shared_bytes);
   FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, grid.block, 1, 1,
             grid.shared_bytes, stream.handle, argv, nullptr);
 }
@@ -62,6 +66,10 @@ void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBa
   for (const ArrayBase* w : written) {
     w->storage()->note_use(stream);
     bytes_written += static_cast<std::uint64_t>(w->nbytes());
+  }
+  if (tls_step != nullptr) [[unlikely]] {  // the step's graph keeps this memory alive and in place
+    for (const ArrayBase* a : read) tls_step->memory.push_back(a->storage());
+    for (const ArrayBase* a : written) tls_step->memory.push_back(a->storage());
   }
   Counters& ctr = counters();
   ctr.launches.fetch_add(1, std::memory_order_relaxed);

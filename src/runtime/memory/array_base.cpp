@@ -7,6 +7,7 @@
 
 #include "fusion/array_base.hpp"
 #include "fusion/error.hpp"
+#include "runtime/exec/step_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -93,6 +94,7 @@ void ArrayBase::upload(const void* host, std::size_t count) {
                                  to_string(shape_), size()));
   if (!is_contiguous()) throw Error("internal: upload into a non-contiguous array");
   if (count == 0) return;
+  detail::outside_step("copying host data into an array");
   const auto& stream = detail::current_stream_state();
   const std::uint64_t dst = data_ptr();
   storage_->note_use(stream);
@@ -106,6 +108,7 @@ void ArrayBase::upload(const void* host, std::size_t count) {
 void ArrayBase::download(void* host) const {
   if (placeholder_) throw Error("a placeholder array has no data; it exists for fz::inspect");
   if (!storage_ || size() == 0) return;
+  detail::outside_step("reading an array on the host");
   if (!is_contiguous()) return contiguous_copy().download(host);
   const auto& stream = detail::current_stream_state();
   const std::uint64_t src = data_ptr();

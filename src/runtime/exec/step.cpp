@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::Step: a body recorded as kernel launches, built once into a CUDA graph of kernel nodes (a chain,
+// in launch order), then kept current by writing changed parameters into the executable graph.
+#include "fusion/step.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "fusion/error.hpp"
+#include "fusion/region.hpp"
+#include "fusion/stream.hpp"
+#include "runtime/cuda/driver.hpp"
+#include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/region_hook.hpp"
+#include "runtime/exec/step_hook.hpp"
+#include "runtime/memory/storage.hpp"
+
+namespace fusion {
+namespace detail {
+
+thread_local StepRecorder* tls_step = nullptr;
+
+namespace {
+
+/// A kernel's parameter layout (offset and size of each), asked of the driver once per function.
+struct ParamLayout {
+  std::vector<std::size_t> offset, size;
+};
+
+const ParamLayout& layout_of(CUfunction f) {
+  static std::mutex mu;
+  static auto& layouts = *new std::unordered_map<CUfunction, ParamLayout>;  // functions live for the process
+  std::lock_guard lock(mu);
+  auto it = layouts.find(f);
+  if (it != layouts.end()) return it->second;
+  ParamLayout l;
+  for (std::size_t i = 0;; ++i) {
+    std::size_t off = 0, size = 0;
+    if (driver().cuFuncGetParamInfo(f, i, &off, &size) != CUDA_SUCCESS) break;  // past the last parameter
+    l.offset.push_back(off);
+    l.size.push_back(size);
+  }
+  return layouts.emplace(f, std::move(l)).first->second;
+}
+
+}  // namespace
+
+void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x, unsigned grid_y, unsigned block,
+                   unsigned shared_bytes) {
+  const ParamLayout& l = layout_of(f);
+  RecordedLaunch r{f, grid_x, grid_y, block, shared_bytes, {}, {}};
+  for (std::size_t i = 0; i < l.size.size(); ++i) {
+    r.offsets.push_back(r.bytes.size());
+    const auto* p = static_cast<const unsigned char*>(argv[i]);
+    r.bytes.insert(r.bytes.end(), p, p + l.size[i]);
+  }
+  rec.launches.push_back(std::move(r));
+}
+
+void outside_step(const char* what) {
+  if (tls_step != nullptr)
+    throw Error(fmt::format("{} inside an fz::Step body: a step becomes a CUDA graph of fusion's kernels; do it "
+                            "before or after the step", what));
+}
+
+}  // namespace detail
+
+struct Step::State {
+  std::function<void()> body;
+  detail::StepRecorder current;  // what the graph holds: its launches and the memory they use
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  std::vector<CUgraphNode> nodes;
+  int device = -1;
+  unsigned generation = 0;
+  int builds = 0;
+
+  void release() {
+    if (!detail::context_for_release(device) || detail::is_stale(generation, device)) return;
+    if (exec) detail::driver().cuGraphExecDestroy(exec);
+    if (graph) detail::driver().cuGraphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+  }
+  ~State() {
+    if (device >= 0) release();
+  }
+};
+
+namespace {
+
+CUDA_KERNEL_NODE_PARAMS node_params(const detail::RecordedLaunch& r, std::vector<void*>& argv) {
+  argv.clear();
+  for (std::size_t off : r.offsets) argv.push_back(const_cast<unsigned char*>(r.bytes.data() + off));
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = r.function;
+  p.gridDimX = r.grid_x;
+  p.gridDimY = r.grid_y;
+  p.gridDimZ = 1;
+  p.blockDimX = r.block;
+  p.blockDimY = 1;
+  p.blockDimZ = 1;
+  p.sharedMemBytes = r.shared_bytes;
+  p.kernelParams = argv.data();
+  return p;
+}
+
+bool same_kernels(const std::vector<detail::RecordedLaunch>& a, const std::vector<detail::RecordedLaunch>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].function != b[i].function || a[i].grid_x != b[i].grid_x || a[i].grid_y != b[i].grid_y ||
+        a[i].block != b[i].block || a[i].shared_bytes != b[i].shared_bytes)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+Step::Step(std::function<void()> body) : state_(std::make_unique<State>()) {
+  if (!body) throw Error("fz::Step needs a body to record");
+  state_->body = std::move(body);
+}
+Step::~Step() = default;
+Step::Step(Step&&) noexcept = default;
+Step& Step::operator=(Step&&) noexcept = default;
+
+void Step::operator()() {
+  State& s = *state_;
+  detail::outside_step("a step");
+  detail::region_barrier();  // what a region around the step recorded runs before, not inside the graph
+  const auto& stream = detail::current_stream_state();
+  detail::StepRecorder rec;
+  detail::tls_step = &rec;
+  try {
+    Lazy region;
+    s.body();
+    region.run();
+  } catch (...) {
+    detail::tls_step = nullptr;
+    throw;  // the graph and the memory it uses stay as they were
+  }
+  detail::tls_step = nullptr;
+  const auto& drv = detail::driver();
+  std::vector<void*> argv;
+  if (s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) && same_kernels(rec.launches, s.current.launches)) {
+    // The same kernels: write what changed (scalars, addresses, sizes) into the executable graph.
+    for (std::size_t i = 0; i < rec.launches.size(); ++i) {
+      if (rec.launches[i].bytes == s.current.launches[i].bytes) continue;
+      const CUDA_KERNEL_NODE_PARAMS p = node_params(rec.launches[i], argv);
+      FUSION_CU(cuGraphExecKernelNodeSetParams, s.exec, s.nodes[i], &p);
+    }
+  } else {
+    if (s.device >= 0) s.release();
+    s.nodes.clear();
+    s.device = stream->device;
+    s.generation = detail::context_generation(s.device);
+    FUSION_CU(cuGraphCreate, &s.graph, 0);
+    for (const detail::RecordedLaunch& r : rec.launches) {
+      const CUDA_KERNEL_NODE_PARAMS p = node_params(r, argv);
+      CUgraphNode node = nullptr;
+      FUSION_CU(cuGraphAddKernelNode, &node, s.graph, s.nodes.empty() ? nullptr : &s.nodes.back(), s.nodes.empty() ? 0 : 1, &p);
+      s.nodes.push_back(node);
+    }
+    FUSION_CU(cuGraphInstantiateWithFlags, &s.exec, s.graph, 0);
+    ++s.builds;
+  }
+  s.current = std::move(rec);  // the memory the graph now uses; what it used before is released in stream order
+  if (!s.nodes.empty()) FUSION_CU(cuGraphLaunch, s.exec, stream->handle);
+  (void)drv;
+}
+
+void Step::replay() const { replay(current_stream()); }
+
+void Step::replay(const Stream& stream) const {
+  const State& s = *state_;
+  detail::outside_step("a step's replay");
+  if (s.builds == 0) throw Error("Step::replay before the first step(): nothing is recorded yet");
+  const CUstream h = detail::live(*stream.state()).handle;
+  detail::check_not_reset(s.generation, s.device, "this step's graph");
+  if (stream.state()->device != s.device)
+    throw Error(fmt::format("Step::replay on device {}: the step was recorded on device {}", stream.state()->device, s.device));
+  if (!s.nodes.empty()) FUSION_CU(cuGraphLaunch, s.exec, h);
+}
+
+int Step::builds() const { return state_->builds; }
+int Step::kernels() const { return static_cast<int>(state_->nodes.size()); }
+
+}  // namespace fusion
