@@ -144,3 +144,25 @@ TEST_CASE("region misuse and edges: placeholders cannot run, inspecting nothing,
   CHECK_THROWS_AS(a += y, fz::ShapeError);
   CHECK(region.pending() == 0);
 }
+
+TEST_CASE("ten statements with eight temporaries are one kernel writing two arrays", "[region]") {
+  fz::Array<float> x = fz::placeholder<float>({1024}), y = fz::placeholder<float>({1024}), z = fz::placeholder<float>({1024});
+  fz::Lazy region;
+  {
+    fz::Array<float> a = x * 1.1f + y;
+    fz::Array<float> b = a * a - z;
+    fz::Array<float> c = fz::sin(b) + x;
+    fz::Array<float> d = c * 0.5f + a;
+    fz::Array<float> e = d - b * 0.25f;
+    fz::Array<float> f = e * e + 1.0f;
+    fz::Array<float> g = fz::sqrt(f) * c;
+    fz::Array<float> h = g + d;
+    y = h * 0.9f + y * 0.1f;
+    z = z * 0.99f + g * 0.01f;
+  }
+  const fz::KernelInfo k = fz::inspect(region);
+  INFO(plan_of(k));
+  CHECK(k.kernels == 1);
+  CHECK(k.plan[0].find("statements 1-10") != std::string::npos);
+  region.discard();
+}

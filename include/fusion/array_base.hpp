@@ -74,6 +74,8 @@ class ArrayBase {
   // Untyped operations used by Array<T> and the runtime.
   static ArrayBase make_empty(DType d, const Shape& shape);
   static ArrayBase make_placeholder(DType d, const Shape& shape);
+  /// An array whose memory is allocated when first used (a region's result that may never need any).
+  static ArrayBase make_deferred(DType d, const Shape& shape);
   /// An array over `storage` (external memory: fz::from_device) with the given element strides.
   static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage);
   void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()

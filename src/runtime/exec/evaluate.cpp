@@ -75,7 +75,7 @@ const Lowered* lowered_for_graph(ir::Graph g) {
   return l;
 }
 
-bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape) {
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape, bool deferred) {
   for (int i = 0; i < c.n_arrays; ++i) {
     const ArrayBase& a = *c.arrays[i];
     if (!a.has_storage())
@@ -98,7 +98,7 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, 
       if (out.strides()[d] == 0 && out.shape()[d] > 1)
         throw Error("cannot write into a broadcast view (several elements share memory); copy it first");
   } else {
-    out = ArrayBase::make_empty(out.dtype(), shape);
+    out = deferred ? ArrayBase::make_deferred(out.dtype(), shape) : ArrayBase::make_empty(out.dtype(), shape);
   }
   return out.size() > 0;
 }

@@ -121,7 +121,8 @@ const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device
 }
 
 /// Validates inputs and prepares `out` for a result of `shape`; false when there is nothing to compute.
-bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape);
+/// `deferred`: a new output's memory is allocated when first used (a region's results).
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape, bool deferred = false);
 
 /// One elementwise kernel (every output of the call's graph, which has no reduction).
 void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);

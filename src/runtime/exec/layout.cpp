@@ -68,7 +68,10 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
   if (&a == &b) return true;
   if (!a.memory_identity() || a.memory_identity() != b.memory_identity()) return false;
-  return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
+  // The same memory: the offsets tell the addresses apart (without asking for them: a region's deferred
+  // memory is not allocated to be compared).
+  return a.offset() * static_cast<std::int64_t>(itemsize(a.dtype())) == b.offset() * static_cast<std::int64_t>(itemsize(b.dtype())) &&
+         a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
 }
 
 Strides broadcast_strides(const ArrayBase& a, const Shape& shape) {
@@ -93,7 +96,7 @@ bool shares_memory(const ArrayBase& a, const ArrayBase& b) {
   const auto span = [](const ArrayBase& x) {
     std::int64_t lo = 0, hi = 0;
     for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);
-    const auto base = static_cast<std::int64_t>(x.data_ptr());
+    const auto base = x.offset() * static_cast<std::int64_t>(itemsize(x.dtype()));  // same memory: offsets suffice
     const auto w = static_cast<std::int64_t>(itemsize(x.dtype()));
     return std::pair{base + lo * w, base + (hi + 1) * w};
   };

@@ -68,13 +68,18 @@ struct Guard {
 std::string describe(const ArrayBase& a) { return fmt::format("{} {}", dtype_name(a.dtype()), to_string(a.shape())); }
 
 /// Why `s` cannot join group `g` (and how its inputs read when it can: `source`); empty when it joins.
-std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::vector<int>& source, bool fast_math) {
+/// `may_store(statement, out)`: whether that output may have to be written (counted against the
+/// kernel's output limit).
+template <class MayStore>
+std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::vector<int>& source, bool fast_math,
+                     const MayStore& may_store) {
   const Statement& s = all[static_cast<std::size_t>(i)];
   const Statement& head = all[static_cast<std::size_t>(g.first)];
   if (s.space != head.space) return fmt::format("its results have shape {}, the kernel before {}", to_string(s.space), to_string(head.space));
   if (s.lowered->graph.fast_math != fast_math) return "fast math differs";
-  int live = static_cast<int>(s.outs.size());
-  for (const Value& v : g.values) live += v.superseded ? 0 : 1;
+  int live = 0;
+  for (std::size_t o = 0; o < s.outs.size(); ++o) live += may_store(i, static_cast<int>(o));
+  for (const Value& v : g.values) live += !v.superseded && may_store(v.statement, v.out);
   if (live > codegen::kMaxOutputs) return fmt::format("a kernel writes at most {} arrays", codegen::kMaxOutputs);
   auto out_of = [&](const Value& v) -> const ArrayBase& {
     return all[static_cast<std::size_t>(v.statement)].outs[static_cast<std::size_t>(v.out)];
@@ -144,15 +149,33 @@ struct Lazy::State : detail::RegionState {};
 namespace detail {
 namespace {
 
-/// The statements in groups, in order, each output marked stored or not.
-std::vector<Group> group(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch_arrays) {
+/// The statements in groups, in order, each output marked stored or not. `strict`: every output counts
+/// against a kernel's output limit (else only those the program still holds, which is exact unless a
+/// later group reads a dropped temporary from memory: group() then groups again, strictly).
+std::vector<Group> group(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch_arrays, bool strict = false) {
+  // Handles the region itself holds on each memory: more than these means the program still holds it.
+  std::unordered_map<const void*, long> held;
+  for (const Statement& s : all) {
+    for (const ArrayBase& a : s.args) ++held[a.memory_identity()];
+    for (const ArrayBase& a : s.outs) ++held[a.memory_identity()];
+  }
+  for (const ArrayBase& a : scratch_arrays) ++held[a.memory_identity()];
+  auto out_of = [&](int statement, int out) -> const ArrayBase& {
+    return all[static_cast<std::size_t>(statement)].outs[static_cast<std::size_t>(out)];
+  };
+  auto wanted_after = [&](const ArrayBase& o) {  // the program may read it after the region
+    for (const ArrayBase& a : scratch_arrays)
+      if (shares_memory(a, o)) return false;
+    return o.memory_references() > held[o.memory_identity()];
+  };
+  auto may_store = [&](int statement, int out) { return strict || wanted_after(out_of(statement, out)); };
   std::vector<Group> groups;
   std::vector<int> source;
   for (int i = 0; i < static_cast<int>(all.size()); ++i) {
     std::string why = "the region starts";
     if (!groups.empty()) {
       Group& g = groups.back();
-      why = try_join(all, g, i, source, all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math);
+      why = try_join(all, g, i, source, all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math, may_store);
       if (why.empty()) {
         join(all, g, i, std::move(source));
         continue;
@@ -165,29 +188,23 @@ std::vector<Group> group(const std::vector<Statement>& all, const std::vector<Ar
     join(all, g, i, std::move(source));
     groups.push_back(std::move(g));
   }
-  // Handles the region itself holds on each memory: more than these means the program still holds it.
-  std::unordered_map<const void*, long> held;
-  for (const Statement& s : all) {
-    for (const ArrayBase& a : s.args) ++held[a.memory_identity()];
-    for (const ArrayBase& a : s.outs) ++held[a.memory_identity()];
-  }
-  for (const ArrayBase& a : scratch_arrays) ++held[a.memory_identity()];
-  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    int stored = 0;
     for (Value& v : groups[gi].values) {
-      const ArrayBase& o = all[static_cast<std::size_t>(v.statement)].outs[static_cast<std::size_t>(v.out)];
+      const ArrayBase& o = out_of(v.statement, v.out);
       if (v.superseded) {
         v.stored = false;
         continue;
       }
-      bool scratch = false;
-      for (const ArrayBase& a : scratch_arrays) scratch = scratch || shares_memory(a, o);
       bool read_later = false;  // from memory, by a later group
       for (std::size_t gj = gi + 1; gj < groups.size() && !read_later; ++gj)
         for (int k = groups[gj].first; k < groups[gj].last && !read_later; ++k)
           for (const ArrayBase& a : all[static_cast<std::size_t>(k)].args) read_later = read_later || shares_memory(a, o);
-      const bool program_holds = o.memory_references() > held[o.memory_identity()];
-      v.stored = read_later || (program_holds && !scratch);
+      v.stored = read_later || wanted_after(o);
+      stored += v.stored;
     }
+    if (stored > codegen::kMaxOutputs && !strict) return group(all, scratch_arrays, true);
+  }
   return groups;
 }
 
@@ -362,7 +379,7 @@ bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMod
     const auto& stream = current_stream_state();
     if (!st.pending.empty() && st.stream && st.stream != stream) run_region(st);  // another stream: what came before runs first
     st.stream = stream;
-    for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, output_shape(c, k)) || any;
+    for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, output_shape(c, k), true) || any;
   }
   if (any) st.pending.push_back(record(c, outs, K));
   return true;

@@ -40,6 +40,15 @@ ArrayBase ArrayBase::make_empty(DType d, const Shape& shape) {
   return a;
 }
 
+ArrayBase ArrayBase::make_deferred(DType d, const Shape& shape) {
+  check_shape(shape);
+  ArrayBase a(d);
+  a.shape_ = shape;
+  a.strides_ = contiguous_strides(shape);
+  a.storage_ = std::make_shared<detail::Storage>(a.nbytes(), detail::current_stream_state(), detail::Storage::Deferred{});
+  return a;
+}
+
 ArrayBase ArrayBase::make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage) {
   ArrayBase a(d);
   a.shape_ = shape;
@@ -85,6 +94,7 @@ std::uint64_t ArrayBase::data_ptr() const {
   detail::region_barrier();  // a raw address is a result needed in memory: what a region recorded runs first
   // Every use of an array's memory comes through here, after the operation's ensure_context noticed any reset.
   detail::check_not_reset(storage_->generation, storage_->device, "this array");
+  storage_->materialize();
   return storage_->ptr + static_cast<std::uint64_t>(offset_ * static_cast<std::int64_t>(itemsize(dtype_)));
 }
 

@@ -49,6 +49,25 @@ Allocators& allocators() {
 
 Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream)
     : bytes(n), device(stream->device), home(is_external(*stream) ? release_stream(stream->device) : stream) {
+  allocate(stream);
+}
+
+Storage::Storage(std::size_t n, const std::shared_ptr<StreamState>& stream, Deferred)
+    : bytes(n), device(stream->device), home(is_external(*stream) ? release_stream(stream->device) : stream),
+      deferred_(true) {
+  generation = context_generation(device);
+}
+
+void Storage::allocate_deferred() {
+  std::lock_guard lock(mu_);
+  if (!deferred_.load(std::memory_order_relaxed)) return;
+  ensure_context(device);
+  allocate(home);
+  deferred_.store(false, std::memory_order_release);
+}
+
+void Storage::allocate(const std::shared_ptr<StreamState>& stream) {
+  const std::size_t n = bytes;
   allocator = fusion::allocator(device);
   if (!allocator) {
     ptr = memory_pool(device).allocate(n, stream->handle);

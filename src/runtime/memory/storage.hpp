@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -27,6 +28,16 @@ struct Storage {
   std::shared_ptr<DeviceAllocator> allocator;  // the program's allocator that made the memory, or null: the pool
 
   Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream);
+  /// Memory allocated when first used (a region's result that may never need memory): `ptr` stays 0
+  /// until materialize().
+  struct Deferred {};
+  Storage(std::size_t bytes, const std::shared_ptr<StreamState>& stream, Deferred);
+  /// Allocates deferred memory (on its home stream); nothing when it has memory.
+  void materialize() {
+    if (deferred_.load(std::memory_order_acquire)) [[unlikely]]
+      allocate_deferred();
+  }
+  bool is_deferred() const { return deferred_; }
   /// External memory at `ptr` on `device`, owned by `owner` (may be null: the caller keeps it alive).
   Storage(CUdeviceptr ptr, int device, std::shared_ptr<void> owner);
   ~Storage();
@@ -45,6 +56,9 @@ struct Storage {
     CUevent last_use;
   };
   void note_foreign_use(const std::shared_ptr<StreamState>& stream);
+  void allocate(const std::shared_ptr<StreamState>& stream);
+  void allocate_deferred();
+  std::atomic<bool> deferred_{false};
   std::mutex mu_;
   std::vector<ForeignUse> foreign_uses_;
 };

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where a new kernel's compile time goes (issue 16): NVRTC to PTX (front end and NVVM), PTX to SASS
+// (ptxas, inside NVRTC or through the driver's JIT), at several optimization levels, and whether it grows
+// with the process's age. Built with the benchmarks; needs NVRTC, and the driver for the JIT rows.
+//   fusion-compile-probe KERNEL.cu [ARCH]      e.g. tests/golden/seed_f32.cu 90
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+int unique = 0;
+
+/// Median of 5 compiles of `src` (made unique each time) with `opts`; the PTX of the last one in `ptx`.
+double nvrtc_ms(const std::string& src, std::vector<const char*> opts, std::string* ptx = nullptr) {
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) {
+    const std::string s = src + "\n// " + std::to_string(unique++) + "\n";
+    const auto t0 = Clock::now();
+    nvrtcProgram p;
+    nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
+    const nvrtcResult r = nvrtcCompileProgram(p, static_cast<int>(opts.size()), opts.data());
+    if (r != NVRTC_SUCCESS) std::printf("  (compile error %d)\n", static_cast<int>(r));
+    std::size_t n = 0;
+    if (ptx && nvrtcGetPTXSize(p, &n) == NVRTC_SUCCESS) {
+      ptx->resize(n);
+      nvrtcGetPTX(p, ptx->data());
+    }
+    nvrtcDestroyProgram(&p);
+    t.push_back(ms_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return std::printf("usage: fusion-compile-probe KERNEL.cu [ARCH]\n"), 2;
+  std::ifstream f(argv[1]);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string src = ss.str(), arch = argc > 2 ? argv[2] : "90";
+  const std::string sm = "--gpu-architecture=sm_" + arch, compute = "--gpu-architecture=compute_" + arch;
+  std::printf("compile probe: %s for sm_%s (median of 5, each a new program)\n", argv[1], arch.c_str());
+  nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal"});  // the first compile of a process loads NVRTC's state
+  std::string ptx;
+  const double to_ptx = nvrtc_ms(src, {compute.c_str(), "-std=c++17", "-minimal"}, &ptx);
+  std::printf("  NVRTC to PTX                        %7.1f ms\n", to_ptx);
+  std::printf("  NVRTC to SASS (as fusion compiles)  %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
+  std::printf("  NVRTC to SASS, ptxas -O1            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O1"}));
+  std::printf("  NVRTC to SASS, ptxas -O0            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O0"}));
+  // The driver's JIT of the same PTX (what loading PTX instead of a cubin costs).
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (lib) {
+    auto init = reinterpret_cast<decltype(&cuInit)>(dlsym(lib, "cuInit"));
+    auto get = reinterpret_cast<decltype(&cuDeviceGet)>(dlsym(lib, "cuDeviceGet"));
+    auto retain = reinterpret_cast<decltype(&cuDevicePrimaryCtxRetain)>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
+    auto set = reinterpret_cast<decltype(&cuCtxSetCurrent)>(dlsym(lib, "cuCtxSetCurrent"));
+    auto load = reinterpret_cast<decltype(&cuModuleLoadDataEx)>(dlsym(lib, "cuModuleLoadDataEx"));
+    auto unload = reinterpret_cast<decltype(&cuModuleUnload)>(dlsym(lib, "cuModuleUnload"));
+    CUdevice d;
+    CUcontext c;
+    if (init(0) == CUDA_SUCCESS && get(&d, 0) == CUDA_SUCCESS && retain(&c, d) == CUDA_SUCCESS && set(c) == CUDA_SUCCESS) {
+      std::vector<double> t;
+      for (int i = 0; i < 5; ++i) {
+        const std::string p = ptx + "\n// " + std::to_string(unique++) + "\n";  // (the driver caches by content)
+        CUmodule m;
+        const auto t0 = Clock::now();
+        if (load(&m, p.c_str(), 0, nullptr, nullptr) == CUDA_SUCCESS) unload(m);
+        t.push_back(ms_since(t0));
+      }
+      std::sort(t.begin(), t.end());
+      std::printf("  driver JIT of that PTX              %7.1f ms\n", t[2]);
+    }
+  }
+  std::printf("  30 compiles in a row (to SASS):");
+  for (int i = 0; i < 30; ++i) {
+    const std::string s = src + "\n// " + std::to_string(unique++) + "\n";
+    const char* o[] = {sm.c_str(), "-std=c++17", "-minimal"};
+    const auto t0 = Clock::now();
+    nvrtcProgram p;
+    nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
+    nvrtcCompileProgram(p, 3, o);
+    nvrtcDestroyProgram(&p);
+    std::printf(" %.0f", ms_since(t0));
+  }
+  std::printf(" ms\n");
+  return 0;
+}
