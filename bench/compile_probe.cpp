@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,12 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "fusion/fusion.hpp"
+#include "runtime/compile/nvrtc.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 int unique = 0;
+
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
 
 /// Median of 5 compiles of `src` (made unique each time) with `opts`; the PTX of the last one in `ptx`.
 double nvrtc_ms(const std::string& src, std::vector<const char*> opts, std::string* ptx = nullptr) {
@@ -51,7 +61,11 @@ int main(int argc, char** argv) {
   std::ifstream f(argv[1]);
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string src = ss.str(), arch = argc > 2 ? argv[2] : "90";
+  const std::string arch = argc > 2 ? argv[2] : "90";
+  // "named": the kernel fusion-bench compiles when it measures new kernels (fz::named of x * 3 + 1)
+  const std::string src = std::string(argv[1]) == "named"
+                              ? fusion::inspect(fusion::named("bench_new_probe", fusion::placeholder<float>({1024}) * 3.f + 1.f)).source
+                              : ss.str();
   const std::string sm = "--gpu-architecture=sm_" + arch, compute = "--gpu-architecture=compute_" + arch;
   std::printf("compile probe: %s for sm_%s (median of 5, each a new program)\n", argv[1], arch.c_str());
   nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal"});  // the first compile of a process loads NVRTC's state
@@ -61,6 +75,21 @@ int main(int argc, char** argv) {
   std::printf("  NVRTC to SASS (as fusion compiles)  %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
   std::printf("  NVRTC to SASS, ptxas -O1            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O1"}));
   std::printf("  NVRTC to SASS, ptxas -O0            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O0"}));
+  {
+    // The same source through fusion's own compile call (its options, its log and cubin handling).
+    std::vector<double> t;
+    long faults = 0;
+    for (int i = 0; i < 5; ++i) {
+      const std::string s = src + "\n// " + std::to_string(unique++) + "\n";
+      const long f0 = minor_faults();
+      const auto t0 = Clock::now();
+      fusion::detail::compile(s, "probe", fusion::detail::target_for_arch(std::stoi(arch)), {}, true);
+      t.push_back(ms_since(t0));
+      faults = minor_faults() - f0;
+    }
+    std::sort(t.begin(), t.end());
+    std::printf("  fusion::detail::compile             %7.1f ms (%ld page faults in the last; FUSION_COMPILER_HEAP=release: glibc's defaults)\n", t[2], faults);
+  }
   // The driver's JIT of the same PTX (what loading PTX instead of a cubin costs).
   void* lib = dlopen("libcuda.so.1", RTLD_NOW);
   if (lib) {
@@ -85,17 +114,47 @@ int main(int argc, char** argv) {
       std::printf("  driver JIT of that PTX              %7.1f ms\n", t[2]);
     }
   }
-  std::printf("  30 compiles in a row (to SASS):");
-  for (int i = 0; i < 30; ++i) {
-    const std::string s = src + "\n// " + std::to_string(unique++) + "\n";
-    const char* o[] = {sm.c_str(), "-std=c++17", "-minimal"};
-    const auto t0 = Clock::now();
-    nvrtcProgram p;
-    nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
-    nvrtcCompileProgram(p, 3, o);
-    nvrtcDestroyProgram(&p);
-    std::printf(" %.0f", ms_since(t0));
+  auto in_a_row = [&](const char* what, int count) {
+    std::printf("  %d compiles in a row (to SASS) %s:", count, what);
+    for (int i = 0; i < count; ++i) {
+      const std::string s = src + "\n// " + std::to_string(unique++) + "\n";
+      const char* o[] = {sm.c_str(), "-std=c++17", "-minimal"};
+      const auto t0 = Clock::now();
+      nvrtcProgram p;
+      nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
+      nvrtcCompileProgram(p, 3, o);
+      nvrtcDestroyProgram(&p);
+      std::printf(" %.0f", ms_since(t0));
+    }
+    std::printf(" ms\n");
+  };
+  in_a_row("", 20);
+  if (fusion::device_count() > 0) {
+    // The whole path a new kernel takes in fusion (generate, compile, disk cache, load, launch), as
+    // fusion-bench measures it, then NVRTC again in this same process.
+    fusion::Array<float> x = fusion::full<float>({1024}, 1.f);
+    std::printf("  10 new kernels through fusion (total / NVRTC):");
+    for (int i = 0; i < 10; ++i) {
+      fusion::Recorder rec;
+      const auto t0 = Clock::now();
+      fusion::Array<float> r = fusion::named("probe_new_" + std::to_string(unique++), x * 3.f + 1.f);
+      fusion::current_stream().synchronize();
+      std::printf(" %.0f/%.0f", ms_since(t0), rec.stats().compile_ms);
+    }
+    std::printf(" ms\n");
+    in_a_row("after fusion's", 10);
   }
-  std::printf(" ms\n");
+  if (lib) {
+    // What a fusion process holds that this one does not: pinned host memory and large device allocations.
+    auto host = reinterpret_cast<decltype(&cuMemAllocHost)>(dlsym(lib, "cuMemAllocHost_v2"));
+    auto free_host = reinterpret_cast<decltype(&cuMemFreeHost)>(dlsym(lib, "cuMemFreeHost"));
+    auto dev = reinterpret_cast<decltype(&cuMemAlloc)>(dlsym(lib, "cuMemAlloc_v2"));
+    CUdeviceptr big = 0;
+    if (dev && dev(&big, std::size_t{2} << 30) == CUDA_SUCCESS) in_a_row("with 2 GiB of device memory", 10);
+    void* pinned = nullptr;
+    if (host && host(&pinned, std::size_t{256} << 20) == CUDA_SUCCESS) in_a_row("and 256 MiB pinned", 10);
+    if (pinned) free_host(pinned);
+    in_a_row("after freeing the pinned memory", 10);
+  }
   return 0;
 }

@@ -7,7 +7,9 @@
 // either untouched by the graph's writes or the very view written there (read as a value, written over).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
+#include <future>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -397,9 +399,27 @@ void run_region(Lazy::State& st) {
   const std::vector<Group> groups = group(statements, st.scratch);
   std::optional<StreamScope> on;
   if (st.stream && st.stream != current_stream_state()) on.emplace(Stream(st.stream));
-  Prepared p;
-  for (const Group& g : groups) {
-    if (!prepare(statements, st.name, g, p)) continue;
+  std::vector<Prepared> prepared(groups.size());
+  std::vector<bool> writes(groups.size());
+  std::size_t shape_hash = groups.size();
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    writes[i] = prepare(statements, st.name, groups[i], prepared[i]);
+    shape_hash = shape_hash * 1099511628211ull ^ reinterpret_cast<std::uintptr_t>(prepared[i].call.lowered);
+  }
+  // The first time this thread runs a region of this shape, its kernels compile in parallel before any
+  // runs: a compile error then leaves every array as it was.
+  thread_local std::unordered_set<std::size_t> compiled;
+  if (std::count(writes.begin(), writes.end(), true) > 1 && !compiled.contains(shape_hash)) {
+    std::vector<std::future<KernelInfo>> builds;
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      if (writes[i]) builds.push_back(std::async(std::launch::async, [&p = prepared[i]] { return inspect(p.call); }));
+    for (auto& b : builds) b.wait();
+    for (auto& b : builds) b.get();  // the first error, if any
+    compiled.insert(shape_hash);
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (!writes[i]) continue;
+    const Prepared& p = prepared[i];
     evaluate_elementwise(p.call, p.outs.data(), static_cast<int>(p.outs.size()), AssignMode::into);
     note_minimum({p.call.arrays, static_cast<std::size_t>(p.call.n_arrays)}, {p.outs.data(), p.outs.size()});
   }
