@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The differential fuzzer on the GPU: a fixed-seed slice of random expressions against the float64
 // reference (fusion-fuzz runs the large campaign), and the bugs it found, kept as regression tests.
+#include "fuzz_region.hpp"
 #include "fuzz_run.hpp"
 #include "support.hpp"
 
@@ -76,4 +77,17 @@ TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's,
   CHECK(std::isnan(v2[0]));
   CHECK(v2[1] == Approx(2.0 / 3.0));
   CHECK(std::isnan(fz::eval(fz::var(fz::asarray(std::vector<double>{1, 2, -HUGE_VAL}, {3}))).item()));
+}
+
+TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one", "[gpu][fuzz][region]") {
+  int failed = 0, checked = 0;
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+    const fuzz::Verdict v = fuzz::run_region_case(seed);
+    INFO("region case " << seed << ": " << v.detail);
+    CHECK_FALSE(v.failed());
+    failed += v.failed();
+    checked += v.kind == fuzz::Verdict::pass;
+  }
+  CHECK(checked > 100);  // most cases are valid (a few pick an op a dtype refuses in both runs)
+  CHECK(failed == 0);
 }

@@ -22,6 +22,7 @@
 #include <functional>
 #include <thread>
 
+#include "fuzz_region.hpp"
 #include "fuzz_run.hpp"
 
 namespace {
@@ -58,11 +59,51 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 
 }  // namespace
 
+/// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one.
+int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads) {
+  std::atomic<std::int64_t> next_case{0};
+  std::mutex mu;
+  std::map<std::string, std::int64_t> verdicts;
+  std::int64_t compared = 0, kernels = 0, failures = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    fusion::Stream stream;
+    fusion::StreamScope scope(stream);
+    for (std::int64_t k; (k = next_case++) < count;) {
+      const std::uint64_t s = one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k);
+      current_seed = s;
+      fuzz::Verdict v;
+      try {
+        v = fuzz::run_region_case(s);
+      } catch (const std::exception& e) {
+        v = {fuzz::Verdict::engine_error, std::string("uncaught: ") + e.what()};
+      }
+      std::lock_guard lock(mu);
+      ++verdicts[fuzz::kind_name(v.kind)];
+      compared += v.compared, kernels += v.kernels;
+      if (v.failed()) {
+        ++failures;
+        fmt::print("// region case seed {}: {}: {}\n", s, fuzz::kind_name(v.kind), v.detail);
+        std::fflush(stdout);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("fusion-fuzz --regions: {} regions (seed {}, {} threads) in {:.1f} s\n", count, one_case ? *one_case : seed, threads, secs);
+  for (const auto& [k, n] : verdicts) fmt::print("  {:<32} {}\n", k, n);
+  fmt::print("  elements compared bit for bit {}, region kernels launched {}\n", compared, kernels);
+  fmt::print("  failures: {}\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   std::int64_t count = 1000;
   std::uint64_t seed = 1;
   int threads = 1;
-  bool compile = false, print = false, trace = false;
+  bool compile = false, print = false, trace = false, regions = false;
   std::optional<std::uint64_t> one_case;
   fuzz::GenOptions gen;
   for (int i = 1; i < argc; ++i) {
@@ -74,7 +115,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--max-depth")) gen.max_depth = std::atoi(next());
     else if (!std::strcmp(argv[i], "--print")) print = true;
     else if (!std::strcmp(argv[i], "--case")) one_case = std::strtoull(next(), nullptr, 0), count = 1;  // one case seed, as a repro names it
-    else if (!std::strcmp(argv[i], "--trace")) trace = true;  // every case and shrink candidate to stderr before it runs
+    else if (!std::strcmp(argv[i], "--trace")) trace = true;
+    else if (!std::strcmp(argv[i], "--regions")) regions = true;  // multi-statement regions against statement-by-statement runs  // every case and shrink candidate to stderr before it runs
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   if (print) {
@@ -88,6 +130,7 @@ int main(int argc, char** argv) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
     return 77;
   }
+  if (regions) return region_main(count, seed, one_case, threads);
   const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
   const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random multi-statement regions: a pool of arrays (several dtypes, one shape, some viewed transposed or
+// reversed) and a few statements writing pool arrays or temporaries from random elementwise expressions
+// of the pool. The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
+// every pool array must end bit-identical. The oracle is the engine itself, statement by statement:
+// what a region promises is exactly that.
+#include "fuzz_region.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "runtime/exec/evaluate_internal.hpp"
+#include "reference.hpp"
+
+namespace fuzz {
+
+namespace {
+
+using fusion::ArrayBase;
+using fusion::ir::Graph;
+namespace detail = fusion::detail;
+
+constexpr DType kDTypes[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::int32, DType::bool_};
+constexpr Op kUnary[] = {Op::neg, Op::abs, Op::square, Op::sqrt, Op::exp, Op::sin, Op::floor, Op::logical_not};
+constexpr Op kBinary[] = {Op::add, Op::sub, Op::mul, Op::mul, Op::div, Op::maximum, Op::lt, Op::pow};
+
+/// Where a statement's operand or output lives: pool array `index` (a temporary when >= pool size),
+/// as itself or through a view of the same shape.
+enum class View : std::uint8_t { whole, transposed, reversed };
+
+struct Operand {
+  int index;
+  View view;
+};
+
+/// One statement: the expression's graph and what its input slots read; the output it writes.
+struct Statement {
+  Graph graph;
+  std::vector<Operand> reads;  // by input slot
+  std::vector<detail::ScalarArg> scalars;
+  Operand out;
+  bool fresh = false;  // a new temporary (fresh assignment), else into an existing array
+};
+
+struct RegionCase {
+  std::int64_t rows, cols;
+  std::vector<DType> pool;  // dtypes of the pool arrays (values from the seed)
+  std::vector<DType> temps;  // dtypes of the temporaries statements create
+  std::vector<Statement> statements;
+};
+
+ArrayBase view_of(const ArrayBase& a, View v) {
+  if (v == View::transposed) return a.transposed({});
+  if (v == View::reversed) return a.sliced({{{}, {}, -1}, {{}, {}, 1}});
+  return a;
+}
+
+RegionCase generate_region(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  RegionCase rc;
+  rc.rows = 1 + pick(40);
+  rc.cols = pick(3) == 0 ? rc.rows : 1 + pick(70);  // square sometimes: transposed views then fit
+  const int n_pool = 2 + pick(4);
+  for (int i = 0; i < n_pool; ++i) rc.pool.push_back(kDTypes[pick(6)]);
+  const int n_statements = 2 + pick(6);
+  auto dtype_of = [&](int index) {
+    return index < n_pool ? rc.pool[static_cast<std::size_t>(index)] : rc.temps[static_cast<std::size_t>(index - n_pool)];
+  };
+  auto any_view = [&] { return rc.rows == rc.cols && pick(4) == 0 ? View::transposed : pick(6) == 0 ? View::reversed : View::whole; };
+  for (int s = 0; s < n_statements; ++s) {
+    Statement st;
+    const int available = n_pool + static_cast<int>(rc.temps.size());
+    // A random tree of depth <= 3 over available arrays and scalars.
+    std::function<std::uint32_t(int)> tree = [&](int depth) -> std::uint32_t {
+      const int kind = depth >= 3 ? pick(2) : pick(5);
+      if (kind == 0) {
+        const Operand o{pick(available), any_view()};
+        st.reads.push_back(o);
+        return st.graph.input(dtype_of(o.index));
+      }
+      if (kind == 1) {
+        const double v = (pick(2) ? 1 : -1) * (0.25 + pick(8) * 0.5);
+        detail::ScalarArg a;  // a float literal travels as a float's bits
+        const float f = static_cast<float>(v);
+        std::memcpy(&a.bits, &f, 4);
+        st.scalars.push_back(a);
+        return st.graph.scalar(DType::float32);
+      }
+      if (kind == 2) {
+        const Op op = kUnary[pick(8)];
+        const std::uint32_t x = tree(depth + 1);
+        return fusion::ir::accepts(op, st.graph.dtype(x)) ? st.graph.unary(op, x) : x;
+      }
+      const Op op = kBinary[pick(8)];
+      const std::uint32_t x = tree(depth + 1), y = tree(depth + 1);
+      return fusion::ir::accepts(op, st.graph.dtype(x), st.graph.dtype(y)) ? st.graph.binary(op, x, y) : x;
+    };
+    std::uint32_t root = tree(0);
+    if (st.reads.empty()) {  // every statement reads an array (its shape is the pool's)
+      const Operand o{pick(available), View::whole};
+      st.reads.push_back(o);
+      root = st.graph.binary(Op::add, root, st.graph.input(dtype_of(o.index)));
+    }
+    st.graph.outputs.push_back(root);
+    st.fresh = pick(3) == 0;
+    if (st.fresh) {
+      rc.temps.push_back(kDTypes[pick(6)]);
+      st.out = {n_pool + static_cast<int>(rc.temps.size()) - 1, View::whole};
+    } else {
+      st.out = {pick(n_pool), any_view()};
+    }
+    rc.statements.push_back(std::move(st));
+  }
+  return rc;
+}
+
+/// Runs the case's statements over `pool` (temporaries made as they come, dropped at the end).
+void run(const RegionCase& rc, std::vector<ArrayBase>& pool) {
+  std::vector<ArrayBase> temps(rc.temps.size(), ArrayBase::make_placeholder(DType::float32, {0}));
+  for (std::size_t t = 0; t < rc.temps.size(); ++t) temps[t] = ArrayBase::make_placeholder(rc.temps[t], {0});
+  auto array = [&](const Operand& o) {
+    const ArrayBase& a = o.index < static_cast<int>(pool.size()) ? pool[static_cast<std::size_t>(o.index)]
+                                                                  : temps[static_cast<std::size_t>(o.index) - pool.size()];
+    return view_of(a, o.view);
+  };
+  for (const Statement& st : rc.statements) {
+    std::vector<ArrayBase> reads;
+    for (const Operand& o : st.reads) reads.push_back(array(o));
+    std::vector<const ArrayBase*> slots;
+    for (const ArrayBase& a : reads) slots.push_back(&a);
+    const detail::Call call{detail::lowered_for_graph(st.graph), slots.data(), st.scalars.data(), nullptr,
+                            static_cast<int>(slots.size()), static_cast<int>(st.scalars.size()), 0, {}};
+    if (st.fresh) {
+      ArrayBase& t = temps[static_cast<std::size_t>(st.out.index) - pool.size()];
+      t = ArrayBase::make_placeholder(t.dtype(), {0});  // fresh: only the dtype is kept
+      ArrayBase fresh = ArrayBase::make_empty(t.dtype(), {0});
+      detail::evaluate(call, fresh, detail::AssignMode::fresh);
+      t = fresh;
+    } else {
+      ArrayBase out = array(st.out);
+      detail::evaluate(call, out, detail::AssignMode::into);
+    }
+  }
+}
+
+std::string describe(const RegionCase& rc) {
+  std::string s = fmt::format("pool of {} arrays ({}, {}), statements:", rc.pool.size(), rc.rows, rc.cols);
+  for (std::size_t i = 0; i < rc.statements.size(); ++i) {
+    const Statement& st = rc.statements[i];
+    s += fmt::format(" [{}: {} nodes -> {}{}{}]", i + 1, st.graph.nodes.size(), st.fresh ? "temp " : "array ", st.out.index,
+                     st.out.view == View::transposed ? ".T" : st.out.view == View::reversed ? "[::-1]" : "");
+  }
+  return s;
+}
+
+}  // namespace
+
+Verdict run_region_case(std::uint64_t seed) {
+  const RegionCase rc = generate_region(seed);
+  std::vector<ArrayBase> eager, lazy;
+  for (std::size_t i = 0; i < rc.pool.size(); ++i) {
+    const Case values_case{seed, {rc.rows, rc.cols}, {0, 1}, {}, {}, false, Layout::contiguous, false};
+    Input in;
+    in.dtype = rc.pool[i];
+    in.dims = {0, 1};
+    in.seed = seed * 31 + i;
+    in.values = Values::simple;
+    const auto host = base_values(values_case, in);
+    eager.push_back(test::upload(host, in.dtype, {rc.rows, rc.cols}));
+    lazy.push_back(test::upload(host, in.dtype, {rc.rows, rc.cols}));
+  }
+  Verdict v;
+  std::string eager_error, lazy_error;
+  try {
+    run(rc, eager);
+  } catch (const fusion::Error& e) {
+    eager_error = e.what();
+  }
+  const std::uint64_t before = fusion::stats().launches;
+  try {
+    fusion::Lazy region;
+    run(rc, lazy);
+  } catch (const fusion::Error& e) {
+    lazy_error = e.what();
+  }
+  v.kernels = static_cast<int>(fusion::stats().launches - before);
+  if (!eager_error.empty() || !lazy_error.empty()) {
+    // The same statement fails in both (a dtype the op refuses...): an invalid case, unless only one fails.
+    if (eager_error.empty() != lazy_error.empty())
+      return {Verdict::engine_error, fmt::format("{}: statement by statement '{}', as a region '{}'", describe(rc), eager_error, lazy_error)};
+    return {Verdict::invalid, eager_error};
+  }
+  for (std::size_t i = 0; i < rc.pool.size(); ++i) {
+    const std::size_t bytes = eager[i].nbytes();
+    std::vector<unsigned char> a(bytes), b(bytes);
+    eager[i].download(a.data());
+    lazy[i].download(b.data());
+    v.compared += eager[i].size();
+    if (std::memcmp(a.data(), b.data(), bytes) != 0) {
+      v.kind = Verdict::mismatch;
+      v.detail += fmt::format("pool array {} ({}) differs from the statement-by-statement run; {}\n", i,
+                              fusion::dtype_name(rc.pool[i]), describe(rc));
+    }
+  }
+  return v;
+}
+
+}  // namespace fuzz

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random multi-statement regions (fz::Lazy) against the same statements run one by one.
+#pragma once
+#include <cstdint>
+
+#include "fuzz_run.hpp"
+
+namespace fuzz {
+
+/// Generates region case `seed`, runs it statement by statement and as a region on two copies of its
+/// arrays, and compares every array bit for bit (a GPU is needed).
+Verdict run_region_case(std::uint64_t seed);
+
+}  // namespace fuzz
