@@ -119,6 +119,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--regions")) regions = true;  // multi-statement regions against statement-by-statement runs  // every case and shrink candidate to stderr before it runs
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
+  if (regions && print) {
+    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed));
+    return 0;
+  }
   if (print) {
     for (std::int64_t k = 0; k < count; ++k) {
       const fuzz::Case c = fuzz::generate(one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k), gen);

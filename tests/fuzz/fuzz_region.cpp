@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -118,8 +121,10 @@ RegionCase generate_region(std::uint64_t seed) {
   return rc;
 }
 
-/// Runs the case's statements over `pool` (temporaries made as they come, dropped at the end).
-void run(const RegionCase& rc, std::vector<ArrayBase>& pool) {
+/// Runs the case's first `count` statements over `pool` (temporaries made as they come, dropped at the
+/// end); `before_end` is called while the temporaries still live (to inspect a region).
+void run(const RegionCase& rc, std::vector<ArrayBase>& pool, std::size_t count = SIZE_MAX,
+         const std::function<void()>& before_end = {}) {
   std::vector<ArrayBase> temps(rc.temps.size(), ArrayBase::make_placeholder(DType::float32, {0}));
   for (std::size_t t = 0; t < rc.temps.size(); ++t) temps[t] = ArrayBase::make_placeholder(rc.temps[t], {0});
   auto array = [&](const Operand& o) {
@@ -127,7 +132,8 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool) {
                                                                   : temps[static_cast<std::size_t>(o.index) - pool.size()];
     return view_of(a, o.view);
   };
-  for (const Statement& st : rc.statements) {
+  for (std::size_t si = 0; si < std::min(count, rc.statements.size()); ++si) {
+    const Statement& st = rc.statements[si];
     std::vector<ArrayBase> reads;
     for (const Operand& o : st.reads) reads.push_back(array(o));
     std::vector<const ArrayBase*> slots;
@@ -145,23 +151,11 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool) {
       detail::evaluate(call, out, detail::AssignMode::into);
     }
   }
+  if (before_end) before_end();
 }
 
-std::string describe(const RegionCase& rc) {
-  std::string s = fmt::format("pool of {} arrays ({}, {}), statements:", rc.pool.size(), rc.rows, rc.cols);
-  for (std::size_t i = 0; i < rc.statements.size(); ++i) {
-    const Statement& st = rc.statements[i];
-    s += fmt::format(" [{}: {} nodes -> {}{}{}]", i + 1, st.graph.nodes.size(), st.fresh ? "temp " : "array ", st.out.index,
-                     st.out.view == View::transposed ? ".T" : st.out.view == View::reversed ? "[::-1]" : "");
-  }
-  return s;
-}
-
-}  // namespace
-
-Verdict run_region_case(std::uint64_t seed) {
-  const RegionCase rc = generate_region(seed);
-  std::vector<ArrayBase> eager, lazy;
+std::vector<ArrayBase> upload_pool(const RegionCase& rc, std::uint64_t seed) {
+  std::vector<ArrayBase> pool;
   for (std::size_t i = 0; i < rc.pool.size(); ++i) {
     const Case values_case{seed, {rc.rows, rc.cols}, {0, 1}, {}, {}, false, Layout::contiguous, false};
     Input in;
@@ -169,10 +163,72 @@ Verdict run_region_case(std::uint64_t seed) {
     in.dims = {0, 1};
     in.seed = seed * 31 + i;
     in.values = Values::simple;
-    const auto host = base_values(values_case, in);
-    eager.push_back(test::upload(host, in.dtype, {rc.rows, rc.cols}));
-    lazy.push_back(test::upload(host, in.dtype, {rc.rows, rc.cols}));
+    pool.push_back(test::upload(base_values(values_case, in), in.dtype, {rc.rows, rc.cols}));
   }
+  return pool;
+}
+
+std::vector<double> as_doubles(const ArrayBase& a) {
+  Graph g;
+  g.outputs.push_back(g.cast(g.input(a.dtype()), DType::float64));
+  const ArrayBase* arrays[1] = {&a};
+  ArrayBase f = ArrayBase::make_empty(DType::float64, {0});
+  detail::evaluate({detail::lowered_for_graph(g), arrays, nullptr, nullptr, 1, 0, 0, {}}, f, detail::AssignMode::fresh);
+  std::vector<double> v(static_cast<std::size_t>(f.size()));
+  f.download(v.data());
+  return v;
+}
+
+/// For a failing case: the first statement after which the region and the one-by-one run differ, the
+/// kernels the region became up to there, and the first differing elements.
+std::string bisect(const RegionCase& rc, std::uint64_t seed) {
+  for (std::size_t k = 1; k <= rc.statements.size(); ++k) {
+    std::vector<ArrayBase> eager = upload_pool(rc, seed), lazy = upload_pool(rc, seed);
+    run(rc, eager, k);
+    std::string plan;
+    {
+      fusion::Lazy region;
+      run(rc, lazy, k, [&] {
+        for (const std::string& e : fusion::inspect(region).plan) plan += "    " + e + "\n";
+      });
+    }
+    for (std::size_t i = 0; i < rc.pool.size(); ++i) {
+      const std::vector<double> a = as_doubles(eager[i]), b = as_doubles(lazy[i]);
+      std::string diffs;
+      int shown = 0;
+      for (std::size_t e = 0; e < a.size() && shown < 4; ++e)
+        if (std::memcmp(&a[e], &b[e], 8) != 0) diffs += fmt::format(" [{}] {} vs {};", e, a[e], b[e]), ++shown;
+      if (!diffs.empty())
+        return fmt::format("  first differs after statement {} (array {}):{}\n  the region's kernels:\n{}", k, i, diffs, plan);
+    }
+  }
+  return "  (no prefix differs: the full run does)\n";
+}
+
+const char* view_name(View v) { return v == View::transposed ? ".T" : v == View::reversed ? "[::-1]" : ""; }
+
+std::string describe(const RegionCase& rc) {
+  std::string s = fmt::format("pool of {} arrays ({}, {}):", rc.pool.size(), rc.rows, rc.cols);
+  for (DType d : rc.pool) s += fmt::format(" {}", fusion::dtype_name(d));
+  s += "; statements:";
+  for (std::size_t i = 0; i < rc.statements.size(); ++i) {
+    const Statement& st = rc.statements[i];
+    s += fmt::format("\n  {}: {} {}{} = graph(", i + 1, st.fresh ? "temp" : "array", st.out.index, view_name(st.out.view));
+    for (const fusion::ir::Node& n : st.graph.nodes)
+      s += n.op == Op::input ? fmt::format(" a{}{}", st.reads[n.slot].index, view_name(st.reads[n.slot].view))
+                             : fmt::format(" {}:{}", fusion::ir::op_name(n.op), fusion::dtype_name(n.dtype));
+    s += " )";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string describe_region_case(std::uint64_t seed) { return describe(generate_region(seed)); }
+
+Verdict run_region_case(std::uint64_t seed) {
+  const RegionCase rc = generate_region(seed);
+  std::vector<ArrayBase> eager = upload_pool(rc, seed), lazy = upload_pool(rc, seed);
   Verdict v;
   std::string eager_error, lazy_error;
   try {
@@ -206,6 +262,7 @@ Verdict run_region_case(std::uint64_t seed) {
                               fusion::dtype_name(rc.pool[i]), describe(rc));
     }
   }
+  if (v.kind == Verdict::mismatch) v.detail += bisect(rc, seed);
   return v;
 }
 

@@ -2,6 +2,7 @@
 // Random multi-statement regions (fz::Lazy) against the same statements run one by one.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "fuzz_run.hpp"
 
@@ -10,5 +11,7 @@ namespace fuzz {
 /// Generates region case `seed`, runs it statement by statement and as a region on two copies of its
 /// arrays, and compares every array bit for bit (a GPU is needed).
 Verdict run_region_case(std::uint64_t seed);
+/// Region case `seed` in words (its arrays and each statement's graph), for a repro.
+std::string describe_region_case(std::uint64_t seed);
 
 }  // namespace fuzz
