@@ -131,8 +131,9 @@ inline constexpr OpInfo kOps[] = {
     {Op::remainder, "remainder", Arity::binary, Operands::promoted, true},
     {Op::fmod, "fmod", Arity::binary, Operands::promoted, true, Accepts::any, false, false, Cost::cheap, "fmod"},
     {Op::pow, "pow", Arity::binary, Operands::promoted, true, Accepts::any, false, false, Cost::heavy, "pow"},
-    {Op::maximum, "maximum", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
-    {Op::minimum, "minimum", Arity::binary, Operands::promoted, false, Accepts::any, false, true},
+    // not commutative: with operands that compare equal (0 and -0) NumPy returns the first
+    {Op::maximum, "maximum", Arity::binary},
+    {Op::minimum, "minimum", Arity::binary},
     {Op::fmax, "fmax", Arity::binary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "fmax"},
     {Op::fmin, "fmin", Arity::binary, Operands::promoted, false, Accepts::any, false, false, Cost::cheap, "fmin"},
     {Op::bit_and, "bitwise_and", Arity::binary, Operands::promoted, false, Accepts::integers, false, true},

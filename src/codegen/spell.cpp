@@ -94,11 +94,11 @@ template <class T> __device__ __forceinline__ T fz_pow_int(T a, T b) {
   return (T)r;
 })";
     case Helper::maximum:
-      return R"(// NumPy's maximum: NaN in either operand gives NaN.
-template <class T> __device__ __forceinline__ T fz_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); })";
+      return R"(// NumPy's maximum: NaN in either operand gives NaN; of equal operands (0 and -0) the first.
+template <class T> __device__ __forceinline__ T fz_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a >= b ? a : b)); })";
     case Helper::minimum:
-      return R"(// NumPy's minimum: NaN in either operand gives NaN.
-template <class T> __device__ __forceinline__ T fz_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); })";
+      return R"(// NumPy's minimum: NaN in either operand gives NaN; of equal operands (0 and -0) the first.
+template <class T> __device__ __forceinline__ T fz_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a <= b ? a : b)); })";
     case Helper::logaddexp:
       return R"(// log(exp(a) + exp(b)) without overflow; equal infinities stay exact.
 template <class T> __device__ __forceinline__ T fz_logaddexp(T a, T b) {
