@@ -355,12 +355,14 @@ int steps_suite() {
     const int region_kernels = static_cast<int>(fz::stats().launches);
     const auto eager = step_times([&] { ten_statements(x, y, z); });
     const auto region = step_times([&] { fz::Lazy r; ten_statements(x, y, z); });
+    const auto recorded = step_times([&] { fz::Lazy r; ten_statements(x, y, z); r.discard(); });
     const auto stepped = step_times([&] { step(); });
     const auto replayed = step_times([&] { step.replay(); });
     fmt::print("10-statement step, 1024 float32 elements ({} kernel(s) in a region, {} in the step's graph):\n", region_kernels, step.kernels());
     fmt::print("  {:<28} {:>12} {:>12}\n", "mode", "host us/step", "GPU us/step");
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "eager (10 kernels)", eager.first, eager.second);
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Lazy region", region.first, region.second);
+    fmt::print("  {:<28} {:>12.2f} {:>12}\n", "  of which recording", recorded.first, "-");
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step step()", stepped.first, stepped.second);
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step replay()", replayed.first, replayed.second);
   }

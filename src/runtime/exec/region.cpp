@@ -156,19 +156,30 @@ namespace {
 /// later group reads a dropped temporary from memory: group() then groups again, strictly).
 std::vector<Group> group(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch_arrays, bool strict = false) {
   // Handles the region itself holds on each memory: more than these means the program still holds it.
-  std::unordered_map<const void*, long> held;
+  // (A flat list: a region touches tens of arrays, and this runs on every region.)
+  std::vector<std::pair<const void*, long>> held;
+  auto count = [&](const ArrayBase& a) {
+    for (auto& [id, n] : held)
+      if (id == a.memory_identity()) return void(++n);
+    held.emplace_back(a.memory_identity(), 1);
+  };
+  auto held_by_region = [&](const ArrayBase& a) {
+    for (const auto& [id, n] : held)
+      if (id == a.memory_identity()) return n;
+    return 0L;
+  };
   for (const Statement& s : all) {
-    for (const ArrayBase& a : s.args) ++held[a.memory_identity()];
-    for (const ArrayBase& a : s.outs) ++held[a.memory_identity()];
+    for (const ArrayBase& a : s.args) count(a);
+    for (const ArrayBase& a : s.outs) count(a);
   }
-  for (const ArrayBase& a : scratch_arrays) ++held[a.memory_identity()];
+  for (const ArrayBase& a : scratch_arrays) count(a);
   auto out_of = [&](int statement, int out) -> const ArrayBase& {
     return all[static_cast<std::size_t>(statement)].outs[static_cast<std::size_t>(out)];
   };
   auto wanted_after = [&](const ArrayBase& o) {  // the program may read it after the region
     for (const ArrayBase& a : scratch_arrays)
       if (shares_memory(a, o)) return false;
-    return o.memory_references() > held[o.memory_identity()];
+    return o.memory_references() > held_by_region(o);
   };
   auto may_store = [&](int statement, int out) { return strict || wanted_after(out_of(statement, out)); };
   std::vector<Group> groups;
