@@ -133,15 +133,19 @@ int main(int argc, char** argv) {
     // The whole path a new kernel takes in fusion (generate, compile, disk cache, load, launch), as
     // fusion-bench measures it, then NVRTC again in this same process.
     fusion::Array<float> x = fusion::full<float>({1024}, 1.f);
-    std::printf("  10 new kernels through fusion (total / NVRTC):");
+    std::printf("  10 new kernels through fusion (total ms / NVRTC ms / compiles):");
     for (int i = 0; i < 10; ++i) {
       fusion::Recorder rec;
       const auto t0 = Clock::now();
       fusion::Array<float> r = fusion::named("probe_new_" + std::to_string(unique++), x * 3.f + 1.f);
       fusion::current_stream().synchronize();
-      std::printf(" %.0f/%.0f", ms_since(t0), rec.stats().compile_ms);
+      std::printf(" %.0f/%.0f/%d", ms_since(t0), rec.stats().compile_ms, static_cast<int>(rec.stats().compiles));
     }
-    std::printf(" ms\n");
+    std::printf("\n");
+    // The source fusion generated for the real array, compiled here directly: is it the source or the path?
+    const std::string real = fusion::inspect(fusion::named("probe_real", x * 3.f + 1.f)).source;
+    std::printf("  that kernel's source (%s the placeholder's) through NVRTC directly: %.1f ms\n",
+                real == src ? "same as" : "differs from", nvrtc_ms(real, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
     in_a_row("after fusion's", 10);
   }
   if (lib) {

@@ -323,26 +323,45 @@ template <class F> std::pair<double, double> step_times(F&& step, int steps = 50
 
 /// Issue 16's figures: host and GPU time of a small 10-statement step eager, in a region, as a step and
 /// replayed; an Adam update written as statements at 2^24; compile latency of 50 new kernels late in the process.
-/// Median compile time of `count` new simple kernels, one at a time (each a new fz::named kernel).
-double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvrtc_ms = nullptr) {
+/// Median compile time of `count` new simple kernels, one at a time (each a new fz::named kernel), with
+/// the thread's CPU time and page faults per kernel: wall time well above CPU time means the compile waited.
+double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvrtc_ms = nullptr, std::string* detail = nullptr) {
   fz::Array<float> x = fz::full<float>({1024}, 1.f);
-  std::vector<double> total, nvrtc;
+  std::vector<double> total, nvrtc, cpu, minor, major, sys;
+  auto thread_cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  };
   for (int i = 0; i < count; ++i) {
     const std::string unique = fmt::format("bench_new_{:x}_{}", std::random_device{}(), i);
     fz::Recorder rec;
+    rusage u0{}, u1{};
+    getrusage(RUSAGE_SELF, &u0);
+    const double c0 = thread_cpu_ms();
     auto t0 = Clock::now();
     fz::Array<float> r = fz::named(unique, x * 3.f + 1.f);
     fz::current_stream().synchronize();
     total.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    cpu.push_back(thread_cpu_ms() - c0);
+    getrusage(RUSAGE_SELF, &u1);
+    minor.push_back(static_cast<double>(u1.ru_minflt - u0.ru_minflt));
+    major.push_back(static_cast<double>(u1.ru_majflt - u0.ru_majflt));
+    sys.push_back(static_cast<double>(u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) * 1e3 +
+                  static_cast<double>(u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) * 1e-3);
     nvrtc.push_back(rec.stats().compile_ms);
   }
   if (all) *all = total;
   if (nvrtc_ms) *nvrtc_ms = fz::summarize(nvrtc).median;
+  if (detail)
+    *detail = fmt::format("thread CPU {:.1f} ms of which the kernel's (system) {:.1f} ms, {:.0f} minor and {:.0f} major page faults per kernel (medians)",
+                          fz::summarize(cpu).median, fz::summarize(sys).median, fz::summarize(minor).median, fz::summarize(major).median);
   return fz::summarize(total).median;
 }
 
 int steps_suite() {
-  const double at_start = new_kernels_ms(10);
+  std::string start_detail;
+  const double at_start = new_kernels_ms(10, nullptr, nullptr, &start_detail);
   const double copy = fz::copy_bandwidth_gbs();
   const double after_copy = new_kernels_ms(10);
   fmt::print("fusion-bench --steps on {}; device-to-device copy {:.0f} GB/s\n", fz::Device(0).properties().name, copy);
@@ -398,11 +417,14 @@ int steps_suite() {
   }
   std::vector<double> total;
   double nvrtc = 0;
-  const double late = new_kernels_ms(50, &total, &nvrtc);
+  std::string late_detail;
+  const double late = new_kernels_ms(50, &total, &nvrtc, &late_detail);
   std::sort(total.begin(), total.end());
-  fmt::print("new simple kernels: 10 at the start {:.1f} ms, 10 after the copy-bandwidth probe {:.1f} ms (medians)\n", at_start, after_copy);
+  fmt::print("new simple kernels: 10 at the start {:.1f} ms ({}), 10 after the copy-bandwidth probe {:.1f} ms\n", at_start,
+             start_detail, after_copy);
   fmt::print("50 new simple kernels late in the process: median {:.1f} ms (NVRTC {:.1f} ms), min {:.1f}, max {:.1f} ms\n",
              late, nvrtc, total.front(), total.back());
+  fmt::print("  {}\n", late_detail);
   return 0;
 }
 
