@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       faults = minor_faults() - f0;
     }
     std::sort(t.begin(), t.end());
-    std::printf("  fusion::detail::compile             %7.1f ms (%ld page faults in the last; FUSION_COMPILER_HEAP=release: glibc's defaults)\n", t[2], faults);
+    std::printf("  fusion::detail::compile             %7.1f ms (%ld page faults in the last)\n", t[2], faults);
   }
   // The driver's JIT of the same PTX (what loading PTX instead of a cubin costs).
   void* lib = dlopen("libcuda.so.1", RTLD_NOW);

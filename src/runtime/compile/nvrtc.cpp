@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
-#include <malloc.h>
-
 #include <chrono>
 #include <filesystem>
 #include <cstdlib>
@@ -96,31 +94,8 @@ std::vector<std::string> compile_options(const Target& t, const std::vector<std:
   return o;
 }
 
-namespace {
-
-/// NVRTC allocates and frees some 15 MB per compile, in blocks glibc hands back to the operating system
-/// (mmap'd blocks, and the heap top trimmed): every compile then touches about 3,700 fresh pages. On a
-/// machine whose memory is populated lazily (a fresh cloud VM) each of those faults is slow, and a new
-/// kernel that compiles in 8 ms once the memory is warm took 45-110 ms (measured on the H100 machine with
-/// bench/compile_probe.cpp and fusion-bench --steps). Keeping freed blocks in the process makes later
-/// compiles reuse pages already touched (locally: 3,700 -> 1 fault per compile). The memory stays with
-/// the process (tens of MB); FUSION_COMPILER_HEAP=release keeps glibc's defaults.
-void keep_compiler_heap() {
-  static const bool done = [] {
-    const char* v = std::getenv("FUSION_COMPILER_HEAP");
-    if (v && std::string_view(v) == "release") return false;
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);   // blocks up to 32 MB from the heap, not from mmap
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);  // keep up to 256 MB of free heap top
-    return true;
-  }();
-  (void)done;
-}
-
-}  // namespace
-
 CompileOutput compile(const std::string& source, const std::string& kernel_name, const Target& t,
                       const std::vector<std::string>& extra, bool minimal) {
-  keep_compiler_heap();
   const auto start = std::chrono::steady_clock::now();
   nvrtcProgram prog;
   check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), (kernel_name + ".cu").c_str(), 0, nullptr, nullptr),
