@@ -48,26 +48,33 @@ std::string renamed(const std::string& src) {
   return out;
 }
 
-/// Median of 5 compiles of `src` (made unique each time) with `opts`; the PTX of the last one in `ptx`.
-double nvrtc_ms(const std::string& src, std::vector<const char*> opts, std::string* ptx = nullptr) {
-  std::vector<double> t;
-  for (int i = 0; i < 5; ++i) {
-    const std::string s = renamed(src);
-    const auto t0 = Clock::now();
-    nvrtcProgram p;
-    nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
-    const nvrtcResult r = nvrtcCompileProgram(p, static_cast<int>(opts.size()), opts.data());
-    if (r != NVRTC_SUCCESS) std::printf("  (compile error %d)\n", static_cast<int>(r));
-    std::size_t n = 0;
-    if (ptx && nvrtcGetPTXSize(p, &n) == NVRTC_SUCCESS) {
-      ptx->resize(n);
-      nvrtcGetPTX(p, ptx->data());
-    }
-    nvrtcDestroyProgram(&p);
-    t.push_back(ms_since(t0));
+/// One NVRTC compile of `s` with `opts`, timed (ms); its PTX into `ptx` when asked.
+double compile_once(const std::string& s, const std::vector<const char*>& opts, std::string* ptx = nullptr) {
+  const auto t0 = Clock::now();
+  nvrtcProgram p;
+  nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
+  const nvrtcResult r = nvrtcCompileProgram(p, static_cast<int>(opts.size()), opts.data());
+  if (r != NVRTC_SUCCESS) std::printf("  (compile error %d)\n", static_cast<int>(r));
+  std::size_t n = 0;
+  if (ptx && nvrtcGetPTXSize(p, &n) == NVRTC_SUCCESS) {
+    ptx->resize(n);
+    nvrtcGetPTX(p, ptx->data());
   }
+  nvrtcDestroyProgram(&p);
+  return ms_since(t0);
+}
+
+/// Median of 5 compiles with `opts` of the sources `make()` returns.
+template <class Make> double median_ms(Make&& make, const std::vector<const char*>& opts, std::string* ptx = nullptr) {
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) t.push_back(compile_once(make(), opts, ptx));
   std::sort(t.begin(), t.end());
   return t[2];
+}
+
+/// Median of 5 compiles of `src` (made unique each time) with `opts`; the PTX of the last one in `ptx`.
+double nvrtc_ms(const std::string& src, const std::vector<const char*>& opts, std::string* ptx = nullptr) {
+  return median_ms([&] { return renamed(src); }, opts, ptx);
 }
 
 }  // namespace
@@ -94,20 +101,9 @@ int main(int argc, char** argv) {
   std::printf("  NVRTC to SASS, -Ofast-compile=min   %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=min"}));
   std::printf("  NVRTC to SASS, -Ofast-compile=max   %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=max"}));
   {
-    std::string same = renamed(src);
-    std::vector<double> t;
-    for (int i = 0; i < 5; ++i) {
-      const std::string s = same + "\n// " + std::to_string(unique++) + "\n";  // a comment: the same PTX each time
-      const char* o[] = {sm.c_str(), "-std=c++17", "-minimal"};
-      const auto t0 = Clock::now();
-      nvrtcProgram p;
-      nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
-      nvrtcCompileProgram(p, 3, o);
-      nvrtcDestroyProgram(&p);
-      t.push_back(ms_since(t0));
-    }
-    std::sort(t.begin(), t.end());
-    std::printf("  NVRTC to SASS, the same PTX again   %7.1f ms\n", t[2]);
+    const std::string same = renamed(src);  // a comment appended each time: the same PTX
+    std::printf("  NVRTC to SASS, the same PTX again   %7.1f ms\n",
+                median_ms([&] { return same + "\n// " + std::to_string(unique++) + "\n"; }, {sm.c_str(), "-std=c++17", "-minimal"}));
   }
   {
     // The same source through fusion's own compile call (its options, its log and cubin handling).
@@ -150,16 +146,7 @@ int main(int argc, char** argv) {
   }
   auto in_a_row = [&](const char* what, int count) {
     std::printf("  %d compiles in a row (to SASS) %s:", count, what);
-    for (int i = 0; i < count; ++i) {
-      const std::string s = renamed(src);
-      const char* o[] = {sm.c_str(), "-std=c++17", "-minimal"};
-      const auto t0 = Clock::now();
-      nvrtcProgram p;
-      nvrtcCreateProgram(&p, s.c_str(), "probe.cu", 0, nullptr, nullptr);
-      nvrtcCompileProgram(p, 3, o);
-      nvrtcDestroyProgram(&p);
-      std::printf(" %.0f", ms_since(t0));
-    }
+    for (int i = 0; i < count; ++i) std::printf(" %.0f", compile_once(renamed(src), {sm.c_str(), "-std=c++17", "-minimal"}));
     std::printf(" ms\n");
   };
   in_a_row("", 20);

@@ -357,12 +357,11 @@ Statement record(const Call& c, ArrayBase* const* outs, int K) {
 }
 
 /// Prepares placeholder outputs as prepare_output prepares arrays (no memory, no device).
-bool prepare_placeholder_output(const Call& c, ArrayBase& out, AssignMode mode, const Shape& shape) {
+bool prepare_placeholder_output(ArrayBase& out, AssignMode mode, const Shape& shape) {
   if (mode == AssignMode::replace) mode = out.shape() == shape && (out.is_placeholder() || out.has_storage()) ? AssignMode::into : AssignMode::fresh;
   if (mode == AssignMode::into && broadcast_shapes(shape, out.shape()) != out.shape())
     throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape), to_string(out.shape())));
   if (mode != AssignMode::into) out = ArrayBase::make_placeholder(out.dtype(), shape);
-  (void)c;
   return out.size() > 0;
 }
 
@@ -386,7 +385,7 @@ bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMod
   check_distinct_outputs(outs, K, mode);
   bool any = false;
   if (placeholders) {
-    for (int k = 0; k < K; ++k) any = prepare_placeholder_output(c, *outs[k], mode, output_shape(c, k)) || any;
+    for (int k = 0; k < K; ++k) any = prepare_placeholder_output(*outs[k], mode, output_shape(c, k)) || any;
     st.placeholders = true;
   } else {
     const auto& stream = current_stream_state();

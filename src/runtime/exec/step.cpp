@@ -143,7 +143,6 @@ void Step::operator()() {
     throw;  // the graph and the memory it uses stay as they were
   }
   detail::tls_step = nullptr;
-  const auto& drv = detail::driver();
   std::vector<void*> argv;
   if (s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) && same_kernels(rec.launches, s.current.launches)) {
     // The same kernels: write what changed (scalars, addresses, sizes) into the executable graph.
@@ -169,7 +168,6 @@ void Step::operator()() {
   }
   s.current = std::move(rec);  // the memory the graph now uses; what it used before is released in stream order
   if (!s.nodes.empty()) FUSION_CU(cuGraphLaunch, s.exec, stream->handle);
-  (void)drv;
 }
 
 void Step::replay() const { replay(current_stream()); }
