@@ -6,7 +6,7 @@
 //   fusion-bench [--json out.json] [--log2n 26]   the suite (a CSV is written beside the JSON)
 //   fusion-bench --first-call                     one fused call in this (new) process, timed
 //   fusion-bench --steps                          multi-statement steps: eager, fz::Lazy, fz::Step (issue 16)
-//   fusion-bench --region-loop N                  the 10-statement region only, N steps per batch (for a profiler)
+//   fusion-bench --host-loop MODE N               the 10-statement step only (eager|region|step|replay), N per batch (for a profiler)
 //   fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue 15)
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
@@ -360,6 +360,21 @@ double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvr
   return fz::summarize(total).median;
 }
 
+/// For a profiler (or the null driver, bench/null_driver.cpp): the 10-statement step in one mode
+/// (eager, region, step, replay), `n` steps per batch; prints the host time per step.
+int host_loop(std::string_view mode, int n) {
+  fz::Array<float> x = random_array<float>(1024, -1, 1, 1), y = random_array<float>(1024, -1, 1, 2), z = random_array<float>(1024, 0, 1, 3);
+  fz::Step step([&] { ten_statements(x, y, z); });
+  std::pair<double, double> t;
+  if (mode == "eager") t = step_times([&] { ten_statements(x, y, z); }, n);
+  else if (mode == "region") t = step_times([&] { fz::Lazy r; ten_statements(x, y, z); }, n);
+  else if (mode == "step") t = step_times([&] { step(); }, n);
+  else if (mode == "replay") t = (step(), step_times([&] { step.replay(); }, n));
+  else return fmt::print(stderr, "--host-loop MODE N: MODE is eager, region, step or replay\n"), 2;
+  fmt::print("{}: {:.2f} us/step host\n", mode, t.first);
+  return 0;
+}
+
 int steps_suite() {
   std::string start_detail;
   const double at_start = new_kernels_ms(10, nullptr, nullptr, &start_detail);
@@ -478,13 +493,7 @@ int main(int argc, char** argv) {
   bool only_layers = false, only_layouts = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
-    if (!std::strcmp(argv[i], "--region-loop") && i + 1 < argc) {  // for a profiler: the 10-statement region, N times
-      const int n = std::atoi(argv[++i]);
-      fz::Array<float> x = random_array<float>(1024, -1, 1, 1), y = random_array<float>(1024, -1, 1, 2), z = random_array<float>(1024, 0, 1, 3);
-      const auto t = step_times([&] { fz::Lazy r; ten_statements(x, y, z); }, n);
-      fmt::print("region: {:.2f} us/step host\n", t.first);
-      return 0;
-    }
+    if (!std::strcmp(argv[i], "--host-loop") && i + 2 < argc) return host_loop(argv[i + 1], std::atoi(argv[i + 2]));
     if (!std::strcmp(argv[i], "--steps")) {
       if (fz::device_count() == 0) return fmt::print("fusion-bench needs a GPU: {}\n", fz::no_device_reason()), 0;
       return steps_suite();

@@ -234,3 +234,42 @@ TEST_CASE("precompile fills the disk cache for several architectures without a G
   }
   CHECK_THROWS_AS(fz::precompile({0}, seed), fz::Error);
 }
+
+TEST_CASE("cache warm compiles another cache's kernels for new architectures, once", "[cache][nvrtc]") {
+  using fz::detail::cache_key;
+  using fz::detail::target_for_arch;
+  DiskCache from(fresh_dir("warm-from")), into(fresh_dir("warm-into"));
+  // What another machine's cache holds: a generated kernel, a user kernel with its own options, a kernel
+  // that only compiles for sm_90, and an entry whose options this fusion never writes.
+  const std::string generated = fz::inspect(fz::placeholder<float>({4096}) * 3.f + 1.f).source;
+  const std::string generated_name = fz::inspect(fz::placeholder<float>({4096}) * 3.f + 1.f).name;
+  const std::string user = "extern \"C\" __global__ void scaled(float* x) { x[threadIdx.x] *= SCALE; }";
+  const std::string hopper = "#if __CUDA_ARCH__ < 900\n#error needs sm_90\n#endif\nextern \"C\" __global__ void h() {}";
+  const auto put = [&](const std::string& src, const std::string& name, std::vector<std::string> extra, bool minimal) {
+    const auto t = target_for_arch(90);
+    auto out = fz::detail::compile(src, name, t, extra, minimal);
+    from.store(CacheEntry{cache_key(src, name, t, extra, minimal), out.binary, false, out.registers, {}});
+  };
+  put(generated, generated_name, {}, true);
+  put(user, "scaled", {"-DSCALE=2"}, false);
+  put(hopper, "h", {}, true);
+  from.store(sample());  // options "--gpu-architecture=sm_90" alone: not what fusion writes
+  std::ostringstream log;
+  const auto r = fz::detail::cache_warm(from, into, {80, 90}, 2, log);
+  CHECK(r.compiled == 5);  // 3 kernels for sm_90, 2 for sm_80
+  CHECK(r.present == 0);
+  CHECK(r.failed == 2);    // h for sm_80, and the foreign entry
+  CHECK_THAT(log.str(), Catch::Contains("failed h for sm_80"));
+  CHECK_THAT(log.str(), Catch::Contains("not ones this fusion writes"));
+  const auto found = into.load(cache_key(user, "scaled", target_for_arch(80), {"-DSCALE=2"}, false));
+  REQUIRE(found);
+  CHECK(found->binary.rfind("\x7f" "ELF", 0) == 0);
+  CHECK(into.load(cache_key(generated, generated_name, target_for_arch(80), {}, true)));
+  // Again: everything is there. Without --arch: each entry's own architecture.
+  const auto again = fz::detail::cache_warm(from, into, {80, 90}, 2, log);
+  CHECK(again.compiled == 0);
+  CHECK(again.present == 5);
+  const auto own = fz::detail::cache_warm(from, into, {}, 1, log);
+  CHECK(own.compiled == 0);
+  CHECK(own.present == 3);
+}

@@ -5,8 +5,19 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
 #include <vector>
+
+#include "fusion/error.hpp"
+#include "runtime/compile/kernel_cache.hpp"
 
 namespace fusion::detail {
 namespace fs = std::filesystem;
@@ -85,6 +96,95 @@ std::size_t cache_prune(const DiskCache& cache, std::uintmax_t max_bytes) {
     }
   }
   return removed;
+}
+
+namespace {
+
+/// A stored kernel, as compile() takes it: source, name, user options, headers.
+struct StoredKernel {
+  std::string source, name;
+  std::vector<std::string> extra;
+  bool minimal = true;
+  Target built_for;
+};
+
+/// The stored key read back into what compiled it; nothing when its options are not fusion's own followed
+/// by user options (written by another version of fusion, or an option with a space in it).
+std::optional<StoredKernel> parse(const CacheKey& key) {
+  StoredKernel k{key.source, key.kernel_name, {}, true, {}};
+  const std::size_t cut = key.target.find('_');
+  if (cut == std::string::npos) return std::nullopt;
+  k.built_for.ptx = key.target.compare(0, cut, "compute") == 0;
+  k.built_for.arch = std::atoi(key.target.c_str() + cut + 1);
+  std::vector<std::string> tokens;
+  std::istringstream in(key.options);
+  for (std::string t; in >> t;) tokens.push_back(t);
+  k.minimal = std::find(tokens.begin(), tokens.end(), "-minimal") != tokens.end();
+  const std::size_t own = compile_options(k.built_for, {}, k.minimal).size();
+  if (tokens.size() < own) return std::nullopt;
+  k.extra.assign(tokens.begin() + static_cast<std::ptrdiff_t>(own), tokens.end());
+  if (cache_key(k.source, k.name, k.built_for, k.extra, k.minimal).options != key.options) return std::nullopt;
+  return k;
+}
+
+}  // namespace
+
+WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vector<int>& archs, int jobs, std::ostream& out) {
+  const auto start = std::chrono::steady_clock::now();
+  WarmResult r;
+  struct Task {
+    StoredKernel k;
+    Target t;
+  };
+  std::vector<Task> tasks;
+  std::set<std::uint64_t> seen;
+  for (const fs::path& p : from.entries()) {
+    const auto e = DiskCache::read_file(p);
+    if (!e) continue;  // unreadable: nothing to compile from
+    const auto k = parse(e->key);
+    if (!k) {
+      fmt::print(out, "skipped {} ({}): its compile options are not ones this fusion writes\n", e->key.kernel_name, p.filename().string());
+      ++r.failed;
+      continue;
+    }
+    std::vector<Target> targets;
+    for (int a : archs) targets.push_back(target_for_arch(a));
+    if (archs.empty()) targets.push_back(target_for_arch(k->built_for.arch));
+    for (const Target& t : targets)
+      if (seen.insert(cache_key(k->source, k->name, t, k->extra, k->minimal).hash()).second) tasks.push_back({*k, t});
+  }
+  std::atomic<std::size_t> next{0}, compiled{0}, present{0}, failed{0};
+  std::mutex out_mu;
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < tasks.size();) {
+      const Task& task = tasks[i];
+      const CacheKey key = cache_key(task.k.source, task.k.name, task.t, task.k.extra, task.k.minimal);
+      if (into.load(key)) {
+        ++present;
+        continue;
+      }
+      try {
+        CompileOutput c = compile(task.k.source, task.k.name, task.t, task.k.extra, task.k.minimal);
+        into.store(CacheEntry{key, std::move(c.binary), task.t.ptx, c.registers, {}});
+        ++compiled;
+      } catch (const Error& err) {
+        // A kernel generated for one architecture's features (clusters on sm_90) may not compile for another.
+        std::lock_guard lock(out_mu);
+        const std::string what = err.what();
+        fmt::print(out, "failed {} for {}: {}\n", task.k.name, task.t.name(), what.substr(0, what.find('\n')));
+        ++failed;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < std::max(jobs, 1); ++j) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  r.compiled = compiled;
+  r.present = present;
+  r.failed += failed;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
 }
 
 }  // namespace fusion::detail

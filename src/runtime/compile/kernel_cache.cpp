@@ -39,10 +39,15 @@ void announce(const codegen::GeneratedKernel& k, const std::string& target) {
 
 }  // namespace
 
-Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
+CacheKey cache_key(const std::string& source, const std::string& kernel_name, const Target& t,
+                   const std::vector<std::string>& extra, bool minimal) {
   std::string options;
-  for (const auto& o : compile_options(t, k.options, !k.full_headers)) options += o + " ";
-  CacheKey key{k.source, k.name, nvrtc_version(), options, t.name()};
+  for (const auto& o : compile_options(t, extra, minimal)) options += o + " ";
+  return CacheKey{source, kernel_name, nvrtc_version(), options, t.name()};
+}
+
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
+  const CacheKey key = cache_key(k.source, k.name, t, k.options, !k.full_headers);
   announce(k, t.name());
   KernelStore& store = kernel_store();
   Artifact a;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/generated_kernel.hpp"
+#include "runtime/compile/cache_entry.hpp"
 #include "runtime/compile/nvrtc.hpp"
 
 namespace fusion::detail {
@@ -18,6 +19,11 @@ struct Artifact {
   std::string target;
   std::string cache_path;  ///< "" with the disk cache off
 };
+
+/// The disk-cache key of `source` compiled for `t` with user options `extra` (`minimal`: fusion's own
+/// kernels, without the toolkit headers).
+CacheKey cache_key(const std::string& source, const std::string& kernel_name, const Target& t,
+                   const std::vector<std::string>& extra, bool minimal);
 
 /// The binary for `k` on target `t`: from the disk cache, else compiled by NVRTC and stored.
 Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t);

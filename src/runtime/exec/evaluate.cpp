@@ -216,6 +216,11 @@ void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMo
   bool any = false;
   for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, device, output_shape(c, k)) || any;
   if (!any) return;  // empty: no launch
+  evaluate_prepared(c, outs, K);
+}
+
+void evaluate_prepared(const Call& c, ArrayBase* const* outs, int K) {
+  const auto& stream = current_stream_state();
   const Shape full = index_space(outs, K);
   if (overlaps_harmfully(c, outs, K, full)) {
     // NumPy's answer: every input is read before any output is written. Compute aside, then copy.
@@ -229,7 +234,7 @@ void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int K, AssignMo
   }
   Layout L;
   analyze(c, outs, K, L);
-  const ElementwiseSlot& k = kernel_for(*c.lowered, L.v, device, c.name);
+  const ElementwiseSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
   launch(k, L, c, outs, K, stream);
 }
 

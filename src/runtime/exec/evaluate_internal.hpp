@@ -126,6 +126,9 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, 
 
 /// One elementwise kernel (every output of the call's graph, which has no reduction).
 void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);
+/// evaluate_elementwise for outputs already prepared (shapes final, memory allocated or deferred, none
+/// empty), as a region prepares them when it records its statements.
+void evaluate_prepared(const Call& c, ArrayBase* const* outs, int n_outs);
 /// One reduction kernel (the call's graph holds exactly one reduction with a scalar-only epilogue).
 void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode);
 /// Whether every reduction of the call reads the whole index space of its arrays, so that one layout

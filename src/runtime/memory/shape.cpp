@@ -51,6 +51,7 @@ Strides contiguous_strides(const Shape& s) {
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  if (a.empty() || a == b) return b;  // the common cases on the hot path (a 0-d shape broadcasts as a scalar)
   const int n = std::max(a.size(), b.size());
   Shape out;
   out.resize(n);
