@@ -375,6 +375,31 @@ int host_loop(std::string_view mode, int n) {
   return 0;
 }
 
+/// The driver's own floor for one launch: host time of cuLaunchKernel for an empty kernel with one
+/// parameter, straight through the driver (no fusion in between), batches of 100 then a synchronize.
+double launch_floor_us() {
+  using fusion::detail::driver;
+  const std::string src = "extern \"C\" __global__ void fz_launch_floor(float* p) { if (p == nullptr) return; }";
+  const auto out = fusion::detail::compile(src, "fz_launch_floor", fusion::detail::target_for_arch(fz::Device(0).properties().arch()));
+  CUmodule m;
+  CUfunction f;
+  FUSION_CU(cuModuleLoadData, &m, out.binary.c_str());
+  FUSION_CU(cuModuleGetFunction, &f, m, "fz_launch_floor");
+  fz::Array<float> buf = fz::full<float>({256}, 0.f);
+  CUdeviceptr ptr = buf.data_ptr();
+  void* args[] = {&ptr};
+  CUstream stream = fz::current_stream().handle();
+  std::vector<double> per;
+  for (int rep = 0; rep < 20; ++rep) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 100; ++i) FUSION_CU(cuLaunchKernel, f, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr);
+    per.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 100);
+    fz::current_stream().synchronize();
+  }
+  FUSION_CU(cuModuleUnload, m);
+  return fz::summarize(per).median;
+}
+
 int steps_suite() {
   std::string start_detail;
   const double at_start = new_kernels_ms(10, nullptr, nullptr, &start_detail);
@@ -400,6 +425,7 @@ int steps_suite() {
     fmt::print("  {:<28} {:>12.2f} {:>12}\n", "  of which recording", recorded.first, "-");
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step step()", stepped.first, stepped.second);
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Step replay()", replayed.first, replayed.second);
+    fmt::print("  {:<28} {:>12.2f} {:>12}\n", "(cuLaunchKernel alone)", launch_floor_us(), "-");
   }
   {
     const std::int64_t n = std::int64_t{1} << 24;

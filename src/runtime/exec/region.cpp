@@ -604,7 +604,7 @@ void Lazy::run() {
 
 void Lazy::discard() {
   if (State* s = state_ ? state_ : previous_) {
-    s->pending.clear();
+    detail::recycle(s->pending);
     s->placeholders = false;
   }
 }
