@@ -38,6 +38,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 std::string only;  ///< --only: run the layers cases whose name contains it
+/// Calls between one pair of events, as bench/peers times PyTorch and JAX: the host's time to a call's
+/// first launch hides behind queued work, as in a loop (one call alone adds a launch, 3-4 us on the H100 machine).
+constexpr int kCallsPerSample = 10;
 bool wanted(const std::string& name) { return only.empty() || name.find(only) != std::string::npos; }
 
 template <class T> fz::Array<T> random_array(std::int64_t n, float lo, float hi, unsigned seed) {
@@ -58,7 +61,7 @@ struct Row {
 template <class T> void suite(std::int64_t n, std::vector<Row>& rows) {
   auto x = random_array<T>(n, -2, 2, 1), y = random_array<T>(n, -2, 2, 2), z = random_array<T>(n, 0.5f, 2, 3);
   const std::string dt(fz::dtype_name(fz::dtype_of<T>));
-  const fz::BenchmarkOptions opts{.n_repeat = n >= (1 << 24) ? 20 : 100, .n_warmup = 3};
+  const fz::BenchmarkOptions opts{.n_repeat = n >= (1 << 24) ? 20 : 100, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     rows.push_back({name, dt, n, fz::compare_fusion(name, [&] { return fz::Array<T>(fn()); }, opts)});
   };
@@ -79,7 +82,7 @@ void reduction_suite(std::vector<Row>& rows) {
   const std::int64_t n = std::int64_t{1} << 26;
   auto x = random_array<float>(n, -2, 2, 1), y = random_array<float>(n, -2, 2, 2);
   auto m = x.reshape({8192, 8192});
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
   };
@@ -104,7 +107,7 @@ void user_suite(std::vector<Row>& rows) {
   static const fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff");
   static const fz::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   static const auto sq_r = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
   };
@@ -122,7 +125,7 @@ void layers_suite(std::vector<Row>& rows) {
   const std::int64_t n = std::int64_t{1} << 26;
   auto flat = random_array<float>(n, -3, 3, 5);
   auto flat_bf = random_array<fz::bfloat16>(n, -3, 3, 6);
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
   };
@@ -172,7 +175,7 @@ void layers_suite(std::vector<Row>& rows) {
 /// 2^26 elements, and the broadcasts in bfloat16 and float16.
 template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<Row>& rows) {
   const std::int64_t side = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3};
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     const std::string full = fmt::format("{} {}^2", name, side);
     if (wanted(full)) rows.push_back({full, dt, side * side, fz::compare_fusion(full, [&] { return fz::Array<T>(fn()); }, opts)});
@@ -575,7 +578,8 @@ int main(int argc, char** argv) {
   fmt::print("fusion-bench on {} (sm_{}), driver {}, {}; device-to-device copy: {:.0f} GB/s (read + write)\n",
              props.name, props.arch(), driver, date, copy);
   fmt::print("(% limit: the least bytes, each input read and each output written once, over the fused time, against the copy\n"
-             " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates)\n");
+             " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates;\n"
+             " GPU time per call: {} calls between one pair of events, medians, as bench/peers times PyTorch and JAX)\n", kCallsPerSample);
   fmt::print("{:<28} {:>9} {:>5} {:>10} {:>8} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n", "fused us",
              "% limit", "% moved", "unfused us", "kernels", "speedup", "agree");
   bool all_agree = true;

@@ -47,6 +47,14 @@ TEST_CASE("benchmark times GPU work with events and honours its limits", "[gpu][
   const auto short_run = fz::benchmark("axpy", [&] { y = 2.f * x + 1.f; }, {.n_repeat = 100000, .n_warmup = 1, .max_duration = 0.05});
   CHECK(short_run.gpu.samples_us.size() < 100000);
   CHECK(fz::copy_bandwidth_gbs() > 100);
+  // Several calls per sample: each sample is their time divided by their number.
+  int calls = 0;
+  const auto batched = fz::benchmark("axpy", [&] { ++calls; y = 2.f * x + 1.f; }, {.n_repeat = 7, .n_warmup = 2, .calls_per_sample = 10});
+  CHECK(calls == 2 + 7 * 10);
+  CHECK(batched.gpu.samples_us.size() == 7);
+  CHECK(batched.gpu.median > 0);
+  CHECK(batched.gpu.median < 3 * r.gpu.median);  // per call, not per ten
+  CHECK_THROWS_AS(fz::benchmark("axpy", [] {}, {.n_repeat = 1, .calls_per_sample = 0}), fz::Error);
 }
 
 TEST_CASE("the recorder counts launches and bytes of a scope", "[gpu][measure]") {

@@ -170,6 +170,15 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   CHECK_THAT(capped.source, Catch::Contains("__launch_bounds__(512, 3)"));
   CHECK(!capped.arch.empty());
   t = saved;
+  // By default only a block that owns its whole row is capped (rows of 16,384: yes; a cluster's slice: no).
+  CHECK_THAT(fz::inspect(softmax()).variant, !Catch::Contains("registers capped"));
+  auto y = fz::placeholder<float>({1024, 16384});
+  auto layer_norm = [&] { return (y - fz::mean(y, -1, true)) * fz::rsqrt(fz::var(y, -1, true) + 1e-5f); };
+  CHECK_THAT(fz::inspect(layer_norm()).variant, Catch::Contains("registers capped"));
+  fz::detail::set_tuning("layer_fit_blocks=0");
+  CHECK_THAT(fz::inspect(layer_norm()).variant, !Catch::Contains("registers capped"));
+  t = saved;
+  CHECK_THROWS_AS(fz::detail::set_tuning("layer_fit_blocks=3"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("cluster_slice"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("max_cluster=3"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("layer_block=100"), fz::Error);

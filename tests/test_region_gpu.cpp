@@ -267,3 +267,32 @@ TEST_CASE("a step refuses what cannot be part of a graph and stays as it was", "
   CHECK(empty.kernels() == 0);
   empty.replay();
 }
+
+TEST_CASE("a region run again finds the plan of what it records now: held arrays, aliases, sizes", "[gpu][region]") {
+  // A loop body recorded again reuses the plan of its signature; each change below must give another
+  // plan, and the results of running the statements one by one.
+  fz::Array<float> kept;
+  auto body = [&](const fz::Array<float>& x, fz::Array<float>& y, bool keep) {
+    fz::Array<float> t = x * 1.5f + y;
+    y = t * t - x;
+    if (keep) kept = std::move(t);  // the program holds t after the region: it must be written
+  };
+  for (int it = 0; it < 8; ++it) {
+    const std::int64_t n = it < 6 ? 4099 : 517;  // and a new size at the end
+    const bool keep = it % 2 == 1, alias = it % 3 == 2;
+    const fz::Array<float> x0 = random_array<float>(n, -1, 1, 20 + it), y0 = random_array<float>(n, -1, 1, 40 + it);
+    fz::Array<float> xa = x0, ya = y0, xb = x0, yb = y0;
+    body(alias ? ya : xa, ya, keep);  // statement by statement
+    const std::vector<float> kept_eager = keep ? kept.to_host() : std::vector<float>{};
+    fz::reset_stats();
+    {
+      fz::Lazy region;
+      body(alias ? yb : xb, yb, keep);
+    }
+    CAPTURE(it, keep, alias);
+    CHECK(fz::stats().launches == 1);
+    CHECK(fz::stats().bytes_written == (keep ? 2u : 1u) * 4u * static_cast<std::uint64_t>(n));
+    CHECK(same_bits(ya.to_host(), yb.to_host()));
+    if (keep) CHECK(same_bits(kept_eager, kept.to_host()));
+  }
+}

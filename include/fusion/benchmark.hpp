@@ -20,6 +20,10 @@ struct BenchmarkOptions {
   int n_repeat = 10000;  ///< timed repeats (fewer when max_duration runs out first)
   int n_warmup = 10;     ///< untimed calls first (compilation, caches, clocks)
   double max_duration = std::numeric_limits<double>::infinity();  ///< seconds of timed repeats at most
+  /// Calls between one pair of events (each sample is their GPU time divided by this). 1 times a call
+  /// alone, with the host's time to its first launch; more let that hide behind queued work, as in a
+  /// loop, and as bench/peers times PyTorch and JAX (10).
+  int calls_per_sample = 1;
 };
 
 /// Summary of samples in microseconds.

@@ -18,6 +18,10 @@ inline constexpr int kAccessesPerLane = 4;
 /// a reduction over two reduced dimensions splits its rows into): enough loads in flight per thread, and
 /// few enough threads that the per-row combine stays short.
 inline constexpr int kLongRowAccesses = 8;
+/// Blocks of kBlockThreads per SM a reduction that splits its rows over blocks (a batch norm's statistics)
+/// counts on being resident at once: its accumulators (a mean and variance, in double while streaming)
+/// take about 40 registers, so 6 fit; 4 leaves room for more.
+inline constexpr int kSplitRowsBlocksPerSm = 4;
 /// The largest grid.x: kernels loop (grid-stride) over work beyond it.
 inline constexpr std::int64_t kMaxGridX = 0x7fffffff;
 inline constexpr std::int64_t kMaxGridY = 65535;

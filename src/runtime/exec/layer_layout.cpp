@@ -231,7 +231,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = bytes > 0 && bytes <= limit;
-  if (tuning().layer_fit_blocks && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
+  const bool fit = tuning().layer_fit_blocks == 1 || (tuning().layer_fit_blocks == 2 && C == 1);
+  if (fit && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
     const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
     const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;

@@ -136,6 +136,7 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   ReduceLayout L;
   analyze(c, out, shapes, stream->device, L);
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
+  fit_split_to_kernel(L, k.kernel->registers, stream->device);
   const ArrayBase* written[1] = {&out};
   launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, written, stream);
 }
@@ -178,6 +179,7 @@ bool evaluate_reductions(const Call& c, ArrayBase* const* outs, int K, AssignMod
   L.v.n_outputs = static_cast<std::uint8_t>(K);
   for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = outs[k]->dtype();
   const ReduceSlot& kernel = kernel_for(*c.lowered, L.v, stream->device, c.name);
+  fit_split_to_kernel(L, kernel.kernel->registers, stream->device);
   launch_reduction(kernel.kernel->function, kernel.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)},
                    {outs, static_cast<std::size_t>(K)}, stream);
   return true;

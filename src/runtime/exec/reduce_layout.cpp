@@ -41,11 +41,15 @@ unsigned reduced_mask(const ReduceArg& r, int rank) {
 /// Two reduced dimensions streamed as rows of vectors: every outer row split alike into `chunk`-element
 /// parts (a whole number of vectors), a block per part, so no block crosses a row. False when the
 /// partials would not fit the workspace.
-bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t target) {
+bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t sms) {
   codegen::ReduceVariant& v = L.v;
   const std::int64_t outer = L.rshape[0], row = L.rshape[1], V = v.vector_width;
-  // about `target` blocks in all, each thread streaming about row_split_accesses vectors
-  const std::int64_t wanted = std::max<std::int64_t>(1, (target + L.blocks * outer - 1) / (L.blocks * outer));
+  // As many parts as one wave of resident blocks holds, never more: a second, partial wave costs as long
+  // as a whole one (H100, batch norm (8, 64, 112, 112), 10 calls per sample: rows whole, 512 blocks,
+  // 35.5 us for the layer; rows halved, 1,024 blocks = 1.3 waves at 6 blocks an SM, 39.1-39.7 us). Each
+  // thread streams at least about row_split_accesses vectors.
+  const std::int64_t wave = sms * codegen::kSplitRowsBlocksPerSm;
+  const std::int64_t wanted = std::max<std::int64_t>(1, wave / (L.blocks * outer));
   const std::int64_t per_block = std::int64_t{kBlockThreads} * V * tuning().row_split_accesses;
   const std::int64_t longest = (row + per_block - 1) / per_block;
   const std::int64_t parts = std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
@@ -109,6 +113,45 @@ Reduced reduced_shapes(const Shape& in, const ReduceArg& arg) {
     else if (arg.keepdims) r.out.push_back(1);
   }
   return r;
+}
+
+namespace {
+
+/// Splits each output's reduced range over blocks so that about `target` blocks run (when the outputs
+/// alone give too few); the last block to finish combines the partials in a fixed order.
+void size_split(ReduceLayout& L, std::int64_t target) {
+  ReduceVariant& v = L.v;
+  const bool inner = v.mode == ReduceMode::inner;
+  std::int64_t S = 1;
+  const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
+  // (no outputs: nothing to split; fz::inspect describes such a reduction too)
+  if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
+      L.n_red > 1) {
+    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32;
+    S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
+    const std::int64_t slots = inner ? L.n_out : L.blocks * L.per_block;
+    S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / L.acc_bytes) / slots);
+    S = std::clamp<std::int64_t>(S, 1, 65535);
+  }
+  L.chunk = (L.n_red + S - 1) / S;
+  if (inner && v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
+  L.splits = L.chunk > 0 ? (L.n_red + L.chunk - 1) / L.chunk : 1;
+  v.split = L.splits > 1;
+}
+
+}  // namespace
+
+void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
+  if (!L.v.split || L.rows_split || registers <= 0 || device < 0) return;
+  // Registers are allocated per warp in units of 256 (8 a thread); 64K of them per SM.
+  const int per_block = (registers + 7) / 8 * 8 * kBlockThreads;
+  const int resident = std::min(codegen::kBlocksPerSm, 65536 / per_block);
+  if (resident <= 0 || resident >= tuning().reduce_blocks_per_sm) return;
+  // One wave of the blocks that really fit, not of those the layout assumed (var(x) over 2^26 float32:
+  // 40 registers, 6 blocks an SM: 1,056 blocks were 1.33 waves).
+  const ReduceLayout planned = L;
+  size_split(L, std::int64_t{properties_of(device).multiprocessor_count} * resident);
+  if (!L.v.split) L = planned;  // the compiled kernel is a split one
 }
 
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
@@ -208,26 +251,15 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   // over several blocks per output; the last block to finish combines the partials in a fixed order.
   const std::int64_t per_block = inner ? kBlockThreads / v.group : kBlockThreads * v.vector_width;
   L.blocks = (L.n_out + per_block - 1) / per_block;
-  if (rows_of_vectors && split_rows(L, acc_bytes, target)) {
+  if (rows_of_vectors && split_rows(L, acc_bytes, sms)) {
+    L.rows_split = true;
     L.divisor = static_cast<double>(L.n_red) - arg.ddof;
     return;
   }
   if (rows_of_vectors) v.vector_width = 1;  // too many partials for the split: the scalar walk below
-  std::int64_t S = 1;
-  const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
-  // (no outputs: nothing to split; fz::inspect describes such a reduction too)
-  if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
-      L.n_red > 1) {
-    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32;
-    S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
-    const std::int64_t slots = inner ? L.n_out : L.blocks * per_block;
-    S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / acc_bytes) / slots);
-    S = std::clamp<std::int64_t>(S, 1, 65535);
-  }
-  L.chunk = (L.n_red + S - 1) / S;
-  if (inner && v.vector_width > 1) L.chunk = (L.chunk + v.vector_width - 1) / v.vector_width * v.vector_width;
-  L.splits = L.chunk > 0 ? (L.n_red + L.chunk - 1) / L.chunk : 1;
-  v.split = L.splits > 1;
+  L.acc_bytes = acc_bytes;
+  L.per_block = per_block;
+  size_split(L, target);
   L.divisor = static_cast<double>(L.n_red) - arg.ddof;
 }
 

@@ -48,12 +48,19 @@ struct ReduceLayout {
   std::int64_t n_out = 1, n_red = 1, chunk = 0;
   std::int64_t blocks = 1, splits = 1;
   double divisor = 0;
+  std::size_t acc_bytes = 0;   // one accumulator's bytes
+  std::int64_t per_block = 1;  // outputs per block (before splitting)
+  bool rows_split = false;     // rows of vectors split over blocks (sized by split_rows)
 };
 
 /// Fills `L` for reducing `L.params[0..np)` (set by the caller, with `L.v.param_of_slot`) into `out`:
 /// accumulators of `acc_bytes` each; without a device (-1) it plans for an H100.
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
                        int device, ReduceLayout& L);
+
+/// Resizes a split reduction's blocks to one wave of those that fit an SM at the compiled kernel's
+/// `registers` (the layout assumed codegen::kBlocksPerSm); the kernel stays the same.
+void fit_split_to_kernel(ReduceLayout& L, int registers, int device);
 
 /// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
 /// (`outs`: one output, or a multi-reduction's several with equal kept strides.)

@@ -47,6 +47,8 @@ std::ostream& operator<<(std::ostream& os, const BenchmarkResult& r) {
 
 BenchmarkResult benchmark(std::string name, const std::function<void()>& fn, BenchmarkOptions options) {
   using Clock = std::chrono::steady_clock;
+  if (options.calls_per_sample < 1)
+    throw Error(fmt::format("benchmark: calls_per_sample is {}; it must be at least 1", options.calls_per_sample));
   BenchmarkResult r;
   r.name = std::move(name);
   r.device = Device::current().id();
@@ -56,15 +58,16 @@ BenchmarkResult benchmark(std::string name, const std::function<void()>& fn, Ben
   std::vector<double> cpu, gpu;
   Event start, end;
   const auto began = Clock::now();
+  const double calls = options.calls_per_sample;
   for (int i = 0; i < options.n_repeat; ++i) {
     start.record(stream);
     const auto t0 = Clock::now();
-    fn();
+    for (int c = 0; c < options.calls_per_sample; ++c) fn();
     const auto t1 = Clock::now();
     end.record(stream);
     end.synchronize();
-    cpu.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    gpu.push_back(1000.0 * elapsed_time(start, end));
+    cpu.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+    gpu.push_back(1000.0 * elapsed_time(start, end) / calls);
     if (std::chrono::duration<double>(Clock::now() - began).count() > options.max_duration) break;
   }
   r.cpu = summarize(std::move(cpu));
