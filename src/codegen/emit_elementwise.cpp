@@ -164,28 +164,31 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     if (v.rows) {
       const int R = v.rank, V = v.vector_width;
       w.line("// Rows: `lanes` threads per row walk its last dimension; offsets are computed once per row.");
-      w.line("const long long cols = shape.v[{}], rows = n / cols;", R - 1);
+      // Row and column indices in 32 bits when the layout allows (fewer registers: 48 -> 32 for a batch
+      // norm's normalize, so 8 blocks an SM instead of 5), else 64.
+      const std::string I = index_t;
+      w.line("const {0} cols = ({0})shape.v[{1}], rows = ({0})(n / cols);", I, R - 1);
       w.line("const int per_block = {} / (int)lanes, lane = threadIdx.x % (int)lanes;", kBlockThreads);
-      auto rows_loop = w.block("for (long long row = (long long)blockIdx.y * per_block + threadIdx.x / (int)lanes; row < rows; "
-                               "row += (long long)gridDim.y * per_block)");
+      auto rows_loop = w.block("for ({0} row = ({0})blockIdx.y * per_block + threadIdx.x / (int)lanes; row < rows; "
+                               "row += ({0})gridDim.y * per_block)", I);
       std::vector<int> offset_params;
       for (int p = 0; p < v.n_params; ++p)
         if (v.access[p] == Access::row || v.access[p] == Access::along) offset_params.push_back(p);
       if (!offset_params.empty()) {
-        w.line("long long rest = row;");
-        for (int p : offset_params) w.line("long long o{} = 0;", p);
+        w.line("{} rest = row;", I);
+        for (int p : offset_params) w.line("{} o{} = 0;", I, p);
         if (R > 2) {
           w.line("#pragma unroll");
           auto dims = w.block("for (int d = {}; d >= 1; --d)", R - 2);
-          w.line("const long long c = rest % shape.v[d];");
-          w.line("rest /= shape.v[d];");
-          for (int p : offset_params) w.line("o{0} += c * st{0}.v[d];", p);
+          w.line("const {0} c = rest % ({0})shape.v[d];", I);
+          w.line("rest /= ({})shape.v[d];", I);
+          for (int p : offset_params) w.line("o{0} += c * ({1})st{0}.v[d];", p, I);
         }
-        for (int p : offset_params) w.line("o{0} += rest * st{0}.v[0];", p);
+        for (int p : offset_params) w.line("o{0} += rest * ({1})st{0}.v[0];", p, I);
       }
       for (int p = 0; p < v.n_params; ++p)
         if (v.access[p] == Access::row) w.line("const {} per_row{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
-      w.line("const long long base = row * cols;  // the outputs' row");
+      w.line("const {} base = row * cols;  // the outputs' row", I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)
@@ -193,7 +196,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         return in;
       };
       w.line("#pragma unroll 4  // a few accesses per thread along the row: their loads in flight together");
-      auto cols_loop = w.block("for (long long col = ((long long)blockIdx.x * lanes + lane) * {0}; col < cols; col += (long long)gridDim.x * lanes * {0})", V);
+      auto cols_loop = w.block("for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes * {1})", I, V);
       if (V > 1) {
         w.line("// {} elements per 16-byte access: rows hold a multiple of {} and every pointer and row offset is aligned.", V, V);
         for (int p = 0; p < v.n_params; ++p)

@@ -145,6 +145,8 @@ void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
     for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0;
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
+  if (L.n > INT_MAX / 2) L.v.index64 = true;
 }
 
 /// A tiles kernel instead of N-d indexing, when every output is contiguous and some input walks the
