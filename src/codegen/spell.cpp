@@ -145,7 +145,19 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // multiply and negate in their unsigned type, and the cast back gives the wrap-around.
   const bool integer = !fl && !is_bool;
   const std::string u = itemsize(n.dtype) == 8 ? "unsigned long long" : "unsigned";
+  // Floating +, - and * are rounded one by one, as NumPy rounds them: ptxas would otherwise fuse some
+  // products into the next add (an fma) and not others, by where its schedule puts them, so one
+  // expression gave different bits in different lanes of one kernel, and in a kernel of a region and
+  // in its statement's own (fusion-fuzz --regions, case 11000386). Division, sqrt and the math
+  // functions are correctly rounded or fixed code already.
+  const bool rounded = fl && !is_bool;
+  auto rn = [&](const char* f32, const char* f64, const std::string& x, const std::string& y) {
+    return fmt::format("{}({}, {})", compute_type(n.dtype) == std::string("double") ? f64 : f32, x, y);
+  };
   auto arith = [&](const std::string& x, const char* op, const std::string& y) {
+    if (rounded && op[0] == '+') return rn("__fadd_rn", "__dadd_rn", x, y);
+    if (rounded && op[0] == '-') return rn("__fsub_rn", "__dsub_rn", x, y);
+    if (rounded && op[0] == '*') return rn("__fmul_rn", "__dmul_rn", x, y);
     if (!integer) return fmt::format("{} {} {}", x, op, y);
     return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
   };

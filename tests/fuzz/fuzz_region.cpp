@@ -224,7 +224,35 @@ std::string describe(const RegionCase& rc) {
 
 }  // namespace
 
-std::string describe_region_case(std::uint64_t seed) { return describe(generate_region(seed)); }
+std::string describe_region_case(std::uint64_t seed) {
+  const RegionCase rc = generate_region(seed);
+  std::string s = describe(rc);
+  // The kernels, without a GPU: the region over placeholder arrays, and each statement alone.
+  std::vector<ArrayBase> pool;
+  for (DType d : rc.pool) pool.push_back(ArrayBase::make_placeholder(d, {rc.rows, rc.cols}));
+  try {
+    fusion::Lazy region;
+    run(rc, pool, SIZE_MAX, [&] { s += "\n// the region's kernels\n" + fusion::inspect(region).source; });
+    region.discard();
+  } catch (const fusion::Error& e) {
+    s += fmt::format("\n// the region cannot be inspected: {}", e.what());
+  }
+  for (std::size_t i = 0; i < rc.statements.size(); ++i) {
+    const Statement& st = rc.statements[i];
+    std::vector<ArrayBase> reads;
+    for (const Operand& o : st.reads)
+      reads.push_back(view_of(ArrayBase::make_placeholder(o.index < static_cast<int>(rc.pool.size()) ? rc.pool[static_cast<std::size_t>(o.index)]
+                                                                                                       : rc.temps[static_cast<std::size_t>(o.index) - rc.pool.size()],
+                                                          {rc.rows, rc.cols}),
+                              o.view));
+    std::vector<const ArrayBase*> slots;
+    for (const ArrayBase& a : reads) slots.push_back(&a);
+    const detail::Call call{detail::lowered_for_graph(st.graph), slots.data(), st.scalars.data(), nullptr,
+                            static_cast<int>(slots.size()), static_cast<int>(st.scalars.size()), 0, {}};
+    s += fmt::format("\n// statement {} alone\n{}", i + 1, detail::inspect(call).source);
+  }
+  return s;
+}
 
 Verdict run_region_case(std::uint64_t seed) {
   const RegionCase rc = generate_region(seed);

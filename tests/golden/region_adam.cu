@@ -3,18 +3,18 @@ template <class T, int N> struct alignas(sizeof(T) * N) FzVec { T v[N]; };
 
 struct FzOut { float r0; float r1; float r2; };
 __device__ __forceinline__ FzOut fz_expr(float x0, float x1, float x2, float x3, float s0, float s1, float s2, float s3, float s4, float s5) {
-  const float t2 = s0 * x0;
-  const float t5 = s1 * x1;
-  const float t6 = t2 + t5;
-  const float t9 = s2 * x2;
-  const float t11 = x1 * s3;
-  const float t12 = x1 * t11;
-  const float t13 = t9 + t12;
-  const float t16 = t6 * s4;
+  const float t2 = __fmul_rn(s0, x0);
+  const float t5 = __fmul_rn(s1, x1);
+  const float t6 = __fadd_rn(t2, t5);
+  const float t9 = __fmul_rn(s2, x2);
+  const float t11 = __fmul_rn(x1, s3);
+  const float t12 = __fmul_rn(x1, t11);
+  const float t13 = __fadd_rn(t9, t12);
+  const float t16 = __fmul_rn(t6, s4);
   const float t17 = sqrt(t13);
-  const float t19 = t17 + s5;
+  const float t19 = __fadd_rn(t17, s5);
   const float t20 = t16 / t19;
-  const float t21 = x3 - t20;
+  const float t21 = __fsub_rn(x3, t20);
   return FzOut{t6, t13, t21};
 }
 

@@ -6,7 +6,7 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
   const float t3 = cos(x1);
   const float t5 = sqrt(x2);
   const float t6 = t3 / t5;
-  const float t7 = t1 + t6;
+  const float t7 = __fadd_rn(t1, t6);
   return t7;
 }
 

@@ -93,14 +93,14 @@ extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a63
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float x0 = v0.v[e];
-      const float t2 = x0 - r0;
+      const float t2 = __fsub_rn(x0, r0);
       const float t3 = exp(t2);
       a1 = fz_step1(a1, t3, j + e);
     }
   }
   for (long long j = n_vec + lane; j < n_red; j += 32) {
     const float x0 = c0[j];
-    const float t2 = x0 - r0;
+    const float t2 = __fsub_rn(x0, r0);
     const float t3 = exp(t2);
     a1 = fz_step1(a1, t3, j);
   }
@@ -113,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a63
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float x0 = v0.v[e];
-      const float t2 = x0 - r0;
+      const float t2 = __fsub_rn(x0, r0);
       const float t3 = exp(t2);
       const float t5 = t3 / r1;
       o0.v[e] = t5;
@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a63
   }
   for (long long j = n_vec + lane; j < n_red; j += 32) {
     const float x0 = c0[j];
-    const float t2 = x0 - r0;
+    const float t2 = __fsub_rn(x0, r0);
     const float t3 = exp(t2);
     const float t5 = t3 / r1;
     out0[ko0 + j] = t5;

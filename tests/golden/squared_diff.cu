@@ -2,8 +2,8 @@
 template <class T, int N> struct alignas(sizeof(T) * N) FzVec { T v[N]; };
 
 __device__ __forceinline__ float fz_expr(float x0, float x1) {
-  const float t2 = x0 - x1;
-  const float t3 = t2 * t2;
+  const float t2 = __fsub_rn(x0, x1);
+  const float t3 = __fmul_rn(t2, t2);
   return t3;
 }
 

@@ -2,8 +2,8 @@
 struct FzDims { long long v[1]; };
 
 __device__ __forceinline__ float fz_expr(float x0, float s0, float s1) {
-  const float t2 = x0 * s0;
-  const float t4 = t2 + s1;
+  const float t2 = __fmul_rn(x0, s0);
+  const float t4 = __fadd_rn(t2, s1);
   return t4;
 }
 

@@ -10,7 +10,7 @@ __device__ __forceinline__ float fz_expr(float x0, float s0) {
   const float t4 = -t3;
   const float t5 = exp(t4);
   const float t6 = log1p(t5);
-  const float t7 = t2 + t6;
+  const float t7 = __fadd_rn(t2, t6);
   return t7;
 }
 

@@ -231,12 +231,16 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = bytes > 0 && bytes <= limit;
-  const bool fit = tuning().layer_fit_blocks == 1 || (tuning().layer_fit_blocks == 2 && C == 1);
-  if (fit && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
+  if (tuning().layer_fit_blocks > 0 && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
     const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
     const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;
-    v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32));
+    const std::int64_t blocks = std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32);
+    // By default only where a block owns its whole row and the cap leaves a layer kernel the 40 registers
+    // it needs without spilling (rows of 16,384: 3 blocks of 512 threads, 42; rows of 4,096: 13 blocks
+    // of 128 threads would be 39, and layer norm fell from 97% to 71% of the limit).
+    const bool fit = tuning().layer_fit_blocks == 1 || (C == 1 && 65536 / (blocks * v.block) >= 40);
+    if (fit) v.min_blocks = static_cast<std::uint8_t>(blocks);
   }
   if (!v.resident)
     for (int p = 0; p < np; ++p)

@@ -249,21 +249,9 @@ ir::Graph merge(const std::vector<Statement>& all, const Group& g) {
     m.n_scalars += sg.n_scalars;
     for (std::size_t o = 0; o < s.outs.size(); ++o) {
       const Value& v = g.values[value_node.size()];
-      std::uint32_t x = at[sg.outputs[o]];
-      if (v.read_as_value) {
-        // Read back from memory, a product is rounded before the next statement adds to it; in one
-        // kernel the compiler would fuse the two into a multiply-add. A rounded product keeps the bits.
-        ir::Node top = m.nodes[x];
-        const bool negated = top.op == ir::Op::neg;
-        const ir::Node inner = negated ? m.nodes[top.a] : top;
-        const bool product = (inner.op == ir::Op::mul || inner.op == ir::Op::square) &&
-                             (inner.dtype == DType::float32 || inner.dtype == DType::float64);
-        if (product) {
-          std::uint32_t p = m.append({ir::Op::mul_rn, inner.dtype, inner.a, inner.op == ir::Op::square ? inner.a : inner.b});
-          x = negated ? m.append({ir::Op::neg, top.dtype, p}) : p;
-        }
-      }
-      x = m.explicit_cast(x, s.outs[o].dtype());
+      // (A product handed to the next statement stays rounded on its own: generated code never fuses a
+      // multiply into an add, codegen::spell.)
+      const std::uint32_t x = m.explicit_cast(at[sg.outputs[o]], s.outs[o].dtype());
       value_node.push_back(x);
       if (v.stored) m.outputs.push_back(x);
     }

@@ -16,9 +16,10 @@ struct Tuning {
   int layer_block = 0;                 ///< threads per row of a long-row layer kernel (0: the layout's choice)
   /// Cap a long-row layer kernel's registers so as many blocks fit an SM as its shared memory allows
   /// (__launch_bounds__' second argument): 0 never, 1 always, 2 when one block owns a whole row (not a
-  /// cluster). H100, rows of 16,384 float32, 10 calls per sample: layer norm 84.3 -> 92.5% of the limit,
-  /// RMSNorm bfloat16 88.3 -> 94.9%, softmax and RMSNorm float32 within 1%; rows of 65,536 (clusters of
-  /// 4): layer norm +0.7, softmax -1.6, RMSNorm bfloat16 -2.9 points, so not there.
+  /// cluster) and the cap leaves 40 registers. H100, rows of 16,384 float32, 10 calls per sample: layer
+  /// norm 84.3 -> 92.5% of the limit, RMSNorm bfloat16 88.3 -> 94.9%, softmax and RMSNorm float32 within
+  /// 1%; rows of 65,536 (clusters of 4): layer norm +0.7, softmax -1.6, RMSNorm bfloat16 -2.9 points;
+  /// rows of 4,096 (a cap of 39): layer norm 97 -> 71%.
   int layer_fit_blocks = 2;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
