@@ -144,6 +144,12 @@ void layers_suite(std::vector<Row>& rows) {
     run("layer_norm" + at, "float32", [&] {
       return fz::Array<float>((x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f) * w + b);
     });
+    // The same layer with the variance written as the mean of squared deviations: two float reductions one
+    // after the other (as softmax's max, then sum), instead of var's one pass of Welford accumulators.
+    run("layer_norm centered" + at, "float32", [&] {
+      const auto d = x - fz::mean(x, -1, true);
+      return fz::Array<float>(d * fz::rsqrt(fz::mean(d * d, -1, true) + 1e-5f) * w + b);
+    });
     run("rms_norm" + at, "float32", [&] { return fz::Array<float>(x * fz::rsqrt(fz::mean(x * x, -1, true) + 1e-6f) * w); });
     run("rms_norm" + at, "bfloat16", [&] {
       auto xf = fz::cast<float>(xb);
