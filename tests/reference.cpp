@@ -130,7 +130,7 @@ double float_op(Op op, double a, double b, double c) {
     case Op::tgamma: return std::tgamma(a);
     case Op::add: return a + b;
     case Op::sub: return a - b;
-    case Op::mul: case Op::mul_rn: return a * b;
+    case Op::mul: return a * b;
     case Op::div: return a / b;
     case Op::floor_divide: return floor_divide(a, b);
     case Op::remainder: return remainder(a, b);
@@ -169,7 +169,7 @@ std::int64_t int_op(Op op, DType d, std::int64_t a, std::int64_t b) {
     case Op::bit_not: return d == DType::bool_ ? !a : ~a;
     case Op::add: return d == DType::bool_ ? (a || b) : static_cast<std::int64_t>(ua + ub);
     case Op::sub: return static_cast<std::int64_t>(ua - ub);
-    case Op::mul: case Op::mul_rn: return d == DType::bool_ ? (a && b) : static_cast<std::int64_t>(ua * ub);
+    case Op::mul: return d == DType::bool_ ? (a && b) : static_cast<std::int64_t>(ua * ub);
     case Op::floor_divide: {
       if (b == 0) return 0;
       if (u) return static_cast<std::int64_t>(ua / ub);

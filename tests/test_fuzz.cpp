@@ -60,8 +60,8 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
     zero_d += b->out_shape.size() == 0;
   }
   CHECK(invalid == 0);
-  // every op but the leaves, fz::function calls and the rounded product regions make
-  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 5);
+  // every op but the leaves and fz::function calls
+  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 4);
   CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(layouts.size() == 4);

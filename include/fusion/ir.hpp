@@ -37,10 +37,6 @@ enum class Op : std::uint8_t {
   // reductions (sum to var: tests walk that range) over the axes of a run-time descriptor (Node::slot); the operand is already converted
   // to the accumulator dtype (sum, prod, mean, var) or to bool (any, all); var is one pass (Welford)
   sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean, var,
-  // binary, promoted dtype: a product rounded on its own, never contracted into a multiply-add with what
-  // reads it (the value a region passes from one statement to the next, as if read back from memory).
-  // Last, so that the ops before keep their numbers (and kernels their hashes).
-  mul_rn,
   count_
 };
 
@@ -172,7 +168,6 @@ inline constexpr OpInfo kOps[] = {
     {Op::all, "all", Arity::reduction},
     {Op::mean, "mean", Arity::reduction},
     {Op::var, "var", Arity::reduction},
-    {Op::mul_rn, "mul_rn", Arity::binary},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;

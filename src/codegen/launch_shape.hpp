@@ -25,6 +25,8 @@ inline constexpr int kSplitRowsBlocksPerSm = 4;
 /// The largest grid.x: kernels loop (grid-stride) over work beyond it.
 inline constexpr std::int64_t kMaxGridX = 0x7fffffff;
 inline constexpr std::int64_t kMaxGridY = 65535;
+/// 32-bit registers one SM holds (every architecture fusion targets); a block's share decides how many fit.
+inline constexpr int kRegistersPerSm = 65536;
 /// Blocks of kBlockThreads one SM of an H100-class GPU holds at once (2048 threads).
 inline constexpr int kBlocksPerSm = 2048 / kBlockThreads;
 

@@ -150,14 +150,13 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // expression gave different bits in different lanes of one kernel, and in a kernel of a region and
   // in its statement's own (fusion-fuzz --regions, case 11000386). Division, sqrt and the math
   // functions are correctly rounded or fixed code already.
-  const bool rounded = fl && !is_bool;
   auto rn = [&](const char* f32, const char* f64, const std::string& x, const std::string& y) {
-    return fmt::format("{}({}, {})", compute_type(n.dtype) == std::string("double") ? f64 : f32, x, y);
+    return fmt::format("{}({}, {})", n.dtype == DType::float64 ? f64 : f32, x, y);
   };
   auto arith = [&](const std::string& x, const char* op, const std::string& y) {
-    if (rounded && op[0] == '+') return rn("__fadd_rn", "__dadd_rn", x, y);
-    if (rounded && op[0] == '-') return rn("__fsub_rn", "__dsub_rn", x, y);
-    if (rounded && op[0] == '*') return rn("__fmul_rn", "__dmul_rn", x, y);
+    if (fl && op[0] == '+') return rn("__fadd_rn", "__dadd_rn", x, y);
+    if (fl && op[0] == '-') return rn("__fsub_rn", "__dsub_rn", x, y);
+    if (fl && op[0] == '*') return rn("__fmul_rn", "__dmul_rn", x, y);
     if (!integer) return fmt::format("{} {} {}", x, op, y);
     return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
   };
@@ -209,10 +208,6 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
     case Op::sub: return arith(a, "-", b);
     case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
-    case Op::mul_rn:  // float32 and float64 only (regions make it); rounded alone, never fused into an fma
-      if (n.dtype == DType::float32) return fmt::format("__fmul_rn({}, {})", a, b);
-      if (n.dtype == DType::float64) return fmt::format("__dmul_rn({}, {})", a, b);
-      return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
     case Op::div: return fmt::format("{} / {}", a, b);
     case Op::floor_divide:
       return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");

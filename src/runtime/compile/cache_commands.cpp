@@ -135,6 +135,7 @@ WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vecto
   struct Task {
     StoredKernel k;
     Target t;
+    CacheKey key;
   };
   std::vector<Task> tasks;
   std::set<std::uint64_t> seen;
@@ -150,15 +151,17 @@ WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vecto
     std::vector<Target> targets;
     for (int a : archs) targets.push_back(target_for_arch(a));
     if (archs.empty()) targets.push_back(target_for_arch(k->built_for.arch));
-    for (const Target& t : targets)
-      if (seen.insert(cache_key(k->source, k->name, t, k->extra, k->minimal).hash()).second) tasks.push_back({*k, t});
+    for (const Target& t : targets) {
+      CacheKey key = cache_key(k->source, k->name, t, k->extra, k->minimal);
+      if (seen.insert(key.hash()).second) tasks.push_back({*k, t, std::move(key)});
+    }
   }
   std::atomic<std::size_t> next{0}, compiled{0}, present{0}, failed{0};
   std::mutex out_mu;
   auto work = [&] {
     for (std::size_t i; (i = next++) < tasks.size();) {
       const Task& task = tasks[i];
-      const CacheKey key = cache_key(task.k.source, task.k.name, task.t, task.k.extra, task.k.minimal);
+      const CacheKey& key = task.key;
       if (into.load(key)) {
         ++present;
         continue;

@@ -239,7 +239,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     // By default only where a block owns its whole row and the cap leaves a layer kernel the 40 registers
     // it needs without spilling (rows of 16,384: 3 blocks of 512 threads, 42; rows of 4,096: 13 blocks
     // of 128 threads would be 39, and layer norm fell from 97% to 71% of the limit).
-    const bool fit = tuning().layer_fit_blocks == 1 || (C == 1 && 65536 / (blocks * v.block) >= 40);
+    const bool fit = tuning().layer_fit_blocks == 1 || (C == 1 && codegen::kRegistersPerSm / (blocks * v.block) >= 40);
     if (fit) v.min_blocks = static_cast<std::uint8_t>(blocks);
   }
   if (!v.resident)

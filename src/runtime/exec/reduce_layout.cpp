@@ -143,15 +143,19 @@ void size_split(ReduceLayout& L, std::int64_t target) {
 
 void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
   if (!L.v.split || L.rows_split || registers <= 0 || device < 0) return;
-  // Registers are allocated per warp in units of 256 (8 a thread); 64K of them per SM.
+  // Registers are allocated per warp in units of 256 (8 a thread).
   const int per_block = (registers + 7) / 8 * 8 * kBlockThreads;
-  const int resident = std::min(codegen::kBlocksPerSm, 65536 / per_block);
+  const int resident = std::min(codegen::kBlocksPerSm, codegen::kRegistersPerSm / per_block);
   if (resident <= 0 || resident >= tuning().reduce_blocks_per_sm) return;
   // One wave of the blocks that really fit, not of those the layout assumed (var(x) over 2^26 float32:
   // 40 registers, 6 blocks an SM: 1,056 blocks were 1.33 waves).
-  const ReduceLayout planned = L;
+  const std::int64_t chunk = L.chunk, splits = L.splits;
   size_split(L, std::int64_t{properties_of(device).multiprocessor_count} * resident);
-  if (!L.v.split) L = planned;  // the compiled kernel is a split one
+  if (!L.v.split) {  // the compiled kernel is a split one: keep the planned split
+    L.chunk = chunk;
+    L.splits = splits;
+    L.v.split = true;
+  }
 }
 
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,

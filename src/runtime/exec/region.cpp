@@ -49,7 +49,6 @@ constexpr int kFromMemory = -1;
 struct Value {
   int statement, out;  // which output computed it
   bool superseded = false;  // written over by a later statement of the group (same view)
-  bool read_as_value = false;
   bool stored = true;  // decided after grouping: false when nobody reads the memory afterwards
 };
 
@@ -123,8 +122,6 @@ std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::ve
 /// Adds statement i (whose inputs read as `source`) to g.
 void join(const std::vector<Statement>& all, Group& g, int i, std::vector<int> source) {
   const Statement& s = all[static_cast<std::size_t>(i)];
-  for (int from : source)
-    if (from != kFromMemory) g.values[static_cast<std::size_t>(from)].read_as_value = true;
   for (std::size_t o = 0; o < s.outs.size(); ++o)
     for (Value& val : g.values)
       if (!val.superseded && same_view(s.outs[o], all[static_cast<std::size_t>(val.statement)].outs[static_cast<std::size_t>(val.out)]))
@@ -270,7 +267,7 @@ std::vector<std::uintptr_t> key_of(const std::vector<Statement>& all, const Grou
     for (int from : g.source[static_cast<std::size_t>(i - g.first)]) key.push_back(static_cast<std::uintptr_t>(from + 1));
     for (const ArrayBase& o : s.outs) {
       const Value& val = g.values[v++];
-      key.push_back(static_cast<std::uintptr_t>(o.dtype()) << 2 | (val.stored ? 2u : 0u) | (val.read_as_value ? 1u : 0u));
+      key.push_back(static_cast<std::uintptr_t>(o.dtype()) << 1 | (val.stored ? 1u : 0u));
     }
   }
   return key;
