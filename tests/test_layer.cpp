@@ -187,3 +187,20 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   CHECK_THROWS_WITH(fz::detail::set_tuning("nonsense=1"), Catch::Contains("known are"));
   CHECK(t.cluster_slice == saved.cluster_slice);
 }
+
+TEST_CASE("var inside a layer kernel is the mean of squared deviations: two float passes, no Welford", "[layer]") {
+  auto x = fz::placeholder<float>({1024, 16384});
+  const fz::KernelInfo ln = fz::inspect((x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f));
+  CHECK(ln.kernels == 1);
+  CHECK_THAT(ln.variant, Catch::Contains("2 reduction passes"));
+  CHECK(ln.source.find("FzWelford") == std::string::npos);
+  CHECK(ln.source.find("fz_step0") != std::string::npos);
+  // layer norm's own mean serves as the inner one: two means in all, not three
+  CHECK(ln.source.find("reduction 2") == std::string::npos);
+  // var alone stays a reduction kernel with Welford's one pass
+  CHECK(fz::inspect(fz::var(x, -1)).source.find("FzWelford") != std::string::npos);
+  // and a bare x / std over the row, ddof 1, still one layer kernel
+  const fz::KernelInfo z = fz::inspect(x / fz::sqrt(fz::var(x, -1, true, 1.0)));
+  CHECK(z.kernels == 1);
+  CHECK(z.source.find("FzWelford") == std::string::npos);
+}
