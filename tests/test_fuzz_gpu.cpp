@@ -35,6 +35,26 @@ TEST_CASE("fuzz regression: a plan that fails in a later step leaves earlier out
   CHECK(second.to_host() == std::vector<std::uint64_t>{9});
 }
 
+TEST_CASE("fuzz regression: a tie whose later step has too many operands writes none of its outputs", "[gpu][fuzz]") {
+  // case 13000362: the min of a scalar was written, then the 65-operand elementwise part was refused
+  const auto x = fz::asarray(std::vector<double>{1.5, -2.0, 4.0}, {3});
+  const auto k = fz::asarray(std::vector<std::int64_t>{7}, {});
+  auto e = x + x;
+  auto e2 = e * e + e * e;      // 8 operands
+  auto e3 = e2 * e2 + e2 * e2;  // 32
+  auto e4 = e3 * e3 + x;        // 65
+  auto first = fz::full<std::int64_t>({3}, -1);
+  auto second = fz::full<double>({3}, 9.0);
+  try {
+    fz::tie(first, second) = std::make_tuple(fz::min(k), e4);
+    FAIL("expected an error");
+  } catch (const fz::Error& err) {
+    CHECK_THAT(err.what(), Catch::Contains("at most 64 array operands"));
+  }
+  CHECK(first.to_host() == std::vector<std::int64_t>{-1, -1, -1});
+  CHECK(second.to_host() == std::vector<double>{9.0, 9.0, 9.0});
+}
+
 TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overflowing (undefined in C++)", "[gpu][fuzz]") {
   // case 2000118: argmax(sign(-x)) for int32 x = INT_MIN; NVRTC had folded sign(-x) into -sign(x)
   const std::vector<std::int32_t> xs{INT32_MIN, 5, -3, INT32_MAX, 0};

@@ -59,7 +59,7 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 
 }  // namespace
 
-/// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one.
+/// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN matches any NaN).
 int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads) {
   std::atomic<std::int64_t> next_case{0};
   std::mutex mu;

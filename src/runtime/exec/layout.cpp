@@ -45,12 +45,15 @@ void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape
   }
 }
 
-int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
-  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer).
+void check_operand_count(const Call& c) {
   if (c.n_arrays > kMaxParams)
     throw Error(fmt::format("an expression may have at most {} array operands in one kernel (it has {}; an array "
                             "used twice counts twice): evaluate a part first with fz::eval",
                             kMaxParams, c.n_arrays));
+}
+
+int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
+  check_operand_count(c);  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer)
   int np = 0;
   for (int s = 0; s < c.n_arrays; ++s) {
     int p = 0;

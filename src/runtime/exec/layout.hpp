@@ -26,6 +26,8 @@ bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// Whether the memory spans of two arrays overlap.
 bool shares_memory(const ArrayBase& a, const ArrayBase& b);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
+/// Throws when one kernel would take more array operands than it has parameter slots.
+void check_operand_count(const Call& c);
 int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 /// The broadcast shape of the call's arrays.
 Shape broadcast_shape_of(const Call& c);

@@ -11,6 +11,7 @@
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/device_state.hpp"
+#include "runtime/exec/layout.hpp"
 
 namespace fusion::detail {
 namespace {
@@ -330,7 +331,8 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
   int output_steps = 0;
   for (const PlanStep& s : p.steps) output_steps += s.targets[0] < 0;
-  if (output_steps > 1) walk_shapes(p, c, outs, mode, [&](const PlanStep& s, const Call&, const std::vector<Shape>& shapes) {
+  if (output_steps > 1) walk_shapes(p, c, outs, mode, [&](const PlanStep& s, const Call& step, const std::vector<Shape>& shapes) {
+    check_operand_count(step);
     for (std::size_t k = 0; k < s.targets.size(); ++k) {
       const int t = s.targets[k];
       const ArrayBase* out = t < 0 ? outs[~t] : nullptr;
