@@ -118,13 +118,37 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   CHECK_THAT(tie.source, Catch::Contains("struct FzAcc { float a0; float a1; };"));
   // arrays of other shapes: each reduction over its own extent, a kernel each
   CHECK(fz::inspect(fz::sum(x), fz::sum(z)).kernels == 2);
-  // a batch norm: mean and variance over N, H, W in one pass, then the normalization
+  // a batch norm: one layer kernel over rows in segments (N and H·W around C), each channel's 100,352
+  // elements kept in the shared memory of a cluster of blocks; its statistics alone over few channels
+  // stay one split reduction computing both in one pass
   auto bn = fz::placeholder<float>({8, 64, 112, 112});
   auto g = fz::placeholder<float>({1, 64, 1, 1}), b = fz::placeholder<float>({1, 64, 1, 1});
   const fz::KernelInfo norm = fz::inspect((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * g + b);
-  CHECK(norm.kernels == 2);
-  REQUIRE(norm.plan.size() == 2);
-  CHECK_THAT(norm.plan[0], Catch::Contains("fz_mean_var_") && Catch::Contains("2 results from one pass"));
+  CHECK(norm.kernels == 1);
+  CHECK_THAT(norm.variant, Catch::Contains("in segments") && Catch::Contains("a cluster of 8 blocks") && Catch::Contains("4-wide vectors"));
+  CHECK_THAT(norm.source, Catch::Contains("fz_q * sst0 + fz_r"));
+  auto few = fz::placeholder<float>({4, 16, 48, 48});
+  const fz::KernelInfo stats = fz::inspect(fz::mean(few, {0, 2, 3}, true), fz::var(few, {0, 2, 3}, true));
+  CHECK_THAT(stats.variant, Catch::Contains("2 results from one pass") && Catch::Contains("split over blocks"));
+  // every floating dtype of a segmented layer, vectors or not, compiles
+  int segmented = 0;
+  auto compile_segmented = [&]<class T>(T) {
+    for (const fz::Shape& shape : {fz::Shape{8, 64, 112, 112}, fz::Shape{4, 16, 30, 30}, fz::Shape{3, 5, 7, 9}}) {
+      auto t = fz::placeholder<T>(shape);
+      auto w = fz::placeholder<T>({1, shape[1], 1, 1});
+      const fz::KernelInfo k = fz::inspect((t - fz::mean(t, {0, 2, 3}, true)) * fz::rsqrt(fz::var(t, {0, 2, 3}, true) + 1e-5f) * w + w);
+      INFO(k.name << ": " << k.variant);
+      CHECK(k.kernels == 1);
+      CHECK_THAT(k.variant, Catch::Contains("in segments"));
+      CHECK(!k.arch.empty());
+      ++segmented;
+    }
+  };
+  compile_segmented(float{});
+  compile_segmented(double{});
+  compile_segmented(fz::half{});
+  compile_segmented(fz::bfloat16{});
+  CHECK(segmented == 12);
   // an output computed from a reduction that has its own kernel (several outputs give each reduction
   // one) is elementwise: it joins no sibling's pass (fuzz case 7003048 once put it in max's kernel)
   auto in0 = fz::placeholder<double>({1, 1, 1, 1});

@@ -254,7 +254,7 @@ TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm stati
   const auto t = fz::asarray(hb, {N, C, HW});
   fz::reset_stats();
   fz::Array<float> y = (t - fz::mean(t, {0, 2}, true)) * fz::rsqrt(fz::var(t, {0, 2}, true) + 1e-5f);
-  CHECK(fz::stats().launches == 2);
+  CHECK(fz::stats().launches == 1);  // a layer kernel over rows in segments (batch norm's own test below)
   std::vector<double> want(hb.size());
   for (std::int64_t c = 0; c < C; ++c) {
     double m = 0, v = 0;
@@ -287,4 +287,105 @@ TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm stati
     CHECK(got_sum[static_cast<std::size_t>(c)] == Approx(sum).epsilon(1e-5));
     CHECK(got_max[static_cast<std::size_t>(c)] == static_cast<float>(mx));
   }
+}
+
+namespace {
+
+/// Batch norm's float64 reference over x (N, C, HW): per channel the mean and biased variance, and
+/// y = (x - mean) / sqrt(var + eps) * g[c] + b[c].
+struct BatchNormRef {
+  std::vector<double> y, mean, var;
+};
+template <class T>
+BatchNormRef batch_norm_ref(const std::vector<T>& x, std::int64_t N, std::int64_t C, std::int64_t HW, const std::vector<T>& g,
+                            const std::vector<T>& b, double eps) {
+  BatchNormRef r{std::vector<double>(x.size()), std::vector<double>(static_cast<std::size_t>(C)), std::vector<double>(static_cast<std::size_t>(C))};
+  auto at = [&](std::int64_t n, std::int64_t c, std::int64_t k) { return static_cast<std::size_t>((n * C + c) * HW + k); };
+  for (std::int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t k = 0; k < HW; ++k) m += test::as_double(x[at(n, c, k)]);
+    m /= static_cast<double>(N * HW);
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t k = 0; k < HW; ++k) v += std::pow(test::as_double(x[at(n, c, k)]) - m, 2);
+    v /= static_cast<double>(N * HW);
+    r.mean[static_cast<std::size_t>(c)] = m;
+    r.var[static_cast<std::size_t>(c)] = v;
+    const double gc = test::as_double(g[static_cast<std::size_t>(c)]), bc = test::as_double(b[static_cast<std::size_t>(c)]);
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t k = 0; k < HW; ++k) r.y[at(n, c, k)] = (test::as_double(x[at(n, c, k)]) - m) / std::sqrt(v + eps) * gc + bc;
+  }
+  return r;
+}
+
+/// A training-mode batch norm of (N, C, H, W) as one layer kernel (rows in segments: N and H·W around C),
+/// with its statistics as more outputs of the same kernel, in place, and run twice for the same bits.
+template <class T> void check_batch_norm(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, unsigned seed, const char* strategy) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << " batch norm " << N << "x" << C << "x" << H << "x" << W);
+  const std::int64_t HW = H * W;
+  const auto hx = test::random<T>(static_cast<std::size_t>(N * C * HW), 1, 5, seed);  // mean 3: centering matters
+  const auto hg = test::random<T>(static_cast<std::size_t>(C), 0.5, 1.5, seed + 1), hb = test::random<T>(static_cast<std::size_t>(C), -1, 1, seed + 2);
+  const auto x = fz::asarray(hx, {N, C, H, W});
+  const auto g = fz::asarray(hg, {1, C, 1, 1}), b = fz::asarray(hb, {1, C, 1, 1});
+  const fz::Axes nhw{0, 2, 3};
+  const fz::DType d = fz::dtype_of<T>;
+  const BatchNormRef want = batch_norm_ref(hx, N, C, HW, hg, hb, 1e-5);
+  auto layer = [&](const fz::Array<T>& in) { return (in - fz::mean(in, nhw, true)) * fz::rsqrt(fz::var(in, nhw, true) + 1e-5f) * g + b; };
+
+  const fz::KernelInfo info = fz::inspect(layer(x));
+  CHECK(info.kernels == 1);
+  CHECK_THAT(info.variant, Catch::Contains("in segments") && Catch::Contains(strategy));
+  fz::reset_stats();
+  fz::Array<T> y = layer(x);
+  CHECK(fz::stats().launches == 1);
+  const std::vector<T> got = y.to_host();
+  CHECK(test::mismatches(got, want.y, d) == 0);
+  fz::Array<T> again = layer(x);
+  const std::vector<T> got_again = again.to_host();
+  CHECK(std::memcmp(got.data(), got_again.data(), got.size() * sizeof(T)) == 0);
+
+  // the statistics beside y, keepdims and not, from the same kernel
+  fz::Array<T> y2 = fz::full<T>({N, C, H, W}, T(7.f)), mean = fz::full<T>({1, C, 1, 1}, T(7.f)), var = fz::full<T>({C}, T(7.f));
+  fz::reset_stats();
+  fz::tie(y2, mean, var) = std::make_tuple(layer(x), fz::mean(x, nhw, true), fz::var(x, nhw));
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(y2.to_host(), want.y, d) == 0);
+  CHECK(test::mismatches(mean.to_host(), want.mean, d) == 0);
+  CHECK(test::mismatches(var.to_host(), want.var, d) == 0);
+
+  // in place: x = batch_norm(x)
+  fz::Array<T> inplace = fz::asarray(hx, {N, C, H, W});
+  inplace = layer(inplace);
+  CHECK(test::mismatches(inplace.to_host(), want.y, d) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps and strided rows against float64", "[gpu][layers]") {
+  check_batch_norm<float>(8, 64, 112, 112, 61, "a cluster of 8 blocks");  // the benchmark's shape: 25.7 MB
+  check_batch_norm<float>(32, 256, 14, 14, 62, "a block per row");
+  check_batch_norm<float>(3, 5, 7, 9, 63, "strided rows");                 // odd segments: no vectors
+  check_batch_norm<float>(2, 3, 1, 3001, 64, "a block per row");
+  check_batch_norm<double>(4, 16, 30, 30, 65, "2-wide vectors");
+  check_batch_norm<fz::bfloat16>(8, 32, 28, 28, 66, "8-wide vectors");
+  check_batch_norm<fz::half>(4, 24, 16, 16, 67, "8-wide vectors");
+
+  // a strided view (every other column): segments of strided elements, no vectors
+  const auto hx = test::random<float>(static_cast<std::size_t>(4 * 6 * 10 * 20), -2, 2, 68);
+  const auto wide = fz::asarray(hx, {4, 6, 10, 20});
+  const fz::Array<float> x = wide.slice({fz::Slice{}, fz::Slice{}, fz::Slice{}, fz::Slice{{}, {}, 2}});
+  std::vector<float> dense;
+  for (std::size_t i = 0; i < hx.size(); i += 2) dense.push_back(hx[i]);
+  const std::vector<float> ones(6, 1.f), zeros(6, 0.f);
+  const BatchNormRef want = batch_norm_ref(dense, 4, 6, 100, ones, zeros, 1e-5);
+  const fz::Axes nhw{0, 2, 3};
+  fz::reset_stats();
+  fz::Array<float> y = (x - fz::mean(x, nhw, true)) * fz::rsqrt(fz::var(x, nhw, true) + 1e-5f);
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(y.to_host(), want.y, fz::DType::float32) == 0);
+
+  // statistics alone over few channels stay a split reduction (fills the device), over many a layer kernel
+  const auto small = fz::placeholder<float>({4, 16, 48, 48}), big = fz::placeholder<float>({8, 64, 112, 112});
+  CHECK_THAT(fz::inspect(fz::mean(small, nhw, true), fz::var(small, nhw, true)).variant, Catch::StartsWith("reduction"));
+  CHECK_THAT(fz::inspect(fz::mean(big, nhw, true), fz::var(big, nhw, true)).variant, Catch::StartsWith("layer"));
 }

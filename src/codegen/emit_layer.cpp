@@ -189,14 +189,25 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   }
   const int rk = v.rank_kept;
   if (rk > 0) sig.add(ArgSource::dims, kLayerKeptShape, "const FzKept kshape");
+  const bool seg = v.segmented;
+  if (seg) sig.add(ArgSource::dims, kLayerSegment, "const long long fz_segment");
   for (int p = 0; p < np; ++p) {
     if (rk > 0) sig.add(ArgSource::dims, layer_kept_strides(p), fmt::format("const FzKept kst{}", p));
     if (varies(p) && V == 1) sig.add(ArgSource::dims, layer_row_stride(p), fmt::format("const long long rst{}", p));
+    if (varies(p) && seg) sig.add(ArgSource::dims, layer_segment_stride(p), fmt::format("const long long sst{}", p));
   }
   for (int o = 0; o < K; ++o) {
     if (rk > 0) sig.add(ArgSource::dims, layer_kept_strides(np + o), fmt::format("const FzKept kst_out{}", o));
     if (!v.out_per_row[o] && V == 1) sig.add(ArgSource::dims, layer_row_stride(np + o), fmt::format("const long long rst_out{}", o));
+    if (!v.out_per_row[o] && seg) sig.add(ArgSource::dims, layer_segment_stride(np + o), fmt::format("const long long sst_out{}", o));
   }
+  // Where element j of the row sits in an operand (`k`: its row's offset, `suffix`: "0" or "_out0"); a
+  // segmented row's fz_q (segment) and fz_r (place in it) are computed once per access at the loop's top.
+  auto element_at = [&](const std::string& k, const std::string& suffix) {
+    const std::string along = seg ? "fz_r" : "j";
+    const std::string within = V > 1 ? along : fmt::format("{} * rst{}", along, suffix);
+    return seg ? fmt::format("{} + fz_q * sst{} + {}", k, suffix, within) : fmt::format("{} + {}", k, within);
+  };
 
   // The passes: which nodes each computes and which inputs it reads.
   const int passes = static_cast<int>(pass_nodes.size());
@@ -254,6 +265,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, storage_type(pdt[p]));
     }
   }
+  if (seg) w.line("const unsigned fz_seg = (unsigned)fz_segment;  // (segmented rows hold under 2^31 elements)");
   if (V > 1 && C > 1) w.line("const long long n_vec = fz_lo + (fz_hi - fz_lo) / {0} * {0};", V);
   else if (V > 1) w.line("const long long n_vec = n_red / {0} * {0};", V);
 
@@ -281,6 +293,12 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       if (first_pass[static_cast<std::size_t>(p)] < 0) first_pass[static_cast<std::size_t>(p)] = pass;
     auto from_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] < pass; };
     auto to_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] == pass; };
+    bool touches_memory = false;  // reads an input from memory or writes an output: a segmented row locates j
+    for (int p : reads) touches_memory = touches_memory || !from_cache(p);
+    for (int o = 0; o < K && final_pass; ++o) touches_memory = touches_memory || !v.out_per_row[o];
+    auto locate = [&] {
+      if (seg && touches_memory) w.line("const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;");
+    };
 
     if (final_pass) w.line("// Last pass: the per-element outputs.");
     else {
@@ -295,8 +313,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       for (int p : reads) {
         const std::string raw = vector ? fmt::format("v{}.v[e]", p)
                                 : from_cache(p) ? fmt::format("c{}[{}]", p, cache_index)
-                                : V > 1 ? fmt::format("in{0}[k{0} + {1}]", p, j)
-                                        : fmt::format("in{0}[k{0} + {1} * rst{0}]", p, j);
+                                        : fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
         if (!vector && to_cache(p)) {
           w.line("const {} raw{} = {};", storage_type(pdt[p]), p, raw);
           w.line("c{}[{}] = raw{};", p, cache_index, p);
@@ -316,15 +333,16 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         if (v.out_per_row[o]) continue;
         const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], stored_value(g, g.outputs[o], v.out_dtype[o], value));
         if (vector) w.line("o{}.v[e] = {};", o, stored);
-        else if (V > 1) w.line("{3}out{0}[ko{0} + {1}] = {2};", o, j, stored, if_live);
-        else w.line("{3}out{0}[ko{0} + {1} * rst_out{0}] = {2};", o, j, stored, if_live);
+        else w.line("{}out{}[{}] = {};", if_live, o, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)), stored);
       }
     };
     if (V > 1) {
       w.line("#pragma unroll 4");
       auto loop = w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
+      locate();
       for (int p : reads) {
-        const std::string at = from_cache(p) ? fmt::format("c{} + {}", p, C > 1 ? "(j - fz_lo)" : "j") : fmt::format("in{0} + k{0} + j", p);
+        const std::string at = from_cache(p) ? fmt::format("c{} + {}", p, C > 1 ? "(j - fz_lo)" : "j")
+                                             : fmt::format("in{} + {}", p, element_at(fmt::format("k{}", p), std::to_string(p)));
         w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>({3});", storage_type(pdt[p]), V, p, at);
         if (to_cache(p)) w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(c{2} + {3}) = v{2};", storage_type(pdt[p]), V, p, C > 1 ? "(j - fz_lo)" : "j");
       }
@@ -339,11 +357,13 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       if (final_pass)
         for (int o = 0; o < K; ++o)
           if (!v.out_per_row[o])
-            w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + ko{2} + j) = o{2};", storage_type(v.out_dtype[o]), V, o, if_live);
+            w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + {4}) = o{2};", storage_type(v.out_dtype[o]), V, o, if_live,
+                   element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)));
     }
     {
       auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < {}; j += {})", hi, G)
                         : w.block("for (long long j = {}lane; j < {}; j += {})", lo, hi, G);
+      locate();
       body("j", false);
     }
     for (std::size_t i : in_wave) {

@@ -29,6 +29,8 @@ struct LayerVariant {
                                    ///< slice of the row and the blocks combine their partials through
                                    ///< distributed shared memory; 1: one block (or less) per row
   std::uint8_t vector_width = 1;   ///< elements per 16-byte access along the row (1: strided rows)
+  bool segmented = false;          ///< the row is segments of equal length apart in memory (a batch norm's
+                                   ///< N and H·W around C): element j sits at (j / length, j % length)
   bool resident = false;           ///< some input is cached in shared memory
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
   std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
@@ -44,10 +46,15 @@ struct LayerVariant {
   std::string describe() const;
 };
 
-/// Dims entries of a layer kernel: the kept extents, then per operand (parameters, then outputs) its
-/// kept strides and its stride along the row.
+/// Dims entries of a layer kernel: the kept extents, the segment length of a segmented row, then per
+/// operand (parameters, then outputs) its kept strides, its stride along the row (within a segment) and
+/// from one segment to the next.
 inline constexpr std::uint32_t kLayerKeptShape = 0;
-constexpr std::uint32_t layer_kept_strides(int operand) { return 1 + 2 * static_cast<std::uint32_t>(operand); }
-constexpr std::uint32_t layer_row_stride(int operand) { return 2 + 2 * static_cast<std::uint32_t>(operand); }
+inline constexpr std::uint32_t kLayerSegment = 1;
+constexpr std::uint32_t layer_kept_strides(int operand) { return 2 + 3 * static_cast<std::uint32_t>(operand); }
+constexpr std::uint32_t layer_row_stride(int operand) { return 3 + 3 * static_cast<std::uint32_t>(operand); }
+constexpr std::uint32_t layer_segment_stride(int operand) { return 4 + 3 * static_cast<std::uint32_t>(operand); }
+/// Dims entries of a kernel with `operands` parameters and outputs.
+constexpr std::uint32_t layer_dims_count(int operands) { return 2 + 3 * static_cast<std::uint32_t>(operands); }
 
 }  // namespace fusion::codegen

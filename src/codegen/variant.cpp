@@ -102,6 +102,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0xb1);
     h.add_byte(min_blocks);
   }
+  if (segmented) h.add_byte(0x5e);  // likewise
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -123,6 +124,7 @@ std::string LayerVariant::describe() const {
   if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
   s += resident ? ", the row kept in shared memory" : ", each pass reads the row from memory";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
+  if (segmented) s += ", each row in segments apart in memory";
   s += fmt::format(", kept rank {}", rank_kept);
   int cached = 0, row = 0;
   for (int p = 0; p < n_params; ++p) {

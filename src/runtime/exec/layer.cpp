@@ -26,18 +26,20 @@ void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* 
   // Arrays and dims entries are numbered as emit_layer's signature names them.
   const int np = L.v.n_params;
   std::uint64_t ptrs[codegen::kMaxParams + codegen::kMaxOutputs];
-  const std::int64_t* dims[codegen::layer_row_stride(codegen::kMaxParams + codegen::kMaxOutputs)];
+  const std::int64_t* dims[codegen::layer_dims_count(codegen::kMaxParams + codegen::kMaxOutputs)];
   for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
   for (int o = 0; o < K; ++o) ptrs[np + o] = outs[o]->data_ptr();
   dims[codegen::kLayerKeptShape] = L.kshape.begin();
+  dims[codegen::kLayerSegment] = &L.segment;
   for (int op = 0; op < np + K; ++op) {
     dims[codegen::layer_kept_strides(op)] = L.kst[op].begin();
     dims[codegen::layer_row_stride(op)] = &L.rst[op];
+    dims[codegen::layer_segment_stride(op)] = &L.sst[op];
   }
   LaunchArgs a;
   a.pointers = {ptrs, static_cast<std::size_t>(np + K)};
   a.scalars = {c.scalars, static_cast<std::size_t>(c.n_scalars)};
-  a.dims = {dims, codegen::layer_row_stride(np + K - 1) + 1};
+  a.dims = {dims, codegen::layer_dims_count(np + K)};
   a.count(codegen::Count::n_out) = L.n_rows;
   a.count(codegen::Count::n_red) = L.n_red;
   a.divisors = L.divisors;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "codegen/emit_layer.hpp"
 #include "codegen/launch_shape.hpp"
@@ -145,8 +146,16 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   Strides rst[kMaxParams + kMaxOutputs];
   split_kept_reduced(S.full, S.mask, st, np + K, L.kshape, rshape, [&](int p) -> Strides& { return L.kst[p]; },
                      [&](int p) -> Strides& { return rst[p]; });
-  if (rshape.size() > 1) return fail(why_not, "the reduced axes are not one stride apart in every array");
-  for (int p = 0; p < np + K; ++p) L.rst[p] = rshape.empty() ? 0 : rst[p][0];
+  // A row is one stride apart (softmax's last axis), or segments of equal length (batch norm's N and H·W
+  // around C: element j at (j / length, j % length), one 32-bit division per access).
+  if (rshape.size() > 2) return fail(why_not, "the reduced axes are more than two strides apart in some array");
+  v.segmented = rshape.size() == 2;
+  if (v.segmented && S.n_red > INT32_MAX) return fail(why_not, "a row in segments of over 2^31 elements");
+  L.segment = v.segmented ? rshape[1] : 0;
+  for (int p = 0; p < np + K; ++p) {
+    L.rst[p] = rshape.empty() ? 0 : rst[p][rshape.size() - 1];
+    L.sst[p] = v.segmented ? rst[p][0] : 0;
+  }
   v.rank_kept = static_cast<std::uint8_t>(L.kshape.size());
   L.n_rows = S.n_rows;
   L.n_red = S.n_red;
@@ -163,7 +172,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   for (int p = 0; p < np; ++p) {
     bool across_rows = false;  // an array shared by every row (a weight) stays in L1/L2 instead
     for (std::int64_t x : L.kst[p]) across_rows = across_rows || x != 0;
-    v.role[p] = L.rst[p] == 0 ? LayerRole::row
+    v.role[p] = L.rst[p] == 0 && L.sst[p] == 0 ? LayerRole::row
                 : readers[static_cast<std::size_t>(p)] > 1 && across_rows ? LayerRole::cached
                                                                            : LayerRole::stream;
   }
@@ -184,6 +193,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     const ArrayBase& a = operand_array(op);
     bool ok = a.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(a.dtype())) == 0;
     for (std::int64_t x : L.kst[op]) ok = ok && x % V == 0;
+    if (v.segmented) ok = ok && L.segment % V == 0 && L.sst[op] % V == 0;  // no vector straddles two segments
     if (!ok) V = 1;
   }
   v.vector_width = static_cast<std::uint8_t>(V);
@@ -227,6 +237,13 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
 
   if (r > kShortRow && L.blocks * 2 < sms)
     return fail(why_not, fmt::format("{} rows of {} elements leave most SMs idle: split reductions fill the device", L.n_rows, r));
+  // Statistics alone over segmented rows (a batch norm's mean and var over N, H, W) are one split
+  // reduction kernel in the plan, spread over as many blocks as fill the device: a layer kernel only
+  // where it fills half the SMs itself.
+  bool element_outputs = false;
+  for (int k = 0; k < K; ++k) element_outputs = element_outputs || !S.per_row[k];
+  if (v.segmented && !element_outputs && L.blocks * 2 < sms)
+    return fail(why_not, fmt::format("{} rows leave most SMs idle: a split reduction fills the device", L.n_rows));
 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
@@ -261,8 +278,6 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   for (const ir::Node& nd : g.nodes)
     if (ir::is_reduction(nd.op)) L.divisors.push_back(static_cast<double>(r) - c.reductions[nd.slot].ddof);
 
-  bool element_outputs = false;
-  for (int k = 0; k < K; ++k) element_outputs = element_outputs || !S.per_row[k];
   const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
   const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
   L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es", L.n_rows, r,

@@ -31,7 +31,9 @@ struct LayerLayout {
   Shape kshape;  // collapsed kept extents
   const ArrayBase* params[codegen::kMaxParams];
   Strides kst[codegen::kMaxParams + codegen::kMaxOutputs];       // parameters, then outputs
-  std::int64_t rst[codegen::kMaxParams + codegen::kMaxOutputs];  // along the row
+  std::int64_t rst[codegen::kMaxParams + codegen::kMaxOutputs];  // along the row (within a segment)
+  std::int64_t sst[codegen::kMaxParams + codegen::kMaxOutputs];  // from a segment to the next (segmented rows)
+  std::int64_t segment = 0;                                      // a segment's length (segmented rows)
   std::vector<double> divisors;  // per reduction, in graph order
   std::int64_t blocks = 0;
   unsigned shared_bytes = 0;
