@@ -183,6 +183,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   sig.add(Count::n_out, "const long long n_rows");
   sig.add(Count::n_red, "const long long n_red");
+  const bool partly = v.partly_resident;
+  if (partly) sig.add(Count::chunk, "const long long fz_keep");
   for (std::size_t i = 0; i < reds.size(); ++i) {
     const Op op = g.nodes[reds[i].node].op;
     if (op == Op::mean || op == Op::var) sig.add(ArgSource::divisor, static_cast<std::uint32_t>(i), fmt::format("const double divisor{}", i));
@@ -257,7 +259,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     if (!varies(p)) w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("in{0}[k{0}]", p)));
   if (v.resident) {
     w.line("// The row's cached inputs: {} rows per block, each padded to 16 elements.", rows_per_block);
-    w.line("const long long fz_pad = ({} + 15) / 16 * 16;", C > 1 ? "fz_slice" : "n_red");
+    if (partly) w.line("const long long fz_pad = fz_keep;  // (a multiple of 16) the rest of the row is re-read");
+    else w.line("const long long fz_pad = ({} + 15) / 16 * 16;", C > 1 ? "fz_slice" : "n_red");
     w.line("unsigned char* fz_at = fz_row_cache;");
     for (int p = 0; p < np; ++p) {
       if (v.role[p] != LayerRole::cached) continue;
@@ -294,7 +297,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     auto from_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] < pass; };
     auto to_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] == pass; };
     bool touches_memory = false;  // reads an input from memory or writes an output: a segmented row locates j
-    for (int p : reads) touches_memory = touches_memory || !from_cache(p);
+    for (int p : reads) touches_memory = touches_memory || !from_cache(p) || partly;
     for (int o = 0; o < K && final_pass; ++o) touches_memory = touches_memory || !v.out_per_row[o];
     auto locate = [&] {
       if (seg && touches_memory) w.line("const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;");
@@ -310,13 +313,16 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     // The loop body over element `j` (`e`: its lane in a vector, or empty for scalar accesses).
     auto body = [&](const std::string& j, bool vector) {
       const std::string cache_index = j == "j" ? at_j : j;
+      const std::string kept = partly ? fmt::format("if ({} < fz_keep) ", cache_index) : "";
       for (int p : reads) {
+        const std::string memory = fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
         const std::string raw = vector ? fmt::format("v{}.v[e]", p)
-                                : from_cache(p) ? fmt::format("c{}[{}]", p, cache_index)
-                                        : fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
+                                : from_cache(p) ? (partly ? fmt::format("({} < fz_keep ? c{}[{}] : {})", cache_index, p, cache_index, memory)
+                                                          : fmt::format("c{}[{}]", p, cache_index))
+                                                : memory;
         if (!vector && to_cache(p)) {
           w.line("const {} raw{} = {};", storage_type(pdt[p]), p, raw);
-          w.line("c{}[{}] = raw{};", p, cache_index, p);
+          w.line("{}c{}[{}] = raw{};", kept, p, cache_index, p);
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("raw{}", p)));
         } else {
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], raw));
@@ -340,11 +346,15 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       w.line("#pragma unroll 4");
       auto loop = w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
       locate();
+      const std::string cache_index = C > 1 ? "(j - fz_lo)" : "j";
       for (int p : reads) {
-        const std::string at = from_cache(p) ? fmt::format("c{} + {}", p, C > 1 ? "(j - fz_lo)" : "j")
-                                             : fmt::format("in{} + {}", p, element_at(fmt::format("k{}", p), std::to_string(p)));
-        w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>({3});", storage_type(pdt[p]), V, p, at);
-        if (to_cache(p)) w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(c{2} + {3}) = v{2};", storage_type(pdt[p]), V, p, C > 1 ? "(j - fz_lo)" : "j");
+        const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
+        const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
+        const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p, element_at(fmt::format("k{}", p), std::to_string(p)));
+        w.line("const {} v{} = {};", type, p,
+               !from_cache(p) ? memory : partly ? fmt::format("{} < fz_keep ? {} : {}", cache_index, cached, memory) : cached);
+        if (to_cache(p))
+          w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", partly ? fmt::format("if ({} < fz_keep) ", cache_index) : "", type, p, cache_index, p);
       }
       if (final_pass)
         for (int o = 0; o < K; ++o)

@@ -32,6 +32,8 @@ struct LayerVariant {
   bool segmented = false;          ///< the row is segments of equal length apart in memory (a batch norm's
                                    ///< N and H·W around C): element j sits at (j / length, j % length)
   bool resident = false;           ///< some input is cached in shared memory
+  bool partly_resident = false;    ///< only the first `keep` elements of a block's slice are cached (a kernel
+                                   ///< argument); later passes re-read the rest, mostly from L2
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
   std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
   std::uint8_t n_params = 0;

@@ -103,6 +103,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(min_blocks);
   }
   if (segmented) h.add_byte(0x5e);  // likewise
+  if (partly_resident) h.add_byte(0x9a);  // likewise
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -122,7 +123,9 @@ std::string LayerVariant::describe() const {
                               group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} threads", group), block);
   if (min_blocks > 0) s += fmt::format(", registers capped for {} blocks per SM", min_blocks);
   if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
-  s += resident ? ", the row kept in shared memory" : ", each pass reads the row from memory";
+  s += partly_resident ? ", most of the row kept in shared memory (the rest re-read)"
+       : resident      ? ", the row kept in shared memory"
+                       : ", each pass reads the row from memory";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   if (segmented) s += ", each row in segments apart in memory";
   s += fmt::format(", kept rank {}", rank_kept);

@@ -42,6 +42,7 @@ void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* 
   a.dims = {dims, codegen::layer_dims_count(np + K)};
   a.count(codegen::Count::n_out) = L.n_rows;
   a.count(codegen::Count::n_red) = L.n_red;
+  a.count(codegen::Count::chunk) = L.keep;
   a.divisors = L.divisors;
   launch_kernel(k.kernel->function, k.signature, a, {L.blocks, 1, L.v.block, L.shared_bytes}, *stream);
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);

@@ -247,9 +247,29 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
 
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
-  v.resident = bytes > 0 && bytes <= limit;
-  if (tuning().layer_fit_blocks > 0 && v.resident && span > 1024) {  // registers for as many blocks as shared memory holds
-    const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
+  v.resident = bytes > 0 && bytes <= limit && tuning().layer_resident;
+  L.keep = (span + 15) / 16 * 16;
+  const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
+  // A grid of clusters meant to run in one wave may not: a cluster is placed whole within a GPC, so slots
+  // stay empty (H100, batch norm over (8, 64, 112, 112): 64 clusters of 8 blocks keeping 50 KB each, 4
+  // blocks per SM, yet only 62 clusters at once, and the last 2 ran as a second wave: 59% of the limit at
+  // best). Then each block keeps only the start of its slice, so one more block fits each SM, and passes
+  // re-read the rest, mostly from L2; blocks of 256 threads leave room for that block.
+  if (v.resident && C > 1 && tuning().layer_spare_block) {
+    const std::int64_t full = std::max<std::int64_t>(1, static_cast<std::int64_t>(per_sm / (bytes + 2048)));
+    const std::int64_t wanted = (L.blocks + sms - 1) / sms + 1;  // per SM: the grid's share and one to spare
+    std::int64_t block = v.block;
+    while (block > 128 && wanted * block > 2048) block /= 2;
+    const std::size_t room = per_sm / static_cast<std::size_t>(wanted) - 2048;  // the driver's 1 KB and the static scratch
+    const std::int64_t keep = static_cast<std::int64_t>(room / cached_bytes) / 16 * 16;
+    if (L.blocks <= full * sms && wanted > full && wanted * block <= 2048 && keep >= span / 2) {
+      v.block = v.group = static_cast<std::uint16_t>(block);
+      v.partly_resident = true;
+      v.min_blocks = static_cast<std::uint8_t>(wanted);  // registers for them too
+      L.keep = keep;
+    }
+  }
+  if (tuning().layer_fit_blocks > 0 && v.resident && !v.partly_resident && span > 1024) {  // registers for as many blocks as shared memory holds
     const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;
     const std::int64_t blocks = std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32);
@@ -262,7 +282,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   if (!v.resident)
     for (int p = 0; p < np; ++p)
       if (v.role[p] == LayerRole::cached) v.role[p] = LayerRole::stream;
-  L.shared_bytes = v.resident ? static_cast<unsigned>(bytes) : 0;
+  L.shared_bytes = v.partly_resident ? static_cast<unsigned>(static_cast<std::size_t>(L.keep) * cached_bytes)
+                  : v.resident       ? static_cast<unsigned>(bytes)
+                                     : 0;
 
   // In place (x = softmax(x)) is safe: a row's elements are read before its outputs are written, each
   // by the thread that writes it. Any other overlap is computed aside by the plan.
@@ -282,7 +304,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
   L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es", L.n_rows, r,
                       C > 1 ? fmt::format(", each row split over a cluster of {} blocks (one SM cannot hold it)", C) : "",
-                      v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
+                      v.partly_resident ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
+                                                      "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave", L.keep, span)
+                      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
                       : bytes > 0 ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2", bytes)
                                   : "");
   return true;

@@ -36,6 +36,7 @@ struct LayerLayout {
   std::int64_t segment = 0;                                      // a segment's length (segmented rows)
   std::vector<double> divisors;  // per reduction, in graph order
   std::int64_t blocks = 0;
+  std::int64_t keep = 0;  // elements of its slice a block caches (partly resident kernels)
   unsigned shared_bytes = 0;
   std::string why;  // the strategy in words, for fz::inspect
 };

@@ -21,6 +21,9 @@ struct Tuning {
   /// 1%; rows of 65,536 (clusters of 4): layer norm +0.7, softmax -1.6, RMSNorm bfloat16 -2.9 points;
   /// rows of 4,096 (a cap of 39): layer norm 97 -> 71%.
   int layer_fit_blocks = 2;
+  bool layer_resident = true;  ///< keep a layer kernel's cached inputs in shared memory where they fit
+  /// A one-wave grid of clusters keeps part of each slice so that each SM has room for a spare block.
+  bool layer_spare_block = true;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
