@@ -8,6 +8,8 @@
 //   fusion-bench --steps                          multi-statement steps: eager, fz::Lazy, fz::Step (issue 16)
 //   fusion-bench --host-loop MODE N               the 10-statement step only (eager|region|step|replay), N per batch (for a profiler)
 //   fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue 15)
+//   fusion-bench --fast-math                      each float32 op's error in ulps, precise and fz::FastMath, then
+//                                                 the bfloat16 suite precise and fast at 2^26
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
 //                                                 layout thresholds changed (runtime/exec/tuning.hpp)
@@ -27,6 +29,7 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
+#include "fast_math_errors.hpp"
 #include "fusion/fusion.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/compile/kernel_cache.hpp"
@@ -525,7 +528,7 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 int main(int argc, char** argv) {
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
-  bool only_layers = false, only_layouts = false;
+  bool only_layers = false, only_layouts = false, fast_math = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
     if (!std::strcmp(argv[i], "--host-loop") && i + 2 < argc) return host_loop(argv[i + 1], std::atoi(argv[i + 2]));
@@ -535,6 +538,7 @@ int main(int argc, char** argv) {
     }
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--layouts")) only_layouts = true;
+    if (!std::strcmp(argv[i], "--fast-math")) fast_math = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
@@ -558,6 +562,17 @@ int main(int argc, char** argv) {
   const CompileCost early_compile = compile_cost();
   std::vector<Row> rows;
   if (only_layouts) layouts_suite(rows), sizes.clear();
+  if (fast_math) {  // the error table, then the bfloat16 suite precise and fast
+    bench::print_fast_math_errors();
+    suite<fz::bfloat16>(std::int64_t{1} << 26, rows);
+    const std::size_t precise = rows.size();
+    {
+      fz::FastMath scope;
+      suite<fz::bfloat16>(std::int64_t{1} << 26, rows);
+    }
+    for (std::size_t i = precise; i < rows.size(); ++i) rows[i].expression += " [fast]";
+    sizes.clear();
+  }
   for (int e : sizes) {
     if (only_layers) break;
     suite<float>(std::int64_t{1} << e, rows);
