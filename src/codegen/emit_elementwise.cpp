@@ -215,24 +215,25 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       w.line("// second-to-last dimension) are read along it into shared memory; the outputs are written along the last.");
       for (int p = 0; p < v.n_params; ++p)
         if (v.access[p] == Access::across) w.line("__shared__ {} tile{}[{}][{}];  // [column][row]; the padding spreads a column over the banks", storage_type(pdt[p]), p, T, T + 1);
-      w.line("const long long cols = shape.v[{}], rows = shape.v[{}];", R - 1, R - 2);
-      w.line("const long long tiles_c = (cols + {0}) / {1}, per_matrix = tiles_c * ((rows + {0}) / {1}), tiles = per_matrix * (n / (rows * cols));", T - 1, T);
+      const std::string I = index_t;  // 32-bit where every offset fits
+      w.line("const {0} cols = ({0})shape.v[{1}], rows = ({0})shape.v[{2}];", I, R - 1, R - 2);
+      w.line("const {0} tiles_c = (cols + {1}) / {2}, per_matrix = tiles_c * ((rows + {1}) / {2}), tiles = per_matrix * ({0})(n / ((long long)rows * cols));", I, T - 1, T);
       w.line("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", T);
-      auto loop = w.block("for (long long t = blockIdx.x; t < tiles; t += gridDim.x)");
-      w.line("const long long matrix = t / per_matrix, in_matrix = t - matrix * per_matrix;");
-      w.line("const long long r0 = in_matrix / tiles_c * {0}, c0 = in_matrix % tiles_c * {0};", T);
-      w.line("const long long base = matrix * rows * cols;  // the outputs' matrix");
+      auto loop = w.block("for ({} t = blockIdx.x; t < tiles; t += gridDim.x)", I);
+      w.line("const {0} matrix = t / per_matrix, in_matrix = t - matrix * per_matrix;", I);
+      w.line("const {0} r0 = in_matrix / tiles_c * {1}, c0 = in_matrix % tiles_c * {1};", I, T);
+      w.line("const {} base = matrix * rows * cols;  // the outputs' matrix", I);
       std::vector<int> offset_params;
       for (int p = 0; p < v.n_params; ++p)
         if (v.access[p] == Access::strided || v.access[p] == Access::across) offset_params.push_back(p);
-      for (int p : offset_params) w.line("long long o{} = 0;", p);
+      for (int p : offset_params) w.line("{} o{} = 0;", I, p);
       if (R > 2 && !offset_params.empty()) {
-        w.line("long long rest = matrix;");
+        w.line("{} rest = matrix;", I);
         w.line("#pragma unroll");
         auto dims = w.block("for (int d = {}; d >= 0; --d)", R - 3);
-        w.line("const long long c = rest % shape.v[d];");
-        w.line("rest /= shape.v[d];");
-        for (int p : offset_params) w.line("o{0} += c * st{0}.v[d];", p);
+        w.line("const {0} c = rest % ({0})shape.v[d];", I);
+        w.line("rest /= ({})shape.v[d];", I);
+        for (int p : offset_params) w.line("o{0} += c * ({1})st{0}.v[d];", p, I);
       }
       bool any_across = false;
       for (int p = 0; p < v.n_params; ++p) any_across = any_across || v.access[p] == Access::across;
@@ -241,22 +242,22 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         w.line("#pragma unroll");
         {
           auto fill = w.block("for (int j = 0; j < {}; j += {})", T, TR);
-          w.line("const long long ri = r0 + tx, ci = c0 + ty + j;  // consecutive threads: consecutive rows, contiguous in these inputs");
+          w.line("const {} ri = r0 + tx, ci = c0 + ty + j;  // consecutive threads: consecutive rows, contiguous in these inputs", I);
           auto in = w.block("if (ri < rows && ci < cols)");
           for (int p = 0; p < v.n_params; ++p)
-            if (v.access[p] == Access::across) w.line("tile{0}[ty + j][tx] = in{0}[o{0} + ri + ci * st{0}.v[{1}]];", p, R - 1);
+            if (v.access[p] == Access::across) w.line("tile{0}[ty + j][tx] = in{0}[o{0} + ri + ci * ({2})st{0}.v[{1}]];", p, R - 1, I);
         }
         w.line("__syncthreads();");
       }
       w.line("#pragma unroll");
       auto elems = w.block("for (int j = 0; j < {}; j += {})", T, TR);
-      w.line("const long long ri = r0 + ty + j, ci = c0 + tx;  // consecutive threads: consecutive columns of the outputs");
+      w.line("const {} ri = r0 + ty + j, ci = c0 + tx;  // consecutive threads: consecutive columns of the outputs", I);
       auto in = w.block("if (ri < rows && ci < cols)");
       std::vector<std::string> inputs;
       for (int p = 0; p < v.n_params; ++p) {
         if (v.access[p] == Access::broadcast) inputs.push_back(fmt::format("b{}", p));
         else if (v.access[p] == Access::across) inputs.push_back(load_conv(pdt[p], fmt::format("tile{}[tx][ty + j]", p)));
-        else inputs.push_back(load(p, fmt::format("o{0} + ri * st{0}.v[{1}] + ci * st{0}.v[{2}]", p, R - 2, R - 1)));
+        else inputs.push_back(load(p, fmt::format("o{0} + ri * ({3})st{0}.v[{1}] + ci * ({3})st{0}.v[{2}]", p, R - 2, R - 1, I)));
       }
       store_all(w, call(inputs, "base + ri * cols + ci"), [&](int o) { return fmt::format("{}[base + ri * cols + ci]", out_name(o)); });
     } else if (!v.has_strided() && v.vector_width > 1) {

@@ -35,7 +35,7 @@ std::string Variant::describe() const {
                  : tiles ? fmt::format("tiles, rank {} ({}x{} tiles of the last two dimensions)", rank, kTile, kTile)
                  : has_strided() ? fmt::format("strided, rank {}", rank) : "linear";
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
-  if (!tiles) s += index64 ? ", 64-bit index" : ", 32-bit index";  // (tiles kernels index in 64 bits)
+  s += index64 ? ", 64-bit index" : ", 32-bit index";
   if (out_aliases_input) s += ", output aliases an input";
   int broadcast = 0, strided = 0, row = 0, along = 0, across = 0;
   for (int p = 0; p < n_params; ++p) {
