@@ -98,6 +98,11 @@ bool unspecified(fusion::ir::Op op, DType od, const test::Scalar& a, const test:
     // sin, cos and tan of an argument whose rounding error (a few ulp) spans radians: any value is right
     case Op::sin: case Op::cos: case Op::tan:
       return std::fabs(a.f) * rounding_unit(od == DType::float64 ? od : DType::float32) > 1e-3;
+    // tgamma and lgamma of a negative argument whose rounding error spans their poles (every integer):
+    // a float32 beyond 2^23 is an integer, a pole, where the float64 reference sees a value beside one
+    // (fuzz case 15000798: tgamma gave NaN on the GPU, 0 in float64)
+    case Op::tgamma: case Op::lgamma:
+      return a.f < 0 && std::fabs(a.f) * rounding_unit(od == DType::float64 ? od : DType::float32) > 1e-3;
     case Op::copysign: return std::isnan(b.f);
     case Op::fmin: case Op::fmax: case Op::minimum: case Op::maximum:
       return a.f == 0 && b.f == 0 && std::signbit(a.f) != std::signbit(b.f);
