@@ -302,6 +302,9 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     auto locate = [&] {
       if (seg && touches_memory) w.line("const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;");
     };
+    // A partly kept row: cache index `at` is in shared memory below fz_keep, else read from memory again.
+    auto kept = [&](const std::string& at) { return fmt::format("{} < fz_keep", at); };
+    auto if_kept = [&](const std::string& at) { return partly ? fmt::format("if ({}) ", kept(at)) : std::string(); };
 
     if (final_pass) w.line("// Last pass: the per-element outputs.");
     else {
@@ -313,16 +316,15 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     // The loop body over element `j` (`e`: its lane in a vector, or empty for scalar accesses).
     auto body = [&](const std::string& j, bool vector) {
       const std::string cache_index = j == "j" ? at_j : j;
-      const std::string kept = partly ? fmt::format("if ({} < fz_keep) ", cache_index) : "";
       for (int p : reads) {
         const std::string memory = fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
         const std::string raw = vector ? fmt::format("v{}.v[e]", p)
-                                : from_cache(p) ? (partly ? fmt::format("({} < fz_keep ? c{}[{}] : {})", cache_index, p, cache_index, memory)
+                                : from_cache(p) ? (partly ? fmt::format("({} ? c{}[{}] : {})", kept(cache_index), p, cache_index, memory)
                                                           : fmt::format("c{}[{}]", p, cache_index))
                                                 : memory;
         if (!vector && to_cache(p)) {
           w.line("const {} raw{} = {};", storage_type(pdt[p]), p, raw);
-          w.line("{}c{}[{}] = raw{};", kept, p, cache_index, p);
+          w.line("{}c{}[{}] = raw{};", if_kept(cache_index), p, cache_index, p);
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("raw{}", p)));
         } else {
           w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], raw));
@@ -352,9 +354,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
         const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p, element_at(fmt::format("k{}", p), std::to_string(p)));
         w.line("const {} v{} = {};", type, p,
-               !from_cache(p) ? memory : partly ? fmt::format("{} < fz_keep ? {} : {}", cache_index, cached, memory) : cached);
-        if (to_cache(p))
-          w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", partly ? fmt::format("if ({} < fz_keep) ", cache_index) : "", type, p, cache_index, p);
+               !from_cache(p) ? memory : partly ? fmt::format("{} ? {} : {}", kept(cache_index), cached, memory) : cached);
+        if (to_cache(p)) w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", if_kept(cache_index), type, p, cache_index, p);
       }
       if (final_pass)
         for (int o = 0; o < K; ++o)

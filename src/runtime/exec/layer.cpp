@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running an expression as one layer kernel (codegen/layer_variant.hpp): the shapes checked, the
 // outputs prepared, the layout analyzed, the kernel found or built, launched.
+#include <algorithm>
+
 #include "codegen/emit_layer.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -55,13 +57,12 @@ void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* 
 /// receives the call's reductions, then per var a keepdims, ddof-0 copy of its own (the inner mean's slot).
 Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   const ir::Graph& g = c.lowered->graph;
-  std::vector<std::uint32_t> vars;
-  for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
-    if (g.nodes[i].op == ir::Op::var && is_floating(g.nodes[i].dtype)) vars.push_back(i);
-  if (vars.empty()) return c;
+  auto centered = [](const ir::Node& n) { return n.op == ir::Op::var && is_floating(n.dtype); };
+  if (std::none_of(g.nodes.begin(), g.nodes.end(), centered)) return c;  // (the common case: no allocation)
   args.assign(c.reductions, c.reductions + c.n_reductions);
-  for (std::uint32_t v : vars) {
-    ReduceArg inner = c.reductions[g.nodes[v].slot];
+  for (const ir::Node& n : g.nodes) {
+    if (!centered(n)) continue;
+    ReduceArg inner = c.reductions[n.slot];
     inner.keepdims = true;
     inner.ddof = 0;
     args.push_back(inner);
@@ -83,7 +84,7 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
       n.a = mapped(n.a);
       n.b = mapped(n.b);
       n.c = mapped(n.c);
-      if (n.op != ir::Op::var || !is_floating(n.dtype)) {
+      if (!centered(n)) {
         at[i] = out.append(n);
         continue;
       }
