@@ -90,6 +90,13 @@ std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
   v = base();  // a block per part of an outer row, vectorized (a batch norm's N and H*W around C)
   v.group = 256, v.rank_kept = 1, v.rank_reduced = 2, v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d)), v.split = true;
   vs.push_back(v);
+  v = base();  // row groups over a few columns, split (a column sum of few columns)
+  v.mode = ReduceMode::outer, v.rank_kept = 1, v.rank_reduced = 1, v.row_groups = 8, v.split = true;
+  vs.push_back(v);
+  v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d));  // ... with neighbouring outputs per thread
+  vs.push_back(v);
+  v.rank_kept = 2, v.row_groups = 4, v.split = false;  // ... a middle axis, in one block per tile
+  vs.push_back(v);
   return vs;
 }
 
@@ -110,7 +117,7 @@ TEST_CASE("every reduction compiles through NVRTC for every dtype and thread lay
     CHECK_NOTHROW(fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
   }
   constexpr int n_ops = static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum);
-  CHECK(kernels == n_ops * fz::kNumDTypes * 6);
+  CHECK(kernels == n_ops * fz::kNumDTypes * 9);
 }
 
 TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][plan]") {
@@ -130,8 +137,9 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
   const fz::KernelInfo rows = fz::inspect(fz::mean(m, 1));
   CHECK(rows.kernels == 1);
   CHECK_THAT(rows.variant, Catch::Contains("a warp per output"));
-  const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));
-  CHECK_THAT(cols.variant, Catch::Contains("a thread per output"));
+  const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));  // few columns: row groups of a block share them
+  CHECK_THAT(cols.variant, Catch::Contains("8 rows of 32 threads"));
+  CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant, Catch::Contains("a thread per output"));  // 20 rows
 
   const fz::KernelInfo centered = fz::inspect(m - fz::mean(m, 0, true));  // the mean meets its columns again: one layer kernel
   CHECK(centered.kernels == 1);

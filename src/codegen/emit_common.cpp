@@ -100,6 +100,7 @@ void write_decode(SourceWriter& w, const std::string& index, const std::string& 
 }
 
 int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out) {
+  ctx.fast_math = g.fast_math;
   int heavy = 0;
   for (const ir::Node& n : g.nodes) heavy += is_heavy_math(n.op);
   ctx.outline_heavy_math = heavy > kHeavyMathBudget;

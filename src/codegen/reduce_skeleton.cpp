@@ -102,12 +102,20 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   const std::string store = s.store("k_out");
 
   const bool inner = v.mode == ReduceMode::inner;
+  // Outer mode in row groups: the block's threads are G rows of TX; row ty takes every G-th reduced row.
+  const int G = v.row_groups, TX = kBlockThreads / G;
+  const bool grouped = !inner && G > 1;
   {  // the kernel's closing brace is written when this scope ends, before the text is taken
   auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, s.kernel_name, sig.list());
   if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
   if (inner) {
     w.line("const int lane = threadIdx.x % {};", v.group);
     w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", kBlockThreads / v.group, v.group);
+  } else if (grouped) {
+    w.line("// {} rows of {} threads: thread (tx, ty) owns {} neighbouring output(s) and reads every {}th reduced row.",
+           G, TX, v.vector_width, G);
+    w.line("const int tx = threadIdx.x % {}, ty = threadIdx.x / {};", TX, TX);
+    w.line("const long long o = ((long long)blockIdx.x * {} + tx) * {};", TX, v.vector_width);
   } else if (v.vector_width > 1) {
     w.line("// {} neighbouring outputs per thread, read with 16-byte loads.", v.vector_width);
     w.line("const long long o = ((long long)blockIdx.x * {} + threadIdx.x) * {};", kBlockThreads, v.vector_width);
@@ -128,7 +136,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   }
   w.line("{} a = fz_identity();", s.acc);
   w.line("long long k_out = 0;");
-  if (!inner && v.vector_width > 1) {
+  if (!inner && (v.vector_width > 1 || grouped)) {
     w.line("{} acc[{}];", s.acc, v.vector_width);
     w.line("#pragma unroll");
     w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", v.vector_width);
@@ -186,24 +194,39 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       w.line("while (c1 >= rshape.v[1]) c1 -= rshape.v[1], ++c0;");
     } else if (inner) {
       scalar_loop(fmt::format("for (long long r = r0 + lane; r < r1; r += {})", v.group));
-    } else if (v.vector_width > 1) {
+    } else if (v.vector_width > 1 || grouped) {
       const int V = v.vector_width;
       w.line("#pragma unroll 4");
-      auto loop = w.block("for (long long r = r0; r < r1; ++r)");
+      auto loop = w.block("{}", grouped ? fmt::format("for (long long r = r0 + ty; r < r1; r += {})", G) : std::string("for (long long r = r0; r < r1; ++r)"));
       decode("r", "rshape", rr, reduced_targets);
-      for (int p = 0; p < v.n_params; ++p)
-        if (!v.broadcast[p])
-          w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(s.params[p]), V, p);
-      w.line("#pragma unroll");
-      auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-      w.line("acc[j] = fz_step(acc[j], {}, r);",
-             inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+      if (V == 1) {
+        w.line("acc[0] = fz_step(acc[0], {}, r);", inputs(strided_element));
+      } else {
+        for (int p = 0; p < v.n_params; ++p)
+          if (!v.broadcast[p])
+            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(s.params[p]), V, p);
+        w.line("#pragma unroll");
+        auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
+        w.line("acc[j] = fz_step(acc[j], {}, r);",
+               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+      }
     } else {
       w.line("#pragma unroll 4");
       scalar_loop("for (long long r = r0; r < r1; ++r)");
     }
   }
-  if (inner || v.vector_width == 1) w.line("a = fz_settle(a);");
+  if (inner || (v.vector_width == 1 && !grouped)) w.line("a = fz_settle(a);");
+  if (grouped) {
+    w.line("// The row groups meet in shared memory: row 0 combines the others' accumulators in row order.");
+    w.line("__shared__ {} fz_rows[{}];", s.acc, (G - 1) * TX);
+    w.line("#pragma unroll");
+    auto lanes = w.block("for (int j = 0; j < {}; ++j)", v.vector_width);
+    w.line("acc[j] = fz_settle(acc[j]);");
+    w.line("if (ty > 0) fz_rows[(ty - 1) * {} + tx] = acc[j];", TX);
+    w.line("__syncthreads();");
+    w.line("if (ty == 0) for (int g = 0; g < {}; ++g) acc[j] = fz_combine(acc[j], fz_rows[g * {} + tx]);", G - 1, TX);
+    w.line("__syncthreads();");
+  }
   if (inner && v.group < kWarpThreads) {
     w.line("// {} outputs per warp: each group of {} lanes combines its own (lane 0 of a group gets only its lanes).",
            kWarpThreads / v.group, v.group);
@@ -236,16 +259,19 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     auto t0 = w.block("if (threadIdx.x == 0)");
     w.line("counters[o] = 0;  // ready for the next launch");
     w.line("{}", store);
-  } else if (v.vector_width > 1) {
+  } else if (v.vector_width > 1 || grouped) {
     const int V = v.vector_width;
     const std::string store_j = s.store("k_out + j");
+    // Row 0 of a grouped block holds its settled results; otherwise every thread its own accumulators.
+    const std::string owner = grouped ? "ty == 0 && o < n_out" : "o < n_out";
+    const std::string settled = grouped ? "acc[j]" : "fz_settle(acc[j])";
     if (!v.split) {
       w.line("#pragma unroll");
-      w.line("for (int j = 0; j < {}; ++j) {{ {} a = fz_settle(acc[j]); if (o < n_out) {} }}", V, s.acc, store_j);
+      w.line("for (int j = 0; j < {}; ++j) {{ a = {}; if ({}) {} }}", V, settled, owner, store_j);
     } else {
       w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
       w.line("// Partials split-major (the block's outputs side by side): written and read back in whole lines.");
-      w.line("if (o < n_out) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = fz_settle(acc[j]);", V);
+      w.line("if ({}) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = {};", owner, V, settled);
       w.line("__threadfence();");
       w.line("__syncthreads();");
       w.line("__shared__ bool last;");
@@ -253,11 +279,18 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       w.line("__syncthreads();");
       auto l = w.block("if (last)");
       {
-        auto act = w.block("if (o < n_out) for (int j = 0; j < {}; ++j)", V);
-        w.line("a = fz_identity();");
+        auto act = w.block("if ({})", owner);
+        w.line("#pragma unroll");
+        w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", V);
+        w.line("// The lanes' loads of one split are independent: {} in flight per step.", V);
         w.line("#pragma unroll 8");
-        w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + o + j]));");
-        w.line("{}", store_j);
+        {
+          auto splits = w.block("for (unsigned s = 0; s < gridDim.y; ++s)");
+          w.line("#pragma unroll");
+          w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_combine(acc[j], fz_load_partial(&partials[(long long)s * n_out + o + j]));", V);
+        }
+        w.line("#pragma unroll");
+        w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
       }
       w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
     }

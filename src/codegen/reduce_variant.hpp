@@ -22,6 +22,11 @@ struct ReduceVariant {
   std::uint8_t vector_width = 1;   ///< elements per 16-byte load: inner mode along the reduced axis, outer
                                    ///< mode across neighbouring outputs (kept rank 1, unit strides)
   bool split = false;              ///< several blocks share an output; the last to finish combines them
+  /// Outer mode: the block's threads form `row_groups` groups of kBlockThreads / row_groups, each group
+  /// over the same outputs and every row_groups-th reduced row, combined through shared memory; so a
+  /// block covers few columns but many rows, and fewer blocks share (split) each column. 1: a thread per
+  /// output and column of the block.
+  std::uint8_t row_groups = 1;
   std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
   std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing
   DType out_dtype = DType::float32;

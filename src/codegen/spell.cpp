@@ -115,6 +115,15 @@ template <class T> __device__ __forceinline__ T fz_shr(T a, T b) { return (b < 0
 // integers (6.5e-296 for -2^63).
 __device__ __forceinline__ float fz_tgamma(float x) { return (x < 0.f && x == floorf(x)) ? __int_as_float(0x7fc00000) : tgammaf(x); }
 __device__ __forceinline__ double fz_tgamma(double x) { return (x < 0.0 && x == floor(x)) ? __longlong_as_double(0x7ff8000000000000ll) : tgamma(x); })";
+    case Helper::log1p_fast:
+      return R"(// log1p under fast math: CUDA's log1pf has no approximate form, and it is most of a softplus's work.
+// Below 2^-5 in magnitude, four terms of the series (relative error under x^4 / 5 < 2^-22); above, the fast
+// log of u = 1 + x, corrected for the rounding of 1 + x by x / (u - 1) (exact beyond 2^24, where u - 1 is x).
+__device__ __forceinline__ float fz_log1p_fast(float x) {
+  if (fabsf(x) < 0.03125f) return x * (1.f - x * (0.5f - x * (0.333333343f - x * 0.25f)));
+  const float u = 1.f + x;
+  return x > 16777216.f ? __logf(u) : __logf(u) * (x / (u - 1.f));
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
@@ -177,6 +186,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   if (fl && n.op == Op::tgamma) {
     needs.insert(Helper::tgamma);
     return call1("fz_tgamma");
+  }
+  if (fl && n.op == Op::log1p && ctx.fast_math && n.dtype != DType::float64) {
+    needs.insert(Helper::log1p_fast);
+    return fmt::format("fz_log1p_fast({})", a);
   }
   // Ops a CUDA math function computes on floating operands are spelled from the op table.
   const ir::OpInfo& info = ir::op_info(n.op);

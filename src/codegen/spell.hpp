@@ -20,7 +20,7 @@ std::string load_conversion(DType d, const std::string& value);
 std::string store_conversion(DType from, DType to, const std::string& value);
 
 /// Helper functions an op may need; emitted once per kernel, only when used.
-enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign, tgamma };
+enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign, tgamma, log1p_fast };
 const char* helper_source(Helper h);
 
 struct SpellContext;
@@ -33,6 +33,7 @@ struct SpellContext {
   std::set<std::string> outlined;    ///< math functions called through a __noinline__ wrapper
   bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
   std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
+  bool fast_math = false;            ///< the kernel compiles with fast math: float log1p is spelled approximately
 };
 
 /// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining

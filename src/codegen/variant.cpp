@@ -75,14 +75,20 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(n_outputs);
     for (int k = 0; k < n_outputs; ++k) h.add_byte(static_cast<std::uint8_t>(out_dtypes[k]));
   }
+  if (row_groups > 1) {  // appended, likewise
+    h.add_byte(0x9e);
+    h.add_byte(row_groups);
+  }
 }
 
 std::string ReduceVariant::describe() const {
   std::string s = mode == ReduceMode::inner
                       ? fmt::format("reduction, {} per output", group == kWarpThreads ? "a warp"
                                                                 : group > kWarpThreads  ? "a block"
-                                                                                        : fmt::format("{} threads", group))
-                      : std::string("reduction, a thread per output");
+                                                                                        : fmt::format("{} thread{}", group, group == 1 ? "" : "s"))
+                      : row_groups > 1 ? fmt::format("reduction, {} rows of {} threads per block along the outputs (combined in "
+                                                     "shared memory)", row_groups, kBlockThreads / row_groups)
+                                       : std::string("reduction, a thread per output");
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";

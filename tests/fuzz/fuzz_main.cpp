@@ -44,7 +44,7 @@ struct Totals {
   std::mutex mu;
   std::map<std::string, std::int64_t> verdicts;
   std::int64_t compared = 0, unstable = 0, undefined = 0, kernels = 0, nodes = 0;
-  std::map<std::string, std::int64_t> ops, dtypes;
+  std::map<std::string, std::int64_t> ops, dtypes, strategies;
   std::vector<std::string> repros;
 };
 
@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
       t.compared += v.compared, t.unstable += v.unstable, t.undefined += v.undefined, t.kernels += v.kernels;
       t.nodes += fuzz::size(c);
       count_coverage(c, t);
+      for (const std::string& k : v.strategies) ++t.strategies[k];
       if (!repro.empty()) {
         fmt::print("{}\n", repro);
         std::fflush(stdout);
@@ -198,6 +199,9 @@ int main(int argc, char** argv) {
   std::string dts;
   for (const auto& [k, n] : t.dtypes) dts += fmt::format(" {}:{}", k, n);
   fmt::print("  input dtypes ({}):{}\n", t.dtypes.size(), dts);
+  std::string strategies;
+  for (const auto& [k, n] : t.strategies) strategies += fmt::format("\n    {:<80} {}", k, n);
+  fmt::print("  kernel strategies ({}):{}\n", t.strategies.size(), strategies);
   fmt::print("  failures: {}\n", t.repros.size());
   return t.repros.empty() ? 0 : 1;
 }

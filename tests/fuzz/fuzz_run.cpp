@@ -138,6 +138,36 @@ Verdict compare(const Prepared& p, const Oracle& o, const std::vector<ArrayBase>
 
 }  // namespace
 
+std::string strategy_of(const std::string& plan_entry) {
+  const auto open = plan_entry.find(" (");
+  if (open == std::string::npos) return "?";
+  const std::string words = plan_entry.substr(open + 2);
+  auto field = [&](std::size_t from) {  // up to the next ", ", without a parenthesised remark
+    std::string f = words.substr(from, words.find(", ", from) - from);
+    return f.substr(0, f.find(" ("));
+  };
+  std::string s = field(0);
+  if (s.back() == ')') s.pop_back();
+  if ((s == "reduction" || s == "layer") && words.find(", ") != std::string::npos) s += ": " + field(words.find(", ") + 2);
+  if (words.find("-wide vectors") != std::string::npos) s += " +vectors";
+  return s;
+}
+
+namespace {
+
+/// The strategies of the kernels a case runs as (fz::inspect's plan; into a view where the case writes one).
+std::vector<std::string> strategies(const Case& c, const Prepared& p, const std::vector<ArrayBase>& outs) {
+  std::vector<std::string> out;
+  try {
+    const fusion::KernelInfo info = c.into && outs.size() == 1 ? fusion::detail::inspect_into(p.call(), outs[0]) : fusion::detail::inspect(p.call());
+    for (const std::string& entry : info.plan) out.push_back(strategy_of(entry));
+  } catch (const fusion::Error&) {
+  }
+  return out;
+}
+
+}  // namespace
+
 Verdict run_on_gpu(const Case& c) {
   std::string why;
   auto built = build(c, &why);
@@ -179,6 +209,7 @@ Verdict run_on_gpu(const Case& c) {
                               layout_name(c.out_layout));
     }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
+  v.strategies = strategies(c, p, outs);
   return v;
 }
 
@@ -192,6 +223,7 @@ Verdict compile_only(const Case& c) {
   try {
     const fusion::KernelInfo info = fusion::detail::inspect(p.call());
     v.kernels = info.kernels;
+    for (const std::string& entry : info.plan) v.strategies.push_back(strategy_of(entry));
   } catch (const fusion::CompileError& e) {
     return {Verdict::engine_error, e.what()};
   } catch (const fusion::Error& e) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "fuzz_reference.hpp"
 
@@ -17,9 +18,13 @@ struct Verdict {
   std::int64_t unstable = 0;     // skipped: ill-conditioned (perturbed references disagree)
   std::int64_t undefined = 0;    // skipped: no defined value (a float converted to an integer it does not fit)
   int kernels = 0;               // kernels launched (or compiled, without a GPU)
+  std::vector<std::string> strategies;  // each kernel's strategy ("linear +vectors", "tiles", "reduction: ...")
   bool failed() const { return kind != pass && kind != invalid; }
 };
 const char* kind_name(Verdict::Kind k);
+/// The strategy of one fz::inspect plan entry, "name [hash] (strategy, details...)": its first words
+/// (a reduction's or layer's thread layout too) and "+vectors" when it uses 16-byte accesses.
+std::string strategy_of(const std::string& plan_entry);
 
 /// Evaluates the case with the engine on the current device and compares every output element.
 Verdict run_on_gpu(const Case& c);

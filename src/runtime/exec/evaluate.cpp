@@ -20,6 +20,7 @@
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
 #include "runtime/exec/layout.hpp"
+#include "runtime/exec/tuning.hpp"
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
 
@@ -178,6 +179,8 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
     grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
+    if (const int cap = tuning().linear_blocks_per_sm; cap > 0)
+      grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * cap);
   }
   launch_kernel(k.kernel->function, k.signature, a, grid, *stream);
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);

@@ -65,6 +65,29 @@ bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t sms) {
   return true;
 }
 
+/// Outputs per thread (16-byte loads) an outer-mode reduction can take: the widest non-broadcast input
+/// decides V; every such input and the result must run with unit stride along the last kept dimension,
+/// whose extent V divides (so a thread's outputs share a row), with other strides and the base
+/// addresses multiples of V. 1 where any of that fails.
+int outer_vector_width(const ReduceLayout& L, int np, int main) {
+  const codegen::ReduceVariant& v = L.v;
+  const int rk = v.rank_kept;
+  if (rk == 0 || main < 0 || L.kst_out[rk - 1] != 1) return 1;
+  std::size_t widest = 1;
+  for (int p = 0; p < np; ++p)
+    if (!v.broadcast[static_cast<std::size_t>(p)]) widest = std::max(widest, itemsize(L.params[p]->dtype()));
+  const std::int64_t V = codegen::kVectorBytes / static_cast<std::int64_t>(widest);
+  bool ok = V > 1 && L.kshape[rk - 1] % V == 0;
+  for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst_out[d] % V == 0;
+  for (int p = 0; p < np && ok; ++p) {
+    if (v.broadcast[static_cast<std::size_t>(p)]) continue;
+    ok = L.kst[p][rk - 1] == 1 && L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
+    for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst[p][d] % V == 0;
+    for (std::int64_t x : L.rst[p]) ok = ok && x % V == 0;
+  }
+  return ok ? static_cast<int>(V) : 1;
+}
+
 }  // namespace
 
 void split_kept_reduced(const Shape& in, unsigned mask, const Strides* st, int n_ops, Shape& kshape, Shape& rshape,
@@ -127,7 +150,7 @@ void size_split(ReduceLayout& L, std::int64_t target) {
   // (no outputs: nothing to split; fz::inspect describes such a reduction too)
   if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
       L.n_red > 1) {
-    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32;
+    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32 * v.row_groups;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * L.per_block;
     S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / L.acc_bytes) / slots);
@@ -146,7 +169,8 @@ void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
   // Registers are allocated per warp in units of 256 (8 a thread).
   const int per_block = (registers + 7) / 8 * 8 * kBlockThreads;
   const int resident = std::min(codegen::kBlocksPerSm, codegen::kRegistersPerSm / per_block);
-  if (resident <= 0 || resident >= tuning().reduce_blocks_per_sm) return;
+  const int wanted = L.v.row_groups > 1 ? tuning().reduce_grouped_blocks_per_sm : tuning().reduce_blocks_per_sm;
+  if (resident <= 0 || resident >= wanted) return;
   // One wave of the blocks that really fit, not of those the layout assumed (var(x) over 2^26 float32:
   // 40 registers, 6 blocks an SM: 1,056 blocks were 1.33 waves).
   const std::int64_t chunk = L.chunk, splits = L.splits;
@@ -203,21 +227,21 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
   const std::int64_t target = sms * tuning().reduce_blocks_per_sm;  // blocks that fill the device once
-  // V neighbouring outputs per thread, only where that still leaves enough blocks without splitting:
-  // measured on an H100, an 8192-column sum fell from 86% to 30% of copy bandwidth with 4 outputs per
-  // thread, as 8 output tiles had to be split 128 ways and combined serially.
-  if (!inner && v.rank_kept == 1 && L.kst_out[0] == 1 && main >= 0 && L.n_out >= 2 * target * kBlockThreads * 4) {
-    std::size_t widest = 1;
-    for (int p = 0; p < np; ++p)
-      if (!v.broadcast[static_cast<std::size_t>(p)]) widest = std::max(widest, itemsize(L.params[p]->dtype()));
-    const std::size_t V = codegen::kVectorBytes / widest;
-    bool ok = V > 1 && L.n_out % static_cast<std::int64_t>(V) == 0;
-    for (int p = 0; p < np && ok; ++p) {
-      if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-      ok = L.kst[p][0] == 1 && L.params[p]->data_ptr() % (V * itemsize(L.params[p]->dtype())) == 0;
-      for (std::int64_t x : L.rst[p]) ok = ok && x % static_cast<std::int64_t>(V) == 0;
-    }
-    v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  // Outer mode: V neighbouring outputs per thread where every operand and the result run contiguously
+  // along the last kept dimension, and a thread's outputs share one row of it.
+  const int outer_vector = inner || !tuning().reduce_outer_vectors ? 1 : outer_vector_width(L, np, main);
+  // As many threads as outputs when that fills the device (with vectors if they still fill it: an
+  // 8192-column sum fell from 86% to 30% of copy bandwidth with 4 outputs a thread, as 8 blocks had to
+  // be split 128 ways). Otherwise few outputs share each block's rows: the block's threads are row groups
+  // over 32-odd columns (vectors where they fit), combined in shared memory, and each column is split
+  // over a few blocks only (sum(m, 0) of 4096^2 float32, a thread a column: 66 blocks a column, 73.5%).
+  auto tiles_of = [&](std::int64_t outputs_per_block) { return (L.n_out + outputs_per_block - 1) / outputs_per_block; };
+  const int groups = tuning().reduce_row_groups;
+  if (!inner && outer_vector > 1 && tiles_of(std::int64_t{kBlockThreads} * outer_vector) * 2 >= target) {
+    v.vector_width = static_cast<std::uint8_t>(outer_vector);
+  } else if (!inner && groups > 1 && tiles_of(kBlockThreads) * 2 < target && L.n_red >= 4 * groups) {
+    v.row_groups = static_cast<std::uint8_t>(groups);
+    v.vector_width = static_cast<std::uint8_t>(outer_vector);
   }
   // Vectors along a contiguous reduced row: one reduced dimension, or two (a batch norm's N and H*W
   // around C) whose inner one is contiguous, long and a whole number of vectors; there each block
@@ -253,7 +277,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
 
   // Enough blocks to fill the device: when the outputs alone give too few, split the reduced range
   // over several blocks per output; the last block to finish combines the partials in a fixed order.
-  const std::int64_t per_block = inner ? kBlockThreads / v.group : kBlockThreads * v.vector_width;
+  const std::int64_t per_block = inner ? kBlockThreads / v.group : kBlockThreads / v.row_groups * v.vector_width;
   L.blocks = (L.n_out + per_block - 1) / per_block;
   if (rows_of_vectors && split_rows(L, acc_bytes, sms)) {
     L.rows_split = true;
@@ -263,7 +287,8 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   if (rows_of_vectors) v.vector_width = 1;  // too many partials for the split: the scalar walk below
   L.acc_bytes = acc_bytes;
   L.per_block = per_block;
-  size_split(L, target);
+  // Row groups keep more of each column's rows in one block; fewer blocks, longer ones, fill the device.
+  size_split(L, v.row_groups > 1 ? sms * tuning().reduce_grouped_blocks_per_sm : target);
   L.divisor = static_cast<double>(L.n_red) - arg.ddof;
 }
 

@@ -28,6 +28,14 @@ struct Tuning {
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
   int reduce_blocks_per_sm = codegen::kBlocksPerSm;  ///< blocks per SM a reduction's split aims at
+  /// Row groups per block of an outer-mode reduction over too few outputs for a thread each (a column sum);
+  /// 1: a thread per column, the column split over as many blocks as fill the device.
+  int reduce_row_groups = 8;
+  int reduce_grouped_blocks_per_sm = 4;  ///< blocks per SM the split of such a grouped reduction aims at
+  bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
+  /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
+  /// thread looping (grid-stride) over several vectors.
+  int linear_blocks_per_sm = 0;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).
