@@ -172,3 +172,10 @@ TEST_CASE("tiles kernels compile for transposes of every dtype, beside other ope
     CHECK(!k.arch.empty());
   }
 }
+
+TEST_CASE("ordered float comparisons test for NaN explicitly (ptxas folds exp2f(x) >= 0 to true)", "[codegen]") {
+  auto x = fz::placeholder<float>({64});
+  auto i = fz::placeholder<std::int32_t>({64});
+  CHECK_THAT(fz::inspect(fz::exp2(x) >= 0.f).source, Catch::Contains("!isnan(t"));
+  CHECK_THAT(fz::inspect(i >= 3).source, !Catch::Contains("&&"));  // integers: a plain compare
+}

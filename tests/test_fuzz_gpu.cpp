@@ -99,6 +99,31 @@ TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's,
   CHECK(std::isnan(fz::eval(fz::var(fz::asarray(std::vector<double>{1, 2, -HUGE_VAL}, {3}))).item()));
 }
 
+TEST_CASE("fuzz regression: an ordered comparison with a NaN is false even where ptxas knows the sign", "[gpu][fuzz]") {
+  // case 16000780: exp2(x) >= isinf(u) was 1 for a NaN x (ptxas folded `exp2f(x) >= 0` and `fabsf(x) >= 0` to true)
+  const auto x = fz::asarray(std::vector<float>{NAN, -NAN, 3.f, -2.f, INFINITY, -INFINITY});
+  const auto u = fz::asarray(std::vector<std::uint32_t>{5, 0, 0, 2, 1, 7});
+  const std::vector<std::uint8_t> want = {0, 0, 1, 1, 1, 1};
+  auto same = [&](const auto& got) {
+    const auto h = got.to_host();
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      INFO("element " << i);
+      CHECK(static_cast<std::uint8_t>(h[i]) == want[i]);
+    }
+  };
+  same(fz::eval(fz::exp2(x) >= fz::isinf(u)));
+  same(fz::eval(fz::exp2(x) >= 0.f));
+  same(fz::eval(fz::abs(x) >= 0.f));
+  same(fz::eval(fz::exp2(x) > -1.f));
+  same(fz::eval(0.f <= fz::abs(x)));
+  const auto below = (fz::abs(x) < 0.f).to_host();  // never true, NaN or not
+  for (bool b : below) CHECK_FALSE(b);
+  const auto d = fz::asarray(std::vector<double>{NAN, 1.0});
+  const auto hd = (fz::exp2(d) >= 0.0).to_host();
+  CHECK_FALSE(hd[0]);
+  CHECK(hd[1]);
+}
+
 TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one", "[gpu][fuzz][region]") {
   int failed = 0, checked = 0;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {

@@ -169,6 +169,15 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     if (!integer) return fmt::format("{} {} {}", x, op, y);
     return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
   };
+  // An ordered comparison of floats is false when either side is NaN. The CUDA 13.0 compiler (sm_90) folds
+  // one whose operand it believes non-negative against a constant: `exp2f(x) >= 0.f` and `fabsf(x) >= 0.f`
+  // became true for a NaN x (fusion-fuzz seed 16, case 16000780). With isnan() tests in front the fold
+  // leaves them and the result is right (`x == x` tests were merged into the compare and folded with it;
+  // measured on an H100 with nvcc 13.0, tests/test_fuzz_gpu.cpp keeps the case).
+  auto ordered = [&](const std::string& x, const char* op, const std::string& y) {
+    if (!fl) return fmt::format("({} {} {})", x, op, y);
+    return fmt::format("(!isnan({0}) && !isnan({1}) && {0} {2} {1})", x, y, op);
+  };
   // Costly math goes through a __noinline__ wrapper when the kernel holds many such calls.
   const bool outline = ctx.outline_heavy_math && is_heavy_math(n.op);
   auto call1 = [&](const char* f) {
@@ -239,10 +248,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logaddexp: return helper2(Helper::logaddexp, "fz_logaddexp");
     case Op::eq: return fmt::format("({} == {})", a, b);
     case Op::ne: return fmt::format("({} != {})", a, b);
-    case Op::lt: return fmt::format("({} < {})", a, b);
-    case Op::le: return fmt::format("({} <= {})", a, b);
-    case Op::gt: return fmt::format("({} > {})", a, b);
-    case Op::ge: return fmt::format("({} >= {})", a, b);
+    case Op::lt: return ordered(a, "<", b);
+    case Op::le: return ordered(a, "<=", b);
+    case Op::gt: return ordered(a, ">", b);
+    case Op::ge: return ordered(a, ">=", b);
     case Op::logical_and: return fmt::format("({} && {})", a, b);
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);

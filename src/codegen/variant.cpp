@@ -126,7 +126,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string LayerVariant::describe() const {
   std::string s = fmt::format("layer, {} per row ({} threads per block)",
-                              group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} threads", group), block);
+                              group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} thread{}", group, group == 1 ? "" : "s"), block);
   if (min_blocks > 0) s += fmt::format(", registers capped for {} blocks per SM", min_blocks);
   if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
   s += partly_resident ? ", most of the row kept in shared memory (the rest re-read)"

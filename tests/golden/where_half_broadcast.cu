@@ -8,7 +8,7 @@ struct FzDims { long long v[2]; };
 template <class T, int N> struct alignas(sizeof(T) * N) FzVec { T v[N]; };
 
 __device__ __forceinline__ double fz_expr(float x0, int x1, float s0, float s1) {
-  const bool t2 = (x0 > s0);
+  const bool t2 = (!isnan(x0) && !isnan(s0) && x0 > s0);
   const float t4 = __fmul_rn(x0, s1);
   const double t6 = (double)(t4);
   const double t7 = (double)(x1);
