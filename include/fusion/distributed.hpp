@@ -19,7 +19,8 @@ std::vector<std::int64_t> split_sizes(std::int64_t extent, int parts);
 void check_split(std::int64_t extent, const std::vector<std::int64_t>& sizes);
 
 /// The NCCL library fusion uses, loading it on first use: FUSION_NCCL_LIBRARY (a path) when set, else
-/// libnccl.so.2 from the loader's search path, else the CUDA toolkit's lib64/ and lib/. Throws NcclError
+/// libnccl.so.2 from the loader's search path, else the CUDA toolkit's lib64/ and lib/, else the
+/// nvidia-nccl wheel's (site-packages/nvidia/nccl/lib, as PyTorch and JAX install it). Throws NcclError
 /// saying what was tried when none loads or it is older than 2.10 (bfloat16 collectives).
 /// Loading sets NCCL_NVLS_ENABLE=0 unless the environment sets it: NVLink multicast stays off.
 Version nccl_version();

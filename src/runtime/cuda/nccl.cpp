@@ -2,6 +2,7 @@
 #include "runtime/cuda/nccl.hpp"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -34,6 +35,18 @@ std::vector<std::string> default_candidates() {
   roots.push_back("/usr/local/cuda");
   for (const std::string& r : roots)
     for (const char* lib : {"/lib64/libnccl.so.2", "/lib/libnccl.so.2"}) c.push_back(r + lib);
+  // the nvidia-nccl wheel PyTorch and JAX install (pip): site-packages/nvidia/nccl/lib
+  std::vector<std::string> patterns = {"/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
+                                       "/usr/lib/python3*/dist-packages"};
+  for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* p = std::getenv(env); p && *p) patterns.push_back(std::string(p) + "/lib/python3*/site-packages");
+  if (const char* home = std::getenv("HOME"); home && *home) patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
+  for (const std::string& pattern : patterns) {
+    glob_t found{};
+    if (glob((pattern + "/nvidia/nccl/lib/libnccl.so.2").c_str(), 0, nullptr, &found) == 0)
+      for (std::size_t i = 0; i < found.gl_pathc; ++i) c.push_back(found.gl_pathv[i]);
+    globfree(&found);
+  }
   return c;
 }
 

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// Arrays over several GPUs in one process (issue 18): `Sharded<T>` holds one array per device, either the
+// pieces of one array split along an axis or one whole array per device (a replica, or each device's
+// partial result). `map_shards` runs a fused expression per device, each on that device's current stream,
+// all enqueued before anything waits; `all_reduce` combines per-device results with NCCL.
+//
+//   auto x = fz::Sharded<float>::from_host(host_x, {n}, {0, 1});          // halves on GPUs 0 and 1
+//   auto y = fz::Sharded<float>::from_host(host_y, {n}, {0, 1});
+//   auto z = fz::map_shards([](auto& x, auto& y) { return 2.5f * x + y; }, x, y);  // a kernel per GPU
+//   auto d = fz::map_shards([](auto& x, auto& y) { return fz::sum(x * y); }, x, y);  // a partial per GPU
+//   fz::all_reduce(d);                                                    // NCCL: the total on each GPU
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fusion/array.hpp"
+#include "fusion/device.hpp"
+#include "fusion/distributed.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion {
+
+/// How `all_reduce` combines the devices' arrays, element by element.
+enum class Combine { sum, prod, max, min };
+
+namespace detail {
+/// The slab [begin, begin + size) along `axis` of a C-ordered host array of `shape` (elements of `item`
+/// bytes), copied out of the whole into a C-ordered `slab` (extract) or back into the whole (insert).
+void extract_slab(const void* whole, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* slab);
+void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* whole);
+/// Checks pieces for a Sharded: a piece per device, equal shapes off `axis` (every shape equal for axis -1);
+/// `axis` in range. A ShapeError or Error says what differs.
+void check_pieces(std::span<const ArrayBase* const> pieces, int axis);
+/// All-reduces `arrays` (one per device, distinct devices, equal shapes and dtypes, contiguous) in place with
+/// NCCL, each on its device's current stream; communicators are made once per device list.
+void all_reduce(std::span<ArrayBase* const> arrays, Combine how);
+template <class X> auto as_array(X&& x) {
+  if constexpr (requires { typename std::decay_t<X>::value_type; x.to_host(); x.data_ptr(); }) return std::forward<X>(x);
+  else return fusion::eval(x);
+}
+}  // namespace detail
+
+template <Element T> class Sharded {
+ public:
+  using value_type = T;
+
+  /// Adopts `pieces` (one per device, in order): split along `axis`, or one whole array per device when
+  /// `axis` is -1.
+  Sharded(std::vector<Array<T>> pieces, int axis) : pieces_(std::move(pieces)), axis_(axis) {
+    std::vector<const ArrayBase*> p;
+    for (const Array<T>& a : pieces_) p.push_back(&a);
+    detail::check_pieces(p, axis_);
+  }
+
+  /// Splits host `data` (C order, `shape`) along `axis` over `devices`: `sizes` along the axis, or
+  /// numpy.array_split's rule when empty (the first parts one larger; parts may be empty). A device may
+  /// repeat (several pieces on one GPU).
+  static Sharded from_host(std::span<const T> data, const Shape& shape, std::vector<int> devices, int axis = 0,
+                           std::vector<std::int64_t> sizes = {}) {
+    if (static_cast<std::int64_t>(data.size()) != numel(shape))
+      throw ShapeError("Sharded::from_host: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
+    if (axis < 0 || axis >= shape.size())
+      throw ShapeError("Sharded::from_host: axis " + std::to_string(axis) + " is out of range for shape " + to_string(shape));
+    if (devices.empty()) throw Error("Sharded::from_host: no devices given");
+    if (sizes.empty()) sizes = split_sizes(shape[axis], static_cast<int>(devices.size()));
+    if (sizes.size() != devices.size())
+      throw ShapeError("Sharded::from_host: " + std::to_string(sizes.size()) + " sizes for " + std::to_string(devices.size()) + " devices");
+    check_split(shape[axis], sizes);
+    std::vector<Array<T>> pieces;
+    std::int64_t begin = 0;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      Shape piece = shape;
+      piece[axis] = sizes[i];
+      std::vector<T> slab(static_cast<std::size_t>(numel(piece)));
+      detail::extract_slab(data.data(), shape, axis, begin, sizes[i], sizeof(T), slab.data());
+      DeviceScope on(Device(devices[i]));
+      pieces.push_back(asarray(slab, piece));
+      begin += sizes[i];
+    }
+    return Sharded(std::move(pieces), axis);
+  }
+  static Sharded from_host(const std::vector<T>& data, const Shape& shape, std::vector<int> devices, int axis = 0,
+                           std::vector<std::int64_t> sizes = {}) {
+    return from_host(std::span<const T>(data), shape, std::move(devices), axis, std::move(sizes));
+  }
+  /// `a`'s elements on each of `devices` (through the host), e.g. a bias every piece broadcasts against.
+  static Sharded replicate(const Array<T>& a, const std::vector<int>& devices) {
+    const std::vector<T> host = a.to_host();
+    std::vector<Array<T>> pieces;
+    for (int d : devices) {
+      DeviceScope on{Device(d)};
+      pieces.push_back(asarray(host, a.shape()));
+    }
+    return Sharded(std::move(pieces), -1);
+  }
+
+  /// The whole array in C order (axis >= 0), or the first device's array (axis -1), waiting for each piece.
+  std::vector<T> to_host() const {
+    if (axis_ < 0) return pieces_.at(0).to_host();
+    const Shape whole = shape();
+    std::vector<T> out(static_cast<std::size_t>(numel(whole)));
+    std::int64_t begin = 0;
+    for (const Array<T>& p : pieces_) {
+      std::vector<T> slab = p.to_host();
+      detail::insert_slab(slab.data(), whole, axis_, begin, p.shape()[axis_], sizeof(T), out.data());
+      begin += p.shape()[axis_];
+    }
+    return out;
+  }
+
+  /// The whole array's shape (axis >= 0) or each device's (axis -1).
+  Shape shape() const {
+    Shape s = pieces_.at(0).shape();
+    if (axis_ >= 0) {
+      s[axis_] = 0;
+      for (const Array<T>& p : pieces_) s[axis_] += p.shape()[axis_];
+    }
+    return s;
+  }
+  int axis() const { return axis_; }
+  int count() const { return static_cast<int>(pieces_.size()); }  ///< pieces, one per device
+  const Array<T>& operator[](int i) const { return pieces_.at(static_cast<std::size_t>(i)); }
+  Array<T>& operator[](int i) { return pieces_.at(static_cast<std::size_t>(i)); }
+  int device(int i) const { return (*this)[i].device(); }
+  std::vector<int> devices() const {
+    std::vector<int> d;
+    for (const Array<T>& p : pieces_) d.push_back(p.device());
+    return d;
+  }
+  /// The pieces' extents along the axis (empty for axis -1).
+  std::vector<std::int64_t> sizes() const {
+    std::vector<std::int64_t> s;
+    if (axis_ >= 0)
+      for (const Array<T>& p : pieces_) s.push_back(p.shape()[axis_]);
+    return s;
+  }
+
+ private:
+  std::vector<Array<T>> pieces_;
+  int axis_;
+};
+
+namespace detail {
+/// Checks that map_shards' arguments line up with the first split one: the same devices in order and, for
+/// split arguments, the same axis and sizes. One whole array per device (axis -1) broadcasts as it is.
+void check_shard_arguments(const std::vector<std::vector<int>>& devices, const std::vector<int>& axes,
+                           const std::vector<std::vector<std::int64_t>>& sizes);
+}  // namespace detail
+
+/// `f(piece_a, piece_b, ...)` for each device: one fused evaluation per device, under that device's scope
+/// (its current stream, its memory pool), every device's kernels enqueued before any waits. Results shaped
+/// as their split pieces form a Sharded along the same axis; others (reductions) one array per device.
+template <class F, class A, class... B> auto map_shards(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
+  const std::vector<int> axes = {a.axis(), b.axis()...};
+  detail::check_shard_arguments({a.devices(), b.devices()...}, axes, {a.sizes(), b.sizes()...});
+  int split = -1;  // the first argument split along an axis: results shaped as its pieces are split alike
+  for (std::size_t k = 0; k < axes.size() && split < 0; ++k)
+    if (axes[k] >= 0) split = static_cast<int>(k);
+  using R = typename decltype(detail::as_array(f(a[0], b[0]...)))::value_type;
+  std::vector<Array<R>> out;
+  bool pieces = split >= 0;
+  for (int i = 0; i < a.count(); ++i) {
+    DeviceScope on{Device(a.device(i))};
+    out.push_back(detail::as_array(f(a[i], b[i]...)));
+    const std::vector<Shape> in = {a[i].shape(), b[i].shape()...};
+    pieces = pieces && out.back().shape() == in[static_cast<std::size_t>(split)];
+  }
+  return Sharded<R>(std::move(out), pieces ? axes[static_cast<std::size_t>(split)] : -1);
+}
+
+/// Combines one array per device (e.g. map_shards' partial reductions) element by element with NCCL, in
+/// place: afterwards every device holds the result. Deterministic for a fixed set of devices.
+template <Element T> void all_reduce(Sharded<T>& s, Combine how = Combine::sum) {
+  if (s.axis() >= 0)
+    throw ShapeError("all_reduce combines one array per device (map_shards' results of a reduction, or replicas); this "
+                     "Sharded holds the pieces of one array along axis " + std::to_string(s.axis()));
+  std::vector<ArrayBase*> arrays;
+  for (int i = 0; i < s.count(); ++i) arrays.push_back(&s[i]);
+  detail::all_reduce(arrays, how);
+}
+
+}  // namespace fusion

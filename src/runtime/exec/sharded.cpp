@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sharded arrays (issue 18): host slabs along an axis, the checks on pieces and map_shards' arguments, and
+// all_reduce through NCCL with a communicator per device list, made once.
+#include "fusion/sharded.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "runtime/cuda/nccl.hpp"
+#include "runtime/cuda/stream_state.hpp"
+
+namespace fusion::detail {
+
+namespace {
+
+/// Walks the slab [begin, begin + size) along `axis` of a C-ordered `shape` as contiguous runs: `outer`
+/// runs of `size * inner` elements, each `extent * inner` apart in the whole.
+template <class Copy> void for_each_run(const Shape& shape, int axis, std::int64_t begin, std::int64_t size, Copy&& copy) {
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (int d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const std::int64_t run = size * inner, stride = shape[axis] * inner;
+  for (std::int64_t o = 0; o < outer; ++o) copy(o * stride + begin * inner, o * run, run);
+}
+
+nccl::DataType nccl_type(DType d) {
+  switch (d) {
+    case DType::int8: return nccl::DataType::int8;
+    case DType::uint8: return nccl::DataType::uint8;
+    case DType::int32: return nccl::DataType::int32;
+    case DType::uint32: return nccl::DataType::uint32;
+    case DType::int64: return nccl::DataType::int64;
+    case DType::uint64: return nccl::DataType::uint64;
+    case DType::float16: return nccl::DataType::float16;
+    case DType::bfloat16: return nccl::DataType::bfloat16;
+    case DType::float32: return nccl::DataType::float32;
+    case DType::float64: return nccl::DataType::float64;
+    default: break;
+  }
+  throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)", dtype_name(d)));
+}
+
+/// One communicator per device, for a list of distinct devices: made on first use, kept for the process.
+const std::vector<nccl::Comm>& communicators(const std::vector<int>& devices) {
+  static std::mutex mu;
+  static std::map<std::vector<int>, std::vector<nccl::Comm>> made;
+  std::lock_guard lock(mu);
+  auto it = made.find(devices);
+  if (it != made.end()) return it->second;
+  const nccl::Api& api = nccl::api();
+  std::vector<nccl::Comm> comms(devices.size());
+  nccl::check(api.ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()), "ncclCommInitAll");
+  return made.emplace(devices, std::move(comms)).first->second;
+}
+
+}  // namespace
+
+void extract_slab(const void* whole, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* slab) {
+  for_each_run(shape, axis, begin, size, [&](std::int64_t from, std::int64_t to, std::int64_t n) {
+    std::memcpy(static_cast<char*>(slab) + to * static_cast<std::int64_t>(item), static_cast<const char*>(whole) + from * static_cast<std::int64_t>(item),
+                static_cast<std::size_t>(n) * item);
+  });
+}
+
+void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* whole) {
+  for_each_run(shape, axis, begin, size, [&](std::int64_t to, std::int64_t from, std::int64_t n) {
+    std::memcpy(static_cast<char*>(whole) + to * static_cast<std::int64_t>(item), static_cast<const char*>(slab) + from * static_cast<std::int64_t>(item),
+                static_cast<std::size_t>(n) * item);
+  });
+}
+
+void check_pieces(std::span<const ArrayBase* const> pieces, int axis) {
+  if (pieces.empty()) throw Error("Sharded: no pieces (one array per device is needed)");
+  const Shape& first = pieces[0]->shape();
+  if (axis < -1 || axis >= first.size())
+    throw ShapeError(fmt::format("Sharded: axis {} is out of range for pieces of rank {} (-1: one whole array per device)", axis, first.size()));
+  for (std::size_t i = 1; i < pieces.size(); ++i) {
+    const Shape& s = pieces[i]->shape();
+    bool same = s.size() == first.size();
+    for (int d = 0; same && d < s.size(); ++d) same = d == axis || s[d] == first[d];
+    if (!same)
+      throw ShapeError(fmt::format("Sharded: piece {} has shape {} where piece 0 has {}: {}", i, to_string(s), to_string(first),
+                                   axis < 0 ? "one array per device needs equal shapes" : fmt::format("only axis {} may differ", axis)));
+  }
+}
+
+void check_shard_arguments(const std::vector<std::vector<int>>& devices, const std::vector<int>& axes,
+                           const std::vector<std::vector<std::int64_t>>& sizes) {
+  int split = -1;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    if (devices[k] != devices[0])
+      throw Error(fmt::format("map_shards: argument {} lives on devices ({}), argument 0 on ({}): pieces must pair up device by device",
+                              k, fmt::join(devices[k], ", "), fmt::join(devices[0], ", ")));
+    if (axes[k] < 0) continue;
+    if (split < 0) {
+      split = static_cast<int>(k);
+      continue;
+    }
+    if (axes[k] != axes[static_cast<std::size_t>(split)] || sizes[k] != sizes[static_cast<std::size_t>(split)])
+      throw ShapeError(fmt::format("map_shards: argument {} is split along axis {} into ({}), argument {} along axis {} into ({}): "
+                                   "split both alike", k, axes[k], fmt::join(sizes[k], ", "), split, axes[static_cast<std::size_t>(split)],
+                                   fmt::join(sizes[static_cast<std::size_t>(split)], ", ")));
+  }
+}
+
+void all_reduce(std::span<ArrayBase* const> arrays, Combine how) {
+  std::vector<int> devices;
+  for (const ArrayBase* a : arrays) devices.push_back(a->device());
+  if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
+    throw Error(fmt::format("all_reduce: devices ({}) repeat: NCCL takes one rank per GPU; combine pieces on one GPU with an "
+                            "ordinary reduction first", fmt::join(devices, ", ")));
+  for (const ArrayBase* a : arrays) {
+    if (a->shape() != arrays[0]->shape() || a->dtype() != arrays[0]->dtype())
+      throw ShapeError(fmt::format("all_reduce: {} {} on device {} and {} {} on device {} differ", dtype_name(a->dtype()), to_string(a->shape()),
+                                   a->device(), dtype_name(arrays[0]->dtype()), to_string(arrays[0]->shape()), arrays[0]->device()));
+    if (!a->is_contiguous()) throw Error("all_reduce: the arrays must be contiguous (a view is not: copy it first)");
+  }
+  const nccl::DataType type = nccl_type(arrays[0]->dtype());
+  const nccl::RedOp op = how == Combine::sum ? nccl::RedOp::sum : how == Combine::prod ? nccl::RedOp::prod
+                         : how == Combine::max ? nccl::RedOp::max : nccl::RedOp::min;
+  const nccl::Api& api = nccl::api();
+  const std::vector<nccl::Comm>& comms = communicators(devices);
+  const std::size_t count = static_cast<std::size_t>(arrays[0]->size());
+  // One group: NCCL launches every device's part before any waits (a single host thread drives them all).
+  nccl::check(api.ncclGroupStart(), "ncclGroupStart");
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    DeviceScope on{Device(devices[i])};
+    void* data = reinterpret_cast<void*>(arrays[i]->data_ptr());
+    const nccl::Result r = api.ncclAllReduce(data, data, count, type, op, comms[i], current_stream_state()->handle);
+    if (r != 0) {
+      api.ncclGroupEnd();
+      nccl::check(r, "ncclAllReduce");
+    }
+  }
+  nccl::check(api.ncclGroupEnd(), "ncclGroupEnd");
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sharded arrays, the GPU-free pieces: host slabs along an axis, the checks on pieces and on map_shards'
+// arguments, and all_reduce's refusals (before any NCCL call).
+#include "fusion/sharded.hpp"
+#include "support.hpp"
+
+TEST_CASE("host slabs along any axis round-trip, uneven and empty ones included", "[sharded]") {
+  const fz::Shape shape{4, 5, 3};
+  std::vector<int> whole(60);
+  for (int i = 0; i < 60; ++i) whole[static_cast<std::size_t>(i)] = i;
+  for (int axis = 0; axis < 3; ++axis) {
+    const auto sizes = fz::split_sizes(shape[axis], 3);  // 2,1,1 / 2,2,1 / 1,1,1
+    std::vector<int> back(60, -1);
+    std::int64_t begin = 0;
+    for (std::int64_t size : sizes) {
+      fz::Shape piece = shape;
+      piece[axis] = size;
+      std::vector<int> slab(static_cast<std::size_t>(fz::numel(piece)), -1);
+      fz::detail::extract_slab(whole.data(), shape, axis, begin, size, sizeof(int), slab.data());
+      // the slab's first element is the whole's element at `begin` along the axis
+      if (!slab.empty()) CHECK(slab[0] == begin * (axis == 0 ? 15 : axis == 1 ? 3 : 1));
+      fz::detail::insert_slab(slab.data(), shape, axis, begin, size, sizeof(int), back.data());
+      begin += size;
+    }
+    CHECK(back == whole);
+  }
+  std::vector<int> none;  // an empty slab copies nothing
+  fz::detail::extract_slab(whole.data(), shape, 1, 5, 0, sizeof(int), none.data());
+  // the middle row along axis 1: elements 3..5 of each of the 4 outer rows
+  std::vector<int> mid(12);
+  fz::detail::extract_slab(whole.data(), shape, 1, 1, 1, sizeof(int), mid.data());
+  CHECK(mid == std::vector<int>{3, 4, 5, 18, 19, 20, 33, 34, 35, 48, 49, 50});
+}
+
+TEST_CASE("pieces must agree off the split axis, and map_shards' arguments piece by piece", "[sharded]") {
+  auto a = fz::placeholder<float>({4, 3}), b = fz::placeholder<float>({2, 3}), c = fz::placeholder<float>({4, 2});
+  CHECK_NOTHROW(fz::Sharded<float>({a, b}, 0));
+  CHECK_THROWS_WITH(fz::Sharded<float>({a, c}, 0), Catch::Contains("only axis 0 may differ"));
+  CHECK_THROWS_WITH(fz::Sharded<float>({a, b}, -1), Catch::Contains("equal shapes"));
+  CHECK_THROWS_AS(fz::Sharded<float>({a, b}, 2), fz::ShapeError);
+  CHECK_THROWS_AS(fz::Sharded<float>(std::vector<fz::Array<float>>{}, 0), fz::Error);
+  const fz::Sharded<float> s({a, b}, 0);
+  CHECK(s.shape() == fz::Shape{6, 3});
+  CHECK(s.sizes() == std::vector<std::int64_t>{4, 2});
+  CHECK(s.count() == 2);
+
+  using fz::detail::check_shard_arguments;
+  CHECK_NOTHROW(check_shard_arguments({{0, 1}, {0, 1}}, {0, 0}, {{4, 2}, {4, 2}}));
+  CHECK_NOTHROW(check_shard_arguments({{0, 1}, {0, 1}}, {0, -1}, {{4, 2}, {}}));  // a replica broadcasts
+  CHECK_THROWS_WITH(check_shard_arguments({{0, 1}, {1, 0}}, {0, 0}, {{4, 2}, {4, 2}}), Catch::Contains("device by device"));
+  CHECK_THROWS_WITH(check_shard_arguments({{0, 1}, {0, 1}}, {0, 0}, {{4, 2}, {3, 3}}),
+                    Catch::Contains("(3, 3)") && Catch::Contains("(4, 2)") && Catch::Contains("split both alike"));
+  CHECK_THROWS_AS(check_shard_arguments({{0, 1}, {0, 1}}, {0, 1}, {{4, 2}, {4, 2}}), fz::ShapeError);
+}
+
+TEST_CASE("all_reduce refuses pieces of a split array, repeated devices and mismatched arrays before NCCL", "[sharded]") {
+  auto a = fz::placeholder<float>({8}), b = fz::placeholder<float>({8});
+  fz::Sharded<float> split({a, b}, 0);
+  CHECK_THROWS_WITH(fz::all_reduce(split), Catch::Contains("one array per device") && Catch::Contains("axis 0"));
+  fz::Sharded<float> same_device({a, b}, -1);  // placeholders both say device 0
+  CHECK_THROWS_WITH(fz::all_reduce(same_device), Catch::Contains("repeat") && Catch::Contains("one rank per GPU"));
+}
