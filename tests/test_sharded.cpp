@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sharded arrays, the GPU-free pieces: host slabs along an axis, the checks on pieces and on map_shards'
 // arguments, and all_reduce's refusals (before any NCCL call).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
 #include "fusion/sharded.hpp"
 #include "support.hpp"
 
@@ -59,4 +65,21 @@ TEST_CASE("all_reduce refuses pieces of a split array, repeated devices and mism
   CHECK_THROWS_WITH(fz::all_reduce(split), Catch::Contains("one array per device") && Catch::Contains("axis 0"));
   fz::Sharded<float> same_device({a, b}, -1);  // placeholders both say device 0
   CHECK_THROWS_WITH(fz::all_reduce(same_device), Catch::Contains("repeat") && Catch::Contains("one rank per GPU"));
+}
+
+TEST_CASE("process groups: the NCCL id goes through a file whole, and a missing rank 0 is a clear error", "[sharded]") {
+  const std::string path = fmt::format("/tmp/fusion-test-nccl-id-{}", ::getpid());
+  std::string id(128, '\0');
+  for (int i = 0; i < 128; ++i) id[static_cast<std::size_t>(i)] = static_cast<char>(i * 7 + 1);
+  fz::detail::write_unique_id(path, id);
+  CHECK(fz::detail::read_unique_id(path, 1.0) == id);
+  CHECK_FALSE(std::ifstream(fmt::format("{}.{}.tmp", path, ::getpid())).good());  // renamed, not left behind
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(fz::detail::read_unique_id(path, 0.05), Catch::Contains(path) && Catch::Contains("rank 0"));
+  // ranks out of range and a missing environment are refused before NCCL is touched
+  CHECK_THROWS_WITH(fz::ProcessGroup(path, 2, 2, 0), Catch::Contains("rank 2 of 2"));
+  CHECK_THROWS_AS(fz::ProcessGroup(path, 0, 0, 0), fz::Error);
+  CHECK_THROWS_AS(fz::ProcessGroup("", 0, 1, 0), fz::Error);
+  for (const char* v : {"FUSION_RANK", "RANK", "FUSION_WORLD_SIZE", "WORLD_SIZE", "FUSION_NCCL_ID_FILE"}) unsetenv(v);
+  CHECK_THROWS_WITH(fz::ProcessGroup::from_environment(), Catch::Contains("FUSION_NCCL_ID_FILE") && Catch::Contains("missing: rank"));
 }

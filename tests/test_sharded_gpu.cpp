@@ -3,6 +3,13 @@
 // map_shards' per-device kernels against the host, partial reductions combined by NCCL's all-reduce.
 // On a machine with one GPU the pieces share it (a device list of {0, 0, 0}); NCCL then runs with one
 // rank, the 2-GPU machine runs the same with two.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 
 #include "fusion/sharded.hpp"
@@ -106,4 +113,41 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
   // a dtype NCCL lacks is a TypeError naming it
   auto flags = fz::map_shards([](const auto& x) { return fz::any(x > 0.f); }, x);  // one bool per device
   CHECK_THROWS_WITH(fz::all_reduce(flags), Catch::Contains("bool"));
+}
+
+TEST_CASE("process group child: one rank, from the environment", "[.][process_group_child]") {
+  auto group = fz::ProcessGroup::from_environment(30);
+  auto a = fz::full<float>({1000}, static_cast<float>(group.rank() + 1));
+  group.all_reduce(a);
+  const float want = static_cast<float>(group.size() * (group.size() + 1) / 2);
+  const auto h = a.to_host();
+  CHECK(std::all_of(h.begin(), h.end(), [&](float v) { return v == want; }));
+  auto b = fz::full<std::int32_t>({17}, group.rank());
+  group.all_reduce(b, fz::Combine::max);
+  CHECK(b.to_host()[16] == group.size() - 1);
+}
+
+TEST_CASE("several processes, one GPU each, bootstrapped through a shared file", "[gpu][sharded]") {
+  if (!fz::nccl_available()) FAIL("NCCL is needed here and did not load: " << fz::nccl_unavailable_reason());
+  // Two processes where there are two GPUs, else one (NCCL takes one rank per GPU); each is this test
+  // binary running the child case above, started by the shell as any launcher would.
+  const int world = std::min(fz::device_count(), 2);
+  const std::string file = fmt::format("/tmp/fusion-nccl-id-{}", ::getpid());
+  std::string cmd = "sh -c '";
+  for (int r = 0; r < world; ++r)
+    cmd += fmt::format("FUSION_RANK={0} FUSION_WORLD_SIZE={1} FUSION_DEVICE={0} FUSION_NCCL_ID_FILE={2} {3} --gpu \"[process_group_child]\" "
+                       "> {2}.{0}.log 2>&1 & p{0}=$!; ", r, world, file, FUSION_TEST_BINARY);
+  cmd += "s=0; ";
+  for (int r = 0; r < world; ++r) cmd += fmt::format("wait $p{} || s=1; ", r);
+  cmd += "exit $s'";
+  const int status = std::system(cmd.c_str());
+  for (int r = 0; r < world; ++r) {
+    std::ifstream log(fmt::format("{}.{}.log", file, r));
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    INFO("rank " << r << ":\n" << text);
+    CHECK_THAT(text, Catch::Contains("All tests passed"));
+    std::remove(fmt::format("{}.{}.log", file, r).c_str());
+  }
+  CHECK(status == 0);
+  CHECK_FALSE(std::ifstream(file).good());  // rank 0 removed the id once every rank had joined
 }

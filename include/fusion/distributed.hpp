@@ -11,6 +11,9 @@
 
 namespace fusion {
 
+/// How a collective (`all_reduce`) combines the devices' or processes' arrays, element by element.
+enum class Combine { sum, prod, max, min };
+
 /// How `extent` elements split over `parts` devices when no sizes are given: as numpy.array_split, the
 /// first `extent % parts` parts hold one element more (10 over 3: 4, 3, 3); parts may be empty.
 std::vector<std::int64_t> split_sizes(std::int64_t extent, int parts);

@@ -24,9 +24,6 @@
 
 namespace fusion {
 
-/// How `all_reduce` combines the devices' arrays, element by element.
-enum class Combine { sum, prod, max, min };
-
 namespace detail {
 /// The slab [begin, begin + size) along `axis` of a C-ordered host array of `shape` (elements of `item`
 /// bytes), copied out of the whole into a C-ordered `slab` (extract) or back into the whole (insert).
@@ -171,6 +168,40 @@ template <class F, class A, class... B> auto map_shards(F&& f, const Sharded<A>&
   }
   return Sharded<R>(std::move(out), pieces ? axes[static_cast<std::size_t>(split)] : -1);
 }
+
+/// One process of a group that runs one GPU each, on one host or many: an NCCL communicator bootstrapped
+/// through a file all processes can read (a shared filesystem), so that any launcher can start them. Rank
+/// 0 writes a fresh ncclUniqueId to `id_file` (atomically, by rename) and removes it once every rank has
+/// joined; the others wait up to `timeout_s` for it. Use a path unique to the job.
+class ProcessGroup {
+ public:
+  ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s = 60);
+  /// From the environment: FUSION_RANK and FUSION_WORLD_SIZE (else RANK and WORLD_SIZE, as torchrun and
+  /// many launchers set them), the device FUSION_DEVICE (else LOCAL_RANK, else 0), FUSION_NCCL_ID_FILE.
+  static ProcessGroup from_environment(double timeout_s = 60);
+  ProcessGroup(ProcessGroup&& o) noexcept;
+  ProcessGroup& operator=(ProcessGroup&&) = delete;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ~ProcessGroup();
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
+  /// Combines `a` element by element over the group's processes, in place, on its device's current stream.
+  template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { all_reduce_base(a, how); }
+
+ private:
+  void all_reduce_base(ArrayBase& a, Combine how);
+  void* comm_ = nullptr;
+  int rank_ = 0, size_ = 1, device_ = 0;
+};
+
+namespace detail {
+/// The 128 bytes of an ncclUniqueId from `path`, waiting up to `timeout_s` for the file to appear whole;
+/// an Error names the file and the rank that should have written it.
+std::string read_unique_id(const std::string& path, double timeout_s);
+/// Writes `id` to `path` through a temporary file and a rename, so no reader sees it half-written.
+void write_unique_id(const std::string& path, const std::string& id);
+}  // namespace detail
 
 /// Combines one array per device (e.g. map_shards' partial reductions) element by element with NCCL, in
 /// place: afterwards every device holds the result. Deterministic for a fixed set of devices.

@@ -111,6 +111,33 @@ void check(Result r, const char* call) {
   throw NcclError(fmt::format("{} failed: {} (ncclResult_t {})", call, text ? text : "?", r));
 }
 
+DataType data_type(DType d) {
+  switch (d) {
+    case DType::int8: return DataType::int8;
+    case DType::uint8: return DataType::uint8;
+    case DType::int32: return DataType::int32;
+    case DType::uint32: return DataType::uint32;
+    case DType::int64: return DataType::int64;
+    case DType::uint64: return DataType::uint64;
+    case DType::float16: return DataType::float16;
+    case DType::bfloat16: return DataType::bfloat16;
+    case DType::float32: return DataType::float32;
+    case DType::float64: return DataType::float64;
+    default: break;
+  }
+  throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)", dtype_name(d)));
+}
+
+RedOp red_op(Combine how) {
+  switch (how) {
+    case Combine::sum: return RedOp::sum;
+    case Combine::prod: return RedOp::prod;
+    case Combine::max: return RedOp::max;
+    case Combine::min: return RedOp::min;
+  }
+  return RedOp::sum;
+}
+
 }  // namespace fusion::detail::nccl
 
 namespace fusion {

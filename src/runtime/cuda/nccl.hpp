@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fusion/distributed.hpp"
+#include "fusion/dtype.hpp"
 
 struct CUstream_st;
 
@@ -60,6 +61,10 @@ std::vector<std::string> default_candidates();
 const Loaded& loaded();
 /// The process's NCCL; throws NcclError when it cannot be used.
 const Api& api();
+
+/// NCCL's type for `d`; a TypeError for dtypes NCCL lacks (bool, 16-bit integers).
+DataType data_type(DType d);
+RedOp red_op(Combine how);
 
 /// Throws NcclError naming `call` and NCCL's message when `r` is not success.
 void check(Result r, const char* call);

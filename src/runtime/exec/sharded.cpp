@@ -28,23 +28,6 @@ template <class Copy> void for_each_run(const Shape& shape, int axis, std::int64
   for (std::int64_t o = 0; o < outer; ++o) copy(o * stride + begin * inner, o * run, run);
 }
 
-nccl::DataType nccl_type(DType d) {
-  switch (d) {
-    case DType::int8: return nccl::DataType::int8;
-    case DType::uint8: return nccl::DataType::uint8;
-    case DType::int32: return nccl::DataType::int32;
-    case DType::uint32: return nccl::DataType::uint32;
-    case DType::int64: return nccl::DataType::int64;
-    case DType::uint64: return nccl::DataType::uint64;
-    case DType::float16: return nccl::DataType::float16;
-    case DType::bfloat16: return nccl::DataType::bfloat16;
-    case DType::float32: return nccl::DataType::float32;
-    case DType::float64: return nccl::DataType::float64;
-    default: break;
-  }
-  throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)", dtype_name(d)));
-}
-
 /// One communicator per device, for a list of distinct devices: made on first use, kept for the process.
 const std::vector<nccl::Comm>& communicators(const std::vector<int>& devices) {
   static std::mutex mu;
@@ -120,9 +103,8 @@ void all_reduce(std::span<ArrayBase* const> arrays, Combine how) {
                                    a->device(), dtype_name(arrays[0]->dtype()), to_string(arrays[0]->shape()), arrays[0]->device()));
     if (!a->is_contiguous()) throw Error("all_reduce: the arrays must be contiguous (a view is not: copy it first)");
   }
-  const nccl::DataType type = nccl_type(arrays[0]->dtype());
-  const nccl::RedOp op = how == Combine::sum ? nccl::RedOp::sum : how == Combine::prod ? nccl::RedOp::prod
-                         : how == Combine::max ? nccl::RedOp::max : nccl::RedOp::min;
+  const nccl::DataType type = nccl::data_type(arrays[0]->dtype());
+  const nccl::RedOp op = nccl::red_op(how);
   const nccl::Api& api = nccl::api();
   const std::vector<nccl::Comm>& comms = communicators(devices);
   const std::size_t count = static_cast<std::size_t>(arrays[0]->size());

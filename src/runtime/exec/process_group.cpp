@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Several processes, one GPU each: an NCCL communicator bootstrapped through a shared file (issue 18).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fusion/sharded.hpp"
+#include "runtime/cuda/nccl.hpp"
+#include "runtime/cuda/stream_state.hpp"
+
+namespace fusion {
+
+namespace detail {
+
+std::string read_unique_id(const std::string& path, double timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    std::ifstream f(path, std::ios::binary);
+    if (f) {
+      std::string id(sizeof(nccl::UniqueId), '\0');
+      if (f.read(id.data(), static_cast<std::streamsize>(id.size())) && f.gcount() == static_cast<std::streamsize>(id.size())) return id;
+    }
+    if (std::chrono::steady_clock::now() >= until)
+      throw Error(fmt::format("ProcessGroup: no NCCL id in '{}' after {} s: rank 0 writes it when it starts; is rank 0 running "
+                              "and does every process see the same path?", path, timeout_s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void write_unique_id(const std::string& path, const std::string& id) {
+  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(id.data(), static_cast<std::streamsize>(id.size()));
+    if (!f.flush()) throw Error(fmt::format("ProcessGroup: cannot write the NCCL id to '{}'", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("ProcessGroup: cannot rename '{}' to '{}': {}", tmp, path, std::strerror(errno)));
+  }
+}
+
+}  // namespace detail
+
+ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s)
+    : rank_(rank), size_(size), device_(device) {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw Error(fmt::format("ProcessGroup: rank {} of {} processes: ranks run from 0 to size - 1", rank, size));
+  if (id_file.empty()) throw Error("ProcessGroup: no id file given (a path every process can read, unique to the job)");
+  const detail::nccl::Api& api = detail::nccl::api();
+  std::string id;
+  if (rank == 0) {
+    detail::nccl::UniqueId fresh{};
+    detail::nccl::check(api.ncclGetUniqueId(&fresh), "ncclGetUniqueId");
+    id.assign(fresh.internal, sizeof fresh.internal);
+    detail::write_unique_id(id_file, id);
+  } else {
+    id = detail::read_unique_id(id_file, timeout_s);
+  }
+  detail::nccl::UniqueId uid{};
+  std::memcpy(uid.internal, id.data(), sizeof uid.internal);
+  DeviceScope on{Device(device)};
+  detail::nccl::Comm comm = nullptr;
+  detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank), "ncclCommInitRank");  // returns once every rank joined
+  comm_ = comm;
+  if (rank == 0) std::remove(id_file.c_str());  // read by all: a later job cannot pick up this one's id
+}
+
+ProcessGroup ProcessGroup::from_environment(double timeout_s) {
+  auto get = [](std::initializer_list<const char*> names) -> const char* {
+    for (const char* n : names)
+      if (const char* v = std::getenv(n); v && *v) return v;
+    return nullptr;
+  };
+  const char* rank = get({"FUSION_RANK", "RANK"});
+  const char* size = get({"FUSION_WORLD_SIZE", "WORLD_SIZE"});
+  const char* file = get({"FUSION_NCCL_ID_FILE"});
+  if (!rank || !size || !file)
+    throw Error(fmt::format("ProcessGroup::from_environment: set FUSION_RANK (or RANK), FUSION_WORLD_SIZE (or WORLD_SIZE) and "
+                            "FUSION_NCCL_ID_FILE; missing: {}{}{}", rank ? "" : "rank ", size ? "" : "world size ", file ? "" : "id file"));
+  const char* device = get({"FUSION_DEVICE", "LOCAL_RANK"});
+  return ProcessGroup(file, std::atoi(rank), std::atoi(size), device ? std::atoi(device) : 0, timeout_s);
+}
+
+ProcessGroup::ProcessGroup(ProcessGroup&& o) noexcept : comm_(o.comm_), rank_(o.rank_), size_(o.size_), device_(o.device_) {
+  o.comm_ = nullptr;
+}
+
+ProcessGroup::~ProcessGroup() {
+  if (comm_) detail::nccl::api().ncclCommDestroy(static_cast<detail::nccl::Comm>(comm_));
+}
+
+void ProcessGroup::all_reduce_base(ArrayBase& a, Combine how) {
+  if (a.device() != device_)
+    throw Error(fmt::format("ProcessGroup::all_reduce: the array is on device {}, this process's group runs on device {}", a.device(), device_));
+  if (!a.is_contiguous()) throw Error("ProcessGroup::all_reduce: the array must be contiguous (a view is not: copy it first)");
+  const detail::nccl::Api& api = detail::nccl::api();
+  DeviceScope on{Device(device_)};
+  void* data = reinterpret_cast<void*>(a.data_ptr());
+  detail::nccl::check(api.ncclAllReduce(data, data, static_cast<std::size_t>(a.size()), detail::nccl::data_type(a.dtype()), detail::nccl::red_op(how),
+                                        static_cast<detail::nccl::Comm>(comm_), detail::current_stream_state()->handle),
+                      "ncclAllReduce");
+}
+
+}  // namespace fusion
