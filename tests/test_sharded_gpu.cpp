@@ -115,7 +115,7 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
   CHECK_THROWS_WITH(fz::all_reduce(flags), Catch::Contains("bool"));
 }
 
-TEST_CASE("process group child: one rank, from the environment", "[.][process_group_child]") {
+TEST_CASE("process group child: one rank, from the environment", "[.][gpu][process_group_child]") {
   auto group = fz::ProcessGroup::from_environment(30);
   auto a = fz::full<float>({1000}, static_cast<float>(group.rank() + 1));
   group.all_reduce(a);
