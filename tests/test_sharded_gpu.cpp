@@ -34,6 +34,7 @@ TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and 
   const auto h = test::random<float>(105, -2, 2, 71);
   for (int axis = 0; axis < 3; ++axis) {
     const auto x = fz::Sharded<float>::from_host(h, shape, every_device(3), axis);
+    CHECK(x.devices() == every_device(3));  // each piece on its device (several GPUs: different ones)
     CHECK(x.shape() == shape);
     CHECK(x.to_host() == h);
   }
@@ -57,6 +58,7 @@ TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas br
   const auto z = fz::map_shards([](const auto& x, const auto& y, const auto& b) { return 2.5f * x + y * b; }, x, y, bias);
   CHECK(fz::stats().launches - launches == 3);  // one kernel per piece
   CHECK(z.axis() == 0);
+  CHECK(z.devices() == devices);  // each result on its piece's device
   CHECK(z.sizes() == x.sizes());
   const auto hz = z.to_host();
   int bad = 0;

@@ -74,7 +74,7 @@ template <Element T> class Sharded {
       piece[axis] = sizes[i];
       std::vector<T> slab(static_cast<std::size_t>(numel(piece)));
       detail::extract_slab(data.data(), shape, axis, begin, sizes[i], sizeof(T), slab.data());
-      DeviceScope on(Device(devices[i]));
+      DeviceScope on{Device(devices[i])};
       pieces.push_back(asarray(slab, piece));
       begin += sizes[i];
     }
