@@ -63,7 +63,7 @@ TEST_CASE("all_reduce refuses pieces of a split array, repeated devices and mism
   auto a = fz::placeholder<float>({8}), b = fz::placeholder<float>({8});
   fz::Sharded<float> split({a, b}, 0);
   CHECK_THROWS_WITH(fz::all_reduce(split), Catch::Contains("one array per device") && Catch::Contains("axis 0"));
-  fz::Sharded<float> same_device({a, b}, -1);  // placeholders both say device 0
+  fz::Sharded<float> same_device({a, b}, -1);  // placeholders both say device -1 (none)
   CHECK_THROWS_WITH(fz::all_reduce(same_device), Catch::Contains("repeat") && Catch::Contains("one rank per GPU"));
 }
 
@@ -82,4 +82,19 @@ TEST_CASE("process groups: the NCCL id goes through a file whole, and a missing 
   CHECK_THROWS_AS(fz::ProcessGroup("", 0, 1, 0), fz::Error);
   for (const char* v : {"FUSION_RANK", "RANK", "FUSION_WORLD_SIZE", "WORLD_SIZE", "FUSION_NCCL_ID_FILE"}) unsetenv(v);
   CHECK_THROWS_WITH(fz::ProcessGroup::from_environment(), Catch::Contains("FUSION_NCCL_ID_FILE") && Catch::Contains("missing: rank"));
+}
+
+TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the collective", "[sharded]") {
+  const fz::Sharded<float> x({fz::placeholder<float>({4096, 64}), fz::placeholder<float>({4000, 64})}, 0);
+  const fz::Sharded<float> y({fz::placeholder<float>({4096, 64}), fz::placeholder<float>({4000, 64})}, 0);
+  const auto axpy = fz::inspect_shards([](const auto& x, const auto& y) { return 2.5f * x + y; }, x, y);
+  REQUIRE(axpy.size() == 2);
+  for (const fz::KernelInfo& k : axpy) {
+    CHECK_THAT(k.name, Catch::StartsWith("fz_mul_add_f32_"));
+    CHECK(k.kernels == 1);
+  }
+  const auto dot = fz::inspect_shards([](const auto& x, const auto& y) { return fz::sum(x * y); }, x, y);
+  CHECK_THAT(dot[1].variant, Catch::Contains("split over blocks"));
+  const fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
+  CHECK(fz::describe_all_reduce(partials, fz::Combine::max) == "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders: no device
 }

@@ -11,6 +11,7 @@
 //   fz::all_reduce(d);                                                    // NCCL: the total on each GPU
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -21,6 +22,7 @@
 #include "fusion/device.hpp"
 #include "fusion/distributed.hpp"
 #include "fusion/error.hpp"
+#include "fusion/inspect.hpp"
 
 namespace fusion {
 
@@ -167,6 +169,30 @@ template <class F, class A, class... B> auto map_shards(F&& f, const Sharded<A>&
     pieces = pieces && out.back().shape() == in[static_cast<std::size_t>(split)];
   }
   return Sharded<R>(std::move(out), pieces ? axes[static_cast<std::size_t>(split)] : -1);
+}
+
+/// What map_shards(f, a, b, ...) runs on each device, in device order: fz::inspect of `f`'s expression over
+/// that device's pieces, compiled for its device (not launched; placeholder pieces work without a GPU).
+/// `f` must return an expression, as map_shards' functions usually do.
+template <class F, class A, class... B> std::vector<KernelInfo> inspect_shards(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
+  detail::check_shard_arguments({a.devices(), b.devices()...}, {a.axis(), b.axis()...}, {a.sizes(), b.sizes()...});
+  std::vector<KernelInfo> plans;
+  const bool gpus = device_count() > 0;  // without one, inspect compiles for FUSION_ARCH
+  for (int i = 0; i < a.count(); ++i) {
+    std::optional<DeviceScope> on;
+    if (gpus) on.emplace(Device(a.device(i)));
+    plans.push_back(inspect(f(a[i], b[i]...)));
+  }
+  return plans;
+}
+
+/// What all_reduce(s, how) runs, in words: the NCCL call, the element count and type, the devices.
+template <Element T> std::string describe_all_reduce(const Sharded<T>& s, Combine how = Combine::sum) {
+  const char* names[] = {"sum", "prod", "max", "min"};
+  std::string devices;
+  for (int d : s.devices()) devices += (devices.empty() ? "" : ", ") + std::to_string(d);
+  return "ncclAllReduce (" + std::string(names[static_cast<int>(how)]) + ") in place, " + std::to_string(numel(s.shape())) + " " +
+         std::string(dtype_name(dtype_of<T>)) + " per device, devices (" + devices + "), one NCCL group call";
 }
 
 /// One process of a group that runs one GPU each, on one host or many: an NCCL communicator bootstrapped

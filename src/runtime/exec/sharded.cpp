@@ -25,6 +25,7 @@ template <class Copy> void for_each_run(const Shape& shape, int axis, std::int64
   for (int d = 0; d < axis; ++d) outer *= shape[d];
   for (int d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
   const std::int64_t run = size * inner, stride = shape[axis] * inner;
+  if (run == 0) return;  // an empty slab: nothing to copy (and its buffer may be null)
   for (std::int64_t o = 0; o < outer; ++o) copy(o * stride + begin * inner, o * run, run);
 }
 
