@@ -98,3 +98,15 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
   const fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
   CHECK(fz::describe_all_reduce(partials, fz::Combine::max) == "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders: no device
 }
+
+TEST_CASE("along() reads one array per device as pieces of one array, checked", "[sharded]") {
+  // what map_shards returns for row sums of a (6, 3) matrix split 4 + 2 by rows: one array per device
+  fz::Sharded<float> rows({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0);
+  CHECK(rows.shape() == fz::Shape{6});
+  auto per_device = fz::Sharded<float>({fz::placeholder<float>({1, 3}), fz::placeholder<float>({1, 3})}, -1);
+  const auto stacked = std::move(per_device).along(0);  // the partials as rows of a (2, 3) array
+  CHECK(stacked.axis() == 0);
+  CHECK(stacked.shape() == fz::Shape{2, 3});
+  CHECK(stacked.sizes() == std::vector<std::int64_t>{1, 1});
+  CHECK_THROWS_AS(fz::Sharded<float>({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0).along(-1), fz::ShapeError);
+}

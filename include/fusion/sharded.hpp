@@ -130,6 +130,10 @@ template <Element T> class Sharded {
     for (const Array<T>& p : pieces_) d.push_back(p.device());
     return d;
   }
+  /// The same arrays read as the pieces of one array along `axis`, or as one array per device (-1): map_shards
+  /// cannot tell row sums of a matrix split by rows from per-device partials, so `map_shards(row_sums,
+  /// x).along(0)` says which. Checked as the constructor checks.
+  Sharded along(int axis) && { return Sharded(std::move(pieces_), axis); }
   /// The pieces' extents along the axis (empty for axis -1).
   std::vector<std::int64_t> sizes() const {
     std::vector<std::int64_t> s;
@@ -152,7 +156,8 @@ void check_shard_arguments(const std::vector<std::vector<int>>& devices, const s
 
 /// `f(piece_a, piece_b, ...)` for each device: one fused evaluation per device, under that device's scope
 /// (its current stream, its memory pool), every device's kernels enqueued before any waits. Results shaped
-/// as their split pieces form a Sharded along the same axis; others (reductions) one array per device.
+/// as their split pieces form a Sharded along the same axis; others (reductions) one array per device
+/// (`.along(axis)` reads them as pieces where they are: row sums of a matrix split by rows).
 template <class F, class A, class... B> auto map_shards(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
   const std::vector<int> axes = {a.axis(), b.axis()...};
   detail::check_shard_arguments({a.devices(), b.devices()...}, axes, {a.sizes(), b.sizes()...});
