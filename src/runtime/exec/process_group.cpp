@@ -8,12 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "fusion/sharded.hpp"
 #include "runtime/cuda/nccl.hpp"
-#include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/collective.hpp"
 
 namespace fusion {
 
@@ -100,13 +99,7 @@ ProcessGroup::~ProcessGroup() {
 void ProcessGroup::all_reduce_base(ArrayBase& a, Combine how) {
   if (a.device() != device_)
     throw Error(fmt::format("ProcessGroup::all_reduce: the array is on device {}, this process's group runs on device {}", a.device(), device_));
-  if (!a.is_contiguous()) throw Error("ProcessGroup::all_reduce: the array must be contiguous (a view is not: copy it first)");
-  const detail::nccl::Api& api = detail::nccl::api();
-  DeviceScope on{Device(device_)};
-  void* data = reinterpret_cast<void*>(a.data_ptr());
-  detail::nccl::check(api.ncclAllReduce(data, data, static_cast<std::size_t>(a.size()), detail::nccl::data_type(a.dtype()), detail::nccl::red_op(how),
-                                        static_cast<detail::nccl::Comm>(comm_), detail::current_stream_state()->handle),
-                      "ncclAllReduce");
+  detail::nccl::check(detail::enqueue_all_reduce(a, static_cast<detail::nccl::Comm>(comm_), how, "ProcessGroup::all_reduce"), "ncclAllReduce");
 }
 
 }  // namespace fusion

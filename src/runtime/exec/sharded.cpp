@@ -12,6 +12,7 @@
 #include <set>
 
 #include "runtime/cuda/nccl.hpp"
+#include "runtime/exec/collective.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
 namespace fusion::detail {
@@ -104,23 +105,27 @@ void all_reduce(std::span<ArrayBase* const> arrays, Combine how) {
                                    a->device(), dtype_name(arrays[0]->dtype()), to_string(arrays[0]->shape()), arrays[0]->device()));
     if (!a->is_contiguous()) throw Error("all_reduce: the arrays must be contiguous (a view is not: copy it first)");
   }
-  const nccl::DataType type = nccl::data_type(arrays[0]->dtype());
-  const nccl::RedOp op = nccl::red_op(how);
+  nccl::data_type(arrays[0]->dtype());  // a TypeError for a dtype NCCL lacks, before any communicator is made
   const nccl::Api& api = nccl::api();
   const std::vector<nccl::Comm>& comms = communicators(devices);
-  const std::size_t count = static_cast<std::size_t>(arrays[0]->size());
   // One group: NCCL launches every device's part before any waits (a single host thread drives them all).
   nccl::check(api.ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < arrays.size(); ++i) {
-    DeviceScope on{Device(devices[i])};
-    void* data = reinterpret_cast<void*>(arrays[i]->data_ptr());
-    const nccl::Result r = api.ncclAllReduce(data, data, count, type, op, comms[i], current_stream_state()->handle);
+    const nccl::Result r = enqueue_all_reduce(*arrays[i], comms[i], how, "all_reduce");
     if (r != 0) {
       api.ncclGroupEnd();
       nccl::check(r, "ncclAllReduce");
     }
   }
   nccl::check(api.ncclGroupEnd(), "ncclGroupEnd");
+}
+
+nccl::Result enqueue_all_reduce(ArrayBase& a, nccl::Comm comm, Combine how, const char* who) {
+  if (!a.is_contiguous()) throw Error(fmt::format("{}: the arrays must be contiguous (a view is not: copy it first)", who));
+  DeviceScope on{Device(a.device())};
+  void* data = reinterpret_cast<void*>(a.data_ptr());
+  return nccl::api().ncclAllReduce(data, data, static_cast<std::size_t>(a.size()), nccl::data_type(a.dtype()), nccl::red_op(how), comm,
+                                   current_stream_state()->handle);
 }
 
 }  // namespace fusion::detail
