@@ -121,6 +121,11 @@ CUresult CUDAAPI cuMemcpyDtoHAsync(void* d, CUdeviceptr s, size_t n, CUstream) {
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream) {
   return std::memmove(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n), CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n, CUstream) {
+  return std::memmove(reinterpret_cast<void*>(d), reinterpret_cast<const void*>(s), n), CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceCanAccessPeer(int* can, CUdevice, CUdevice) { return *can = 0, CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext, unsigned) { return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED; }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream) {
   return std::memset(reinterpret_cast<void*>(d), v, n), CUDA_SUCCESS;
 }

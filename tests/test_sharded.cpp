@@ -110,3 +110,9 @@ TEST_CASE("along() reads one array per device as pieces of one array, checked", 
   CHECK(stacked.sizes() == std::vector<std::int64_t>{1, 1});
   CHECK_THROWS_AS(fz::Sharded<float>({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0).along(-1), fz::ShapeError);
 }
+
+TEST_CASE("to_device refuses what it cannot copy before touching a GPU", "[sharded][transfer]") {
+  CHECK_THROWS_WITH(fz::to_device(fz::placeholder<float>({3}), 0), Catch::Contains("placeholder"));
+  CHECK_THROWS_WITH(fz::to_device(fz::Array<float>(), 0), Catch::Contains("empty"));
+  if (fz::device_count() == 0) CHECK_THROWS_AS(fz::describe_copy_route(0, 0), fz::NoDeviceError);
+}

@@ -117,6 +117,87 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
   CHECK_THROWS_WITH(fz::all_reduce(flags), Catch::Contains("bool"));
 }
 
+TEST_CASE("to_device copies between devices: same device, peer and staged, in both streams' order", "[gpu][sharded][transfer]") {
+  // Every ordered pair of devices (one GPU: device 0 to itself, where the staged route still runs through
+  // the host), every route the pair allows. Sizes: empty, one element, odd, and 3.3 staging chunks of
+  // 8 MiB, so the two staging buffers are each reused.
+  const int n_dev = fz::device_count();
+  for (int from = 0; from < n_dev; ++from)
+    for (int to = 0; to < n_dev; ++to) {
+      std::vector<fz::CopyRoute> routes = {fz::CopyRoute::automatic, fz::CopyRoute::staged};
+      if (from != to && fz::describe_copy_route(from, to).starts_with("peer")) routes.push_back(fz::CopyRoute::peer);
+      for (const fz::CopyRoute route : routes)
+        for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, std::int64_t{7'000'001}}) {
+          INFO("device " << from << " to " << to << ", " << fz::describe_copy_route(from, to, route) << ", " << n << " elements");
+          const auto h = test::random<float>(static_cast<std::size_t>(n), -3, 3, static_cast<unsigned>(80 + n % 97));
+          fz::Array<float> a, b;
+          {
+            fz::DeviceScope on{fz::Device(from)};
+            a = fz::asarray(h, {n});
+          }
+          b = fz::to_device(a, to, route);
+          CHECK(b.device() == to);
+          CHECK(b.shape() == a.shape());
+          CHECK(b.memory_identity() != a.memory_identity());  // a copy, also on the same device
+          fz::DeviceScope on{fz::Device(to)};
+          CHECK(b.to_host() == h);
+        }
+    }
+  const int last = n_dev - 1;
+  SECTION("a view is copied C-ordered, other dtypes byte for byte") {
+    const auto h = test::random<float>(300 * 257, -3, 3, 81);
+    const auto m = fz::asarray(h, {300, 257});
+    const auto t = fz::to_device(m.transpose(), last, fz::CopyRoute::staged);
+    CHECK(t.shape() == fz::Shape{257, 300});
+    CHECK(t.is_contiguous());
+    fz::DeviceScope on{fz::Device(last)};
+    const auto ht = t.to_host();
+    int bad = 0;
+    for (int i = 0; i < 257; ++i)
+      for (int j = 0; j < 300; ++j) bad += ht[static_cast<std::size_t>(i * 300 + j)] != h[static_cast<std::size_t>(j * 257 + i)];
+    CHECK(bad == 0);
+    const auto hb = test::random<fz::bfloat16>(4099, -3, 3, 82);
+    const auto hi = test::random<std::int64_t>(4099, -1e12, 1e12, 83);
+    fz::Array<fz::bfloat16> b16;
+    fz::Array<std::int64_t> i64;
+    {
+      fz::DeviceScope src{fz::Device(0)};
+      b16 = fz::to_device(fz::asarray(hb), last);
+      i64 = fz::to_device(fz::asarray(hi), last, fz::CopyRoute::staged);
+    }
+    CHECK(b16.to_host() == hb);
+    CHECK(i64.to_host() == hi);
+  }
+  SECTION("the copy sees the source as it was when enqueued, and later writes to the source wait for it") {
+    // Nothing waits on the host between the source's kernel, the copy and the overwrite: only the
+    // events between the two devices' current streams keep them in order.
+    const std::int64_t n = 9'000'000;
+    fz::Array<float> a, b;
+    {
+      fz::DeviceScope on{fz::Device(0)};
+      fz::Stream s;
+      fz::StreamScope with{s};
+      a = fz::empty<float>({n});
+      fz::copyto(a, fz::cast<float>(fz::arange<std::int32_t>(n) % 1000) * 0.5f);
+      b = fz::to_device(a, last, fz::CopyRoute::staged);
+      fz::copyto(a, -1.f);
+      s.synchronize();
+    }
+    fz::DeviceScope on{fz::Device(last)};
+    const auto hb = b.to_host();
+    int bad = 0;
+    for (std::int64_t i = 0; i < n; ++i) bad += hb[static_cast<std::size_t>(i)] != static_cast<float>(i % 1000) * 0.5f;
+    CHECK(bad == 0);
+  }
+  SECTION("errors name what to fix") {
+    CHECK_THROWS_AS(fz::to_device(fz::asarray(std::vector<float>{1, 2}), n_dev), fz::NoDeviceError);
+    CHECK_THROWS_WITH(fz::to_device(fz::placeholder<float>({3}), 0), Catch::Contains("placeholder"));
+    CHECK_THROWS_WITH(fz::to_device(fz::Array<float>(), 0), Catch::Contains("empty"));
+    CHECK_THAT(fz::describe_copy_route(0, 0), Catch::StartsWith("same device"));
+    CHECK_THAT(fz::describe_copy_route(0, 0, fz::CopyRoute::staged), Catch::StartsWith("staged"));
+  }
+}
+
 TEST_CASE("process group child: one rank, from the environment", "[.][gpu][process_group_child]") {
   auto group = fz::ProcessGroup::from_environment(30);
   auto a = fz::full<float>({1000}, static_cast<float>(group.rank() + 1));

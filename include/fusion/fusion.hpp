@@ -25,6 +25,7 @@
 #include "fusion/region.hpp"
 #include "fusion/step.hpp"
 #include "fusion/tie.hpp"
+#include "fusion/transfer.hpp"
 #include "fusion/user_kernels.hpp"
 #include "fusion/shape.hpp"
 #include "fusion/stream.hpp"

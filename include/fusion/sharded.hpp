@@ -23,6 +23,7 @@
 #include "fusion/distributed.hpp"
 #include "fusion/error.hpp"
 #include "fusion/inspect.hpp"
+#include "fusion/transfer.hpp"
 
 namespace fusion {
 
@@ -86,14 +87,11 @@ template <Element T> class Sharded {
                            std::vector<std::int64_t> sizes = {}) {
     return from_host(std::span<const T>(data), shape, std::move(devices), axis, std::move(sizes));
   }
-  /// `a`'s elements on each of `devices` (through the host), e.g. a bias every piece broadcasts against.
-  static Sharded replicate(const Array<T>& a, const std::vector<int>& devices) {
-    const std::vector<T> host = a.to_host();
+  /// A copy of `a` on each of `devices` (fz::to_device: peer or staged, see describe_copy_route), e.g. a
+  /// bias every piece broadcasts against, or a start value for all_reduce.
+  static Sharded replicate(const Array<T>& a, const std::vector<int>& devices, CopyRoute route = CopyRoute::automatic) {
     std::vector<Array<T>> pieces;
-    for (int d : devices) {
-      DeviceScope on{Device(d)};
-      pieces.push_back(asarray(host, a.shape()));
-    }
+    for (int d : devices) pieces.push_back(to_device(a, d, route));
     return Sharded(std::move(pieces), -1);
   }
 
@@ -184,8 +182,8 @@ template <class F, class A, class... B> std::vector<KernelInfo> inspect_shards(F
   std::vector<KernelInfo> plans;
   const bool gpus = device_count() > 0;  // without one, inspect compiles for FUSION_ARCH
   for (int i = 0; i < a.count(); ++i) {
-    std::optional<DeviceScope> on;
-    if (gpus) on.emplace(Device(a.device(i)));
+    std::optional<DeviceScope> on;  // placeholders (device -1) compile for the current device
+    if (gpus && a.device(i) >= 0) on.emplace(Device(a.device(i)));
     plans.push_back(inspect(f(a[i], b[i]...)));
   }
   return plans;

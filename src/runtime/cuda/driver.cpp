@@ -140,6 +140,11 @@ void ensure_context(int id) {
   current_generation = generation;
 }
 
+CUcontext primary_context(int id) {
+  ensure_context(id);
+  return primary[id].handle.load(std::memory_order_acquire);
+}
+
 bool context_for_release(int id) noexcept {
   try {
     ensure_context(id);

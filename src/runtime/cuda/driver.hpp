@@ -26,7 +26,7 @@ namespace fusion::detail {
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)    \
   X(cuModuleUnload) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)    \
   X(cuPointerGetAttribute) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
-  X(cuFuncGetParamInfo)
+  X(cuFuncGetParamInfo) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
 
 struct Driver {
 #define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;
@@ -48,6 +48,9 @@ void check(CUresult r, const char* call);
 /// reset it (cuDevicePrimaryCtxReset, cudaDeviceReset): that destroys every handle made in it, so the
 /// context is brought back and its generation advances. One cuCtxGetId call (~15 ns) when nothing changed.
 void ensure_context(int id);
+
+/// Device `id`'s primary context (made current on this thread first), for calls that name two contexts.
+CUcontext primary_context(int id);
 
 /// ensure_context for destructors: false (instead of an exception) when the context cannot be made current.
 bool context_for_release(int id) noexcept;
