@@ -116,3 +116,11 @@ TEST_CASE("to_device refuses what it cannot copy before touching a GPU", "[shard
   CHECK_THROWS_WITH(fz::to_device(fz::Array<float>(), 0), Catch::Contains("empty"));
   if (fz::device_count() == 0) CHECK_THROWS_AS(fz::describe_copy_route(0, 0), fz::NoDeviceError);
 }
+
+TEST_CASE("reduce_to checks its root and that it combines one array per device", "[sharded]") {
+  fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
+  CHECK_THROWS_WITH(fz::reduce_to(partials, -1), Catch::Contains("root -1"));
+  fz::Sharded<float> pieces({fz::placeholder<float>({4}), fz::placeholder<float>({5})}, 0);
+  CHECK_THROWS_AS(fz::reduce_to(pieces, 0), fz::ShapeError);
+  CHECK_THROWS_AS(fz::all_reduce(pieces), fz::ShapeError);
+}

@@ -112,6 +112,12 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
   auto total = fz::map_shards([](const auto& c) { return fz::sum(c); }, c);
   fz::all_reduce(total);
   CHECK(total[0].item() == 3 * n);
+  // reduce_to writes the total into one device's array only
+  auto partial = fz::map_shards([](const auto& x, const auto& y) { return fz::sum(x * y); }, x, y);
+  const int root = partial.count() - 1;
+  fz::reduce_to(partial, root);
+  CHECK(partial[root].item() == first[0]);  // the same NCCL sum as the all-reduce's
+  CHECK_THROWS_WITH(fz::reduce_to(partial, partial.count()), Catch::Contains("root"));
   // a dtype NCCL lacks is a TypeError naming it
   auto flags = fz::map_shards([](const auto& x) { return fz::any(x > 0.f); }, x);  // one bool per device
   CHECK_THROWS_WITH(fz::all_reduce(flags), Catch::Contains("bool"));
@@ -208,6 +214,10 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][proce
   auto b = fz::full<std::int32_t>({17}, group.rank());
   group.all_reduce(b, fz::Combine::max);
   CHECK(b.to_host()[16] == group.size() - 1);
+  auto c = fz::full<double>({5}, 0.5 * (group.rank() + 1));
+  group.reduce_to(c, 0);
+  if (group.rank() == 0) CHECK(c.to_host()[4] == 0.25 * group.size() * (group.size() + 1));
+  CHECK_THROWS_WITH(group.reduce_to(c, group.size()), Catch::Contains("root"));
 }
 
 TEST_CASE("several processes, one GPU each, bootstrapped through a shared file", "[gpu][sharded]") {

@@ -35,9 +35,10 @@ void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t be
 /// Checks pieces for a Sharded: a piece per device, equal shapes off `axis` (every shape equal for axis -1);
 /// `axis` in range. A ShapeError or Error says what differs.
 void check_pieces(std::span<const ArrayBase* const> pieces, int axis);
-/// All-reduces `arrays` (one per device, distinct devices, equal shapes and dtypes, contiguous) in place with
-/// NCCL, each on its device's current stream; communicators are made once per device list.
-void all_reduce(std::span<ArrayBase* const> arrays, Combine how);
+/// Combines `arrays` (one per device, distinct devices, equal shapes and dtypes, contiguous) in place with
+/// NCCL, each on its device's current stream: into every array (`root` -1, all-reduce) or into arrays[root]
+/// (reduce). Communicators are made once per device list.
+void combine(std::span<ArrayBase* const> arrays, Combine how, int root);
 template <class X> auto as_array(X&& x) {
   if constexpr (requires { typename std::decay_t<X>::value_type; x.to_host(); x.data_ptr(); }) return std::forward<X>(x);
   else return fusion::eval(x);
@@ -216,10 +217,16 @@ class ProcessGroup {
   int size() const { return size_; }
   int device() const { return device_; }
   /// Combines `a` element by element over the group's processes, in place, on its device's current stream.
-  template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { all_reduce_base(a, how); }
+  template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { combine(a, how, -1); }
+  /// The same combination written only into rank `root`'s array (NCCL's reduce: less traffic than
+  /// all_reduce when one process needs the result).
+  template <Element T> void reduce_to(Array<T>& a, int root, Combine how = Combine::sum) {
+    if (root < 0) throw Error("ProcessGroup::reduce_to: root " + std::to_string(root) + " is not a rank");
+    combine(a, how, root);
+  }
 
  private:
-  void all_reduce_base(ArrayBase& a, Combine how);
+  void combine(ArrayBase& a, Combine how, int root);  // root -1: every rank
   void* comm_ = nullptr;
   int rank_ = 0, size_ = 1, device_ = 0;
 };
@@ -232,15 +239,26 @@ std::string read_unique_id(const std::string& path, double timeout_s);
 void write_unique_id(const std::string& path, const std::string& id);
 }  // namespace detail
 
-/// Combines one array per device (e.g. map_shards' partial reductions) element by element with NCCL, in
-/// place: afterwards every device holds the result. Deterministic for a fixed set of devices.
-template <Element T> void all_reduce(Sharded<T>& s, Combine how = Combine::sum) {
+namespace detail {
+template <Element T> void combine_shards(Sharded<T>& s, Combine how, int root, const char* who) {
   if (s.axis() >= 0)
-    throw ShapeError("all_reduce combines one array per device (map_shards' results of a reduction, or replicas); this "
+    throw ShapeError(std::string(who) + " combines one array per device (map_shards' results of a reduction, or replicas); this "
                      "Sharded holds the pieces of one array along axis " + std::to_string(s.axis()));
   std::vector<ArrayBase*> arrays;
   for (int i = 0; i < s.count(); ++i) arrays.push_back(&s[i]);
-  detail::all_reduce(arrays, how);
+  combine(arrays, how, root);
+}
+}  // namespace detail
+
+/// Combines one array per device (e.g. map_shards' partial reductions) element by element with NCCL, in
+/// place: afterwards every device holds the result. Deterministic for a fixed set of devices.
+template <Element T> void all_reduce(Sharded<T>& s, Combine how = Combine::sum) { detail::combine_shards(s, how, -1, "all_reduce"); }
+
+/// The same combination written only into `s[root]` (NCCL's reduce: for a result one device needs, e.g. a
+/// loss to print); the other devices' arrays are inputs only.
+template <Element T> void reduce_to(Sharded<T>& s, int root, Combine how = Combine::sum) {
+  if (root < 0) throw Error("reduce_to: root " + std::to_string(root) + " is not an index of the Sharded's arrays");
+  detail::combine_shards(s, how, root, "reduce_to");
 }
 
 }  // namespace fusion

@@ -96,10 +96,13 @@ ProcessGroup::~ProcessGroup() {
   if (comm_) detail::nccl::api().ncclCommDestroy(static_cast<detail::nccl::Comm>(comm_));
 }
 
-void ProcessGroup::all_reduce_base(ArrayBase& a, Combine how) {
+void ProcessGroup::combine(ArrayBase& a, Combine how, int root) {
+  const char* who = root < 0 ? "ProcessGroup::all_reduce" : "ProcessGroup::reduce_to";
   if (a.device() != device_)
-    throw Error(fmt::format("ProcessGroup::all_reduce: the array is on device {}, this process's group runs on device {}", a.device(), device_));
-  detail::nccl::check(detail::enqueue_all_reduce(a, static_cast<detail::nccl::Comm>(comm_), how, "ProcessGroup::all_reduce"), "ncclAllReduce");
+    throw Error(fmt::format("{}: the array is on device {}, this process's group runs on device {}", who, a.device(), device_));
+  if (root >= size_) throw Error(fmt::format("{}: root {} is not a rank of this group of {}", who, root, size_));
+  detail::nccl::check(detail::enqueue_collective(a, static_cast<detail::nccl::Comm>(comm_), how, root, who),
+                      root < 0 ? "ncclAllReduce" : "ncclReduce");
 }
 
 }  // namespace fusion

@@ -93,17 +93,20 @@ void check_shard_arguments(const std::vector<std::vector<int>>& devices, const s
   }
 }
 
-void all_reduce(std::span<ArrayBase* const> arrays, Combine how) {
+void combine(std::span<ArrayBase* const> arrays, Combine how, int root) {
+  const char* who = root < 0 ? "all_reduce" : "reduce_to";
   std::vector<int> devices;
   for (const ArrayBase* a : arrays) devices.push_back(a->device());
+  if (root >= static_cast<int>(arrays.size()))
+    throw Error(fmt::format("reduce_to: root {} is not one of the {} arrays' indices", root, arrays.size()));
   if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
-    throw Error(fmt::format("all_reduce: devices ({}) repeat: NCCL takes one rank per GPU; combine pieces on one GPU with an "
-                            "ordinary reduction first", fmt::join(devices, ", ")));
+    throw Error(fmt::format("{}: devices ({}) repeat: NCCL takes one rank per GPU; combine pieces on one GPU with an "
+                            "ordinary reduction first", who, fmt::join(devices, ", ")));
   for (const ArrayBase* a : arrays) {
     if (a->shape() != arrays[0]->shape() || a->dtype() != arrays[0]->dtype())
-      throw ShapeError(fmt::format("all_reduce: {} {} on device {} and {} {} on device {} differ", dtype_name(a->dtype()), to_string(a->shape()),
+      throw ShapeError(fmt::format("{}: {} {} on device {} and {} {} on device {} differ", who, dtype_name(a->dtype()), to_string(a->shape()),
                                    a->device(), dtype_name(arrays[0]->dtype()), to_string(arrays[0]->shape()), arrays[0]->device()));
-    if (!a->is_contiguous()) throw Error("all_reduce: the arrays must be contiguous (a view is not: copy it first)");
+    if (!a->is_contiguous()) throw Error(fmt::format("{}: the arrays must be contiguous (a view is not: copy it first)", who));
   }
   nccl::data_type(arrays[0]->dtype());  // a TypeError for a dtype NCCL lacks, before any communicator is made
   const nccl::Api& api = nccl::api();
@@ -111,21 +114,23 @@ void all_reduce(std::span<ArrayBase* const> arrays, Combine how) {
   // One group: NCCL launches every device's part before any waits (a single host thread drives them all).
   nccl::check(api.ncclGroupStart(), "ncclGroupStart");
   for (std::size_t i = 0; i < arrays.size(); ++i) {
-    const nccl::Result r = enqueue_all_reduce(*arrays[i], comms[i], how, "all_reduce");
+    const nccl::Result r = enqueue_collective(*arrays[i], comms[i], how, root, who);
     if (r != 0) {
       api.ncclGroupEnd();
-      nccl::check(r, "ncclAllReduce");
+      nccl::check(r, root < 0 ? "ncclAllReduce" : "ncclReduce");
     }
   }
   nccl::check(api.ncclGroupEnd(), "ncclGroupEnd");
 }
 
-nccl::Result enqueue_all_reduce(ArrayBase& a, nccl::Comm comm, Combine how, const char* who) {
+nccl::Result enqueue_collective(ArrayBase& a, nccl::Comm comm, Combine how, int root, const char* who) {
   if (!a.is_contiguous()) throw Error(fmt::format("{}: the arrays must be contiguous (a view is not: copy it first)", who));
   DeviceScope on{Device(a.device())};
   void* data = reinterpret_cast<void*>(a.data_ptr());
-  return nccl::api().ncclAllReduce(data, data, static_cast<std::size_t>(a.size()), nccl::data_type(a.dtype()), nccl::red_op(how), comm,
-                                   current_stream_state()->handle);
+  const auto count = static_cast<std::size_t>(a.size());
+  const CUstream stream = current_stream_state()->handle;
+  if (root < 0) return nccl::api().ncclAllReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), comm, stream);
+  return nccl::api().ncclReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), root, comm, stream);
 }
 
 }  // namespace fusion::detail
