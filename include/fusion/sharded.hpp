@@ -88,6 +88,44 @@ template <Element T> class Sharded {
                            std::vector<std::int64_t> sizes = {}) {
     return from_host(std::span<const T>(data), shape, std::move(devices), axis, std::move(sizes));
   }
+  /// Splits a device array along `axis` over `devices` (the rule and `sizes` as from_host), each piece
+  /// copied to its device with fz::to_device (peer or staged; see describe_copy_route).
+  static Sharded scatter(const Array<T>& a, std::vector<int> devices, int axis = 0, std::vector<std::int64_t> sizes = {},
+                         CopyRoute route = CopyRoute::automatic) {
+    const Shape& shape = a.shape();
+    if (axis < 0 || axis >= shape.size())
+      throw ShapeError("Sharded::scatter: axis " + std::to_string(axis) + " is out of range for shape " + to_string(shape));
+    if (devices.empty()) throw Error("Sharded::scatter: no devices given");
+    if (sizes.empty()) sizes = split_sizes(shape[axis], static_cast<int>(devices.size()));
+    if (sizes.size() != devices.size())
+      throw ShapeError("Sharded::scatter: " + std::to_string(sizes.size()) + " sizes for " + std::to_string(devices.size()) + " devices");
+    check_split(shape[axis], sizes);
+    std::vector<Array<T>> pieces;
+    std::int64_t begin = 0;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      std::vector<Slice> take(static_cast<std::size_t>(shape.size()));
+      take[static_cast<std::size_t>(axis)] = Slice{begin, begin + sizes[i]};
+      pieces.push_back(to_device(a.slice(take), devices[i], route));
+      begin += sizes[i];
+    }
+    return Sharded(std::move(pieces), axis);
+  }
+  /// The whole array on `device` (the pieces copied there and written side by side; axis >= 0), or a copy
+  /// of the first device's array (axis -1).
+  Array<T> gather(int device, CopyRoute route = CopyRoute::automatic) const {
+    if (axis_ < 0) return to_device(pieces_.at(0), device, route);
+    DeviceScope on{Device(device)};
+    Array<T> whole = empty<T>(shape());
+    std::int64_t begin = 0;
+    for (const Array<T>& p : pieces_) {
+      std::vector<Slice> take(static_cast<std::size_t>(whole.ndim()));
+      take[static_cast<std::size_t>(axis_)] = Slice{begin, begin + p.shape()[axis_]};
+      Array<T> part = whole.slice(take);
+      if (p.size() > 0) copyto(part, p.device() == device ? p : to_device(p, device, route));
+      begin += p.shape()[axis_];
+    }
+    return whole;
+  }
   /// A copy of `a` on each of `devices` (fz::to_device: peer or staged, see describe_copy_route), e.g. a
   /// bias every piece broadcasts against, or a start value for all_reduce.
   static Sharded replicate(const Array<T>& a, const std::vector<int>& devices, CopyRoute route = CopyRoute::automatic) {
