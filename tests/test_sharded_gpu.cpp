@@ -46,6 +46,32 @@ TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and 
   CHECK_THROWS_AS(fz::Sharded<float>::from_host(h, {7, 5}, every_device(2)), fz::ShapeError);
 }
 
+TEST_CASE("scatter splits a device array over devices and gather puts the pieces back on one", "[gpu][sharded][transfer]") {
+  const fz::Shape shape{9, 6, 5};
+  const auto h = test::random<float>(270, -2, 2, 77);
+  const auto whole = fz::asarray(h, shape);
+  for (int axis = 0; axis < 3; ++axis)
+    for (const fz::CopyRoute route : {fz::CopyRoute::automatic, fz::CopyRoute::staged}) {
+      const auto s = fz::Sharded<float>::scatter(whole, every_device(3), axis, {}, route);
+      CHECK(s.devices() == every_device(3));
+      CHECK(s.axis() == axis);
+      CHECK(s.to_host() == h);
+      for (int d = 0; d < fz::device_count(); ++d) {
+        const auto back = s.gather(d, route);
+        CHECK(back.device() == d);
+        fz::DeviceScope on{fz::Device(d)};
+        CHECK(back.to_host() == h);
+      }
+    }
+  const auto uneven = fz::Sharded<float>::scatter(whole, every_device(3), 1, {6, 0, 0});
+  CHECK(uneven.sizes() == std::vector<std::int64_t>{6, 0, 0});
+  CHECK(uneven.gather(0).to_host() == h);
+  CHECK_THROWS_AS(fz::Sharded<float>::scatter(whole, every_device(2), 3), fz::ShapeError);
+  CHECK_THROWS_AS(fz::Sharded<float>::scatter(whole, every_device(2), 0, {4, 4}), fz::ShapeError);
+  const auto r = fz::Sharded<float>::replicate(whole, every_device(2));
+  CHECK(r.gather(0).to_host() == h);
+}
+
 TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas broadcasting", "[gpu][sharded]") {
   const std::int64_t n = 1000, m = 37;
   const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 72), hy = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 73);
