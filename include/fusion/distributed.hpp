@@ -3,6 +3,7 @@
 // collectives library, loaded at run time (dlopen, as the CUDA driver is): fusion builds, and a program
 // that never spreads an array over GPUs runs, without it.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,13 @@
 #include "fusion/version.hpp"
 
 namespace fusion {
+
+/// NCCL's ncclUniqueId: what every process of a group needs to join it. ProcessGroup::new_id() makes one
+/// (on one process); the others get it by any channel (a file, MPI, a socket).
+struct NcclId {
+  std::array<char, 128> bytes{};
+  bool operator==(const NcclId&) const = default;
+};
 
 /// How a collective (`all_reduce`) combines the devices' or processes' arrays, element by element.
 enum class Combine { sum, prod, max, min };

@@ -244,6 +244,11 @@ template <Element T> std::string describe_all_reduce(const Sharded<T>& s, Combin
 class ProcessGroup {
  public:
   ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s = 60);
+  /// Joins the group of `size` processes that `id` names (ProcessGroup::new_id() on one of them, passed to
+  /// the others by any channel: fusion/mpi.hpp does it with MPI). Returns once every rank has joined.
+  ProcessGroup(const NcclId& id, int rank, int size, int device);
+  /// A fresh id for a new group (NCCL's ncclGetUniqueId); an NcclError where NCCL does not load.
+  static NcclId new_id();
   /// From the environment: FUSION_RANK and FUSION_WORLD_SIZE (else RANK and WORLD_SIZE, as torchrun and
   /// many launchers set them), the device FUSION_DEVICE (else LOCAL_RANK, else 0), FUSION_NCCL_ID_FILE.
   static ProcessGroup from_environment(double timeout_s = 60);
@@ -265,6 +270,7 @@ class ProcessGroup {
 
  private:
   void combine(ArrayBase& a, Combine how, int root);  // root -1: every rank
+  static NcclId id_through_file(const std::string& id_file, int rank, int size, int device, double timeout_s);
   void* comm_ = nullptr;
   int rank_ = 0, size_ = 1, device_ = 0;
 };

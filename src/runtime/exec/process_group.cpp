@@ -48,28 +48,50 @@ void write_unique_id(const std::string& path, const std::string& id) {
 
 }  // namespace detail
 
-ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s)
-    : rank_(rank), size_(size), device_(device) {
+namespace {
+void check_rank(int rank, int size) {
   if (size < 1 || rank < 0 || rank >= size)
     throw Error(fmt::format("ProcessGroup: rank {} of {} processes: ranks run from 0 to size - 1", rank, size));
+}
+}  // namespace
+
+NcclId ProcessGroup::new_id() {
+  detail::nccl::UniqueId fresh{};
+  detail::nccl::check(detail::nccl::api().ncclGetUniqueId(&fresh), "ncclGetUniqueId");
+  NcclId id;
+  std::memcpy(id.bytes.data(), fresh.internal, id.bytes.size());
+  return id;
+}
+
+NcclId ProcessGroup::id_through_file(const std::string& id_file, int rank, int size, int device, double timeout_s) {
+  check_rank(rank, size);
   if (id_file.empty()) throw Error("ProcessGroup: no id file given (a path every process can read, unique to the job)");
-  const detail::nccl::Api& api = detail::nccl::api();
-  std::string id;
+  Device{device};  // a missing device is reported before rank 0 writes a file no one would remove
   if (rank == 0) {
-    detail::nccl::UniqueId fresh{};
-    detail::nccl::check(api.ncclGetUniqueId(&fresh), "ncclGetUniqueId");
-    id.assign(fresh.internal, sizeof fresh.internal);
-    detail::write_unique_id(id_file, id);
-  } else {
-    id = detail::read_unique_id(id_file, timeout_s);
+    const NcclId id = new_id();
+    detail::write_unique_id(id_file, std::string(id.bytes.data(), id.bytes.size()));
+    return id;
   }
-  detail::nccl::UniqueId uid{};
-  std::memcpy(uid.internal, id.data(), sizeof uid.internal);
+  const std::string text = detail::read_unique_id(id_file, timeout_s);
+  NcclId id;
+  std::memcpy(id.bytes.data(), text.data(), id.bytes.size());
+  return id;
+}
+
+ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s)
+    : ProcessGroup(id_through_file(id_file, rank, size, device, timeout_s), rank, size, device) {
+  if (rank == 0) std::remove(id_file.c_str());  // read by all: a later job cannot pick up this one's id
+}
+
+ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device) : rank_(rank), size_(size), device_(device) {
+  check_rank(rank, size);
   DeviceScope on{Device(device)};
+  const detail::nccl::Api& api = detail::nccl::api();
+  detail::nccl::UniqueId uid{};
+  std::memcpy(uid.internal, id.bytes.data(), sizeof uid.internal);
   detail::nccl::Comm comm = nullptr;
   detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank), "ncclCommInitRank");  // returns once every rank joined
   comm_ = comm;
-  if (rank == 0) std::remove(id_file.c_str());  // read by all: a later job cannot pick up this one's id
 }
 
 ProcessGroup ProcessGroup::from_environment(double timeout_s) {
