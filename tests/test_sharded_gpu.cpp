@@ -149,6 +149,81 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
   CHECK_THROWS_WITH(fz::all_reduce(flags), Catch::Contains("bool"));
 }
 
+namespace {
+/// sum, prod, max or min (op 0..3) of rows [r0, r1) x columns [c0, c1) of the C-ordered R x C matrix `h`:
+/// everything (axis -1), down the rows (axis 0: one value per column) or along them (axis 1).
+std::vector<double> host_reduce(const std::vector<double>& h, std::int64_t C, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
+                                int axis, int op) {
+  auto start = [&] { return op == 0 ? 0.0 : op == 1 ? 1.0 : op == 2 ? -1e300 : 1e300; };
+  auto fold = [&](double a, double v) { return op == 0 ? a + v : op == 1 ? a * v : op == 2 ? std::max(a, v) : std::min(a, v); };
+  std::vector<double> out(axis < 0 ? 1 : axis == 0 ? static_cast<std::size_t>(c1 - c0) : static_cast<std::size_t>(r1 - r0), start());
+  for (std::int64_t r = r0; r < r1; ++r)
+    for (std::int64_t c = c0; c < c1; ++c) {
+      double& o = out[axis < 0 ? 0 : axis == 0 ? static_cast<std::size_t>(c - c0) : static_cast<std::size_t>(r - r0)];
+      o = fold(o, h[static_cast<std::size_t>(r * C + c)]);
+    }
+  return out;
+}
+bool near(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return false;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::abs(got[i] - want[i]) > 1e-12 * (1 + std::abs(want[i]))) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("every reduction of a split matrix: along the split axis (a partial per piece, NCCL combines) and along kept ones", "[gpu][sharded]") {
+  const std::int64_t R = 61, C = 47;
+  const auto h = test::random<double>(static_cast<std::size_t>(R * C), 0.8, 1.2, 90);  // a product of 61 stays near 1
+  const fz::Combine combine[] = {fz::Combine::sum, fz::Combine::prod, fz::Combine::max, fz::Combine::min};
+  auto reduce = [](int op, fz::Axes axes) {
+    return [op, axes](const auto& a) {
+      switch (op) {
+        case 0: return fz::Array<double>(fz::sum(a, axes));
+        case 1: return fz::Array<double>(fz::prod(a, axes));
+        case 2: return fz::Array<double>(fz::max(a, axes));
+        default: return fz::Array<double>(fz::min(a, axes));
+      }
+    };
+  };
+  const bool nccl = fz::nccl_available();
+  // three pieces (on one GPU they share it: partials checked one by one), then one piece per GPU (NCCL)
+  for (const std::vector<int>& devices : {every_device(3), distinct_devices()})
+    for (int split = 0; split < 2; ++split) {
+      const auto x = fz::Sharded<double>::from_host(h, {R, C}, devices, split, {});
+      const bool distinct = devices == distinct_devices();
+      for (int op = 0; op < 4; ++op) {
+        INFO("split along axis " << split << ", " << devices.size() << " piece(s), op " << op);
+        std::int64_t begin = 0;
+        std::vector<std::pair<std::int64_t, std::int64_t>> rows, cols;  // each piece's extent
+        for (std::int64_t size : x.sizes()) {
+          rows.push_back(split == 0 ? std::make_pair(begin, begin + size) : std::make_pair(std::int64_t{0}, R));
+          cols.push_back(split == 1 ? std::make_pair(begin, begin + size) : std::make_pair(std::int64_t{0}, C));
+          begin += size;
+        }
+        for (const int axis : {-1, split}) {  // the split axis is reduced: a partial per piece
+          auto partial = fz::map_shards(reduce(op, axis < 0 ? fz::Axes{} : fz::Axes{axis}), x);
+          CHECK(partial.axis() == -1);
+          for (int i = 0; i < partial.count(); ++i) {
+            fz::DeviceScope on{fz::Device(partial.device(i))};
+            CHECK(near(partial[i].to_host(), host_reduce(h, C, rows[i].first, rows[i].second, cols[i].first, cols[i].second, axis, op)));
+          }
+          if (distinct && nccl) {
+            fz::all_reduce(partial, combine[op]);
+            for (int i = 0; i < partial.count(); ++i) {
+              fz::DeviceScope on{fz::Device(partial.device(i))};
+              CHECK(near(partial[i].to_host(), host_reduce(h, C, 0, R, 0, C, axis, op)));
+            }
+          }
+        }
+        // the kept axis is reduced: each piece's result is a piece of the whole result
+        const int kept = 1 - split;
+        const auto pieces = fz::map_shards(reduce(op, fz::Axes{kept}), x).along(0);
+        CHECK(near(pieces.to_host(), host_reduce(h, C, 0, R, 0, C, kept, op)));
+      }
+    }
+}
+
 TEST_CASE("to_device copies between devices: same device, peer and staged, in both streams' order", "[gpu][sharded][transfer]") {
   // Every ordered pair of devices (one GPU: device 0 to itself, where the staged route still runs through
   // the host), every route the pair allows. Sizes: empty, one element, odd, and 3.3 staging chunks of
