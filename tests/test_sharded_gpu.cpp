@@ -103,6 +103,42 @@ TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas br
   CHECK_THROWS_AS(fz::map_shards([](const auto& a, const auto& b) { return a + b; }, x, other), fz::ShapeError);
 }
 
+TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied to other devices once", "[gpu][sharded][transfer]") {
+  const std::int64_t n = 300, m = 40;
+  const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 91), hb = test::random<float>(static_cast<std::size_t>(m), -1, 1, 92);
+  const auto devices = every_device(3);
+  const auto x = fz::Sharded<float>::from_host(hx, {n, m}, devices, 0);
+  auto bias = fz::asarray(hb);  // on device 0
+  auto scaled = [](const auto& x, const auto& b) { return x * b + 1.f; };
+  auto check = [&](const fz::Sharded<float>& z, const std::vector<float>& b) {
+    const auto hz = z.to_host();
+    int bad = 0;
+    for (std::int64_t i = 0; i < n * m; ++i)
+      bad += hz[static_cast<std::size_t>(i)] != hx[static_cast<std::size_t>(i)] * b[static_cast<std::size_t>(i % m)] + 1.f;
+    return bad;
+  };
+  fz::forget_replicas();
+  CHECK(check(fz::map_shards(scaled, x, bias), hb) == 0);
+  CHECK(check(fz::map_shards([](const auto& b, const auto& x) { return x * b + 1.f; }, bias, x), hb) == 0);  // in any position
+  // every other device holds one copy, made by the first call and reused by the second
+  const auto others = static_cast<std::size_t>(std::min(fz::device_count(), 3) - 1);  // devices of the pieces but the bias's
+  CHECK(fz::forget_replicas() == others);
+  // a write fusion makes is seen: the next call copies the new values
+  CHECK(check(fz::map_shards(scaled, x, bias), hb) == 0);
+  bias *= 2.f;
+  std::vector<float> doubled = hb;
+  for (float& v : doubled) v *= 2;
+  CHECK(check(fz::map_shards(scaled, x, bias), doubled) == 0);
+  // memory whose address was handed out is copied every time (its writes are not fusion's to see)
+  (void)bias.data_ptr<float>();
+  CHECK(check(fz::map_shards(scaled, x, bias), doubled) == 0);
+  fz::forget_replicas();
+  CHECK(check(fz::map_shards(scaled, x, bias), doubled) == 0);
+  CHECK(fz::forget_replicas() == 0);  // escaped: nothing cached
+  // a split argument that does not pair up is still refused; an array with a shape that does not broadcast too
+  CHECK_THROWS_AS(fz::map_shards(scaled, x, fz::asarray(test::random<float>(7, -1, 1, 93))), fz::ShapeError);
+}
+
 TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the total on every device", "[gpu][sharded]") {
   if (!fz::nccl_available()) FAIL("NCCL is needed here and did not load: " << fz::nccl_unavailable_reason());
   const std::int64_t n = (std::int64_t{1} << 20) + 7;

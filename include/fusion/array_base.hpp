@@ -63,9 +63,13 @@ class ArrayBase {
         throw TypeError(std::string("data_ptr<U>(): U has ") + std::to_string(sizeof(U)) + " bytes, the elements of this " +
                         std::string(dtype_name(dtype_)) + " array " + std::to_string(itemsize(dtype_)));
     }
+    note_escape();
     return reinterpret_cast<U*>(static_cast<std::uintptr_t>(data_ptr()));
   }
   const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
+  /// Marks the memory as reachable by code fusion does not see (a raw pointer handed out): it may change
+  /// behind fusion's back, so fusion never caches copies of it.
+  void note_escape() const;
   /// Declares that work enqueued on `stream` so far (a cuBLAS call, a kernel of another library) uses
   /// this array's memory: it is not freed or reused before that work finishes, as PyTorch's
   /// record_stream. Call it after enqueuing the work. fusion's own kernels and copies need no call.

@@ -7,6 +7,7 @@
 //   auto x = fz::Sharded<float>::from_host(host_x, {n}, {0, 1});          // halves on GPUs 0 and 1
 //   auto y = fz::Sharded<float>::from_host(host_y, {n}, {0, 1});
 //   auto z = fz::map_shards([](auto& x, auto& y) { return 2.5f * x + y; }, x, y);  // a kernel per GPU
+//   auto w = fz::map_shards([](auto& x, auto& b) { return x * b; }, x, bias);     // bias: an Array, copied once
 //   auto d = fz::map_shards([](auto& x, auto& y) { return fz::sum(x * y); }, x, y);  // a partial per GPU
 //   fz::all_reduce(d);                                                    // NCCL: the total on each GPU
 #pragma once
@@ -191,11 +192,46 @@ void check_shard_arguments(const std::vector<std::vector<int>>& devices, const s
                            const std::vector<std::vector<std::int64_t>>& sizes);
 }  // namespace detail
 
+namespace detail {
+/// `a` on each of `devices`: itself on its own device, elsewhere a copy made once and reused while fusion
+/// has seen no write to `a` (one per view and device; memory whose address escaped is copied each time).
+std::vector<ArrayBase> replicas(const ArrayBase& a, const std::vector<int>& devices);
+template <class X> inline constexpr bool is_sharded = false;
+template <Element T> inline constexpr bool is_sharded<Sharded<T>> = true;
+template <class X> inline constexpr bool is_array = false;
+template <Element T> inline constexpr bool is_array<Array<T>> = true;
+template <class X> const X& as_shards(const X& x, const std::vector<int>&) requires is_sharded<X> { return x; }
+template <Element T> Sharded<T> as_shards(const Array<T>& a, const std::vector<int>& devices) {
+  std::vector<Array<T>> pieces;
+  for (ArrayBase& r : replicas(a, devices)) pieces.push_back(Array<T>(std::move(r)));
+  return Sharded<T>(std::move(pieces), -1);
+}
+template <class X> void take_devices(std::vector<int>& devices, const X& x) {
+  if constexpr (is_sharded<X>)
+    if (devices.empty()) devices = x.devices();
+}
+template <class F, class A, class... B> auto map_sharded(F&& f, const Sharded<A>& a, const Sharded<B>&... b);
+}  // namespace detail
+
+/// Drops every cached replica (map_shards' copies of unsplit arrays on other devices), freeing their memory;
+/// returns how many there were. They are also dropped when their source array is freed.
+std::size_t forget_replicas();
+
 /// `f(piece_a, piece_b, ...)` for each device: one fused evaluation per device, under that device's scope
 /// (its current stream, its memory pool), every device's kernels enqueued before any waits. Results shaped
 /// as their split pieces form a Sharded along the same axis; others (reductions) one array per device
-/// (`.along(axis)` reads them as pieces where they are: row sums of a matrix split by rows).
-template <class F, class A, class... B> auto map_shards(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
+/// (`.along(axis)` reads them as pieces where they are: row sums of a matrix split by rows). An argument
+/// may be a plain Array (a bias, a scale): every piece broadcasts against it, copied to each other device
+/// once and reused while fusion sees no write to it (detail::replicas; forget_replicas frees the copies).
+template <class F, class... X>
+  requires(sizeof...(X) > 0 && (... || detail::is_sharded<X>) && (... && (detail::is_sharded<X> || detail::is_array<X>)))
+auto map_shards(F&& f, const X&... x) {
+  std::vector<int> devices;  // the first Sharded argument's: arrays are replicated over them
+  (detail::take_devices(devices, x), ...);
+  return detail::map_sharded(std::forward<F>(f), detail::as_shards(x, devices)...);
+}
+
+template <class F, class A, class... B> auto detail::map_sharded(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
   const std::vector<int> axes = {a.axis(), b.axis()...};
   detail::check_shard_arguments({a.devices(), b.devices()...}, axes, {a.sizes(), b.sizes()...});
   int split = -1;  // the first argument split along an axis: results shaped as its pieces are split alike

@@ -124,7 +124,7 @@ void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, voi
   FUSION_CU(cuLaunchKernel, f, grid.x, grid.y, grid.z, block.x, block.y, block.z, static_cast<unsigned>(o.shared_mem),
             stream->handle, args, nullptr);
   for (int i = 0; i < n; ++i)
-    if (arrays[i]) arrays[i]->storage()->note_use(stream);
+    if (arrays[i]) arrays[i]->storage()->note_use(stream), arrays[i]->storage()->note_write();  // any argument may be written
   detail::counters().launches.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -65,6 +65,7 @@ void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBa
   }
   for (const ArrayBase* w : written) {
     w->storage()->note_use(stream);
+    w->storage()->note_write();
     bytes_written += static_cast<std::uint64_t>(w->nbytes());
   }
   if (tls_step != nullptr) [[unlikely]] {  // the step's graph keeps this memory alive and in place

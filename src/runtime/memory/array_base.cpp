@@ -85,6 +85,11 @@ void ArrayBase::record_stream(const Stream& stream) const {
                             stream.state()->device));
   detail::ensure_context(storage_->device);
   storage_->note_use(stream.state());
+  storage_->escaped = true;  // another library's work uses it: writes fusion cannot see
+}
+
+void ArrayBase::note_escape() const {
+  if (storage_) storage_->escaped = true;
 }
 
 std::uint64_t ArrayBase::data_ptr() const {
@@ -108,6 +113,7 @@ void ArrayBase::upload(const void* host, std::size_t count) {
   const auto& stream = detail::current_stream_state();
   const std::uint64_t dst = data_ptr();
   storage_->note_use(stream);
+  storage_->note_write();
   PinnedMemoryPool& pinned = default_pinned_memory_pool();
   void* staging = pinned.acquire(nbytes());
   std::memcpy(staging, host, nbytes());

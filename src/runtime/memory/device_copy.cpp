@@ -17,6 +17,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/exec/step_hook.hpp"
+#include "runtime/memory/device_copy.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion {
@@ -93,11 +94,6 @@ class DeviceEvent {
   CUevent event_ = nullptr;
 };
 
-void order_after(const StreamState& waiter, const StreamState& signaller) {
-  if (&waiter == &signaller) return;
-  DeviceEvent(signaller.device).order(waiter, signaller);
-}
-
 /// Two page-locked chunks in turn: chunk i leaves the source on its stream into buffer i % 2 and enters
 /// the target from there on the target's stream, so the copy out of chunk i + 1 runs while chunk i copies
 /// in. Events order each buffer's fill before its drain and its drain before its next fill.
@@ -145,6 +141,11 @@ std::string describe_copy_route(int from, int to, CopyRoute route) {
 }
 
 namespace detail {
+
+void order_after(const StreamState& waiter, const StreamState& signaller) {
+  if (&waiter == &signaller) return;
+  DeviceEvent(signaller.device).order(waiter, signaller);
+}
 
 ArrayBase copy_to_device(const ArrayBase& a, int device, CopyRoute route) {
   if (a.is_placeholder()) throw Error("to_device: a placeholder array has no data; it exists for fz::inspect");

@@ -93,6 +93,7 @@ ArrayBase import(Managed* t, const Tensor& dl, CUstream_st* producer) {
 ManagedTensorVersioned* to_dlpack(const ArrayBase& a, CUstream_st* consumer) {
   if (a.is_placeholder()) throw Error("to_dlpack: a placeholder array has no memory; it exists for fz::inspect");
   if (!a.has_storage() && a.size() > 0) throw Error("to_dlpack: the array has no memory (default-constructed, never assigned)");
+  a.note_escape();  // the other library may write it whenever it likes
   auto* e = new Export{a, {a.shape().begin(), a.shape().end()}, {a.strides().begin(), a.strides().end()}, consumer, {}};
   ManagedTensorVersioned& t = e->tensor;
   t.version = {1, 0};

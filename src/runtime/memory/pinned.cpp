@@ -72,6 +72,7 @@ void ArrayBase::upload_async(PinnedMemory& host) {
   }
   const auto& stream = detail::current_stream_state();
   storage_->note_use(stream);
+  storage_->note_write();
   FUSION_CU(cuMemcpyHtoDAsync, data_ptr(), host.data(), host.bytes(), stream->handle);
   host.note_use();
 }

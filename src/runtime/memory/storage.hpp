@@ -44,6 +44,14 @@ struct Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  /// Bumped by every write fusion makes or enqueues (kernels' outputs, uploads, raw kernels' arguments):
+  /// cached copies of this memory on other devices (map_shards' replicas) are valid while it is unchanged.
+  std::atomic<std::uint64_t> writes{0};
+  /// Set once the address went where fusion cannot see writes (data_ptr<U>(), record_stream, DLPack, or
+  /// memory made elsewhere): such memory is never cached.
+  std::atomic<bool> escaped{false};
+  void note_write() { writes.fetch_add(1, std::memory_order_relaxed); }
+
   /// Called when work on `stream` touches this memory: remembers it if it is not the home stream.
   void note_use(const std::shared_ptr<StreamState>& stream) {
     if (stream != home) note_foreign_use(stream);
