@@ -2,19 +2,78 @@
 // An array split over every GPU of the machine (fz::Sharded): a fused elementwise expression runs as one
 // kernel per GPU, all enqueued before anything waits, and a dot product as a fused partial per GPU that
 // NCCL's all-reduce combines. Printed: the per-device kernel, results against the host, and wall times
-// beside the same work on GPU 0 alone. (Several processes, one GPU each, are not covered yet.)
+// beside the same work on GPU 0 alone. Then the same dot product over several processes, one GPU each:
+// this program starts one copy of itself per GPU (as any launcher would, through the environment that
+// fz::ProcessGroup::from_environment reads) and each adds its slice's partial with NCCL.
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "fusion/fusion.hpp"
 
 namespace fz = fusion;
 
 namespace {
+
+std::vector<float> host_data(std::int64_t n, unsigned seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& e : v) e = u(rng);
+  return v;
+}
+
+/// One process of the group: its slice of x and y (split as Sharded splits), a fused partial on its GPU,
+/// NCCL's all-reduce over the processes.
+int process_main(std::int64_t n) {
+  auto group = fz::ProcessGroup::from_environment();
+  const auto hx = host_data(n, 7), hy = host_data(n, 8);
+  const auto sizes = fz::split_sizes(n, group.size());
+  std::int64_t begin = 0;
+  for (int r = 0; r < group.rank(); ++r) begin += sizes[static_cast<std::size_t>(r)];
+  const auto piece = [&](const std::vector<float>& h) {
+    return std::vector<float>(h.begin() + begin, h.begin() + begin + sizes[static_cast<std::size_t>(group.rank())]);
+  };
+  fz::DeviceScope on{fz::Device(group.device())};
+  const auto x = fz::asarray(piece(hx)), y = fz::asarray(piece(hy));
+  fz::Array<float> d = fz::sum(x * y);
+  group.all_reduce(d);
+  const float total = d.item();
+  if (group.rank() == 0) fmt::print("{} process(es), one GPU each: sum(x*y) = {:.6f}\n", group.size(), total);
+  return 0;
+}
+
+/// Starts one copy of this program per GPU with the group's environment, and waits for them all.
+bool run_processes(const char* self, int count) {
+  const std::string id_file = fmt::format("/tmp/fusion-multi-gpu-{}.id", ::getpid());
+  std::vector<pid_t> children;
+  for (int r = 0; r < count; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv("FUSION_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("FUSION_WORLD_SIZE", std::to_string(count).c_str(), 1);
+      ::setenv("FUSION_DEVICE", std::to_string(r).c_str(), 1);
+      ::setenv("FUSION_NCCL_ID_FILE", id_file.c_str(), 1);
+      ::execl(self, self, "--process", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    children.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
 
 template <class F> double best_ms(F&& f, const std::vector<int>& devices, int repeats = 10) {
   f();  // compile and allocate outside the timing
@@ -31,19 +90,16 @@ template <class F> double best_ms(F&& f, const std::vector<int>& devices, int re
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::int64_t n = std::int64_t{1} << 26;
+  if (argc > 1 && std::string(argv[1]) == "--process") return process_main(n);
   if (fz::device_count() == 0) {
     fmt::print("multi_gpu needs a GPU: {}\n", fz::no_device_reason());
     return 0;
   }
   std::vector<int> devices(static_cast<std::size_t>(fz::device_count()));
   std::iota(devices.begin(), devices.end(), 0);
-  const std::int64_t n = std::int64_t{1} << 26;
-  std::vector<float> hx(static_cast<std::size_t>(n)), hy(static_cast<std::size_t>(n));
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& v : hx) v = u(rng);
-  for (auto& v : hy) v = u(rng);
+  const auto hx = host_data(n, 7), hy = host_data(n, 8);
 
   const auto x = fz::Sharded<float>::from_host(hx, {n}, devices);
   const auto y = fz::Sharded<float>::from_host(hy, {n}, devices);
@@ -76,5 +132,7 @@ int main() {
   fmt::print("wall ms, best of 10 (host launch and synchronize included):\n");
   fmt::print("  2.5*x+y   one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_axpy, devices.size(), all_axpy, one_axpy / all_axpy);
   fmt::print("  sum(x*y)  one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_dot, devices.size(), all_dot, one_dot / all_dot);
-  return 0;
+  if (!have_nccl) return 0;
+  // the same dot product over processes: one per GPU (NCCL takes one rank per GPU)
+  return run_processes("/proc/self/exe", fz::device_count()) ? 0 : 1;
 }
