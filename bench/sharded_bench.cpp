@@ -175,8 +175,24 @@ int run(int argc, char** argv) {
     nccl_ms = median_ms([&] { baseline.all_reduce(s); }, devices, 25);
     const double bytes = f * m, bus = 2 * (n_gpus - 1) / n_gpus;
     fmt::print("all_reduce 256 MiB float32: fusion {:.3f} ms ({:.0f} GB/s bus), NCCL's own call {:.3f} ms ({:.0f} GB/s bus): fusion at "
-               "{:.1f}% of NCCL's speed\n",
-               fusion_ms, bytes * bus / (fusion_ms * 1e6), nccl_ms, bytes * bus / (nccl_ms * 1e6), 100 * nccl_ms / fusion_ms);
+               "{:.1f}% of NCCL's speed{}\n",
+               fusion_ms, bytes * bus / (fusion_ms * 1e6), nccl_ms, bytes * bus / (nccl_ms * 1e6), 100 * nccl_ms / fusion_ms,
+               devices.size() == 1 ? " (one rank: nothing moves, both times are the calls' overhead)" : "");
+  }
+  // copies of 256 MiB between devices (fz::to_device), every route each pair allows
+  std::vector<std::string> copies;
+  {
+    fz::Array<float> src;
+    on_first([&] { src = fz::full<float>({m}, 2.f); });
+    for (int to : devices) {
+      for (const fz::CopyRoute route : {fz::CopyRoute::automatic, fz::CopyRoute::staged}) {
+        const double ms = median_ms([&] { fz::Array<float> r = fz::to_device(src, to, route); }, {devices[0], to}, 9);
+        const std::string how = fz::describe_copy_route(devices[0], to, route);
+        copies.push_back(fmt::format("to_device {} -> {} ({}): {:.3f} ms, {:.0f} GB/s", devices[0], to, how.substr(0, how.find(':')), ms,
+                                     f * m / (ms * 1e6)));
+        fmt::print("{}\n", copies.back());
+      }
+    }
   }
   if (!json.empty()) {
     std::ofstream o(json);
@@ -185,7 +201,8 @@ int run(int argc, char** argv) {
     for (std::size_t i = 0; i < rows.size(); ++i)
       o << fmt::format("{}{{\"expression\": \"{}\", \"bytes\": {:.0f}, \"one_ms\": {:.4f}, \"all_ms\": {:.4f}, \"scaling\": {:.3f}}}",
                        i ? ", " : "", rows[i].name, rows[i].bytes, rows[i].one_ms, rows[i].all_ms, rows[i].one_ms / rows[i].all_ms);
-    o << fmt::format("], \"sum_check\": \"{}\", \"all_reduce_fusion_ms\": {:.4f}, \"all_reduce_nccl_ms\": {:.4f}}}\n", check, fusion_ms, nccl_ms);
+    o << fmt::format("], \"sum_check\": \"{}\", \"all_reduce_fusion_ms\": {:.4f}, \"all_reduce_nccl_ms\": {:.4f}, \"copies\": [\"{}\"]}}\n",
+                     check, fusion_ms, nccl_ms, fmt::join(copies, "\", \""));
   }
   return 0;
 }
