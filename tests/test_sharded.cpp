@@ -124,3 +124,21 @@ TEST_CASE("reduce_to checks its root and that it combines one array per device",
   CHECK_THROWS_AS(fz::reduce_to(pieces, 0), fz::ShapeError);
   CHECK_THROWS_AS(fz::all_reduce(pieces), fz::ShapeError);
 }
+
+TEST_CASE("map_shards tells a reduction's split axis from its shape over longer pieces", "[sharded]") {
+  using fz::detail::result_split_axis;
+  using S = fz::Shape;
+  CHECK(result_split_axis(S{8}, {S{7}, S{7}}) == 0);            // row sums of rows split evenly: pieces along 0
+  CHECK(result_split_axis(S{5, 8}, {S{5, 7}, S{5, 6}}) == 1);   // the split axis moved to 1
+  CHECK(result_split_axis(S{}, {S{}, S{}}) == -1);              // summed away: partials
+  CHECK(result_split_axis(S{5}, {S{5}, S{5}}) == -1);           // reduced along the split axis
+  CHECK(result_split_axis(std::nullopt, {S{4}, S{3}}) == 0);    // not probed: unequal results are pieces
+  CHECK(result_split_axis(std::nullopt, {S{4}, S{4}}) == -1);   //   and equal ones partials
+  // the probe's shapes: reductions, keepdims, broadcasting, without running anything
+  const auto m = fz::placeholder<float>({6, 4});
+  const auto b = fz::placeholder<float>({4});
+  CHECK(fz::detail::shape_of(fz::sum(m * b, 1)) == S{6});
+  CHECK(fz::detail::shape_of(fz::max(m, 0, true) + 1.f) == S{1, 4});
+  CHECK(fz::detail::shape_of(fz::sum(m - fz::mean(m, 1, true))) == S{});
+  CHECK(fz::detail::shape_of(fz::where(m > 0.f, m, b)) == S{6, 4});
+}

@@ -252,11 +252,24 @@ TEST_CASE("every reduction of a split matrix: along the split axis (a partial pe
             }
           }
         }
-        // the kept axis is reduced: each piece's result is a piece of the whole result
+        // the kept axis is reduced: each piece's result is a piece of the whole result (f evaluates
+        // inside here, so map_shards judges by the results' shapes; `.along` says it for one piece)
         const int kept = 1 - split;
         const auto pieces = fz::map_shards(reduce(op, fz::Axes{kept}), x).along(0);
         CHECK(near(pieces.to_host(), host_reduce(h, C, 0, R, 0, C, kept, op)));
       }
+      // f returning an expression: map_shards finds the result's split axis itself, also for even splits
+      const int kept = 1 - split;
+      const auto sums = fz::map_shards([kept](const auto& a) { return fz::sum(a, kept); }, x);
+      CHECK(sums.axis() == 0);
+      CHECK(near(sums.to_host(), host_reduce(h, C, 0, R, 0, C, kept, 0)));
+      const auto kept_dims = fz::map_shards([kept](const auto& a) { return fz::max(a, kept, true) * 2.0; }, x);
+      CHECK(kept_dims.axis() == split);  // keepdims: the split axis keeps its place
+      std::vector<double> twice = host_reduce(h, C, 0, R, 0, C, kept, 2);
+      for (double& v : twice) v *= 2;
+      CHECK(near(kept_dims.to_host(), twice));
+      const auto totals = fz::map_shards([split](const auto& a) { return fz::min(a, split); }, x);
+      CHECK(totals.axis() == -1);  // the split axis reduced away: a partial per piece
     }
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -219,8 +220,10 @@ std::size_t forget_replicas();
 
 /// `f(piece_a, piece_b, ...)` for each device: one fused evaluation per device, under that device's scope
 /// (its current stream, its memory pool), every device's kernels enqueued before any waits. Results shaped
-/// as their split pieces form a Sharded along the same axis; others (reductions) one array per device
-/// (`.along(axis)` reads them as pieces where they are: row sums of a matrix split by rows). An argument
+/// as their split pieces form a Sharded along the same axis. Other results (reductions) are pieces along
+/// the axis the split axis became (row sums of a matrix split by rows), or one partial per device where it
+/// was reduced away (a sum over everything): `f`'s expression is built once more over placeholder pieces
+/// one element longer along the split axis (never run) to tell which. `.along(axis)` overrides. An argument
 /// may be a plain Array (a bias, a scale): every piece broadcasts against it, copied to each other device
 /// once and reused while fusion sees no write to it (detail::replicas; forget_replicas frees the copies).
 template <class F, class... X>
@@ -231,6 +234,35 @@ auto map_shards(F&& f, const X&... x) {
   return detail::map_sharded(std::forward<F>(f), detail::as_shards(x, devices)...);
 }
 
+namespace detail {
+/// The shape of a reduction's result (ShapeError for a bad axis), as the evaluator computes it.
+Shape reduced_shape(const Shape& in, const ReduceArg& arg);
+/// The shape an expression (or array) evaluates to, computed from its arrays' shapes without running it.
+template <class E> Shape shape_of(const E& e) {
+  if constexpr (requires { e.shape(); }) return e.shape();                    // an Array
+  else if constexpr (requires { e.array->shape(); }) return e.array->shape();  // an array by reference
+  else if constexpr (requires { e.array.shape(); }) return e.array.shape();    // an array held
+  else if constexpr (requires { e.arg; e.a; }) return reduced_shape(shape_of(e.a), e.arg);
+  else if constexpr (requires { e.c; e.a; e.b; }) return broadcast_shapes(shape_of(e.c), broadcast_shapes(shape_of(e.a), shape_of(e.b)));
+  else if constexpr (requires { e.a; e.b; }) return broadcast_shapes(shape_of(e.a), shape_of(e.b));
+  else if constexpr (requires { e.args; })
+    return std::apply([](const auto&... x) { Shape s; ((s = broadcast_shapes(s, shape_of(x))), ...); return s; }, e.args);
+  else if constexpr (requires { e.a; }) return shape_of(e.a);  // casts, unary ops, names
+  else return Shape{};                                          // scalars
+}
+/// A piece for map_shards' probe: one element longer along its split axis (a placeholder: no memory).
+template <Element T> Array<T> longer_piece(const Sharded<T>& s) {
+  if (s.axis() < 0) return s[0];
+  Shape shape = s[0].shape();
+  shape[s.axis()] += 1;
+  return placeholder<T>(shape);
+}
+/// Which axis of map_shards' results is split: `probe` is the result's shape over pieces one element
+/// longer along the split axis (nullopt when `f` could not be probed), `results` the real results' shapes.
+/// The axis where they differ, or -1 when none does (the split axis was reduced away: per-device partials).
+int result_split_axis(const std::optional<Shape>& probe, const std::vector<Shape>& results);
+}  // namespace detail
+
 template <class F, class A, class... B> auto detail::map_sharded(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
   const std::vector<int> axes = {a.axis(), b.axis()...};
   detail::check_shard_arguments({a.devices(), b.devices()...}, axes, {a.sizes(), b.sizes()...});
@@ -239,14 +271,25 @@ template <class F, class A, class... B> auto detail::map_sharded(F&& f, const Sh
     if (axes[k] >= 0) split = static_cast<int>(k);
   using R = typename decltype(detail::as_array(f(a[0], b[0]...)))::value_type;
   std::vector<Array<R>> out;
+  std::vector<Shape> shapes;
   bool pieces = split >= 0;
   for (int i = 0; i < a.count(); ++i) {
     DeviceScope on{Device(a.device(i))};
     out.push_back(detail::as_array(f(a[i], b[i]...)));
+    shapes.push_back(out.back().shape());
     const std::vector<Shape> in = {a[i].shape(), b[i].shape()...};
-    pieces = pieces && out.back().shape() == in[static_cast<std::size_t>(split)];
+    pieces = pieces && shapes.back() == in[static_cast<std::size_t>(split)];
   }
-  return Sharded<R>(std::move(out), pieces ? axes[static_cast<std::size_t>(split)] : -1);
+  if (split < 0 || pieces) return Sharded<R>(std::move(out), pieces ? axes[static_cast<std::size_t>(split)] : -1);
+  // A result shaped otherwise (a reduction): f once more over placeholder pieces one element longer along
+  // the split axis tells whether the axis survives, and where (row sums of rows split: pieces along 0;
+  // a sum over everything: one partial per device). f's expression is built, never run.
+  std::optional<Shape> probe;
+  try {
+    probe = detail::shape_of(f(detail::longer_piece(a), detail::longer_piece(b)...));
+  } catch (const Error&) {  // f evaluates inside (placeholders cannot run): judge by the results' shapes
+  }
+  return Sharded<R>(std::move(out), detail::result_split_axis(probe, shapes));
 }
 
 /// What map_shards(f, a, b, ...) runs on each device, in device order: fz::inspect of `f`'s expression over

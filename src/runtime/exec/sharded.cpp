@@ -13,6 +13,7 @@
 
 #include "runtime/cuda/nccl.hpp"
 #include "runtime/exec/collective.hpp"
+#include "runtime/exec/reduce_layout.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
 namespace fusion::detail {
@@ -131,6 +132,30 @@ nccl::Result enqueue_collective(ArrayBase& a, nccl::Comm comm, Combine how, int 
   const CUstream stream = current_stream_state()->handle;
   if (root < 0) return nccl::api().ncclAllReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), comm, stream);
   return nccl::api().ncclReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), root, comm, stream);
+}
+
+}  // namespace fusion::detail
+
+namespace fusion::detail {
+
+Shape reduced_shape(const Shape& in, const ReduceArg& arg) { return reduced_shapes(in, arg).out; }
+
+int result_split_axis(const std::optional<Shape>& probe, const std::vector<Shape>& results) {
+  auto differing = [](const Shape& x, const Shape& y) {  // the one axis where two shapes of one rank differ, else -1
+    if (x.size() != y.size()) return -1;
+    int axis = -1;
+    for (int d = 0; d < x.size(); ++d)
+      if (x[d] != y[d]) {
+        if (axis >= 0) return -1;
+        axis = d;
+      }
+    return axis;
+  };
+  if (probe) return differing(*probe, results.at(0));
+  // f evaluated inside: results of different shapes differ along the split axis; equal ones are partials
+  for (const Shape& r : results)
+    if (const int axis = differing(r, results.at(0)); axis >= 0) return axis;
+  return -1;
 }
 
 }  // namespace fusion::detail
