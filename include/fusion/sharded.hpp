@@ -34,6 +34,10 @@ namespace detail {
 /// bytes), copied out of the whole into a C-ordered `slab` (extract) or back into the whole (insert).
 void extract_slab(const void* whole, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* slab);
 void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* whole);
+/// The extents of the pieces of `shape` split along `axis` over `n_devices`: `sizes` checked (a ShapeError
+/// or Error, naming `who`, says what is wrong with the axis, the device list or the sizes), or when empty
+/// numpy.array_split's.
+std::vector<std::int64_t> split_plan(const char* who, const Shape& shape, int axis, std::size_t n_devices, std::vector<std::int64_t> sizes);
 /// Checks pieces for a Sharded: a piece per device, equal shapes off `axis` (every shape equal for axis -1);
 /// `axis` in range. A ShapeError or Error says what differs.
 void check_pieces(std::span<const ArrayBase* const> pieces, int axis);
@@ -66,13 +70,7 @@ template <Element T> class Sharded {
                            std::vector<std::int64_t> sizes = {}) {
     if (static_cast<std::int64_t>(data.size()) != numel(shape))
       throw ShapeError("Sharded::from_host: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
-    if (axis < 0 || axis >= shape.size())
-      throw ShapeError("Sharded::from_host: axis " + std::to_string(axis) + " is out of range for shape " + to_string(shape));
-    if (devices.empty()) throw Error("Sharded::from_host: no devices given");
-    if (sizes.empty()) sizes = split_sizes(shape[axis], static_cast<int>(devices.size()));
-    if (sizes.size() != devices.size())
-      throw ShapeError("Sharded::from_host: " + std::to_string(sizes.size()) + " sizes for " + std::to_string(devices.size()) + " devices");
-    check_split(shape[axis], sizes);
+    sizes = detail::split_plan("Sharded::from_host", shape, axis, devices.size(), std::move(sizes));
     std::vector<Array<T>> pieces;
     std::int64_t begin = 0;
     for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -95,13 +93,7 @@ template <Element T> class Sharded {
   static Sharded scatter(const Array<T>& a, std::vector<int> devices, int axis = 0, std::vector<std::int64_t> sizes = {},
                          CopyRoute route = CopyRoute::automatic) {
     const Shape& shape = a.shape();
-    if (axis < 0 || axis >= shape.size())
-      throw ShapeError("Sharded::scatter: axis " + std::to_string(axis) + " is out of range for shape " + to_string(shape));
-    if (devices.empty()) throw Error("Sharded::scatter: no devices given");
-    if (sizes.empty()) sizes = split_sizes(shape[axis], static_cast<int>(devices.size()));
-    if (sizes.size() != devices.size())
-      throw ShapeError("Sharded::scatter: " + std::to_string(sizes.size()) + " sizes for " + std::to_string(devices.size()) + " devices");
-    check_split(shape[axis], sizes);
+    sizes = detail::split_plan("Sharded::scatter", shape, axis, devices.size(), std::move(sizes));
     std::vector<Array<T>> pieces;
     std::int64_t begin = 0;
     for (std::size_t i = 0; i < devices.size(); ++i) {

@@ -159,3 +159,17 @@ int result_split_axis(const std::optional<Shape>& probe, const std::vector<Shape
 }
 
 }  // namespace fusion::detail
+
+namespace fusion::detail {
+
+std::vector<std::int64_t> split_plan(const char* who, const Shape& shape, int axis, std::size_t n_devices, std::vector<std::int64_t> sizes) {
+  if (axis < 0 || axis >= shape.size())
+    throw ShapeError(fmt::format("{}: axis {} is out of range for shape {}", who, axis, to_string(shape)));
+  if (n_devices == 0) throw Error(fmt::format("{}: no devices given", who));
+  if (sizes.empty()) sizes = split_sizes(shape[axis], static_cast<int>(n_devices));
+  if (sizes.size() != n_devices) throw ShapeError(fmt::format("{}: {} sizes for {} devices", who, sizes.size(), n_devices));
+  check_split(shape[axis], sizes);
+  return sizes;
+}
+
+}  // namespace fusion::detail
