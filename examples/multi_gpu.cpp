@@ -34,15 +34,8 @@ std::vector<float> host_data(std::int64_t n, unsigned seed) {
 /// NCCL's all-reduce over the processes.
 int process_main(std::int64_t n) {
   auto group = fz::ProcessGroup::from_environment();
-  const auto hx = host_data(n, 7), hy = host_data(n, 8);
-  const auto sizes = fz::split_sizes(n, group.size());
-  std::int64_t begin = 0;
-  for (int r = 0; r < group.rank(); ++r) begin += sizes[static_cast<std::size_t>(r)];
-  const auto piece = [&](const std::vector<float>& h) {
-    return std::vector<float>(h.begin() + begin, h.begin() + begin + sizes[static_cast<std::size_t>(group.rank())]);
-  };
+  const auto x = group.local_piece(host_data(n, 7), {n}), y = group.local_piece(host_data(n, 8), {n});
   fz::DeviceScope on{fz::Device(group.device())};
-  const auto x = fz::asarray(piece(hx)), y = fz::asarray(piece(hy));
   fz::Array<float> d = fz::sum(x * y);
   group.all_reduce(d);
   const float total = d.item();

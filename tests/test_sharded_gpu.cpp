@@ -345,6 +345,18 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
     for (std::int64_t i = 0; i < n; ++i) bad += hb[static_cast<std::size_t>(i)] != static_cast<float>(i % 1000) * 0.5f;
     CHECK(bad == 0);
   }
+  SECTION("an expression mixing devices is refused, naming both") {
+    if (n_dev >= 2) {
+      const auto a = fz::asarray(std::vector<float>{1, 2, 3});
+      fz::Array<float> b;
+      {
+        fz::DeviceScope on{fz::Device(1)};
+        b = fz::asarray(std::vector<float>{4, 5, 6});
+      }
+      CHECK_THROWS_WITH(fz::Array<float>(a + b), Catch::Contains("device 1") && Catch::Contains("device 0"));
+      CHECK(fz::Array<float>(a + fz::to_device(b, 0)).to_host() == std::vector<float>{5, 7, 9});  // copied first: fine
+    }
+  }
   SECTION("errors name what to fix") {
     CHECK_THROWS_AS(fz::to_device(fz::asarray(std::vector<float>{1, 2}), n_dev), fz::NoDeviceError);
     CHECK_THROWS_WITH(fz::to_device(fz::placeholder<float>({3}), 0), Catch::Contains("placeholder"));
@@ -364,6 +376,12 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][proce
   auto b = fz::full<std::int32_t>({17}, group.rank());
   group.all_reduce(b, fz::Combine::max);
   CHECK(b.to_host()[16] == group.size() - 1);
+  // this rank's piece of a host matrix split by columns, as Sharded::from_host splits over devices
+  const auto hm = test::random<float>(9 * 7, -1, 1, 94);
+  const auto piece = group.local_piece(hm, {9, 7}, 1);
+  const auto split = fz::Sharded<float>::from_host(hm, {9, 7}, std::vector<int>(static_cast<std::size_t>(group.size()), group.device()), 1);
+  CHECK(piece.device() == group.device());
+  CHECK(piece.to_host() == split[group.rank()].to_host());
   auto c = fz::full<double>({5}, 0.5 * (group.rank() + 1));
   group.reduce_to(c, 0);
   if (group.rank() == 0) CHECK(c.to_host()[4] == 0.25 * group.size() * (group.size() + 1));

@@ -330,6 +330,24 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return device_; }
+  /// This rank's piece of host `data` (C order, `shape`) split along `axis` over the group's ranks as
+  /// Sharded::from_host splits over devices (numpy.array_split's rule), on this process's GPU.
+  template <Element T> Array<T> local_piece(std::span<const T> data, const Shape& shape, int axis = 0) const {
+    if (static_cast<std::int64_t>(data.size()) != numel(shape))
+      throw ShapeError("ProcessGroup::local_piece: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
+    const std::vector<std::int64_t> sizes = detail::split_plan("ProcessGroup::local_piece", shape, axis, static_cast<std::size_t>(size_), {});
+    std::int64_t begin = 0;
+    for (int r = 0; r < rank_; ++r) begin += sizes[static_cast<std::size_t>(r)];
+    Shape piece = shape;
+    piece[axis] = sizes[static_cast<std::size_t>(rank_)];
+    std::vector<T> slab(static_cast<std::size_t>(numel(piece)));
+    detail::extract_slab(data.data(), shape, axis, begin, piece[axis], sizeof(T), slab.data());
+    DeviceScope on{Device(device_)};
+    return asarray(slab, piece);
+  }
+  template <Element T> Array<T> local_piece(const std::vector<T>& data, const Shape& shape, int axis = 0) const {
+    return local_piece(std::span<const T>(data), shape, axis);
+  }
   /// Combines `a` element by element over the group's processes, in place, on its device's current stream.
   template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { combine(a, how, -1); }
   /// The same combination written only into rank `root`'s array (NCCL's reduce: less traffic than
