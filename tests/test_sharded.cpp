@@ -94,6 +94,9 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
     CHECK(k.kernels == 1);
   }
   const auto dot = fz::inspect_shards([](const auto& x, const auto& y) { return fz::sum(x * y); }, x, y);
+  const auto scaled = fz::inspect_shards([](const auto& x, const auto& b) { return x * b; }, x, fz::placeholder<float>({64}));
+  REQUIRE(scaled.size() == 2);  // a plain array broadcasts against each piece
+  CHECK_THAT(scaled[0].name, Catch::StartsWith("fz_mul_f32_"));
   CHECK_THAT(dot[1].variant, Catch::Contains("split over blocks"));
   const fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
   CHECK(fz::describe_all_reduce(partials, fz::Combine::max) == "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders: no device

@@ -284,17 +284,42 @@ template <class F, class A, class... B> auto detail::map_sharded(F&& f, const Sh
   return Sharded<R>(std::move(out), detail::result_split_axis(probe, shapes));
 }
 
-/// What map_shards(f, a, b, ...) runs on each device, in device order: fz::inspect of `f`'s expression over
+namespace detail {
+/// An argument of inspect_shards as device i sees it: its piece, or a plain array as it is (not copied:
+/// compiling needs no data on the device).
+template <class X> const auto& piece_for_inspect(const X& x, int i) {
+  if constexpr (is_sharded<X>) return x[i];
+  else return x;
+}
+template <class X> std::vector<int> devices_or(const X& x, const std::vector<int>& others) {
+  if constexpr (is_sharded<X>) return x.devices();
+  else return others;
+}
+template <class X> int axis_of(const X& x) {
+  if constexpr (is_sharded<X>) return x.axis();
+  else return -1;
+}
+template <class X> std::vector<std::int64_t> sizes_of(const X& x) {
+  if constexpr (is_sharded<X>) return x.sizes();
+  else return {};
+}
+}  // namespace detail
+
+/// What map_shards(f, x, y, ...) runs on each device, in device order: fz::inspect of `f`'s expression over
 /// that device's pieces, compiled for its device (not launched; placeholder pieces work without a GPU).
-/// `f` must return an expression, as map_shards' functions usually do.
-template <class F, class A, class... B> std::vector<KernelInfo> inspect_shards(F&& f, const Sharded<A>& a, const Sharded<B>&... b) {
-  detail::check_shard_arguments({a.devices(), b.devices()...}, {a.axis(), b.axis()...}, {a.sizes(), b.sizes()...});
+/// `f` must return an expression, as map_shards' functions usually do; plain arrays stand in as they are.
+template <class F, class... X>
+  requires(sizeof...(X) > 0 && (... || detail::is_sharded<X>) && (... && (detail::is_sharded<X> || detail::is_array<X>)))
+std::vector<KernelInfo> inspect_shards(F&& f, const X&... x) {
+  std::vector<int> devices;
+  (detail::take_devices(devices, x), ...);
+  detail::check_shard_arguments({detail::devices_or(x, devices)...}, {detail::axis_of(x)...}, {detail::sizes_of(x)...});
   std::vector<KernelInfo> plans;
   const bool gpus = device_count() > 0;  // without one, inspect compiles for FUSION_ARCH
-  for (int i = 0; i < a.count(); ++i) {
+  for (int i = 0; i < static_cast<int>(devices.size()); ++i) {
     std::optional<DeviceScope> on;  // placeholders (device -1) compile for the current device
-    if (gpus && a.device(i) >= 0) on.emplace(Device(a.device(i)));
-    plans.push_back(inspect(f(a[i], b[i]...)));
+    if (gpus && devices[static_cast<std::size_t>(i)] >= 0) on.emplace(Device(devices[static_cast<std::size_t>(i)]));
+    plans.push_back(inspect(f(detail::piece_for_inspect(x, i)...)));
   }
   return plans;
 }
