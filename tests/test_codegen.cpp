@@ -103,8 +103,10 @@ TEST_CASE("large expressions compile in bounded time", "[codegen][nvrtc][compile
   poly.outputs.push_back(acc);
   const double poly_s = timed(poly);
   WARN("compile time: 256-sin chain " << chain_s << " s, 1000-op polynomial " << poly_s << " s");
-  CHECK(chain_s < 2.0);
-  CHECK(poly_s < 2.0);
+  // A guard against compile time that grows faster than the expression (a blow-up takes minutes), not a
+  // speed target: 0.3-0.8 s each on an idle CI machine, 2.1 s once while another build shared its 2 cores.
+  CHECK(chain_s < 10.0);
+  CHECK(poly_s < 10.0);
 }
 
 TEST_CASE("the README shows the generated seed kernel exactly", "[codegen][docs]") {
