@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
 #include "support.hpp"
 

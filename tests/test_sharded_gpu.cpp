@@ -12,6 +12,7 @@
 #include <iterator>
 #include <numeric>
 
+#include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
 #include "support.hpp"
 

@@ -18,6 +18,7 @@
 #include "fusion/ops.hpp"
 #include "fusion/pinned.hpp"
 #include "fusion/print.hpp"
+#include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
 #include "fusion/random.hpp"
 #include "fusion/raw_kernel.hpp"

@@ -17,7 +17,7 @@
 
 #include "fusion/device.hpp"
 #include "fusion/error.hpp"
-#include "fusion/sharded.hpp"
+#include "fusion/process_group.hpp"
 
 namespace fusion {
 

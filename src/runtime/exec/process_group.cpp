@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "fusion/sharded.hpp"
+#include "fusion/process_group.hpp"
 #include "runtime/cuda/nccl.hpp"
 #include "runtime/exec/collective.hpp"
 
