@@ -355,6 +355,9 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
         b = fz::asarray(std::vector<float>{4, 5, 6});
       }
       CHECK_THROWS_WITH(fz::Array<float>(a + b), Catch::Contains("device 1") && Catch::Contains("device 0"));
+      // reading another device's array on the host waits for that device's current stream, views too
+      CHECK(b.to_host() == std::vector<float>{4, 5, 6});
+      CHECK(b.slice({fz::Slice{0, 3, 2}}).to_host() == std::vector<float>{4, 6});
       CHECK(fz::Array<float>(a + fz::to_device(b, 0)).to_host() == std::vector<float>{5, 7, 9});  // copied first: fine
     }
   }

@@ -51,7 +51,7 @@ template <class T> class Array : public ArrayBase {
   template <class E> requires(Operand<E> || CppScalar<E>) Array& operator*=(const E& e) { return update<ir::Op::mul>(e); }
   template <class E> requires(Operand<E> || CppScalar<E>) Array& operator/=(const E& e) { return update<ir::Op::div>(e); }
 
-  /// Elements in C order, after the current stream's work completes.
+  /// Elements in C order, after the work on the current stream of the array's device completes.
   std::vector<T> to_host() const {
     if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: stage through bytes
       std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size()));

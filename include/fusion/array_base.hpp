@@ -83,7 +83,7 @@ class ArrayBase {
   /// An array over `storage` (external memory: fz::from_device) with the given element strides.
   static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage);
   void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()
-  void download(void* host) const;                   ///< this -> host; waits for the current stream
+  void download(void* host) const;                   ///< this -> host; waits for its device's current stream
   /// this -> `host` (page-locked, exactly nbytes()), enqueued on the current stream; returns at once.
   void download_async(PinnedMemory& host) const;
   /// `host` (page-locked, exactly nbytes()) -> this (a view writes through), enqueued; returns at once.

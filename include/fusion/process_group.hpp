@@ -17,7 +17,8 @@ namespace fusion {
 /// One process of a group that runs one GPU each, on one host or many: an NCCL communicator bootstrapped
 /// through a file all processes can read (a shared filesystem), so that any launcher can start them. Rank
 /// 0 writes a fresh ncclUniqueId to `id_file` (atomically, by rename) and removes it once every rank has
-/// joined; the others wait up to `timeout_s` for it. Use a path unique to the job.
+/// joined; the others wait up to `timeout_s` for it. Use a path unique to the job. Every constructor makes
+/// the group's device the calling thread's current device (as a rank's first step usually is).
 class ProcessGroup {
  public:
   ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s = 60);

@@ -85,7 +85,7 @@ ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int d
 
 ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device) : rank_(rank), size_(size), device_(device) {
   check_rank(rank, size);
-  DeviceScope on{Device(device)};
+  Device(device).use();  // this process's GPU: its arrays and kernels go there, as each rank expects
   const detail::nccl::Api& api = detail::nccl::api();
   detail::nccl::UniqueId uid{};
   std::memcpy(uid.internal, id.bytes.data(), sizeof uid.internal);

@@ -125,6 +125,10 @@ void ArrayBase::download(void* host) const {
   if (placeholder_) throw Error("a placeholder array has no data; it exists for fz::inspect");
   if (!storage_ || size() == 0) return;
   detail::outside_step("reading an array on the host");
+  if (storage_->device != detail::tls_current_device) {  // another device's array: read in its own stream order
+    DeviceScope on{Device(storage_->device)};
+    return download(host);
+  }
   if (!is_contiguous()) return contiguous_copy().download(host);
   const auto& stream = detail::current_stream_state();
   const std::uint64_t src = data_ptr();
