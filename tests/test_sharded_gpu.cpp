@@ -372,6 +372,7 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
 
 TEST_CASE("process group child: one rank, from the environment", "[.][gpu][process_group_child]") {
   auto group = fz::ProcessGroup::from_environment(30);
+  CHECK(fz::Device::current().id() == group.device());  // the group's GPU is this process's current one
   auto a = fz::full<float>({1000}, static_cast<float>(group.rank() + 1));
   group.all_reduce(a);
   const float want = static_cast<float>(group.size() * (group.size() + 1) / 2);
