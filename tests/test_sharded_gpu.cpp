@@ -39,6 +39,16 @@ TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and 
     CHECK(x.shape() == shape);
     CHECK(x.to_host() == h);
   }
+  // bool (std::vector<bool> packs bits: fusion stages it) and 16-bit elements
+  const auto mask = test::random<bool>(105, 0, 1, 78);
+  const auto m = fz::Sharded<bool>::from_host(mask, shape, every_device(3), 2);
+  CHECK(m.to_host() == mask);
+  const auto inverted = fz::map_shards([](const auto& m) { return !m; }, m).to_host();
+  int bad = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) bad += inverted[i] == mask[i];
+  CHECK(bad == 0);
+  const auto hb = test::random<fz::bfloat16>(105, -2, 2, 79);
+  CHECK(fz::Sharded<fz::bfloat16>::from_host(hb, shape, every_device(2), 1).to_host() == hb);
   const auto uneven = fz::Sharded<float>::from_host(h, shape, every_device(3), 0, {0, 6, 1});
   CHECK(uneven.sizes() == std::vector<std::int64_t>{0, 6, 1});
   CHECK(uneven[0].size() == 0);

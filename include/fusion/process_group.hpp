@@ -47,13 +47,14 @@ class ProcessGroup {
     for (int r = 0; r < rank_; ++r) begin += sizes[static_cast<std::size_t>(r)];
     Shape piece = shape;
     piece[axis] = sizes[static_cast<std::size_t>(rank_)];
-    std::vector<T> slab(static_cast<std::size_t>(numel(piece)));
+    detail::HostSlab<T> slab(numel(piece));
     detail::extract_slab(data.data(), shape, axis, begin, piece[axis], sizeof(T), slab.data());
     DeviceScope on{Device(device_)};
-    return asarray(slab, piece);
+    return asarray(slab.span(), piece);
   }
   template <Element T> Array<T> local_piece(const std::vector<T>& data, const Shape& shape, int axis = 0) const {
-    return local_piece(std::span<const T>(data), shape, axis);
+    std::optional<detail::HostSlab<T>> keep;
+    return local_piece(detail::host_span(data, keep), shape, axis);
   }
   /// Combines `a` element by element over the group's processes, in place, on its device's current stream.
   template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { combine(a, how, -1); }

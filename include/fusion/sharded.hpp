@@ -12,7 +12,9 @@
 //   auto d = fz::map_shards([](auto& x, auto& y) { return fz::sum(x * y); }, x, y);  // a partial per GPU
 //   fz::all_reduce(d);                                                    // NCCL: the total on each GPU
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <span>
@@ -46,6 +48,27 @@ void check_pieces(std::span<const ArrayBase* const> pieces, int axis);
 /// NCCL, each on its device's current stream: into every array (`root` -1, all-reduce) or into arrays[root]
 /// (reduce). Communicators are made once per device list.
 void combine(std::span<ArrayBase* const> arrays, Combine how, int root);
+/// Host memory for `n` elements with a pointer to them, bool included (std::vector<bool> packs bits).
+template <Element T> class HostSlab {
+ public:
+  explicit HostSlab(std::int64_t n) : n_(static_cast<std::size_t>(n)), p_(new T[n_]()) {}
+  T* data() { return p_.get(); }
+  std::span<const T> span() const { return {p_.get(), n_}; }
+
+ private:
+  std::size_t n_;
+  std::unique_ptr<T[]> p_;
+};
+/// `v` as a span; for std::vector<bool> through a HostSlab kept in `keep`.
+template <Element T> std::span<const T> host_span(const std::vector<T>& v, std::optional<HostSlab<T>>& keep) {
+  if constexpr (std::is_same_v<T, bool>) {
+    keep.emplace(static_cast<std::int64_t>(v.size()));
+    std::copy(v.begin(), v.end(), keep->data());
+    return keep->span();
+  } else {
+    return std::span<const T>(v);
+  }
+}
 template <class X> auto as_array(X&& x) {
   if constexpr (requires { typename std::decay_t<X>::value_type; x.to_host(); x.data_ptr(); }) return std::forward<X>(x);
   else return fusion::eval(x);
@@ -77,17 +100,18 @@ template <Element T> class Sharded {
     for (std::size_t i = 0; i < devices.size(); ++i) {
       Shape piece = shape;
       piece[axis] = sizes[i];
-      std::vector<T> slab(static_cast<std::size_t>(numel(piece)));
+      detail::HostSlab<T> slab(numel(piece));
       detail::extract_slab(data.data(), shape, axis, begin, sizes[i], sizeof(T), slab.data());
       DeviceScope on{Device(devices[i])};
-      pieces.push_back(asarray(slab, piece));
+      pieces.push_back(asarray(slab.span(), piece));
       begin += sizes[i];
     }
     return Sharded(std::move(pieces), axis);
   }
   static Sharded from_host(const std::vector<T>& data, const Shape& shape, std::vector<int> devices, int axis = 0,
                            std::vector<std::int64_t> sizes = {}) {
-    return from_host(std::span<const T>(data), shape, std::move(devices), axis, std::move(sizes));
+    std::optional<detail::HostSlab<T>> keep;
+    return from_host(detail::host_span(data, keep), shape, std::move(devices), axis, std::move(sizes));
   }
   /// Splits a device array along `axis` over `devices` (the rule and `sizes` as from_host), each piece
   /// copied to its device with fz::to_device (peer or staged; see describe_copy_route).
@@ -133,14 +157,15 @@ template <Element T> class Sharded {
   std::vector<T> to_host() const {
     if (axis_ < 0) return pieces_.at(0).to_host();
     const Shape whole = shape();
-    std::vector<T> out(static_cast<std::size_t>(numel(whole)));
+    detail::HostSlab<T> out(numel(whole));
     std::int64_t begin = 0;
     for (const Array<T>& p : pieces_) {
-      std::vector<T> slab = p.to_host();
+      detail::HostSlab<T> slab(p.size());
+      p.download(slab.data());
       detail::insert_slab(slab.data(), whole, axis_, begin, p.shape()[axis_], sizeof(T), out.data());
       begin += p.shape()[axis_];
     }
-    return out;
+    return std::vector<T>(out.span().begin(), out.span().end());
   }
 
   /// The whole array's shape (axis >= 0) or each device's (axis -1).
