@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <numeric>
@@ -47,6 +48,7 @@ int process_main(std::int64_t n) {
 bool run_processes(const char* self, int count) {
   const std::string id_file = fmt::format("/tmp/fusion-multi-gpu-{}.id", ::getpid());
   std::vector<pid_t> children;
+  std::fflush(stdout);  // what this process printed comes first
   for (int r = 0; r < count; ++r) {
     const pid_t pid = ::fork();
     if (pid == 0) {
