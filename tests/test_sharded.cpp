@@ -101,6 +101,7 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
   CHECK_THAT(dot[1].variant, Catch::Contains("split over blocks"));
   const fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
   CHECK(fz::describe_all_reduce(partials, fz::Combine::max) == "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders: no device
+  CHECK(fz::describe_reduce_to(partials, 1) == "ncclReduce to device -1 (index 1) (sum) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");
 }
 
 TEST_CASE("along() reads one array per device as pieces of one array, checked", "[sharded]") {

@@ -350,13 +350,18 @@ std::vector<KernelInfo> inspect_shards(F&& f, const X&... x) {
   return plans;
 }
 
+namespace detail {
+/// The NCCL call of all_reduce (root -1) or reduce_to in words.
+std::string describe_combine(const std::vector<int>& devices, std::int64_t count, DType dtype, Combine how, int root);
+}  // namespace detail
+
 /// What all_reduce(s, how) runs, in words: the NCCL call, the element count and type, the devices.
 template <Element T> std::string describe_all_reduce(const Sharded<T>& s, Combine how = Combine::sum) {
-  const char* names[] = {"sum", "prod", "max", "min"};
-  std::string devices;
-  for (int d : s.devices()) devices += (devices.empty() ? "" : ", ") + std::to_string(d);
-  return "ncclAllReduce (" + std::string(names[static_cast<int>(how)]) + ") in place, " + std::to_string(numel(s.shape())) + " " +
-         std::string(dtype_name(dtype_of<T>)) + " per device, devices (" + devices + "), one NCCL group call";
+  return detail::describe_combine(s.devices(), numel(s.shape()), dtype_of<T>, how, -1);
+}
+/// What reduce_to(s, root, how) runs, in words.
+template <Element T> std::string describe_reduce_to(const Sharded<T>& s, int root, Combine how = Combine::sum) {
+  return detail::describe_combine(s.devices(), numel(s.shape()), dtype_of<T>, how, root);
 }
 
 namespace detail {

@@ -173,3 +173,17 @@ std::vector<std::int64_t> split_plan(const char* who, const Shape& shape, int ax
 }
 
 }  // namespace fusion::detail
+
+namespace fusion::detail {
+
+std::string describe_combine(const std::vector<int>& devices, std::int64_t count, DType dtype, Combine how, int root) {
+  const char* names[] = {"sum", "prod", "max", "min"};
+  if (root >= static_cast<int>(devices.size()))
+    throw Error(fmt::format("reduce_to: root {} is not one of the {} arrays' indices", root, devices.size()));
+  const std::string call = root < 0 ? "ncclAllReduce" : fmt::format("ncclReduce to device {} (index {})",
+                                                                       devices.at(static_cast<std::size_t>(root)), root);
+  return fmt::format("{} ({}) in place, {} {} per device, devices ({}), one NCCL group call", call, names[static_cast<int>(how)], count,
+                     dtype_name(dtype), fmt::join(devices, ", "));
+}
+
+}  // namespace fusion::detail
