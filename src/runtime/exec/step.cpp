@@ -181,6 +181,7 @@ void Step::replay(const Stream& stream) const {
   if (stream.state()->device != s.device)
     throw Error(fmt::format("Step::replay on device {}: the step was recorded on device {}", stream.state()->device, s.device));
   if (!s.nodes.empty()) FUSION_CU(cuGraphLaunch, s.exec, h);
+  for (const auto& m : s.current.memory) m->note_write();  // the graph may write any of them: cached copies are stale
 }
 
 int Step::builds() const { return state_->builds; }
