@@ -14,6 +14,8 @@
 
 #include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
+#include "fusion/step.hpp"
+#include "runtime/memory/storage.hpp"
 #include "support.hpp"
 
 namespace {
@@ -148,6 +150,39 @@ TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied 
   CHECK(fz::forget_replicas() == 0);  // escaped: nothing cached
   // a split argument that does not pair up is still refused; an array with a shape that does not broadcast too
   CHECK_THROWS_AS(fz::map_shards(scaled, x, fz::asarray(test::random<float>(7, -1, 1, 93))), fz::ShapeError);
+}
+
+TEST_CASE("fusion counts every write it makes to an array, so cached replicas know when they are stale", "[gpu][sharded][transfer]") {
+  // The replica cache compares these counts; with one GPU it never copies (replicas on the array's own
+  // device are the array), so the counting is checked here directly, path by path.
+  auto a = fz::asarray(test::random<float>(1000, -1, 1, 95));
+  const auto& storage = *a.storage();
+  std::uint64_t seen = storage.writes;
+  auto wrote = [&] {
+    const bool more = storage.writes > seen;
+    seen = storage.writes;
+    return more;
+  };
+  const fz::Array<float> other = fz::asarray(test::random<float>(1000, -1, 1, 96));
+  fz::Array<float> r = a * 2.f;  // reading a writes r, not a
+  CHECK_FALSE(wrote());
+  a += other;  // an elementwise kernel's output
+  CHECK(wrote());
+  fz::copyto(a, fz::sum(other, fz::Axes{}, true));  // a reduction broadcast into it
+  CHECK(wrote());
+  fz::PinnedBuffer<float> host(1000);
+  std::fill(host.begin(), host.end(), 0.25f);
+  a.copy_from(host);  // an upload
+  host.synchronize();
+  CHECK(wrote());
+  fz::Step step([&] { a *= 0.5f; });
+  step();
+  CHECK(wrote());
+  step.replay();  // the recorded graph writes it again
+  CHECK(wrote());
+  CHECK_FALSE(storage.escaped);
+  (void)a.data_ptr<float>();  // handed out: never cached again
+  CHECK(storage.escaped);
 }
 
 TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the total on every device", "[gpu][sharded]") {
