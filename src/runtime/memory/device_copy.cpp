@@ -11,6 +11,8 @@
 #include <tuple>
 
 #include "fusion/device.hpp"
+#include "fusion/event.hpp"
+#include "fusion/stream.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/transfer.hpp"
 #include "runtime/cuda/device_state.hpp"
@@ -67,63 +69,40 @@ void enable_peer_access(int from, int to) {
   enabled.insert(key);
 }
 
-/// An event of `device`'s context that needs no timing, destroyed with the scope (the driver keeps what
-/// a stream still waits for).
-class DeviceEvent {
- public:
-  explicit DeviceEvent(int device) : device_(device) {
-    detail::ensure_context(device);
-    FUSION_CU(cuEventCreate, &event_, CU_EVENT_DISABLE_TIMING);
-  }
-  ~DeviceEvent() {
-    if (detail::context_for_release(device_)) driver().cuEventDestroy(event_);
-  }
-  DeviceEvent(const DeviceEvent&) = delete;
-  DeviceEvent& operator=(const DeviceEvent&) = delete;
-  CUevent handle() const { return event_; }
-  /// Later work on `waiter` waits for the work enqueued on `signaller` (this event's device) so far.
-  void order(const StreamState& waiter, const StreamState& signaller) {
-    detail::ensure_context(signaller.device);
-    FUSION_CU(cuEventRecord, event_, signaller.handle);
-    detail::ensure_context(waiter.device);
-    FUSION_CU(cuStreamWaitEvent, waiter.handle, event_, 0);
-  }
-
- private:
-  int device_;
-  CUevent event_ = nullptr;
-};
+/// An event of `device` without timing (fz::Event is made on the current device).
+Event event_on(int device) {
+  DeviceScope on{Device(device)};
+  return Event(EventOptions{.disable_timing = true});
+}
 
 /// Two page-locked chunks in turn: chunk i leaves the source on its stream into buffer i % 2 and enters
 /// the target from there on the target's stream, so the copy out of chunk i + 1 runs while chunk i copies
 /// in. Events order each buffer's fill before its drain and its drain before its next fill.
-void staged_copy(CUdeviceptr to, const StreamState& dst, CUdeviceptr from, const StreamState& src, std::size_t bytes) {
+void staged_copy(CUdeviceptr to, const Stream& dst, CUdeviceptr from, const Stream& src, std::size_t bytes) {
   PinnedMemoryPool& pool = default_pinned_memory_pool();
   const std::size_t chunk = std::min(kStagingChunk, bytes);
   void* buffer[2] = {nullptr, nullptr};
   {
-    DeviceScope on{Device(dst.device)};  // released on the target's stream: its blocks' events live there
+    DeviceScope on{Device(dst.device())};  // released on the target's stream: its blocks' events live there
     buffer[0] = pool.acquire(chunk);
     if (bytes > chunk) buffer[1] = pool.acquire(chunk);
   }
-  DeviceEvent drained[2] = {DeviceEvent(dst.device), DeviceEvent(dst.device)};
-  DeviceEvent filled(src.device);
+  const Event drained[2] = {event_on(dst.device()), event_on(dst.device())};
+  const Event filled = event_on(src.device());
   std::size_t i = 0;
   for (std::size_t offset = 0; offset < bytes; offset += chunk, ++i) {
     const std::size_t n = std::min(chunk, bytes - offset);
     const std::size_t k = i % 2;
-    if (i >= 2) {  // the buffer's previous chunk has entered the target
-      detail::ensure_context(src.device);
-      FUSION_CU(cuStreamWaitEvent, src.handle, drained[k].handle(), 0);
-    }
-    detail::ensure_context(src.device);
-    FUSION_CU(cuMemcpyDtoHAsync, buffer[k], from + offset, n, src.handle);
-    filled.order(dst, src);
-    FUSION_CU(cuMemcpyHtoDAsync, to + offset, buffer[k], n, dst.handle);
-    FUSION_CU(cuEventRecord, drained[k].handle(), dst.handle);
+    if (i >= 2) src.wait_event(drained[k]);  // the buffer's previous chunk has entered the target
+    detail::ensure_context(src.device());
+    FUSION_CU(cuMemcpyDtoHAsync, buffer[k], from + offset, n, src.handle());
+    dst.wait_event(src.record(filled));
+    detail::ensure_context(dst.device());
+    FUSION_CU(cuMemcpyHtoDAsync, to + offset, buffer[k], n, dst.handle());
+    dst.record(drained[k]);
   }
   for (void* b : buffer)
-    if (b) pool.release(b, dst.handle);
+    if (b) pool.release(b, dst.handle());
 }
 
 }  // namespace
@@ -142,9 +121,9 @@ std::string describe_copy_route(int from, int to, CopyRoute route) {
 
 namespace detail {
 
-void order_after(const StreamState& waiter, const StreamState& signaller) {
-  if (&waiter == &signaller) return;
-  DeviceEvent(signaller.device).order(waiter, signaller);
+void order_after(const Stream& waiter, const Stream& signaller) {
+  if (waiter.state() == signaller.state()) return;  // (handles alone do not tell devices' default streams apart)
+  waiter.wait_event(signaller.record(event_on(signaller.device())));
 }
 
 ArrayBase copy_to_device(const ArrayBase& a, int device, CopyRoute route) {
@@ -169,7 +148,7 @@ ArrayBase copy_to_device(const ArrayBase& a, int device, CopyRoute route) {
   const std::size_t bytes = a.nbytes();
   if (bytes == 0) return out;
   const CUdeviceptr to = out.data_ptr(), from_ptr = source.data_ptr();
-  order_after(*dst, *src);  // the source's pending writes first
+  order_after(Stream(dst), Stream(src));  // the source's pending writes first
   switch (how) {
     case Route::same:
       ensure_context(device);
@@ -179,9 +158,9 @@ ArrayBase copy_to_device(const ArrayBase& a, int device, CopyRoute route) {
       enable_peer_access(from, device);
       FUSION_CU(cuMemcpyPeerAsync, to, primary_context(device), from_ptr, primary_context(from), bytes, dst->handle);
       break;
-    case Route::staged: staged_copy(to, *dst, from_ptr, *src, bytes); break;
+    case Route::staged: staged_copy(to, Stream(dst), from_ptr, Stream(src), bytes); break;
   }
-  order_after(*src, *dst);  // later writes to the source wait for the copy
+  order_after(Stream(src), Stream(dst));  // later writes to the source wait for the copy
   source.storage()->note_use(src);  // and its memory is not reused before then
   return out;
 }

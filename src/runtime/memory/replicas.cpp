@@ -50,7 +50,7 @@ ArrayBase replica_on(const ArrayBase& a, int device) {
   const std::uint64_t writes = storage->writes.load(std::memory_order_relaxed);
   if (it != c.entries.end() && it->second.writes == writes) {
     DeviceScope on{Device(device)};
-    detail::order_after(*detail::current_stream_state(), *it->second.stream);  // the copy first, on any stream
+    detail::order_after(current_stream(), Stream(it->second.stream));  // the copy first, on any stream
     return it->second.copy;
   }
   Replica r{storage, writes, detail::copy_to_device(a, device, CopyRoute::automatic), nullptr};
