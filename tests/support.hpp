@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -80,6 +81,21 @@ template <class T> std::size_t mismatches(const std::vector<T>& got, const std::
     }
   }
   return bad;
+}
+
+/// What a shell command printed (stdout; add 2>&1 for stderr too) and its exit status, as pclose gives it.
+struct CommandOutput {
+  std::string text;
+  int status = -1;
+};
+inline CommandOutput run_command(const std::string& cmd) {
+  CommandOutput out;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::size_t got = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, got);
+  out.status = pclose(p);
+  return out;
 }
 
 /// Compares with tests/golden/<name>.cu; FUSION_UPDATE_GOLDEN=1 rewrites the file instead.

@@ -213,13 +213,8 @@ TEST_CASE("device reset by another library (child)", "[.][gpu][child]") {
 TEST_CASE("faults: arrays, streams and events outliving a device reset by another library", "[gpu][faults]") {
   // In a child process: the reset would free every array the other tests of this process hold.
   const std::string cmd = std::string(FUSION_TEST_BINARY) + " --gpu \"device reset by another library (child)\" 2>&1";
-  std::FILE* child = popen(cmd.c_str(), "r");
-  REQUIRE(child != nullptr);
-  std::string output;
-  char buf[4096];
-  while (std::size_t got = std::fread(buf, 1, sizeof buf, child)) output.append(buf, got);
-  const int status = pclose(child);
-  INFO(output);
-  CHECK(status == 0);
-  CHECK_THAT(output, Catch::Contains("All tests passed"));
+  const auto child = test::run_command(cmd);
+  INFO(child.text);
+  CHECK(child.status == 0);
+  CHECK_THAT(child.text, Catch::Contains("All tests passed"));
 }

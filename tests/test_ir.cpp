@@ -116,15 +116,24 @@ TEST_CASE("asking for a GPU without one raises NoDeviceError that says why", "[i
   }
 }
 
+TEST_CASE("a child reports why it has no device", "[.][child_no_driver]") {
+  std::printf("devices: %d; reason: %s\n", fz::device_count(), fz::no_device_reason().c_str());
+}
+
+TEST_CASE("FUSION_CUDA_DRIVER names the driver library to load, and the error names it", "[ir][device]") {
+  const std::string cmd = std::string("FUSION_CUDA_DRIVER=/nonexistent/libcuda-stand-in.so.1 ") + FUSION_TEST_BINARY +
+                          " \"a child reports why it has no device\" 2>&1";
+  const auto child = test::run_command(cmd);
+  CHECK(child.status == 0);
+  CHECK_THAT(child.text, Catch::Contains("devices: 0; reason: no CUDA driver: /nonexistent/libcuda-stand-in.so.1 could not be loaded"));
+}
+
 TEST_CASE("FUSION_SHOW_KERNELS prints each new kernel's name and source once", "[ir][nvrtc]") {
   const std::string cmd = std::string("FUSION_SHOW_KERNELS=1 FUSION_CACHE=0 ") + FUSION_TEST_BINARY +
                           " \"sizes and scalar values are arguments: they never change the kernel\" 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  CHECK(pclose(p) == 0);
+  const auto child = test::run_command(cmd);
+  CHECK(child.status == 0);
+  const std::string& out = child.text;
   // that test inspects the same kernel twice (two sizes, two constants): it is shown once
   CHECK(count(out, "fusion: kernel fz_mul_add_f32_") == 1);
   CHECK(count(out, "extern \"C\" __global__") == 1);

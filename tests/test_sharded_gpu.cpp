@@ -415,6 +415,33 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
   }
 }
 
+TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context", "[.][gpu][virtual_gpus]") {
+  // Run by scripts/gpu-check's `virtual` stage, through tests/tools/virtual_gpus.cpp: this checks that the
+  // stand-in is in place, so the [sharded] run beside it really went over two devices.
+  REQUIRE(fz::device_count() >= 2);
+  CHECK_THAT(fz::Device(1).properties().name, Catch::Contains("(virtual device 1)"));
+  CHECK_THAT(fz::Device(0).properties().name, !Catch::Contains("virtual"));
+  CHECK(fz::Device(1).properties().multiprocessor_count == fz::Device(0).properties().multiprocessor_count);
+  const char* peer = std::getenv("FUSION_VIRTUAL_PEER");
+  CHECK_THAT(fz::describe_copy_route(0, 1), Catch::StartsWith(peer && std::string(peer) == "0" ? "staged" : "peer"));
+  const auto h = test::random<float>(4099, -2, 2, 97);
+  fz::Array<float> a0 = fz::asarray(h), a1;
+  {
+    fz::DeviceScope on{fz::Device(1)};
+    a1 = fz::asarray(h);
+  }
+  CHECK(a1.device() == 1);
+  CHECK(a1.memory_identity() != a0.memory_identity());
+  const fz::Array<float> r0 = a0 * 2.f + 1.f;  // one kernel, loaded for each device's context
+  fz::Array<float> r1;
+  {
+    fz::DeviceScope on{fz::Device(1)};
+    r1 = a1 * 2.f + 1.f;
+  }
+  CHECK(r1.device() == 1);
+  CHECK(r1.to_host() == r0.to_host());
+}
+
 TEST_CASE("process group child: one rank, from the environment", "[.][gpu][process_group_child]") {
   auto group = fz::ProcessGroup::from_environment(30);
   CHECK(fz::Device::current().id() == group.device());  // the group's GPU is this process's current one

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "fusion/error.hpp"
@@ -20,14 +21,22 @@ struct Loaded {
   std::string error;  // empty when usable
 };
 
+/// The driver library: libcuda.so.1, or the file FUSION_CUDA_DRIVER names (a forward-compatibility driver,
+/// or a stand-in such as tests/tools/virtual_gpus.cpp, which shows one GPU as several).
+std::string driver_path() {
+  const char* p = std::getenv("FUSION_CUDA_DRIVER");
+  return p && *p ? p : "libcuda.so.1";
+}
+
 Loaded load() {
   Loaded l;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const std::string path = driver_path();
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    l.error = fmt::format("no CUDA driver: libcuda.so.1 could not be loaded ({}). Running kernels needs an "
+    l.error = fmt::format("no CUDA driver: {} could not be loaded ({}). Running kernels needs an "
                           "NVIDIA GPU and its driver; building, inspecting and compiling kernels does not.",
-                          why ? why : "unknown reason");
+                          path, why ? why : "unknown reason");
     return l;
   }
   std::string missing;
@@ -37,8 +46,8 @@ Loaded load() {
   FUSION_DRIVER_FUNCTIONS(FUSION_RESOLVE)
 #undef FUSION_RESOLVE
   if (!missing.empty()) {
-    l.error = fmt::format("the CUDA driver is too old for fusion: libcuda.so.1 lacks {}. Update the NVIDIA "
-                          "driver to one that supports CUDA {}.{}.", missing, CUDA_VERSION / 1000,
+    l.error = fmt::format("the CUDA driver is too old for fusion: {} lacks {}. Update the NVIDIA "
+                          "driver to one that supports CUDA {}.{}.", path, missing, CUDA_VERSION / 1000,
                           CUDA_VERSION % 1000 / 10);
     return l;
   }
