@@ -404,6 +404,20 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
       CHECK(b.to_host() == std::vector<float>{4, 5, 6});
       CHECK(b.slice({fz::Slice{0, 3, 2}}).to_host() == std::vector<float>{4, 6});
       CHECK(fz::Array<float>(a + fz::to_device(b, 0)).to_host() == std::vector<float>{5, 7, 9});  // copied first: fine
+      // writing another device's array from the host goes on that device's stream, pinned or not
+      fz::PinnedBuffer<float> host(3);
+      host[0] = 7, host[1] = 8, host[2] = 9;
+      b.copy_from(host);
+      host.synchronize();
+      CHECK(b.to_host() == std::vector<float>{7, 8, 9});
+      std::fill(host.begin(), host.end(), 0.f);
+      b.copy_to(host);
+      host.synchronize();
+      CHECK(std::vector<float>(host.begin(), host.end()) == std::vector<float>{7, 8, 9});
+      // an event belongs to its device's streams
+      fz::Event on0;
+      fz::DeviceScope on{fz::Device(1)};
+      CHECK_THROWS_WITH(fz::Stream().record(on0), Catch::Contains("an event of device 0 cannot be recorded on a stream of device 1"));
     }
   }
   SECTION("errors name what to fix") {

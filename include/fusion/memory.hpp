@@ -73,7 +73,8 @@ class PinnedMemoryPool {
   std::size_t n_free_blocks() const;
   void free_all_blocks();
 
-  // Used by transfers: a block of at least `bytes`; release() makes it reusable after `stream`'s work.
+  // Used by transfers: a block of at least `bytes` for the current device; release() makes it reusable
+  // after `stream`'s work (a stream of that same device).
   void* acquire(std::size_t bytes);
   void release(void* block, void* stream);
 };

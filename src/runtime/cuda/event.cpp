@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fusion/event.hpp"
 
+#include <fmt/format.h>
+
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/exec/step_hook.hpp"
@@ -45,8 +47,13 @@ void Event::record() { record(current_stream()); }
 void Event::record(const Stream& stream) {
   detail::region_barrier();
   detail::outside_step("recording an event");
-  const CUstream s = detail::live(*stream.state()).handle;
-  FUSION_CU(cuEventRecord, state_->live(), s);
+  if (stream.device() != state_->device)
+    throw Error(fmt::format("an event of device {} cannot be recorded on a stream of device {} (CUDA's rule): make "
+                            "the event with device {} current, or wait for it from the other device's stream",
+                            state_->device, stream.device(), stream.device()));
+  const CUevent e = state_->live();
+  const CUstream s = detail::live(*stream.state()).handle;  // last: a default stream is the current context's
+  FUSION_CU(cuEventRecord, e, s);
 }
 void Event::synchronize() const {
   detail::region_barrier();

@@ -134,8 +134,11 @@ Event Stream::record() const { return record(Event()); }
 void Stream::wait_event(const Event& event) const {
   detail::region_barrier();
   detail::outside_step("a stream wait");
+  // The event first (its handle makes its device current), the stream's device last: a default stream's
+  // handle names the current context's default stream, so the wait would land on the event's device.
+  const CUevent e = event.handle();
   const CUstream s = detail::live(*state_).handle;
-  FUSION_CU(cuStreamWaitEvent, s, event.handle(), 0);
+  FUSION_CU(cuStreamWaitEvent, s, e, 0);
 }
 
 namespace {

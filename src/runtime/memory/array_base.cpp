@@ -110,6 +110,8 @@ void ArrayBase::upload(const void* host, std::size_t count) {
   if (!is_contiguous()) throw Error("internal: upload into a non-contiguous array");
   if (count == 0) return;
   detail::outside_step("copying host data into an array");
+  if (storage_->device != detail::tls_current_device)
+    return detail::on_device(storage_->device, [&] { upload(host, count); });
   const auto& stream = detail::current_stream_state();
   const std::uint64_t dst = data_ptr();
   storage_->note_use(stream);
@@ -125,10 +127,8 @@ void ArrayBase::download(void* host) const {
   if (placeholder_) throw Error("a placeholder array has no data; it exists for fz::inspect");
   if (!storage_ || size() == 0) return;
   detail::outside_step("reading an array on the host");
-  if (storage_->device != detail::tls_current_device) {  // another device's array: read in its own stream order
-    DeviceScope on{Device(storage_->device)};
-    return download(host);
-  }
+  if (storage_->device != detail::tls_current_device)
+    return detail::on_device(storage_->device, [&] { download(host); });
   if (!is_contiguous()) return contiguous_copy().download(host);
   const auto& stream = detail::current_stream_state();
   const std::uint64_t src = data_ptr();

@@ -101,6 +101,7 @@ void staged_copy(CUdeviceptr to, const Stream& dst, CUdeviceptr from, const Stre
     FUSION_CU(cuMemcpyHtoDAsync, to + offset, buffer[k], n, dst.handle());
     dst.record(drained[k]);
   }
+  detail::ensure_context(dst.device());
   for (void* b : buffer)
     if (b) pool.release(b, dst.handle());
 }
@@ -154,10 +155,13 @@ ArrayBase copy_to_device(const ArrayBase& a, int device, CopyRoute route) {
       ensure_context(device);
       FUSION_CU(cuMemcpyDtoDAsync, to, from_ptr, bytes, dst->handle);
       break;
-    case Route::peer:
+    case Route::peer: {
       enable_peer_access(from, device);
-      FUSION_CU(cuMemcpyPeerAsync, to, primary_context(device), from_ptr, primary_context(from), bytes, dst->handle);
+      const CUcontext source_context = primary_context(from), target_context = primary_context(device);
+      ensure_context(device);  // last: the target's default stream is the current context's
+      FUSION_CU(cuMemcpyPeerAsync, to, target_context, from_ptr, source_context, bytes, dst->handle);
       break;
+    }
     case Route::staged: staged_copy(to, Stream(dst), from_ptr, Stream(src), bytes); break;
   }
   order_after(Stream(src), Stream(dst));  // later writes to the source wait for the copy

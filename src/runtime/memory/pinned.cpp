@@ -54,6 +54,8 @@ void check_size(const ArrayBase& a, const PinnedMemory& host, const char* what) 
 void ArrayBase::download_async(PinnedMemory& host) const {
   check_size(*this, host, "copy_to");
   if (size() == 0) return;
+  if (storage_->device != detail::tls_current_device)
+    return detail::on_device(storage_->device, [&] { download_async(host); });
   if (!is_contiguous()) return contiguous_copy().download_async(host);  // the copy lives until its work is done
   const auto& stream = detail::current_stream_state();
   storage_->note_use(stream);
@@ -64,6 +66,8 @@ void ArrayBase::download_async(PinnedMemory& host) const {
 void ArrayBase::upload_async(PinnedMemory& host) {
   check_size(*this, host, "copy_from");
   if (size() == 0) return;
+  if (storage_->device != detail::tls_current_device)
+    return detail::on_device(storage_->device, [&] { upload_async(host); });
   if (!is_contiguous()) {  // into a contiguous array first, then one kernel into the view
     ArrayBase staged = make_empty(dtype_, shape_);
     staged.upload_async(host);

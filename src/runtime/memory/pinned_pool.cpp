@@ -46,7 +46,10 @@ void* PinnedMemoryPool::acquire(std::size_t bytes) {
   {
     std::lock_guard lock(s.mu);
     forget_reset_blocks(s);
+    // Only the current device's blocks: a block's event is its device's, and release() records it on a
+    // stream of the device that acquired the block.
     auto it = s.free.lower_bound(bytes);
+    while (it != s.free.end() && it->first <= 2 * round_up(bytes) && it->second.device != dev) ++it;
     if (it != s.free.end() && it->first <= 2 * round_up(bytes)) {
       PinnedBlock b = it->second;
       s.free.erase(it);

@@ -92,6 +92,7 @@ Storage::Storage(CUdeviceptr p, int dev, std::shared_ptr<void> keep)
 
 void Storage::note_foreign_use(const std::shared_ptr<StreamState>& stream) {
   std::lock_guard lock(mu_);
+  ensure_context(stream->device);  // a default stream's handle is the current context's: be on its device
   for (ForeignUse& u : foreign_uses_) {
     if (u.stream.lock() == stream) {
       FUSION_CU(cuEventRecord, u.last_use, stream->handle);
