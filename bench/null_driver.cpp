@@ -55,10 +55,12 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) { return *bytes = size_t{80} << 30, CUDA_SUCCESS; }
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+CUcontext the_context() {
   static const CUcontext ctx = handle<CUcontext>();
-  return *c = ctx, CUDA_SUCCESS;
+  return ctx;
 }
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) { return *c = the_context(), CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamGetCtx(CUstream, CUcontext* c) { return *c = the_context(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuCtxGetId(CUcontext, unsigned long long* id) { return *id = 1, CUDA_SUCCESS; }
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }

@@ -175,8 +175,10 @@ TEST_CASE("regions on 16 threads, each on its own stream", "[gpu][region]") {
   const std::vector<float> xh = x.to_host();
   std::vector<int> bad(16, -1);
   std::vector<std::thread> threads;
+  const fz::Device device = fz::Device::current();  // x's: a new thread starts on device 0
   for (int t = 0; t < 16; ++t)
     threads.emplace_back([&, t] {
+      fz::DeviceScope here{device};
       fz::Stream s;
       fz::StreamScope on(s);
       fz::Array<float> a, b;

@@ -15,6 +15,7 @@
 #include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
 #include "fusion/step.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "runtime/memory/storage.hpp"
 #include "support.hpp"
 
@@ -414,6 +415,13 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
       b.copy_to(host);
       host.synchronize();
       CHECK(std::vector<float>(host.begin(), host.end()) == std::vector<float>{7, 8, 9});
+      // another library's stream is taken for the device it was made on, and refused for another
+      CUstream raw = nullptr;
+      fz::detail::ensure_context(0);
+      FUSION_CU(cuStreamCreateWithPriority, &raw, CU_STREAM_NON_BLOCKING, 0);
+      CHECK_THROWS_WITH(fz::Stream::from_external(raw, 1), Catch::Contains("not made in device 1's primary context"));
+      CHECK(fz::Stream::from_external(raw, 0).device() == 0);
+      FUSION_CU(cuStreamDestroy, raw);
       // an event belongs to its device's streams
       fz::Event on0;
       fz::DeviceScope on{fz::Device(1)};

@@ -64,6 +64,7 @@ struct Layout {
   std::map<int, CUcontext> contexts;        // device past the real ones -> the context standing in for its primary
   std::map<CUcontext, int> real_device_of;  // every context handed out -> its real GPU
   std::set<std::pair<CUcontext, CUcontext>> peers;  // (current, peer) pairs of one GPU given peer access
+  std::map<CUmemoryPool, int> pool_device;  // pools made for devices past the real ones
 };
 
 Layout& layout() {
@@ -205,7 +206,30 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props
     if (real < 0) return CUDA_ERROR_INVALID_DEVICE;
     on_real.location.id = real;
   }
-  return REAL(cuMemPoolCreate)(pool, &on_real);
+  const CUresult r = REAL(cuMemPoolCreate)(pool, &on_real);
+  if (r == CUDA_SUCCESS && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && !is_real(props->location.id)) {
+    Layout& l = layout();
+    std::lock_guard lock(l.mu);
+    l.pool_device[*pool] = props->location.id;
+  }
+  return r;
+}
+
+// The device of memory a stand-in device allocated is that device, not the real GPU it lives on: found by
+// the pool it came from, else by the context that allocated it.
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  const CUresult r = REAL(cuPointerGetAttribute)(data, attribute, ptr);
+  if (r != CUDA_SUCCESS || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return r;
+  CUmemoryPool pool = nullptr;
+  CUcontext ctx = nullptr;
+  REAL(cuPointerGetAttribute)(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr);
+  REAL(cuPointerGetAttribute)(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr);
+  Layout& l = layout();
+  std::lock_guard lock(l.mu);
+  if (const auto p = l.pool_device.find(pool); pool && p != l.pool_device.end()) *static_cast<int*>(data) = p->second;
+  for (const auto& [dev, mine] : l.contexts)
+    if (ctx && ctx == mine) *static_cast<int*>(data) = dev;
+  return r;
 }
 
 }  // extern "C"

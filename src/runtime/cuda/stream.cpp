@@ -98,6 +98,14 @@ Stream Stream::from_external(CUstream_st* handle, int device) {
   detail::ensure_context(dev);
   auto s = detail::make_builtin(handle, dev);
   if (handle && handle != CU_STREAM_LEGACY && handle != CU_STREAM_PER_THREAD) {
+    // fusion launches with the device's primary context current: a stream of another context cannot take
+    // its work (the driver would say "invalid handle" at the first launch, far from the cause)
+    CUcontext owner = nullptr;
+    FUSION_CU(cuStreamGetCtx, handle, &owner);
+    if (owner != detail::primary_context(dev))
+      throw Error(fmt::format("Stream::from_external: the stream was not made in device {}'s primary context (it "
+                              "belongs to another device, or to a context of its own); pass the device it was made "
+                              "on", dev));
     s->generation = detail::context_generation(dev);  // another library's stream dies in a reset too
     unsigned flags = 0;
     FUSION_CU(cuStreamGetFlags, handle, &flags);
