@@ -277,7 +277,7 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
   deleted = 0;
   auto keep = fz::full<std::int32_t>({5}, 7);
   std::int64_t shape[1] = {5};
-  auto* mine = new dl::ManagedTensor{dl::Tensor{reinterpret_cast<void*>(static_cast<std::uintptr_t>(keep.data_ptr())), {dl::kCUDA, 0}, 1,
+  auto* mine = new dl::ManagedTensor{dl::Tensor{reinterpret_cast<void*>(static_cast<std::uintptr_t>(keep.data_ptr())), {dl::kCUDA, keep.device()}, 1,
                                                 dl::to_dlpack_dtype(fz::DType::int32), shape, nullptr, 0},
                                      nullptr, [](dl::ManagedTensor* self) { ++deleted; delete self; }};
   {
