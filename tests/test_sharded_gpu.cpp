@@ -437,9 +437,10 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
   }
 }
 
-TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context", "[.][gpu][virtual_gpus]") {
-  // Run by scripts/gpu-check's `virtual` stage, through tests/tools/virtual_gpus.cpp: this checks that the
-  // stand-in is in place, so the [sharded] run beside it really went over two devices.
+TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context", "[.][gpu][child][virtual_gpus]") {
+  // [child]: runs only where its caller set it up, here scripts/gpu-check's `virtual` stage, through
+  // tests/tools/virtual_gpus.cpp. It checks that the stand-in is in place, so the [sharded] run beside it
+  // really went over two devices.
   REQUIRE(fz::device_count() >= 2);
   CHECK_THAT(fz::Device(1).properties().name, Catch::Contains("(virtual device 1)"));
   CHECK_THAT(fz::Device(0).properties().name, !Catch::Contains("virtual"));
@@ -464,7 +465,7 @@ TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its 
   CHECK(r1.to_host() == r0.to_host());
 }
 
-TEST_CASE("process group child: one rank, from the environment", "[.][gpu][process_group_child]") {
+TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child][process_group_child]") {
   auto group = fz::ProcessGroup::from_environment(30);
   CHECK(fz::Device::current().id() == group.device());  // the group's GPU is this process's current one
   auto a = fz::full<float>({1000}, static_cast<float>(group.rank() + 1));
