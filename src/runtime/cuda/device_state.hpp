@@ -19,7 +19,6 @@ inline int enter_current_device() {
 /// Runs `f` with `device` current: a transfer of another device's array goes on that device's current
 /// stream, in the order of its other work there (and its default stream is that context's).
 template <class F> decltype(auto) on_device(int device, F&& f) {
-  if (device == tls_current_device) return f();
   DeviceScope on{Device(device)};
   return f();
 }

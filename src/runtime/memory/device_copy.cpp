@@ -101,7 +101,6 @@ void staged_copy(CUdeviceptr to, const Stream& dst, CUdeviceptr from, const Stre
     FUSION_CU(cuMemcpyHtoDAsync, to + offset, buffer[k], n, dst.handle());
     dst.record(drained[k]);
   }
-  detail::ensure_context(dst.device());
   for (void* b : buffer)
     if (b) pool.release(b, dst.handle());
 }
