@@ -98,6 +98,10 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* p, const CUmemPoolProps*) { return *p = handle<CUmemoryPool>(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc*, size_t) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* f, CUmemoryPool, CUmemLocation*) {
+  return *f = CU_MEM_ACCESS_FLAGS_PROT_READWRITE, CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool, CUmemPool_attribute, void* v) {
   std::memset(v, 0, sizeof(cuuint64_t));
   return CUDA_SUCCESS;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/nccl.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
@@ -78,6 +79,33 @@ class NcclBaseline {
   std::vector<int> devices_;
   std::vector<fz::detail::nccl::Comm> comms_;
 };
+
+/// The driver's own peer copy of `bytes` from device `from` to `to`: cuMemAlloc'd buffers (which the
+/// contexts' peer access covers), cuMemcpyPeerAsync on a stream of the target, timed as fusion's copies are.
+double driver_peer_copy_ms(int from, int to, std::size_t bytes) {
+  namespace d = fz::detail;
+  const CUcontext source = d::primary_context(from), target = d::primary_context(to);
+  CUdeviceptr src = 0, dst = 0;
+  d::make_context_current(from);
+  FUSION_CU(cuMemAlloc, &src, bytes);
+  FUSION_CU(cuMemsetD8Async, src, 1, bytes, nullptr);
+  d::make_context_current(to);
+  FUSION_CU(cuMemAlloc, &dst, bytes);
+  if (const CUresult r = d::driver().cuCtxEnablePeerAccess(source, 0); r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+    d::check(r, "cuCtxEnablePeerAccess");
+  CUstream stream = nullptr;
+  FUSION_CU(cuStreamCreateWithPriority, &stream, CU_STREAM_NON_BLOCKING, 0);
+  const double ms = median_ms([&] {
+    d::make_context_current(to);
+    FUSION_CU(cuMemcpyPeerAsync, dst, target, src, source, bytes, stream);
+  }, {from, to}, 9);
+  d::make_context_current(to);
+  FUSION_CU(cuStreamDestroy, stream);
+  FUSION_CU(cuMemFree, dst);
+  d::make_context_current(from);
+  FUSION_CU(cuMemFree, src);
+  return ms;
+}
 
 }  // namespace
 
@@ -179,21 +207,31 @@ int run(int argc, char** argv) {
                fusion_ms, bytes * bus / (fusion_ms * 1e6), nccl_ms, bytes * bus / (nccl_ms * 1e6), 100 * nccl_ms / fusion_ms,
                devices.size() == 1 ? " (one rank: nothing moves, both times are the calls' overhead)" : "");
   }
-  // copies of 256 MiB between devices (fz::to_device), every route each pair allows
+  // copies of 256 MiB (fz::to_device) from every device to every device, both directions, by every route
+  // the pair allows; where the pair has peer access, beside the driver's own peer copy of the same bytes
   std::vector<std::string> copies;
-  {
-    fz::Array<float> src;
-    on_first([&] { src = fz::full<float>({m}, 2.f); });
+  for (int from : devices)
     for (int to : devices) {
+      if (from == to && from != devices[0]) continue;  // one device's own copy is enough
+      fz::Array<float> src;
+      {
+        fz::DeviceScope on{fz::Device(from)};
+        src = fz::full<float>({m}, 2.f);
+      }
+      const double bytes = f * m;
+      const bool peer = from != to && fz::describe_copy_route(from, to).starts_with("peer");
+      const double driver = peer ? driver_peer_copy_ms(from, to, static_cast<std::size_t>(bytes)) : 0;
       for (const fz::CopyRoute route : {fz::CopyRoute::automatic, fz::CopyRoute::staged}) {
-        const double ms = median_ms([&] { fz::Array<float> r = fz::to_device(src, to, route); }, {devices[0], to}, 9);
-        const std::string how = fz::describe_copy_route(devices[0], to, route);
-        copies.push_back(fmt::format("to_device {} -> {} ({}): {:.3f} ms, {:.0f} GB/s", devices[0], to, how.substr(0, how.find(':')), ms,
-                                     f * m / (ms * 1e6)));
+        const double ms = median_ms([&] { fz::Array<float> r = fz::to_device(src, to, route); }, {from, to}, 9);
+        const std::string how = fz::describe_copy_route(from, to, route);
+        copies.push_back(fmt::format("to_device {} -> {} ({}): {:.3f} ms, {:.0f} GB/s", from, to, how.substr(0, how.find(':')), ms,
+                                     bytes / (ms * 1e6)));
+        if (peer && route == fz::CopyRoute::automatic)
+          copies.back() += fmt::format("; the driver's own peer copy {:.3f} ms, {:.0f} GB/s: fusion at {:.1f}% of it", driver,
+                                       bytes / (driver * 1e6), 100 * driver / ms);
         fmt::print("{}\n", copies.back());
       }
     }
-  }
   if (!json.empty()) {
     std::ofstream o(json);
     o << fmt::format("{{\"device\": \"{}\", \"gpus\": {}, \"log2n\": {}, \"copy_gbs\": {:.1f}, \"rows\": [", fz::Device(devices[0]).properties().name,

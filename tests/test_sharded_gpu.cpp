@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <thread>
 
 #include "fusion/process_group.hpp"
 #include "fusion/sharded.hpp"
@@ -437,6 +438,44 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
   }
 }
 
+TEST_CASE("a peer copy maps the source's pool into the target device, or the driver copies through the host", "[gpu][sharded][transfer]") {
+  // cuCtxEnablePeerAccess covers cuMemAlloc's memory, not a memory pool's: without the pool's own access
+  // grant, cuMemcpyPeerAsync still copies fusion's arrays, but staged through the host by the driver (38
+  // GB/s where NVLink gives hundreds). The grant is what a peer copy needs; the bench shows the speed.
+  const int n_dev = fz::device_count();
+  CHECK_THROWS_AS(fz::memory_pool(0).allow_access_from(n_dev), fz::NoDeviceError);
+  fz::memory_pool(0).allow_access_from(0);  // its own memory: nothing to do
+  auto access = [](const fz::ArrayBase& a, int device) {
+    CUmemoryPool pool = nullptr;
+    FUSION_CU(cuPointerGetAttribute, &pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, a.data_ptr());
+    CUmemLocation where{};
+    where.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    where.id = device;
+    CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    FUSION_CU(cuMemPoolGetAccess, &flags, pool, &where);
+    return flags;
+  };
+  int pairs = 0;
+  for (int from = 0; from < n_dev; ++from)
+    for (int to = 0; to < n_dev; ++to) {
+      if (from == to || !fz::describe_copy_route(from, to).starts_with("peer")) continue;
+      INFO("device " << from << " to " << to);
+      const auto h = test::random<float>(300'001, -3, 3, 99);
+      fz::Array<float> a;
+      {
+        fz::DeviceScope on{fz::Device(from)};
+        a = fz::asarray(h);
+      }
+      CHECK(access(a, from) == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+      const fz::Array<float> b = fz::to_device(a, to);
+      CHECK(access(a, to) == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+      CHECK(b.to_host() == h);
+      ++pairs;
+    }
+  INFO(pairs << " ordered pair(s) of devices with peer access checked");
+  CHECK(pairs == (n_dev > 1 && fz::describe_copy_route(0, 1).starts_with("peer") ? n_dev * (n_dev - 1) : 0));
+}
+
 TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context", "[.][gpu][child][virtual_gpus]") {
   // [child]: runs only where its caller set it up, here scripts/gpu-check's `virtual` stage, through
   // tests/tools/virtual_gpus.cpp. It checks that the stand-in is in place, so the [sharded] run beside it
@@ -486,6 +525,72 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child
   group.reduce_to(c, 0);
   if (group.rank() == 0) CHECK(c.to_host()[4] == 0.25 * group.size() * (group.size() + 1));
   CHECK_THROWS_WITH(group.reduce_to(c, group.size()), Catch::Contains("root"));
+
+  // A matrix split over the ranks along either axis, unevenly (array_split's rule: 7 and 6 rows of 13) and,
+  // with two ranks, with rank 0's piece empty. Each rank reduces its piece along the split axis (a partial:
+  // NCCL combines them into the whole matrix's result) and along the kept axis (its piece of the result).
+  const std::int64_t R = 13, C = 29;
+  const auto hd = test::random<double>(static_cast<std::size_t>(R * C), 0.8, 1.2, 96);  // products of 13 or 29 stay moderate
+  for (int axis = 0; axis < 2; ++axis)
+    for (const bool empty_first : {false, true}) {
+      if (empty_first && group.size() != 2) continue;
+      const fz::Shape whole = {R, C};
+      std::vector<std::int64_t> given;  // empty: array_split's rule
+      if (empty_first) given = {0, whole[axis]};
+      const auto sizes = fz::detail::split_plan("test", whole, axis, static_cast<std::size_t>(group.size()), given);
+      std::int64_t begin = 0;
+      for (int r = 0; r < group.rank(); ++r) begin += sizes[static_cast<std::size_t>(r)];
+      const std::int64_t end = begin + sizes[static_cast<std::size_t>(group.rank())];
+      INFO("split along axis " << axis << ", this rank's piece [" << begin << ", " << end << ")");
+      const auto x = group.local_piece(hd, whole, axis, given);
+      CHECK(x.shape()[axis] == end - begin);
+      const std::int64_t r0 = axis == 0 ? begin : 0, r1 = axis == 0 ? end : R, c0 = axis == 1 ? begin : 0, c1 = axis == 1 ? end : C;
+      fz::Array<double> total = fz::sum(x, axis), product = fz::prod(x, axis);
+      CHECK(near(total.to_host(), host_reduce(hd, C, r0, r1, c0, c1, axis, 0)));  // this rank's partial
+      group.all_reduce(total);
+      group.all_reduce(product, fz::Combine::prod);
+      CHECK(near(total.to_host(), host_reduce(hd, C, 0, R, 0, C, axis, 0)));
+      CHECK(near(product.to_host(), host_reduce(hd, C, 0, R, 0, C, axis, 1)));
+      const int kept = 1 - axis;
+      const fz::Array<double> mine = fz::max(x, kept);
+      CHECK(near(mine.to_host(), host_reduce(hd, C, r0, r1, c0, c1, kept, 2)));
+    }
+}
+
+TEST_CASE("a process group's ranks run on the GPUs they are given (two ranks as two threads of one process)", "[gpu][sharded]") {
+  if (!fz::nccl_available()) FAIL("NCCL is needed here and did not load: " << fz::nccl_unavailable_reason());
+  // NCCL takes a rank's GPU from the CUDA runtime's current device: ranks that fusion put on their devices
+  // but whose threads had no context current all claimed device 0, and NCCL refused the second one
+  // ("invalid usage"). Rank r takes device world - 1 - r, so neither may land on its rank's number by luck.
+  const int world = std::min(fz::device_count(), 2);
+  const fz::NcclId id = fz::ProcessGroup::new_id();
+  std::vector<std::string> errors(static_cast<std::size_t>(world));
+  std::vector<std::vector<float>> sums(static_cast<std::size_t>(world));
+  std::vector<int> devices(static_cast<std::size_t>(world), -1);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.emplace_back([&, r] {
+      const auto i = static_cast<std::size_t>(r);
+      try {
+        fz::ProcessGroup group(id, r, world, world - 1 - r);
+        auto a = fz::full<float>({4099}, static_cast<float>(r + 1));
+        devices[i] = a.device();
+        group.all_reduce(a);
+        sums[i] = a.to_host();
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  const float want = static_cast<float>(world * (world + 1) / 2);
+  for (int r = 0; r < world; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    INFO("rank " << r);
+    CHECK(errors[i].empty());
+    CHECK(devices[i] == world - 1 - r);
+    CHECK(sums[i].size() == 4099);
+    CHECK(std::all_of(sums[i].begin(), sums[i].end(), [&](float v) { return v == want; }));
+  }
 }
 
 TEST_CASE("several processes, one GPU each, bootstrapped through a shared file", "[gpu][sharded]") {

@@ -31,6 +31,12 @@ class MemoryPool {
   void set_limit(std::size_t bytes);
   std::size_t limit() const;
   int device() const { return device_; }
+  /// Lets `device` read and write this pool's memory directly (peer access over NVLink or PCIe), for this
+  /// pool's present and future blocks and again after a device reset. A pool's memory is reachable only
+  /// from its own device until then, whatever cuCtxEnablePeerAccess says (that covers cuMemAlloc's memory,
+  /// not a pool's); fz::to_device calls this itself before a peer copy. An Error where the two GPUs have
+  /// no peer access.
+  void allow_access_from(int device);
 
   // Used by array storage; stream is a CUstream.
   std::uint64_t allocate(std::size_t bytes, void* stream);

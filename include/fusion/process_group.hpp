@@ -38,11 +38,13 @@ class ProcessGroup {
   int size() const { return size_; }
   int device() const { return device_; }
   /// This rank's piece of host `data` (C order, `shape`) split along `axis` over the group's ranks as
-  /// Sharded::from_host splits over devices (numpy.array_split's rule), on this process's GPU.
-  template <Element T> Array<T> local_piece(std::span<const T> data, const Shape& shape, int axis = 0) const {
+  /// Sharded::from_host splits over devices: `sizes` (one extent per rank, zeros allowed), else
+  /// numpy.array_split's rule; on this process's GPU.
+  template <Element T> Array<T> local_piece(std::span<const T> data, const Shape& shape, int axis = 0,
+                                            std::vector<std::int64_t> sizes = {}) const {
     if (static_cast<std::int64_t>(data.size()) != numel(shape))
       throw ShapeError("ProcessGroup::local_piece: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
-    const std::vector<std::int64_t> sizes = detail::split_plan("ProcessGroup::local_piece", shape, axis, static_cast<std::size_t>(size_), {});
+    sizes = detail::split_plan("ProcessGroup::local_piece", shape, axis, static_cast<std::size_t>(size_), std::move(sizes));
     std::int64_t begin = 0;
     for (int r = 0; r < rank_; ++r) begin += sizes[static_cast<std::size_t>(r)];
     Shape piece = shape;
@@ -52,9 +54,10 @@ class ProcessGroup {
     DeviceScope on{Device(device_)};
     return asarray(slab.span(), piece);
   }
-  template <Element T> Array<T> local_piece(const std::vector<T>& data, const Shape& shape, int axis = 0) const {
+  template <Element T> Array<T> local_piece(const std::vector<T>& data, const Shape& shape, int axis = 0,
+                                            std::vector<std::int64_t> sizes = {}) const {
     std::optional<detail::HostSlab<T>> keep;
-    return local_piece(detail::host_span(data, keep), shape, axis);
+    return local_piece(detail::host_span(data, keep), shape, axis, std::move(sizes));
   }
   /// Combines `a` element by element over the group's processes, in place, on its device's current stream.
   template <Element T> void all_reduce(Array<T>& a, Combine how = Combine::sum) { combine(a, how, -1); }

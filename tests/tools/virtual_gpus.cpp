@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// A stand-in CUDA driver that shows each real GPU as several devices, so that fusion's multi-device
+// A stand-in CUDA driver that shows one real GPU as several devices, so that fusion's multi-device
 // bookkeeping (which context, stream, pool, module and event belongs to which device) runs on a machine
-// with one GPU:
+// with one GPU, and runs the same way on a machine with more:
 //
 //   FUSION_CUDA_DRIVER=build/tests/libfusion_virtual_gpus.so FUSION_VIRTUAL_GPUS=2 \
 //   FUSION_NCCL_LIBRARY=/nonexistent build/tests/fusion_tests --gpu "[sharded]"
 //
-// Device k runs on real GPU k % R (R real GPUs). Devices past the real ones get a context of their own
-// (cuCtxCreate on their real GPU) in place of a primary context, so their streams, events, modules and
-// memory pools are distinct driver objects: a call that mixes two devices' handles (a kernel launched on
-// another device's stream, an event recorded on another device's stream) fails here as it does on two
-// GPUs. Two devices of one GPU report peer access (FUSION_VIRTUAL_PEER=0: none, so copies go staged).
+// Every device runs on real GPU 0, whatever else the machine has (other GPUs are hidden: a test of the
+// stand-in must not turn into a test of real GPUs where there are some). Device 0 is GPU 0 with its
+// primary context; devices past it get a context of their own (cuCtxCreate on GPU 0) in place of a
+// primary context, so their streams, events, modules and memory pools are distinct driver objects: a call
+// that mixes two devices' handles (a kernel launched on another device's stream, an event recorded on
+// another device's stream) fails here as it does on two GPUs. The devices report peer access to each other
+// (FUSION_VIRTUAL_PEER=0: none, so copies go staged).
 // Every entry point this file does not define is the real driver's: this library links libcuda.so.1,
 // and dlsym on its handle finds them there.
 //
@@ -59,12 +61,13 @@ template <class F> F resolve(const char* name) {
 
 struct Layout {
   std::mutex mu;
-  int real_count = 0;     // 0 until the real driver answered
+  int real_count = 0;     // real GPUs in use: 1 (GPU 0) once the real driver answered, 0 before
   int virtual_count = 0;
   std::map<int, CUcontext> contexts;        // device past the real ones -> the context standing in for its primary
   std::map<CUcontext, int> real_device_of;  // every context handed out -> its real GPU
   std::set<std::pair<CUcontext, CUcontext>> peers;  // (current, peer) pairs of one GPU given peer access
   std::map<CUmemoryPool, int> pool_device;  // pools made for devices past the real ones
+  std::map<std::pair<CUmemoryPool, int>, CUmemAccess_flags> pool_access;  // (pool, device) -> granted access
 };
 
 Layout& layout() {
@@ -85,8 +88,8 @@ CUresult ready(Layout& l) {
   }
   const char* want = std::getenv("FUSION_VIRTUAL_GPUS");
   const int v = want && *want ? std::atoi(want) : 2;
-  l.virtual_count = v > n ? v : n;
-  l.real_count = n;
+  l.virtual_count = v > 1 ? v : 1;
+  l.real_count = 1;  // GPU 0 only
   return CUDA_SUCCESS;
 }
 
@@ -95,13 +98,19 @@ int real_of(CUdevice dev) {
   Layout& l = layout();
   std::lock_guard lock(l.mu);
   if (ready(l) != CUDA_SUCCESS || dev < 0 || dev >= l.virtual_count) return -1;
-  return dev % l.real_count;
+  return 0;  // every device is GPU 0
 }
 
 bool is_real(CUdevice dev) {
   Layout& l = layout();
   std::lock_guard lock(l.mu);
   return ready(l) == CUDA_SUCCESS && dev >= 0 && dev < l.real_count;
+}
+
+/// Under l.mu: the device `pool` was made for (pools of devices past 0 are recorded when made).
+int owner_of(Layout& l, CUmemoryPool pool) {
+  const auto p = l.pool_device.find(pool);
+  return p == l.pool_device.end() ? 0 : p->second;
 }
 
 }  // namespace
@@ -213,6 +222,31 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props
     l.pool_device[*pool] = props->location.id;
   }
   return r;
+}
+
+// Every pool is on GPU 0, so the real driver would refuse access for the devices standing in on it (or
+// grant it to a real GPU the stand-in hides): grants are kept here, one per pool and device.
+CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  if (!pool || (!map && count)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || real_of(map[i].location.id) < 0) return CUDA_ERROR_INVALID_DEVICE;
+  Layout& l = layout();
+  std::lock_guard lock(l.mu);
+  for (size_t i = 0; i < count; ++i)
+    if (map[i].location.id != owner_of(l, pool)) l.pool_access[{pool, map[i].location.id}] = map[i].flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
+  if (!flags || !pool || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  if (real_of(location->id) < 0) return CUDA_ERROR_INVALID_DEVICE;
+  Layout& l = layout();
+  std::lock_guard lock(l.mu);
+  const auto granted = l.pool_access.find({pool, location->id});
+  *flags = location->id == owner_of(l, pool) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+           : granted == l.pool_access.end()  ? CU_MEM_ACCESS_FLAGS_PROT_NONE
+                                             : granted->second;
+  return CUDA_SUCCESS;
 }
 
 // The device of memory a stand-in device allocated is that device, not the real GPU it lives on: found by

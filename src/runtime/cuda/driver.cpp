@@ -149,6 +149,11 @@ void ensure_context(int id) {
   current_generation = generation;
 }
 
+void make_context_current(int id) {
+  ensure_context(id);  // retained, revived after a reset, and this thread's record says `id`
+  FUSION_CU(cuCtxSetCurrent, primary[id].handle.load(std::memory_order_acquire));
+}
+
 CUcontext primary_context(int id) {
   ensure_context(id);
   return primary[id].handle.load(std::memory_order_acquire);

@@ -27,7 +27,7 @@ namespace fusion::detail {
   X(cuModuleUnload) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)    \
   X(cuPointerGetAttribute) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
   X(cuFuncGetParamInfo) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)            \
-  X(cuStreamGetCtx)
+  X(cuStreamGetCtx) X(cuMemPoolSetAccess) X(cuMemPoolGetAccess)
 
 struct Driver {
 #define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;
@@ -49,6 +49,10 @@ void check(CUresult r, const char* call);
 /// reset it (cuDevicePrimaryCtxReset, cudaDeviceReset): that destroys every handle made in it, so the
 /// context is brought back and its generation advances. One cuCtxGetId call (~15 ns) when nothing changed.
 void ensure_context(int id);
+
+/// ensure_context without trusting what this thread last set: for handing the thread to a library that
+/// reads the current context itself (NCCL through the CUDA runtime), which may have changed it since.
+void make_context_current(int id);
 
 /// Device `id`'s primary context (made current on this thread first), for calls that name two contexts.
 CUcontext primary_context(int id);

@@ -30,6 +30,7 @@ enum class RedOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
   X(ncclCommInitRank, Result(Comm*, int, UniqueId, int))                                                       \
   X(ncclCommInitAll, Result(Comm*, int, const int*))                                                           \
   X(ncclCommDestroy, Result(Comm))                                                                             \
+  X(ncclCommCuDevice, Result(Comm, int*))                                                                      \
   X(ncclCommAbort, Result(Comm))                                                                               \
   X(ncclCommGetAsyncError, Result(Comm, Result*))                                                              \
   X(ncclAllReduce, Result(const void*, void*, std::size_t, DataType, RedOp, Comm, CUstream_st*))               \

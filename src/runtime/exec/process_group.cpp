@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "fusion/process_group.hpp"
+#include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/nccl.hpp"
 #include "runtime/exec/collective.hpp"
 
@@ -89,9 +90,19 @@ ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device) : r
   const detail::nccl::Api& api = detail::nccl::api();
   detail::nccl::UniqueId uid{};
   std::memcpy(uid.internal, id.bytes.data(), sizeof uid.internal);
+  // NCCL takes the rank's GPU from the CUDA runtime's current device, which is the driver's current
+  // context, not fusion's per-thread device: without this every rank claimed device 0 and NCCL refused
+  // the group ("invalid usage": two ranks on one GPU).
+  detail::make_context_current(device);
   detail::nccl::Comm comm = nullptr;
   detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank), "ncclCommInitRank");  // returns once every rank joined
   comm_ = comm;
+  int on = -1;
+  if (api.ncclCommCuDevice(comm, &on) != 0 || on != device) {
+    api.ncclCommDestroy(comm);
+    comm_ = nullptr;
+    throw NcclError(fmt::format("ProcessGroup: NCCL put rank {} on device {}, not on device {} as asked", rank, on, device));
+  }
 }
 
 ProcessGroup ProcessGroup::from_environment(double timeout_s) {

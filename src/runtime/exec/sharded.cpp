@@ -130,6 +130,7 @@ nccl::Result enqueue_collective(ArrayBase& a, nccl::Comm comm, Combine how, int 
   void* data = reinterpret_cast<void*>(a.data_ptr());
   const auto count = static_cast<std::size_t>(a.size());
   const CUstream stream = current_stream_state()->handle;
+  make_context_current(a.device());  // last: a default stream's handle means the current context's
   if (root < 0) return nccl::api().ncclAllReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), comm, stream);
   return nccl::api().ncclReduce(data, data, count, nccl::data_type(a.dtype()), nccl::red_op(how), root, comm, stream);
 }

@@ -56,7 +56,12 @@ Route resolve(int from, int to, CopyRoute route) {
 }
 
 /// Lets device `to` reach device `from`'s memory, once per pair and context generation (a reset drops it).
+/// Two grants: the context's peer access covers memory from cuMemAlloc (a program's allocator, external
+/// memory); the pool's access covers fusion's own arrays. Without the second, the driver still copies a
+/// pool's memory between the devices, but through the host at a tenth of the link's speed (seen on two
+/// H100s joined by NVLink: 38 GB/s).
 void enable_peer_access(int from, int to) {
+  memory_pool(from).allow_access_from(to);
   static std::mutex mu;
   static std::set<std::tuple<int, int, unsigned, unsigned>> enabled;
   std::lock_guard lock(mu);

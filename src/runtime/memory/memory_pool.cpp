@@ -19,6 +19,7 @@ struct MemoryPool::State {
   std::atomic<std::size_t> limit{0};
   std::atomic<CUmemoryPool> pool{nullptr};
   std::atomic<unsigned> generation{0};  // of the device context the pool's memory belongs to
+  std::uint64_t peers = 0;  // bit d: device d may reach the pool's memory (under renew_mu; kept over resets)
   std::mutex renew_mu;
 };
 
@@ -38,6 +39,15 @@ CUmemoryPool create_pool(int device) {
   return pool;
 }
 
+/// Maps `pool`'s blocks, present and future, into `peer`'s address space for reading and writing.
+void grant_access(CUmemoryPool pool, int peer) {
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = peer;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  FUSION_CU(cuMemPoolSetAccess, pool, &access, 1);
+}
+
 }  // namespace
 
 // The driver pool survives a device reset, but the allocations in it died with the context (and it
@@ -50,6 +60,8 @@ CUmemoryPool MemoryPool::live_pool() const {
     std::lock_guard lock(state_->renew_mu);
     if (state_->generation.load() != g) {
       CUmemoryPool fresh = create_pool(device_);
+      for (int peer = 0; peer < 64; ++peer)
+        if (state_->peers >> peer & 1) grant_access(fresh, peer);
       if (CUmemoryPool old = state_->pool.exchange(fresh)) detail::driver().cuMemPoolDestroy(old);
       state_->used = 0;
       state_->generation.store(g, std::memory_order_release);
@@ -98,6 +110,24 @@ void MemoryPool::free_all_blocks() {
   const CUmemoryPool pool = live_pool();
   FUSION_CU(cuCtxSynchronize);  // pending stream-ordered frees must complete before their blocks can go back
   FUSION_CU(cuMemPoolTrimTo, pool, 0);
+}
+
+void MemoryPool::allow_access_from(int device) {
+  detail::checked_device(device);
+  if (device == device_) return;  // its own memory
+  live_pool();  // renewed first after a reset, so the grant lands on the pool in use
+  std::lock_guard lock(state_->renew_mu);
+  if (state_->peers >> device & 1) return;
+  CUdevice accessor, owner;
+  FUSION_CU(cuDeviceGet, &accessor, device);
+  FUSION_CU(cuDeviceGet, &owner, device_);
+  int can = 0;
+  FUSION_CU(cuDeviceCanAccessPeer, &can, accessor, owner);
+  if (!can)
+    throw Error(fmt::format("MemoryPool::allow_access_from: device {} cannot reach device {}'s memory (no peer access "
+                            "between them); copy through the host instead (fz::to_device picks that route itself)", device, device_));
+  grant_access(state_->pool.load(), device);
+  state_->peers |= std::uint64_t{1} << device;
 }
 
 void MemoryPool::set_limit(std::size_t bytes) { state_->limit = bytes; }
