@@ -44,7 +44,8 @@ std::string renamed(const std::string& src) {
   const std::string name = m[1];
   const std::string fresh = name + "_u" + std::to_string(unique++);
   std::string out = src;
-  for (std::size_t at = 0; (at = out.find(name, at)) != std::string::npos; at += fresh.size()) out.replace(at, name.size(), fresh);
+  for (std::size_t at = 0; (at = out.find(name, at)) != std::string::npos; at += fresh.size())
+    out.replace(at, name.size(), fresh);
   return out;
 }
 
@@ -86,24 +87,31 @@ int main(int argc, char** argv) {
   ss << f.rdbuf();
   const std::string arch = argc > 2 ? argv[2] : "90";
   // "named": the kernel fusion-bench compiles when it measures new kernels (fz::named of x * 3 + 1)
-  const std::string src = std::string(argv[1]) == "named"
-                              ? fusion::inspect(fusion::named("bench_new_probe", fusion::placeholder<float>({1024}) * 3.f + 1.f)).source
-                              : ss.str();
+  const std::string src =
+      std::string(argv[1]) == "named"
+          ? fusion::inspect(fusion::named("bench_new_probe", fusion::placeholder<float>({1024}) * 3.f + 1.f)).source
+          : ss.str();
   const std::string sm = "--gpu-architecture=sm_" + arch, compute = "--gpu-architecture=compute_" + arch;
   std::printf("compile probe: %s for sm_%s (median of 5, each a new program)\n", argv[1], arch.c_str());
   nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal"});  // the first compile of a process loads NVRTC's state
   std::string ptx;
   const double to_ptx = nvrtc_ms(src, {compute.c_str(), "-std=c++17", "-minimal"}, &ptx);
   std::printf("  NVRTC to PTX                        %7.1f ms\n", to_ptx);
-  std::printf("  NVRTC to SASS (as fusion compiles)  %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
-  std::printf("  NVRTC to SASS, ptxas -O1            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O1"}));
-  std::printf("  NVRTC to SASS, ptxas -O0            %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O0"}));
-  std::printf("  NVRTC to SASS, -Ofast-compile=min   %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=min"}));
-  std::printf("  NVRTC to SASS, -Ofast-compile=max   %7.1f ms\n", nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=max"}));
+  std::printf("  NVRTC to SASS (as fusion compiles)  %7.1f ms\n",
+              nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
+  std::printf("  NVRTC to SASS, ptxas -O1            %7.1f ms\n",
+              nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O1"}));
+  std::printf("  NVRTC to SASS, ptxas -O0            %7.1f ms\n",
+              nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-O0"}));
+  std::printf("  NVRTC to SASS, -Ofast-compile=min   %7.1f ms\n",
+              nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=min"}));
+  std::printf("  NVRTC to SASS, -Ofast-compile=max   %7.1f ms\n",
+              nvrtc_ms(src, {sm.c_str(), "-std=c++17", "-minimal", "--Ofast-compile=max"}));
   {
     const std::string same = renamed(src);  // a comment appended each time: the same PTX
     std::printf("  NVRTC to SASS, the same PTX again   %7.1f ms\n",
-                median_ms([&] { return same + "\n// " + std::to_string(unique++) + "\n"; }, {sm.c_str(), "-std=c++17", "-minimal"}));
+                median_ms([&] { return same + "\n// " + std::to_string(unique++) + "\n"; },
+                          {sm.c_str(), "-std=c++17", "-minimal"}));
   }
   {
     // The same source through fusion's own compile call (its options, its log and cubin handling).
@@ -131,7 +139,8 @@ int main(int argc, char** argv) {
     auto unload = reinterpret_cast<decltype(&cuModuleUnload)>(dlsym(lib, "cuModuleUnload"));
     CUdevice d;
     CUcontext c;
-    if (init(0) == CUDA_SUCCESS && get(&d, 0) == CUDA_SUCCESS && retain(&c, d) == CUDA_SUCCESS && set(c) == CUDA_SUCCESS) {
+    if (init(0) == CUDA_SUCCESS && get(&d, 0) == CUDA_SUCCESS && retain(&c, d) == CUDA_SUCCESS &&
+        set(c) == CUDA_SUCCESS) {
       std::vector<double> t;
       for (int i = 0; i < 5; ++i) {
         const std::string p = ptx + "\n// " + std::to_string(unique++) + "\n";  // (the driver caches by content)
@@ -146,7 +155,8 @@ int main(int argc, char** argv) {
   }
   auto in_a_row = [&](const char* what, int count) {
     std::printf("  %d compiles in a row (to SASS) %s:", count, what);
-    for (int i = 0; i < count; ++i) std::printf(" %.0f", compile_once(renamed(src), {sm.c_str(), "-std=c++17", "-minimal"}));
+    for (int i = 0; i < count; ++i)
+      std::printf(" %.0f", compile_once(renamed(src), {sm.c_str(), "-std=c++17", "-minimal"}));
     std::printf(" ms\n");
   };
   in_a_row("", 20);
@@ -166,7 +176,8 @@ int main(int argc, char** argv) {
     // The source fusion generated for the real array, compiled here directly: is it the source or the path?
     const std::string real = fusion::inspect(fusion::named("probe_real", x * 3.f + 1.f)).source;
     std::printf("  that kernel's source (%s the placeholder's) through NVRTC directly: %.1f ms\n",
-                real == src ? "same as" : "differs from", nvrtc_ms(real, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
+                real == src ? "same as" : "differs from",
+                nvrtc_ms(real, {sm.c_str(), "-std=c++17", "-minimal", "--ptxas-options=-v"}));
     in_a_row("after fusion's", 10);
   }
   if (lib) {

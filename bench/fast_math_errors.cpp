@@ -31,7 +31,8 @@ std::vector<float> spread(const Domain& d, std::size_t n, unsigned seed) {
   std::uniform_real_distribution<double> u(0, 1);
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) {
-    double x = d.log_spaced ? std::exp(std::log(d.lo) + u(rng) * (std::log(d.hi) - std::log(d.lo))) : d.lo + u(rng) * (d.hi - d.lo);
+    double x = d.log_spaced ? std::exp(std::log(d.lo) + u(rng) * (std::log(d.hi) - std::log(d.lo)))
+                            : d.lo + u(rng) * (d.hi - d.lo);
     if (d.signed_ && u(rng) < 0.5) x = -x;
     v[i] = static_cast<float>(x);
   }
@@ -89,34 +90,113 @@ void print_fast_math_errors() {
   const double pi = 3.14159265358979323846;
   const Domain none{0, 1};
   const std::vector<Case> cases = {
-      {"sin [-pi, pi]", {-pi, pi}, none, unary([](const auto& x) { return fz::Array<float>(fz::sin(x)); }), [](double x, double) { return std::sin(x); }},
-      {"sin [-100, 100]", {-100, 100}, none, unary([](const auto& x) { return fz::Array<float>(fz::sin(x)); }), [](double x, double) { return std::sin(x); }},
-      {"cos [-pi, pi]", {-pi, pi}, none, unary([](const auto& x) { return fz::Array<float>(fz::cos(x)); }), [](double x, double) { return std::cos(x); }},
-      {"tan [-1.5, 1.5]", {-1.5, 1.5}, none, unary([](const auto& x) { return fz::Array<float>(fz::tan(x)); }), [](double x, double) { return std::tan(x); }},
-      {"exp [-80, 80]", {-80, 80}, none, unary([](const auto& x) { return fz::Array<float>(fz::exp(x)); }), [](double x, double) { return std::exp(x); }},
-      {"exp2 [-120, 120]", {-120, 120}, none, unary([](const auto& x) { return fz::Array<float>(fz::exp2(x)); }), [](double x, double) { return std::exp2(x); }},
-      {"expm1 [-10, 10]", {-10, 10}, none, unary([](const auto& x) { return fz::Array<float>(fz::expm1(x)); }), [](double x, double) { return std::expm1(x); }},
-      {"log [1e-30, 1e30]", {1e-30, 1e30, true}, none, unary([](const auto& x) { return fz::Array<float>(fz::log(x)); }), [](double x, double) { return std::log(x); }},
-      {"log [0.5, 2]", {0.5, 2}, none, unary([](const auto& x) { return fz::Array<float>(fz::log(x)); }), [](double x, double) { return std::log(x); }},
-      {"log2 [1e-30, 1e30]", {1e-30, 1e30, true}, none, unary([](const auto& x) { return fz::Array<float>(fz::log2(x)); }), [](double x, double) { return std::log2(x); }},
-      {"log10 [1e-30, 1e30]", {1e-30, 1e30, true}, none, unary([](const auto& x) { return fz::Array<float>(fz::log10(x)); }), [](double x, double) { return std::log10(x); }},
-      {"log1p [-0.9, 100]", {-0.9, 100}, none, unary([](const auto& x) { return fz::Array<float>(fz::log1p(x)); }), [](double x, double) { return std::log1p(x); }},
-      {"sqrt [1e-30, 1e30]", {1e-30, 1e30, true}, none, unary([](const auto& x) { return fz::Array<float>(fz::sqrt(x)); }), [](double x, double) { return std::sqrt(x); }},
-      {"rsqrt [1e-30, 1e30]", {1e-30, 1e30, true}, none, unary([](const auto& x) { return fz::Array<float>(fz::rsqrt(x)); }), [](double x, double) { return 1 / std::sqrt(x); }},
-      {"tanh [-10, 10]", {-10, 10}, none, unary([](const auto& x) { return fz::Array<float>(fz::tanh(x)); }), [](double x, double) { return std::tanh(x); }},
-      {"sinh [-80, 80]", {-80, 80}, none, unary([](const auto& x) { return fz::Array<float>(fz::sinh(x)); }), [](double x, double) { return std::sinh(x); }},
-      {"erf [-5, 5]", {-5, 5}, none, unary([](const auto& x) { return fz::Array<float>(fz::erf(x)); }), [](double x, double) { return std::erf(x); }},
-      {"x / y (1e-30..1e30 each)", {1e-30, 1e30, true, true}, {1e-30, 1e30, true, true},
-       [](const auto& x, const auto& y) { return fz::Array<float>(x / y); }, [](double x, double y) { return x / y; }},
-      {"pow(x, y) x 0.01..100, y -10..10", {0.01, 100, true}, {-10, 10},
-       [](const auto& x, const auto& y) { return fz::Array<float>(fz::pow(x, y)); }, [](double x, double y) { return std::pow(x, y); }},
-      {"atan2(y, x) (-10..10 each)", {-10, 10}, {-10, 10},
-       [](const auto& x, const auto& y) { return fz::Array<float>(fz::atan2(x, y)); }, [](double x, double y) { return std::atan2(x, y); }},
+      {"sin [-pi, pi]",
+       {-pi, pi},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::sin(x)); }),
+       [](double x, double) { return std::sin(x); }},
+      {"sin [-100, 100]",
+       {-100, 100},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::sin(x)); }),
+       [](double x, double) { return std::sin(x); }},
+      {"cos [-pi, pi]",
+       {-pi, pi},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::cos(x)); }),
+       [](double x, double) { return std::cos(x); }},
+      {"tan [-1.5, 1.5]",
+       {-1.5, 1.5},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::tan(x)); }),
+       [](double x, double) { return std::tan(x); }},
+      {"exp [-80, 80]",
+       {-80, 80},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::exp(x)); }),
+       [](double x, double) { return std::exp(x); }},
+      {"exp2 [-120, 120]",
+       {-120, 120},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::exp2(x)); }),
+       [](double x, double) { return std::exp2(x); }},
+      {"expm1 [-10, 10]",
+       {-10, 10},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::expm1(x)); }),
+       [](double x, double) { return std::expm1(x); }},
+      {"log [1e-30, 1e30]",
+       {1e-30, 1e30, true},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::log(x)); }),
+       [](double x, double) { return std::log(x); }},
+      {"log [0.5, 2]",
+       {0.5, 2},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::log(x)); }),
+       [](double x, double) { return std::log(x); }},
+      {"log2 [1e-30, 1e30]",
+       {1e-30, 1e30, true},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::log2(x)); }),
+       [](double x, double) { return std::log2(x); }},
+      {"log10 [1e-30, 1e30]",
+       {1e-30, 1e30, true},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::log10(x)); }),
+       [](double x, double) { return std::log10(x); }},
+      {"log1p [-0.9, 100]",
+       {-0.9, 100},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::log1p(x)); }),
+       [](double x, double) { return std::log1p(x); }},
+      {"sqrt [1e-30, 1e30]",
+       {1e-30, 1e30, true},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::sqrt(x)); }),
+       [](double x, double) { return std::sqrt(x); }},
+      {"rsqrt [1e-30, 1e30]",
+       {1e-30, 1e30, true},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::rsqrt(x)); }),
+       [](double x, double) { return 1 / std::sqrt(x); }},
+      {"tanh [-10, 10]",
+       {-10, 10},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::tanh(x)); }),
+       [](double x, double) { return std::tanh(x); }},
+      {"sinh [-80, 80]",
+       {-80, 80},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::sinh(x)); }),
+       [](double x, double) { return std::sinh(x); }},
+      {"erf [-5, 5]",
+       {-5, 5},
+       none,
+       unary([](const auto& x) { return fz::Array<float>(fz::erf(x)); }),
+       [](double x, double) { return std::erf(x); }},
+      {"x / y (1e-30..1e30 each)",
+       {1e-30, 1e30, true, true},
+       {1e-30, 1e30, true, true},
+       [](const auto& x, const auto& y) { return fz::Array<float>(x / y); },
+       [](double x, double y) { return x / y; }},
+      {"pow(x, y) x 0.01..100, y -10..10",
+       {0.01, 100, true},
+       {-10, 10},
+       [](const auto& x, const auto& y) { return fz::Array<float>(fz::pow(x, y)); },
+       [](double x, double y) { return std::pow(x, y); }},
+      {"atan2(y, x) (-10..10 each)",
+       {-10, 10},
+       {-10, 10},
+       [](const auto& x, const auto& y) { return fz::Array<float>(fz::atan2(x, y)); },
+       [](double x, double y) { return std::atan2(x, y); }},
   };
   const std::size_t n = std::size_t{1} << 20;
-  fmt::print("float32 error against float64, {} inputs per row (ulps of the float32 result; results below FLT_MIN left out)\n", n);
-  fmt::print("{:<36} {:>12} {:>12} {:>12}   {:>12} {:>12} {:>12}\n", "op, inputs", "precise max", "mean", "max |err|", "fast max",
-             "mean", "max |err|");
+  fmt::print(
+      "float32 error against float64, {} inputs per row (ulps of the float32 result; results below FLT_MIN left out)\n",
+      n);
+  fmt::print("{:<36} {:>12} {:>12} {:>12}   {:>12} {:>12} {:>12}\n", "op, inputs", "precise max", "mean", "max |err|",
+             "fast max", "mean", "max |err|");
   unsigned seed = 90;
   for (const Case& c : cases) {
     const std::vector<float> ha = spread(c.a, n, seed++), hb = spread(c.b, n, seed++);
@@ -131,8 +211,8 @@ void print_fast_math_errors() {
     }
     const Errors p = measure(precise, want), f = measure(fast, want);
     auto mean = [](const Errors& e) { return e.counted ? e.sum_ulp / static_cast<double>(e.counted) : 0.0; };
-    fmt::print("{:<36} {:>12.3g} {:>12.3g} {:>12.3g}   {:>12.3g} {:>12.3g} {:>12.3g}\n", c.name, p.max_ulp, mean(p), p.max_abs,
-               f.max_ulp, mean(f), f.max_abs);
+    fmt::print("{:<36} {:>12.3g} {:>12.3g} {:>12.3g}   {:>12.3g} {:>12.3g} {:>12.3g}\n", c.name, p.max_ulp, mean(p),
+               p.max_abs, f.max_ulp, mean(f), f.max_abs);
   }
 }
 

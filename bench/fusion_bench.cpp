@@ -6,9 +6,9 @@
 //   fusion-bench [--json out.json] [--log2n 26]   the suite (a CSV is written beside the JSON)
 //   fusion-bench --first-call                     one fused call in this (new) process, timed
 //   fusion-bench --steps                          multi-statement steps: eager, fz::Lazy, fz::Step (issue 16)
-//   fusion-bench --host-loop MODE N               the 10-statement step only (eager|region|step|replay), N per batch (for a profiler)
-//   fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue 15)
-//   fusion-bench --fast-math                      each float32 op's error in ulps, precise and fz::FastMath, then
+//   fusion-bench --host-loop MODE N               the 10-statement step only (eager|region|step|replay), N per batch
+//   (for a profiler) fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue
+//   15) fusion-bench --fast-math                      each float32 op's error in ulps, precise and fz::FastMath, then
 //                                                 the bfloat16 suite precise and fast at 2^26
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
@@ -65,7 +65,8 @@ struct Row {
 template <class T> void suite(std::int64_t n, std::vector<Row>& rows) {
   auto x = random_array<T>(n, -2, 2, 1), y = random_array<T>(n, -2, 2, 2), z = random_array<T>(n, 0.5f, 2, 3);
   const std::string dt(fz::dtype_name(fz::dtype_of<T>));
-  const fz::BenchmarkOptions opts{.n_repeat = n >= (1 << 24) ? 20 : 100, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
+  const fz::BenchmarkOptions opts{
+      .n_repeat = n >= (1 << 24) ? 20 : 100, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dt, n, fz::compare_fusion(name, [&] { return fz::Array<T>(fn()); }, opts)});
   };
@@ -108,7 +109,8 @@ void user_suite(std::vector<Row>& rows) {
   auto x = random_array<float>(n, -2, 2, 1), y = random_array<float>(n, -2, 2, 2);
   auto m = x.reshape({8192, 8192});
   fz::Array<float> out = fz::empty<float>({n});
-  static const fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff");
+  static const fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)",
+                                                  "squared_diff");
   static const fz::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   static const auto sq_r = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
   const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
@@ -157,10 +159,12 @@ void layers_suite(std::vector<Row>& rows) {
       const auto d = x - fz::mean(x, -1, true);
       return fz::Array<float>(d * fz::rsqrt(fz::mean(d * d, -1, true) + 1e-5f) * w + b);
     });
-    run("rms_norm" + at, "float32", [&] { return fz::Array<float>(x * fz::rsqrt(fz::mean(x * x, -1, true) + 1e-6f) * w); });
+    run("rms_norm" + at, "float32",
+        [&] { return fz::Array<float>(x * fz::rsqrt(fz::mean(x * x, -1, true) + 1e-6f) * w); });
     run("rms_norm" + at, "bfloat16", [&] {
       auto xf = fz::cast<float>(xb);
-      return fz::Array<fz::bfloat16>(fz::cast<fz::bfloat16>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(wb)));
+      return fz::Array<fz::bfloat16>(
+          fz::cast<fz::bfloat16>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(wb)));
     });
     run("var" + at, "float32", [&] { return fz::Array<float>(fz::var(x, -1)); });
     run("tie(sum,sum sq)" + at, "float32", [&] {
@@ -177,10 +181,18 @@ void layers_suite(std::vector<Row>& rows) {
   });
   // Batch norm, training forward: statistics over N, H, W of (8, 64, 112, 112), then normalize.
   auto bn = random_array<float>(8 * 64 * 112 * 112, -2, 2, 10).reshape({8, 64, 112, 112});
-  auto gamma = random_array<float>(64, 0.5f, 1.5f, 11).reshape({1, 64, 1, 1}), beta = random_array<float>(64, -1, 1, 12).reshape({1, 64, 1, 1});
-  if (wanted("batch_norm (8,64,112,112)")) rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(), fz::compare_fusion("batch_norm", [&] {
-    return fz::Array<float>((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * gamma + beta);
-  }, opts)});
+  auto gamma = random_array<float>(64, 0.5f, 1.5f, 11).reshape({1, 64, 1, 1}),
+       beta = random_array<float>(64, -1, 1, 12).reshape({1, 64, 1, 1});
+  if (wanted("batch_norm (8,64,112,112)"))
+    rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(),
+                    fz::compare_fusion(
+                        "batch_norm",
+                        [&] {
+                          return fz::Array<float>((bn - fz::mean(bn, {0, 2, 3}, true)) *
+                                                      fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * gamma +
+                                                  beta);
+                        },
+                        opts)});
 }
 
 /// Every layout a little off the contiguous path (issue 15's suite): row, column and scalar broadcasts, an
@@ -191,7 +203,10 @@ template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<R
   const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
   auto run = [&](const std::string& name, auto&& fn) {
     const std::string full = fmt::format("{} {}^2", name, side);
-    if (wanted(full)) rows.push_back({full, dt, side * side, fz::compare_fusion(full, [&] { return fz::Array<T>(fn()); }, opts)});
+    if (wanted(full))
+      rows.push_back({full, dt, side * side,
+                      fz::compare_fusion(
+                          full, [&] { return fz::Array<T>(fn()); }, opts)});
   };
   auto m = random_array<T>(side * side, -2, 2, 21).reshape({side, side});
   auto m2 = random_array<T>(side * side, -2, 2, 22).reshape({side, side});
@@ -230,8 +245,9 @@ void layouts_suite(std::vector<Row>& rows) {
   layouts_at<fz::half>(std::int64_t{1} << 26, "float16", rows);
   for (int e : {24, 26}) {
     const std::int64_t bytes = std::int64_t{4} << e;
-    notes.push_back(fmt::format("cuMemcpyDtoD of {} MiB each way (2^{} float32), 10 calls per sample: {:.1f}% of the limit",
-                                bytes >> 20, e, copy_pct_of_limit(bytes, fz::copy_bandwidth_gbs())));
+    notes.push_back(
+        fmt::format("cuMemcpyDtoD of {} MiB each way (2^{} float32), 10 calls per sample: {:.1f}% of the limit",
+                    bytes >> 20, e, copy_pct_of_limit(bytes, fz::copy_bandwidth_gbs())));
   }
 }
 
@@ -360,7 +376,8 @@ template <class F> std::pair<double, double> step_times(F&& step, int steps = 50
 /// replayed; an Adam update written as statements at 2^24; compile latency of 50 new kernels late in the process.
 /// Median compile time of `count` new simple kernels, one at a time (each a new fz::named kernel), with
 /// the thread's CPU time and page faults per kernel: wall time well above CPU time means the compile waited.
-double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvrtc_ms = nullptr, std::string* detail = nullptr) {
+double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvrtc_ms = nullptr,
+                      std::string* detail = nullptr) {
   fz::Array<float> x = fz::full<float>({1024}, 1.f);
   std::vector<double> total, nvrtc, cpu, minor, major, sys;
   auto thread_cpu_ms = [] {
@@ -389,15 +406,18 @@ double new_kernels_ms(int count, std::vector<double>* all = nullptr, double* nvr
   if (all) *all = total;
   if (nvrtc_ms) *nvrtc_ms = fz::summarize(nvrtc).median;
   if (detail)
-    *detail = fmt::format("thread CPU {:.1f} ms of which the kernel's (system) {:.1f} ms, {:.0f} minor and {:.0f} major page faults per kernel (medians)",
-                          fz::summarize(cpu).median, fz::summarize(sys).median, fz::summarize(minor).median, fz::summarize(major).median);
+    *detail = fmt::format(
+        "thread CPU {:.1f} ms of which the kernel's (system) {:.1f} ms, {:.0f} minor and {:.0f} major page faults per "
+        "kernel (medians)",
+        fz::summarize(cpu).median, fz::summarize(sys).median, fz::summarize(minor).median, fz::summarize(major).median);
   return fz::summarize(total).median;
 }
 
 /// For a profiler (or the null driver, bench/null_driver.cpp): the 10-statement step in one mode
 /// (eager, region, step, replay), `n` steps per batch; prints the host time per step.
 int host_loop(std::string_view mode, int n) {
-  fz::Array<float> x = random_array<float>(1024, -1, 1, 1), y = random_array<float>(1024, -1, 1, 2), z = random_array<float>(1024, 0, 1, 3);
+  fz::Array<float> x = random_array<float>(1024, -1, 1, 1), y = random_array<float>(1024, -1, 1, 2),
+                   z = random_array<float>(1024, 0, 1, 3);
   fz::Step step([&] { ten_statements(x, y, z); });
   std::pair<double, double> t;
   if (mode == "eager") t = step_times([&] { ten_statements(x, y, z); }, n);
@@ -414,7 +434,8 @@ int host_loop(std::string_view mode, int n) {
 double launch_floor_us() {
   using fusion::detail::driver;
   const std::string src = "extern \"C\" __global__ void fz_launch_floor(float* p) { if (p == nullptr) return; }";
-  const auto out = fusion::detail::compile(src, "fz_launch_floor", fusion::detail::target_for_arch(fz::Device(0).properties().arch()));
+  const auto out = fusion::detail::compile(src, "fz_launch_floor",
+                                           fusion::detail::target_for_arch(fz::Device(0).properties().arch()));
   CUmodule m;
   CUfunction f;
   FUSION_CU(cuModuleLoadData, &m, out.binary.c_str());
@@ -442,7 +463,8 @@ int steps_suite() {
   fmt::print("fusion-bench --steps on {}; device-to-device copy {:.0f} GB/s\n", fz::Device(0).properties().name, copy);
   {
     const std::int64_t n = 1024;
-    fz::Array<float> x = random_array<float>(n, -1, 1, 1), y = random_array<float>(n, -1, 1, 2), z = random_array<float>(n, 0, 1, 3);
+    fz::Array<float> x = random_array<float>(n, -1, 1, 1), y = random_array<float>(n, -1, 1, 2),
+                     z = random_array<float>(n, 0, 1, 3);
     fz::Step step([&] { ten_statements(x, y, z); });
     fz::reset_stats();
     { fz::Lazy r; ten_statements(x, y, z); }
@@ -452,7 +474,8 @@ int steps_suite() {
     const auto recorded = step_times([&] { fz::Lazy r; ten_statements(x, y, z); r.discard(); });
     const auto stepped = step_times([&] { step(); });
     const auto replayed = step_times([&] { step.replay(); });
-    fmt::print("10-statement step, 1024 float32 elements ({} kernel(s) in a region, {} in the step's graph):\n", region_kernels, step.kernels());
+    fmt::print("10-statement step, 1024 float32 elements ({} kernel(s) in a region, {} in the step's graph):\n",
+               region_kernels, step.kernels());
     fmt::print("  {:<28} {:>12} {:>12}\n", "mode", "host us/step", "GPU us/step");
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "eager (10 kernels)", eager.first, eager.second);
     fmt::print("  {:<28} {:>12.2f} {:>12.2f}\n", "fz::Lazy region", region.first, region.second);
@@ -496,10 +519,11 @@ int steps_suite() {
   std::string late_detail;
   const double late = new_kernels_ms(50, &total, &nvrtc, &late_detail);
   std::sort(total.begin(), total.end());
-  fmt::print("new simple kernels: 10 at the start {:.1f} ms ({}), 10 after the copy-bandwidth probe {:.1f} ms\n", at_start,
-             start_detail, after_copy);
-  fmt::print("50 new simple kernels late in the process: median {:.1f} ms (NVRTC {:.1f} ms), min {:.1f}, max {:.1f} ms\n",
-             late, nvrtc, total.front(), total.back());
+  fmt::print("new simple kernels: 10 at the start {:.1f} ms ({}), 10 after the copy-bandwidth probe {:.1f} ms\n",
+             at_start, start_detail, after_copy);
+  fmt::print(
+      "50 new simple kernels late in the process: median {:.1f} ms (NVRTC {:.1f} ms), min {:.1f}, max {:.1f} ms\n",
+      late, nvrtc, total.front(), total.back());
   fmt::print("  {}\n", late_detail);
   return 0;
 }
@@ -519,28 +543,31 @@ int first_call() {
 void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, const std::string& device, int driver,
                         const char* date, double copy, std::pair<double, double> dispatch, double compile) {
   std::ofstream o(json);
-  o << fmt::format("{{\n  \"device\": \"{}\", \"driver\": {}, \"date\": \"{}\",\n  \"copy_gbs\": {:.1f},\n", device, driver,
-                   date, copy);
+  o << fmt::format("{{\n  \"device\": \"{}\", \"driver\": {}, \"date\": \"{}\",\n  \"copy_gbs\": {:.1f},\n", device,
+                   driver, date, copy);
   o << fmt::format("  \"dispatch_us\": {{\"fused\": {:.3f}, \"raw_launch\": {:.3f}}},\n  \"compile_ms\": {:.2f},\n",
                    dispatch.first, dispatch.second, compile);
   o << "  \"rows\": [\n";
   std::ofstream csv(json.substr(0, json.rfind('.')) + ".csv");
-  csv << "device,driver,date,expression,dtype,n,bytes,fused_us,unfused_us,unfused_bytes,gbs,pct_copy,min_bytes,pct_limit,"
+  csv << "device,driver,date,expression,dtype,n,bytes,fused_us,unfused_us,unfused_bytes,gbs,pct_copy,min_bytes,pct_"
+         "limit,"
          "fused_kernels,unfused_kernels,speedup,agree\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const auto& c = r.c;
-    o << fmt::format("    {{\"expression\": \"{}\", \"dtype\": \"{}\", \"n\": {}, \"bytes\": {:.0f}, \"fused_us\": {:.3f}, "
-                     "\"unfused_us\": {:.3f}, \"unfused_bytes\": {:.0f}, \"gbs\": {:.1f}, \"pct_copy\": {:.2f}, "
-                     "\"min_bytes\": {:.0f}, \"pct_limit\": {:.2f}, "
-                     "\"fused_kernels\": {}, \"unfused_kernels\": {}, \"speedup\": {:.3f}, \"agree\": {}}}{}\n",
-                     r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
-                     c.fused.gbs, c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels,
-                     c.unfused.kernels, c.speedup, c.agree, i + 1 < rows.size() ? "," : "");
-    csv << fmt::format("\"{}\",{},{},\"{}\",{},{},{:.0f},{:.3f},{:.3f},{:.0f},{:.1f},{:.2f},{:.0f},{:.2f},{},{},{:.3f},{}\n", device,
-                       driver, date, r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
-                       c.fused.gbs, c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels,
-                       c.unfused.kernels, c.speedup, c.agree);
+    o << fmt::format(
+        "    {{\"expression\": \"{}\", \"dtype\": \"{}\", \"n\": {}, \"bytes\": {:.0f}, \"fused_us\": {:.3f}, "
+        "\"unfused_us\": {:.3f}, \"unfused_bytes\": {:.0f}, \"gbs\": {:.1f}, \"pct_copy\": {:.2f}, "
+        "\"min_bytes\": {:.0f}, \"pct_limit\": {:.2f}, "
+        "\"fused_kernels\": {}, \"unfused_kernels\": {}, \"speedup\": {:.3f}, \"agree\": {}}}{}\n",
+        r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes, c.fused.gbs,
+        c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels, c.unfused.kernels, c.speedup,
+        c.agree, i + 1 < rows.size() ? "," : "");
+    csv << fmt::format(
+        "\"{}\",{},{},\"{}\",{},{},{:.0f},{:.3f},{:.3f},{:.0f},{:.1f},{:.2f},{:.0f},{:.2f},{},{},{:.3f},{}\n", device,
+        driver, date, r.expression, r.dtype, r.n, c.fused.bytes, c.fused.gpu_us, c.unfused.gpu_us, c.unfused.bytes,
+        c.fused.gbs, c.fused.pct_of_copy, c.fused.min_bytes, c.fused.pct_of_limit, c.fused.kernels, c.unfused.kernels,
+        c.speedup, c.agree);
   }
   o << "  ]\n}\n";
 }
@@ -620,11 +647,13 @@ int main(int argc, char** argv) {
 
   fmt::print("fusion-bench on {} (sm_{}), driver {}, {}; device-to-device copy: {:.0f} GB/s (read + write)\n",
              props.name, props.arch(), driver, date, copy);
-  fmt::print("(% limit: the least bytes, each input read and each output written once, over the fused time, against the copy\n"
-             " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates;\n"
-             " GPU time per call: {} calls between one pair of events, medians, as bench/peers times PyTorch and JAX)\n", kCallsPerSample);
-  fmt::print("{:<28} {:>9} {:>5} {:>10} {:>8} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n", "fused us",
-             "% limit", "% moved", "unfused us", "kernels", "speedup", "agree");
+  fmt::print(
+      "(% limit: the least bytes, each input read and each output written once, over the fused time, against the copy\n"
+      " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates;\n"
+      " GPU time per call: {} calls between one pair of events, medians, as bench/peers times PyTorch and JAX)\n",
+      kCallsPerSample);
+  fmt::print("{:<28} {:>9} {:>5} {:>10} {:>8} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n",
+             "fused us", "% limit", "% moved", "unfused us", "kernels", "speedup", "agree");
   bool all_agree = true;
   for (const auto& r : rows) {
     const auto& c = r.c;
@@ -635,16 +664,21 @@ int main(int argc, char** argv) {
                c.agree ? "yes" : "NO: " + c.mismatch);
   }
   for (const auto& line : notes) fmt::print("{}\n", line);
-  fmt::print("dispatch at 1024 elements: fused assignment {:.2f} us/call, raw cuLaunchKernel {:.2f} us/call (+{:.2f} us)\n",
-             dispatch.first, dispatch.second, dispatch.first - dispatch.second);
+  fmt::print(
+      "dispatch at 1024 elements: fused assignment {:.2f} us/call, raw cuLaunchKernel {:.2f} us/call (+{:.2f} us)\n",
+      dispatch.first, dispatch.second, dispatch.first - dispatch.second);
   fmt::print("dispatch at 1024 elements: ElementwiseKernel call {:.2f} us/call, fused expression with an fz::function "
              "{:.2f} us/call\n", user_dispatch.first, user_dispatch.second);
-  fmt::print("compile of a new simple kernel in a warm process: {:.1f} ms (NVRTC {:.1f} ms, {:.0f} page faults), median of 5\n",
-             compile.ms, compile.nvrtc_ms, compile.page_faults);
+  fmt::print(
+      "compile of a new simple kernel in a warm process: {:.1f} ms (NVRTC {:.1f} ms, {:.0f} page faults), median of "
+      "5\n",
+      compile.ms, compile.nvrtc_ms, compile.page_faults);
   fmt::print("the same compile before the suite ran: {:.1f} ms (NVRTC {:.1f} ms, {:.0f} page faults), median of 5\n",
              early_compile.ms, early_compile.nvrtc_ms, early_compile.page_faults);
-  fmt::print("the same compile after freeing pinned blocks and trimming the heap: {:.1f} ms (NVRTC {:.1f} ms, {:.0f} page faults)\n",
-             trimmed_compile.ms, trimmed_compile.nvrtc_ms, trimmed_compile.page_faults);
+  fmt::print(
+      "the same compile after freeing pinned blocks and trimming the heap: {:.1f} ms (NVRTC {:.1f} ms, {:.0f} page "
+      "faults)\n",
+      trimmed_compile.ms, trimmed_compile.nvrtc_ms, trimmed_compile.page_faults);
   if (!json.empty()) write_json_and_csv(json, rows, props.name, driver, date, copy, dispatch, compile.ms);
   return all_agree ? 0 : 1;
 }

@@ -31,12 +31,16 @@ extern "C" {
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 // NVRTC looks this up in a loaded driver; "not supported" sends it down its driverless path.
-CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid*) { return *table = nullptr, CUDA_ERROR_NOT_SUPPORTED; }
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid*) {
+  return *table = nullptr, CUDA_ERROR_NOT_SUPPORTED;
+}
 CUresult CUDAAPI cuDriverGetVersion(int* v) { return *v = CUDA_VERSION, CUDA_SUCCESS; }
 CUresult CUDAAPI cuGetErrorName(CUresult, const char** s) { return *s = "CUDA_ERROR_NULL_DRIVER", CUDA_SUCCESS; }
 CUresult CUDAAPI cuGetErrorString(CUresult, const char** s) { return *s = "null driver", CUDA_SUCCESS; }
 CUresult CUDAAPI cuDeviceGetCount(int* n) { return *n = 1, CUDA_SUCCESS; }
-CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) { return *d = ordinal, ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) {
+  return *d = ordinal, ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
   std::strncpy(name, "null driver (H100-like)", static_cast<size_t>(len));
   return CUDA_SUCCESS;
@@ -66,7 +70,9 @@ CUresult CUDAAPI cuCtxGetId(CUcontext, unsigned long long* id) { return *id = 1,
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuCtxSynchronize() { return CUDA_SUCCESS; }
 
-CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* s, unsigned int, int) { return *s = handle<CUstream>(), CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* s, unsigned int, int) {
+  return *s = handle<CUstream>(), CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
@@ -76,7 +82,9 @@ CUresult CUDAAPI cuStreamGetFlags(CUstream, unsigned int* f) { return *f = 0, CU
 CUresult CUDAAPI cuLaunchHostFunc(CUstream, CUhostFn fn, void* data) { return fn(data), CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamBeginCapture(CUstream, CUstreamCaptureMode) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamEndCapture(CUstream, CUgraph* g) { return *g = handle<CUgraph>(), CUDA_SUCCESS; }
-CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* s) { return *s = CU_STREAM_CAPTURE_STATUS_NONE, CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* s) {
+  return *s = CU_STREAM_CAPTURE_STATUS_NONE, CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) { return *e = handle<CUevent>(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
@@ -86,16 +94,23 @@ CUresult CUDAAPI cuEventQuery(CUevent) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent, CUevent) { return *ms = 0.001f, CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) { return *g = handle<CUgraph>(), CUDA_SUCCESS; }
-CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* n, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*) {
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* n, CUgraph, const CUgraphNode*, size_t,
+                                      const CUDA_KERNEL_NODE_PARAMS*) {
   return *n = handle<CUgraphNode>(), CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph, unsigned long long) { return *e = handle<CUgraphExec>(), CUDA_SUCCESS; }
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph, unsigned long long) {
+  return *e = handle<CUgraphExec>(), CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec, CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuGraphDestroy(CUgraph) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 
-CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* p, const CUmemPoolProps*) { return *p = handle<CUmemoryPool>(), CUDA_SUCCESS; }
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* p, const CUmemPoolProps*) {
+  return *p = handle<CUmemoryPool>(), CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc*, size_t) { return CUDA_SUCCESS; }
@@ -107,7 +122,9 @@ CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool, CUmemPool_attribute, void* 
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool, size_t) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool, CUstream) { return host_alloc(p, bytes); }
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, CUmemoryPool, CUstream) {
+  return host_alloc(p, bytes);
+}
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream) { return std::free(reinterpret_cast<void*>(p)), CUDA_SUCCESS; }
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t bytes) { return host_alloc(p, bytes); }
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) { return std::free(reinterpret_cast<void*>(p)), CUDA_SUCCESS; }
@@ -146,7 +163,9 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdevi
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void*) { return *m = handle<CUmodule>(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule, const char*) { return *f = handle<CUfunction>(), CUDA_SUCCESS; }
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule, const char*) {
+  return *f = handle<CUfunction>(), CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* n, CUmodule) { return *n = 0, CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction*, unsigned int, CUmodule) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction) { return *name = "null_driver_kernel", CUDA_SUCCESS; }
@@ -165,8 +184,8 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { ret
 // No parameter information (the null driver does not read the cubin): fz::Step then records its
 // launches without parameter bytes, which nothing here reads.
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction, size_t, size_t*, size_t*) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-                                unsigned int, CUstream, void**, void**) {
+CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                                unsigned int, unsigned int, CUstream, void**, void**) {
   return CUDA_SUCCESS;
 }
 

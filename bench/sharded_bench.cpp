@@ -23,7 +23,7 @@
 
 #include "fusion/fusion.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/cuda/nccl.hpp"
+#include "runtime/distributed/nccl.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
 namespace fz = fusion;
@@ -56,7 +56,8 @@ class NcclBaseline {
  public:
   explicit NcclBaseline(const std::vector<int>& devices) : devices_(devices), comms_(devices.size()) {
     namespace nccl = fz::detail::nccl;
-    nccl::check(nccl::api().ncclCommInitAll(comms_.data(), static_cast<int>(devices.size()), devices.data()), "ncclCommInitAll");
+    nccl::check(nccl::api().ncclCommInitAll(comms_.data(), static_cast<int>(devices.size()), devices.data()),
+                "ncclCommInitAll");
   }
   ~NcclBaseline() {
     for (auto c : comms_) fz::detail::nccl::api().ncclCommDestroy(c);
@@ -68,8 +69,8 @@ class NcclBaseline {
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       fz::DeviceScope on{fz::Device(devices_[i])};
       float* p = s[static_cast<int>(i)].data_ptr<float>();
-      nccl::check(api.ncclAllReduce(p, p, static_cast<std::size_t>(s[0].size()), nccl::DataType::float32, nccl::RedOp::sum, comms_[i],
-                                    fz::detail::current_stream_state()->handle),
+      nccl::check(api.ncclAllReduce(p, p, static_cast<std::size_t>(s[0].size()), nccl::DataType::float32,
+                                    nccl::RedOp::sum, comms_[i], fz::detail::current_stream_state()->handle),
                   "ncclAllReduce");
     }
     nccl::check(api.ncclGroupEnd(), "ncclGroupEnd");
@@ -127,11 +128,14 @@ int run(int argc, char** argv) {
   const auto n_gpus = static_cast<double>(devices.size());
   const std::int64_t n = std::int64_t{1} << log2n;
   const double copy = fz::copy_bandwidth_gbs();
-  fmt::print("fusion-bench-sharded: 2^{} float32 elements, GPU {} alone against devices ({}): {}; copy bandwidth of GPU 0 {:.0f} GB/s\n",
-             log2n, devices[0], fmt::join(devices, ", "), fz::Device(devices[0]).properties().name, copy);
+  fmt::print(
+      "fusion-bench-sharded: 2^{} float32 elements, GPU {} alone against devices ({}): {}; copy bandwidth of GPU 0 "
+      "{:.0f} GB/s\n",
+      log2n, devices[0], fmt::join(devices, ", "), fz::Device(devices[0]).properties().name, copy);
   for (int a = 0; a < static_cast<int>(devices.size()); ++a)
     for (int b = 0; b < static_cast<int>(devices.size()); ++b)
-      if (a != b) fmt::print("  {} -> {}: {}\n", devices[a], devices[b], fz::describe_copy_route(devices[a], devices[b]));
+      if (a != b)
+        fmt::print("  {} -> {}: {}\n", devices[a], devices[b], fz::describe_copy_route(devices[a], devices[b]));
 
   // The whole arrays on the first device, the pieces copied from them (fz::Sharded::scatter): both runs
   // read the same numbers, so the sums can be compared.
@@ -156,7 +160,8 @@ int run(int argc, char** argv) {
   };
   rows.push_back({"2.5*x+y", 3 * f * n, median_ms([&] { on_first([&] { fz::Array<float> r = axpy(x, y); }); }, first),
                   median_ms([&] { auto r = fz::map_shards(axpy, xs, ys); }, devices)});
-  rows.push_back({"sin(x)+cos(y)/sqrt(z)", 4 * f * n, median_ms([&] { on_first([&] { fz::Array<float> r = seed(x, y, z); }); }, first),
+  rows.push_back({"sin(x)+cos(y)/sqrt(z)", 4 * f * n,
+                  median_ms([&] { on_first([&] { fz::Array<float> r = seed(x, y, z); }); }, first),
                   median_ms([&] { auto r = fz::map_shards(seed, xs, ys, zs); }, devices)});
   const bool nccl = fz::nccl_available();
   rows.push_back({"sum(x*y)", 2 * f * n, median_ms([&] { on_first([&] { fz::Array<float> r = dot(x, y); }); }, first),
@@ -165,11 +170,12 @@ int run(int argc, char** argv) {
                     if (nccl) fz::all_reduce(r);
                   }, devices)});
 
-  fmt::print("{:<24} {:>10} {:>8} {:>12} {:>8} {:>8}\n", "expression", "1 GPU ms", "% limit", fmt::format("{} GPU(s) ms", devices.size()),
-             "% limit", "scaling");
+  fmt::print("{:<24} {:>10} {:>8} {:>12} {:>8} {:>8}\n", "expression", "1 GPU ms", "% limit",
+             fmt::format("{} GPU(s) ms", devices.size()), "% limit", "scaling");
   for (const Result& r : rows)
-    fmt::print("{:<24} {:>10.3f} {:>7.1f}% {:>12.3f} {:>7.1f}% {:>7.2f}x\n", r.name, r.one_ms, 100 * r.bytes / (r.one_ms * 1e6) / copy,
-               r.all_ms, 100 * r.bytes / (r.all_ms * 1e6) / (copy * n_gpus), r.one_ms / r.all_ms);
+    fmt::print("{:<24} {:>10.3f} {:>7.1f}% {:>12.3f} {:>7.1f}% {:>7.2f}x\n", r.name, r.one_ms,
+               100 * r.bytes / (r.one_ms * 1e6) / copy, r.all_ms, 100 * r.bytes / (r.all_ms * 1e6) / (copy * n_gpus),
+               r.one_ms / r.all_ms);
 
   // sum(x*y): one GPU against the split, and the split twice (bit for bit)
   double magnitude = 0;
@@ -185,9 +191,11 @@ int run(int argc, char** argv) {
     fz::all_reduce(b);
     const float split = a[0].item(), again = b[0].item();
     const double bound = log2n * std::ldexp(1.0, -24) * magnitude;  // a tree sum's: log2(n) roundings of eps/2 ... eps
-    check = fmt::format("sum(x*y): one GPU {:.6f}, split {:.6f} (|diff| {:.3g}, float32 bound log2(n)·eps·sum|x·y| = {:.3g}: {}), split again {} ({})", one, split,
-                        std::abs(double(one) - split), bound, std::abs(double(one) - split) <= bound ? "within" : "OUTSIDE", again,
-                        split == again ? "bit-identical" : "DIFFERENT");
+    check = fmt::format(
+        "sum(x*y): one GPU {:.6f}, split {:.6f} (|diff| {:.3g}, float32 bound log2(n)·eps·sum|x·y| = {:.3g}: {}), "
+        "split again {} ({})",
+        one, split, std::abs(double(one) - split), bound, std::abs(double(one) - split) <= bound ? "within" : "OUTSIDE",
+        again, split == again ? "bit-identical" : "DIFFERENT");
   }
   fmt::print("{}\n", check);
 
@@ -202,10 +210,12 @@ int run(int argc, char** argv) {
     fusion_ms = median_ms([&] { fz::all_reduce(s); }, devices, 25);
     nccl_ms = median_ms([&] { baseline.all_reduce(s); }, devices, 25);
     const double bytes = f * m, bus = 2 * (n_gpus - 1) / n_gpus;
-    fmt::print("all_reduce 256 MiB float32: fusion {:.3f} ms ({:.0f} GB/s bus), NCCL's own call {:.3f} ms ({:.0f} GB/s bus): fusion at "
-               "{:.1f}% of NCCL's speed{}\n",
-               fusion_ms, bytes * bus / (fusion_ms * 1e6), nccl_ms, bytes * bus / (nccl_ms * 1e6), 100 * nccl_ms / fusion_ms,
-               devices.size() == 1 ? " (one rank: nothing moves, both times are the calls' overhead)" : "");
+    fmt::print(
+        "all_reduce 256 MiB float32: fusion {:.3f} ms ({:.0f} GB/s bus), NCCL's own call {:.3f} ms ({:.0f} GB/s bus): "
+        "fusion at "
+        "{:.1f}% of NCCL's speed{}\n",
+        fusion_ms, bytes * bus / (fusion_ms * 1e6), nccl_ms, bytes * bus / (nccl_ms * 1e6), 100 * nccl_ms / fusion_ms,
+        devices.size() == 1 ? " (one rank: nothing moves, both times are the calls' overhead)" : "");
   }
   // copies of 256 MiB (fz::to_device) from every device to every device, both directions, by every route
   // the pair allows; where the pair has peer access, beside the driver's own peer copy of the same bytes
@@ -224,23 +234,27 @@ int run(int argc, char** argv) {
       for (const fz::CopyRoute route : {fz::CopyRoute::automatic, fz::CopyRoute::staged}) {
         const double ms = median_ms([&] { fz::Array<float> r = fz::to_device(src, to, route); }, {from, to}, 9);
         const std::string how = fz::describe_copy_route(from, to, route);
-        copies.push_back(fmt::format("to_device {} -> {} ({}): {:.3f} ms, {:.0f} GB/s", from, to, how.substr(0, how.find(':')), ms,
-                                     bytes / (ms * 1e6)));
+        copies.push_back(fmt::format("to_device {} -> {} ({}): {:.3f} ms, {:.0f} GB/s", from, to,
+                                     how.substr(0, how.find(':')), ms, bytes / (ms * 1e6)));
         if (peer && route == fz::CopyRoute::automatic)
-          copies.back() += fmt::format("; the driver's own peer copy {:.3f} ms, {:.0f} GB/s: fusion at {:.1f}% of it", driver,
-                                       bytes / (driver * 1e6), 100 * driver / ms);
+          copies.back() += fmt::format("; the driver's own peer copy {:.3f} ms, {:.0f} GB/s: fusion at {:.1f}% of it",
+                                       driver, bytes / (driver * 1e6), 100 * driver / ms);
         fmt::print("{}\n", copies.back());
       }
     }
   if (!json.empty()) {
     std::ofstream o(json);
-    o << fmt::format("{{\"device\": \"{}\", \"gpus\": {}, \"log2n\": {}, \"copy_gbs\": {:.1f}, \"rows\": [", fz::Device(devices[0]).properties().name,
-                     devices.size(), log2n, copy);
+    o << fmt::format("{{\"device\": \"{}\", \"gpus\": {}, \"log2n\": {}, \"copy_gbs\": {:.1f}, \"rows\": [",
+                     fz::Device(devices[0]).properties().name, devices.size(), log2n, copy);
     for (std::size_t i = 0; i < rows.size(); ++i)
-      o << fmt::format("{}{{\"expression\": \"{}\", \"bytes\": {:.0f}, \"one_ms\": {:.4f}, \"all_ms\": {:.4f}, \"scaling\": {:.3f}}}",
-                       i ? ", " : "", rows[i].name, rows[i].bytes, rows[i].one_ms, rows[i].all_ms, rows[i].one_ms / rows[i].all_ms);
-    o << fmt::format("], \"sum_check\": \"{}\", \"all_reduce_fusion_ms\": {:.4f}, \"all_reduce_nccl_ms\": {:.4f}, \"copies\": [\"{}\"]}}\n",
-                     check, fusion_ms, nccl_ms, fmt::join(copies, "\", \""));
+      o << fmt::format(
+          "{}{{\"expression\": \"{}\", \"bytes\": {:.0f}, \"one_ms\": {:.4f}, \"all_ms\": {:.4f}, \"scaling\": "
+          "{:.3f}}}",
+          i ? ", " : "", rows[i].name, rows[i].bytes, rows[i].one_ms, rows[i].all_ms, rows[i].one_ms / rows[i].all_ms);
+    o << fmt::format(
+        "], \"sum_check\": \"{}\", \"all_reduce_fusion_ms\": {:.4f}, \"all_reduce_nccl_ms\": {:.4f}, \"copies\": "
+        "[\"{}\"]}}\n",
+        check, fusion_ms, nccl_ms, fmt::join(copies, "\", \""));
   }
   return 0;
 }

@@ -47,11 +47,13 @@ int main() {
   std::vector<float> hx(static_cast<std::size_t>(N * C * H * W)), hg(C), hb(C);
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.f, 1.f);
-  for (std::size_t i = 0; i < hx.size(); ++i) hx[i] = 3.f + 2.f * normal(rng) + static_cast<float>((i / (H * W)) % C) * 0.1f;
+  for (std::size_t i = 0; i < hx.size(); ++i)
+    hx[i] = 3.f + 2.f * normal(rng) + static_cast<float>((i / (H * W)) % C) * 0.1f;
   for (std::int64_t c = 0; c < C; ++c) hg[c] = 1.f + 0.01f * c, hb[c] = -0.5f + 0.02f * c;
   const auto x = fz::asarray(hx, {N, C, H, W});
   auto make = [&] {
-    return BatchNorm{fz::asarray(hg, {1, C, 1, 1}), fz::asarray(hb, {1, C, 1, 1}), fz::zeros<float>({C}), fz::ones<float>({C})};
+    return BatchNorm{fz::asarray(hg, {1, C, 1, 1}), fz::asarray(hb, {1, C, 1, 1}), fz::zeros<float>({C}),
+                     fz::ones<float>({C})};
   };
 
   // One step, checked against float64 on the host.

@@ -36,7 +36,8 @@ int main() {
   fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, /*step*/ 1) < p, 0.f, x / (1 - p));
   const std::int64_t launches = fz::stats().launches;
   const double kept = fz::sum(y).item() / 2.0 / static_cast<double>(x.size());
-  std::printf("dropout: %lld kernel(s), kept %.4f of the elements (expect about %.2f)\n", static_cast<long long>(launches), kept, 1 - p);
+  std::printf("dropout: %lld kernel(s), kept %.4f of the elements (expect about %.2f)\n",
+              static_cast<long long>(launches), kept, 1 - p);
   ok = ok && launches == 1 && kept > 0.49 && kept < 0.51;
 
   // a transfer that does not wait: enqueued on the stream, read after synchronizing

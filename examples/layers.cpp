@@ -31,7 +31,8 @@ auto rms_norm(const fz::Array<fz::bfloat16>& x, const fz::Array<fz::bfloat16>& w
 
 /// The float64 answer for row r of each layer.
 void reference(const std::vector<double>& x, std::int64_t D, std::int64_t r, const std::vector<double>& w,
-               const std::vector<double>& b, std::vector<double>& sm, std::vector<double>& ln, std::vector<double>& rms) {
+               const std::vector<double>& b, std::vector<double>& sm, std::vector<double>& ln,
+               std::vector<double>& rms) {
   const double* a = &x[static_cast<std::size_t>(r * D)];
   double m = -INFINITY, s = 0, mean = 0, var = 0, ms = 0;
   for (std::int64_t j = 0; j < D; ++j) m = std::max(m, a[j]), mean += a[j], ms += a[j] * a[j];
@@ -41,7 +42,8 @@ void reference(const std::vector<double>& x, std::int64_t D, std::int64_t r, con
   var /= static_cast<double>(D);
   for (std::int64_t j = 0; j < D; ++j) {
     sm[static_cast<std::size_t>(j)] = std::exp(a[j] - m) / s;
-    ln[static_cast<std::size_t>(j)] = (a[j] - mean) / std::sqrt(var + 1e-5) * w[static_cast<std::size_t>(j)] + b[static_cast<std::size_t>(j)];
+    ln[static_cast<std::size_t>(j)] =
+        (a[j] - mean) / std::sqrt(var + 1e-5) * w[static_cast<std::size_t>(j)] + b[static_cast<std::size_t>(j)];
     rms[static_cast<std::size_t>(j)] = a[j] / std::sqrt(ms + 1e-6) * w[static_cast<std::size_t>(j)];
   }
 }
@@ -55,7 +57,8 @@ int main() {
     auto x = fz::placeholder<float>({R, D}), w = fz::placeholder<float>({D}), b = fz::placeholder<float>({D});
     auto xb = fz::placeholder<fz::bfloat16>({R, D}), wb = fz::placeholder<fz::bfloat16>({D});
     const fz::KernelInfo k_sm = fz::inspect(softmax(x));
-    for (const auto& [name, k] : {std::pair<const char*, fz::KernelInfo>{"softmax", k_sm}, {"layer norm", fz::inspect(layer_norm(x, w, b))},
+    for (const auto& [name, k] : {std::pair<const char*, fz::KernelInfo>{"softmax", k_sm},
+                                  {"layer norm", fz::inspect(layer_norm(x, w, b))},
                                   {"RMSNorm (bfloat16)", fz::inspect(rms_norm(xb, wb))}})
       fmt::print("{}: {} kernel(s): {}\n  {}\n", name, k.kernels, k.name, k.variant);
     fmt::print("\nThe softmax kernel:\n{}\n", k_sm.source);
@@ -67,7 +70,8 @@ int main() {
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-3.f, 3.f), uw(0.5f, 1.5f);
-  std::vector<float> hx(static_cast<std::size_t>(R * D)), hw(static_cast<std::size_t>(D)), hb(static_cast<std::size_t>(D));
+  std::vector<float> hx(static_cast<std::size_t>(R * D)), hw(static_cast<std::size_t>(D)),
+      hb(static_cast<std::size_t>(D));
   for (float& v : hx) v = u(rng);
   for (std::size_t j = 0; j < hw.size(); ++j) hw[j] = uw(rng), hb[j] = u(rng) / 3;
   std::vector<fz::bfloat16> hxb(hx.begin(), hx.end()), hwb(hw.begin(), hw.end());
@@ -88,9 +92,11 @@ int main() {
     reference(dxb, D, r, dwb, db, unused, unused, rms_r);
     for (std::int64_t j = 0; j < D; ++j) {
       const std::size_t i = static_cast<std::size_t>(r * D + j);
-      e_sm = std::max(e_sm, std::abs(gsm[i] - sm_r[static_cast<std::size_t>(j)]) / (sm_r[static_cast<std::size_t>(j)] + 1e-30));
+      e_sm = std::max(
+          e_sm, std::abs(gsm[i] - sm_r[static_cast<std::size_t>(j)]) / (sm_r[static_cast<std::size_t>(j)] + 1e-30));
       e_ln = std::max(e_ln, std::abs(gln[i] - ln_r[static_cast<std::size_t>(j)]));
-      e_rms = std::max(e_rms, std::abs(static_cast<float>(grms[i]) - rms_r[static_cast<std::size_t>(j)]) / (std::abs(rms_r[static_cast<std::size_t>(j)]) + 1e-3));
+      e_rms = std::max(e_rms, std::abs(static_cast<float>(grms[i]) - rms_r[static_cast<std::size_t>(j)]) /
+                                  (std::abs(rms_r[static_cast<std::size_t>(j)]) + 1e-3));
     }
   }
   const bool ok = e_sm < 1e-5 && e_ln < 1e-4 && e_rms < 1e-2;

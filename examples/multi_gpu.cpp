@@ -112,8 +112,9 @@ int main(int argc, char** argv) {
   if (have_nccl) fz::all_reduce(d);
   double want = 0;
   for (std::size_t i = 0; i < hx.size(); ++i) want += double(hx[i]) * hy[i];
-  fmt::print("2.5*x+y: max error {:.2e}; sum(x*y) = {:.6f} on every GPU (float64 host: {:.6f}){}\n", worst, d[0].item(), want,
-             have_nccl ? "" : fmt::format(" [NCCL unavailable, device 0's partial only: {}]", fz::nccl_unavailable_reason()));
+  fmt::print(
+      "2.5*x+y: max error {:.2e}; sum(x*y) = {:.6f} on every GPU (float64 host: {:.6f}){}\n", worst, d[0].item(), want,
+      have_nccl ? "" : fmt::format(" [NCCL unavailable, device 0's partial only: {}]", fz::nccl_unavailable_reason()));
 
   // the same work on GPU 0 alone, then split
   const auto x0 = fz::asarray(hx), y0 = fz::asarray(hy);
@@ -125,8 +126,10 @@ int main(int argc, char** argv) {
     if (have_nccl) fz::all_reduce(r);
   }, devices);
   fmt::print("wall ms, best of 10 (host launch and synchronize included):\n");
-  fmt::print("  2.5*x+y   one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_axpy, devices.size(), all_axpy, one_axpy / all_axpy);
-  fmt::print("  sum(x*y)  one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_dot, devices.size(), all_dot, one_dot / all_dot);
+  fmt::print("  2.5*x+y   one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_axpy, devices.size(), all_axpy,
+             one_axpy / all_axpy);
+  fmt::print("  sum(x*y)  one GPU {:7.3f}   {} GPU(s) {:7.3f}   {:.2f}x\n", one_dot, devices.size(), all_dot,
+             one_dot / all_dot);
   if (!have_nccl) return 0;
   // the same dot product over processes: one per GPU (NCCL takes one rank per GPU)
   return run_processes("/proc/self/exe", fz::device_count()) ? 0 : 1;

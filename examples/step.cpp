@@ -17,7 +17,8 @@ namespace fz = fusion;
 namespace {
 
 /// One time step: velocity from the field's curvature, damping, then the field moves.
-void time_step(fz::Array<float>& u, fz::Array<float>& v, const fz::Array<float>& left, const fz::Array<float>& right, float dt) {
+void time_step(fz::Array<float>& u, fz::Array<float>& v, const fz::Array<float>& left, const fz::Array<float>& right,
+               float dt) {
   fz::Array<float> curvature = left + right - 2.0f * u;  // a temporary: never written inside a region
   fz::Array<float> force = curvature - 0.01f * v;
   v = v + dt * force;
@@ -48,7 +49,8 @@ int main() {
   }
   const std::int64_t n = 4096;
   std::vector<float> init(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) init[static_cast<std::size_t>(i)] = std::exp(-0.001f * static_cast<float>((i - n / 2) * (i - n / 2)));
+  for (std::int64_t i = 0; i < n; ++i)
+    init[static_cast<std::size_t>(i)] = std::exp(-0.001f * static_cast<float>((i - n / 2) * (i - n / 2)));
   // The neighbours are fixed arrays here (a ring would read shifted views: those split into their own kernels).
   fz::Array<float> left = fz::asarray(init), right = fz::asarray(init);
   fz::Array<float> u1 = fz::asarray(init), v1 = fz::zeros<float>({n});
@@ -71,7 +73,8 @@ int main() {
   const double stepped = us_per_step(steps, [&] { step(); });
   // Each has taken 2 + 2000 steps (the warm-up call of us_per_step included).
   const std::vector<float> a = u1.to_host(), b = u2.to_host(), c = u3.to_host();
-  const bool same = std::memcmp(a.data(), b.data(), a.size() * 4) == 0 && std::memcmp(a.data(), c.data(), a.size() * 4) == 0;
+  const bool same =
+      std::memcmp(a.data(), b.data(), a.size() * 4) == 0 && std::memcmp(a.data(), c.data(), a.size() * 4) == 0;
   const double replayed = us_per_step(steps, [&] { step.replay(); });
   fmt::print("{} cells, {} steps each (wall time per step, GPU included):\n", n, steps);
   fmt::print("  eager, a kernel per statement   {:7.2f} us\n", eager);

@@ -36,7 +36,8 @@ int main() {
   {
     const auto got = z.to_host();
     double worst = 0;
-    for (unsigned i = 0; i < n; ++i) worst = std::max(worst, rel(got[i], (double(hx[i]) - hy[i]) * (double(hx[i]) - hy[i])));
+    for (unsigned i = 0; i < n; ++i)
+      worst = std::max(worst, rel(got[i], (double(hx[i]) - hy[i]) * (double(hx[i]) - hy[i])));
     report("ElementwiseKernel squared_diff", worst, 1e-6);
   }
 
@@ -69,8 +70,8 @@ int main() {
     for (unsigned i = 0; i < n; ++i) worst = std::max(worst, rel(got[i], double(hx[i]) * hx[i]));
     report("RawKernel elementwise_square", worst, 1e-6);
     const fz::KernelAttributes a = square.attributes();
-    fmt::print("  {} registers/thread, up to {} threads/block, {} B local memory\n", a.registers, a.max_threads_per_block,
-               a.local_bytes);
+    fmt::print("  {} registers/thread, up to {} threads/block, {} B local memory\n", a.registers,
+               a.max_threads_per_block, a.local_bytes);
   }
 
   // 4. A user function inside a fused expression: one kernel, the function defined once in it.
@@ -81,7 +82,8 @@ int main() {
   {
     const auto got = r2.to_host();
     double worst = 0;
-    for (unsigned i = 0; i < n; ++i) worst = std::max(worst, rel(got[i], std::sqrt(double(hx[i]) * hx[i] + double(hy[i]) * hy[i]) + 1));
+    for (unsigned i = 0; i < n; ++i)
+      worst = std::max(worst, rel(got[i], std::sqrt(double(hx[i]) * hx[i] + double(hy[i]) * hy[i]) + 1));
     report("fz::function sq_r, fused", worst, 1e-6);
     fmt::print("  {} kernel launch(es): {}\n", launches, fz::inspect(fz::sqrt(sq_r(x, y)) + 1.f).name);
   }

@@ -44,11 +44,12 @@ int main(int argc, char** argv) {
   expect(have_id == int(fz::nccl_available()), "the id exists exactly where NCCL loads");
   if (have_id) {
     std::vector<char> ids(id.bytes.size() * static_cast<std::size_t>(size));
-    MPI_Allgather(id.bytes.data(), static_cast<int>(id.bytes.size()), MPI_CHAR, ids.data(), static_cast<int>(id.bytes.size()), MPI_CHAR,
-                  MPI_COMM_WORLD);
+    MPI_Allgather(id.bytes.data(), static_cast<int>(id.bytes.size()), MPI_CHAR, ids.data(),
+                  static_cast<int>(id.bytes.size()), MPI_CHAR, MPI_COMM_WORLD);
     for (int r = 0; r < size; ++r)
-      expect(std::equal(id.bytes.begin(), id.bytes.end(), ids.begin() + r * static_cast<std::ptrdiff_t>(id.bytes.size())),
-             fmt::format("rank {}'s id equals this rank's", r));
+      expect(
+          std::equal(id.bytes.begin(), id.bytes.end(), ids.begin() + r * static_cast<std::ptrdiff_t>(id.bytes.size())),
+          fmt::format("rank {}'s id equals this rank's", r));
     expect(std::any_of(id.bytes.begin(), id.bytes.end(), [](char c) { return c != 0; }), "the id is not all zeros");
   }
 
@@ -76,7 +77,8 @@ int main(int argc, char** argv) {
         auto a = fz::full<float>({(1 << 20) + 3}, static_cast<float>(rank + 1));
         group.all_reduce(a);
         const auto h = a.to_host();
-        expect(std::all_of(h.begin(), h.end(), [&](float v) { return v == static_cast<float>(n * (n + 1) / 2); }), "all_reduce sum");
+        expect(std::all_of(h.begin(), h.end(), [&](float v) { return v == static_cast<float>(n * (n + 1) / 2); }),
+               "all_reduce sum");
         auto b = fz::full<std::int64_t>({7}, rank);
         group.reduce_to(b, 0, fz::Combine::max);
         if (rank == 0) expect(b.to_host()[6] == n - 1, "reduce_to max on rank 0");
@@ -86,7 +88,9 @@ int main(int argc, char** argv) {
     }
   }
   const int total = all(failures, MPI_SUM);
-  if (rank == 0) fmt::print("mpi bootstrap over {} ranks: {}\n", size, total ? fmt::format("{} failure(s)", total) : std::string("ok"));
+  if (rank == 0)
+    fmt::print("mpi bootstrap over {} ranks: {}\n", size,
+               total ? fmt::format("{} failure(s)", total) : std::string("ok"));
   MPI_Finalize();
   return total ? 1 : 0;
 }

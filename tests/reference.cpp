@@ -202,7 +202,10 @@ std::int64_t int_op(Op op, DType d, std::int64_t a, std::int64_t b) {
     case Op::bit_and: return a & b;
     case Op::bit_or: return a | b;
     case Op::bit_xor: return a ^ b;
-    case Op::shl: return (neg_b || (u ? ub : static_cast<std::uint64_t>(b)) >= static_cast<std::uint64_t>(bits)) ? 0 : static_cast<std::int64_t>(ua << b);
+    case Op::shl:
+      return (neg_b || (u ? ub : static_cast<std::uint64_t>(b)) >= static_cast<std::uint64_t>(bits))
+                 ? 0
+                 : static_cast<std::int64_t>(ua << b);
     case Op::shr:
       if (neg_b || (u ? ub : static_cast<std::uint64_t>(b)) >= static_cast<std::uint64_t>(bits)) return neg_a ? -1 : 0;
       return u ? static_cast<std::int64_t>((ua & (bits == 64 ? ~0ull : ((1ull << bits) - 1))) >> b) : (a >> b);

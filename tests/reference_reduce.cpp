@@ -44,7 +44,8 @@ Reduced reduce(Op op, DType in, DType result, const std::vector<Scalar>& values,
     std::int64_t best_i = 0;
     for (std::int64_t r = 0; r < n_red; ++r) {
       const Scalar x = values[static_cast<std::size_t>(base + offset(r, reduced))];
-      const double xf = fl ? x.f : (uns ? static_cast<double>(static_cast<std::uint64_t>(x.i)) : static_cast<double>(x.i));
+      const double xf =
+          fl ? x.f : (uns ? static_cast<double>(static_cast<std::uint64_t>(x.i)) : static_cast<double>(x.i));
       fsum += xf;
       fprod *= xf;
       mag += std::abs(xf);
@@ -72,7 +73,9 @@ Reduced reduce(Op op, DType in, DType result, const std::vector<Scalar>& values,
     Scalar v;
     switch (op) {
       case Op::sum: fusion::is_floating(result) ? void(v.f = fsum) : void(v.i = static_cast<std::int64_t>(isum)); break;
-      case Op::prod: fusion::is_floating(result) ? void(v.f = fprod) : void(v.i = static_cast<std::int64_t>(iprod)); break;
+      case Op::prod:
+        fusion::is_floating(result) ? void(v.f = fprod) : void(v.i = static_cast<std::int64_t>(iprod));
+        break;
       case Op::mean: v.f = fsum / (static_cast<double>(n_red) - ddof); break;
       case Op::var: {  // two passes in float64; the magnitude bounds float rounding of the deviations
         const double m = fsum / static_cast<double>(n_red);
@@ -80,7 +83,8 @@ Reduced reduce(Op op, DType in, DType result, const std::vector<Scalar>& values,
         mag = 0;
         for (std::int64_t r = 0; r < n_red; ++r) {
           const Scalar x = values[static_cast<std::size_t>(base + offset(r, reduced))];
-          const double xf = fl ? x.f : (uns ? static_cast<double>(static_cast<std::uint64_t>(x.i)) : static_cast<double>(x.i));
+          const double xf =
+              fl ? x.f : (uns ? static_cast<double>(static_cast<std::uint64_t>(x.i)) : static_cast<double>(x.i));
           m2 += (xf - m) * (xf - m);
           mag += (xf - m) * (xf - m) + 2 * std::abs(xf - m) * (std::abs(xf) + std::abs(m));
         }

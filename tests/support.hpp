@@ -48,7 +48,11 @@ inline bool close(double got, double want, Tolerance t) {
   return std::abs(got - want) <= t.atol + t.rtol * std::abs(want);
 }
 
-template <class T> double as_double(T v) { return static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>, float, T>>(v)); }
+template <class T>
+double as_double(T v) {
+  return static_cast<double>(
+      static_cast<std::conditional_t<std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>, float, T>>(v));
+}
 
 /// Uniform random values in [lo, hi] of type T (integers inclusive).
 template <class T> std::vector<T> random(std::size_t n, double lo, double hi, unsigned seed) {

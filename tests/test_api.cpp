@@ -57,7 +57,8 @@ TEST_CASE("CUDA's __half and __nv_bfloat16 host data convert to fusion's types b
   CHECK(static_cast<float>(as_fz[1]) == -0.25f);
   CHECK(static_cast<float>(as_fz[2]) == 65504.f);
   const std::vector<__nv_bfloat16> b{__float2bfloat16(3.0f), __float2bfloat16(-1e30f)};
-  const auto back = fz::detail::copy_bits<__nv_bfloat16>(std::span<const fz::bfloat16>(fz::detail::copy_bits<fz::bfloat16>(std::span<const __nv_bfloat16>(b))));
+  const auto back = fz::detail::copy_bits<__nv_bfloat16>(
+      std::span<const fz::bfloat16>(fz::detail::copy_bits<fz::bfloat16>(std::span<const __nv_bfloat16>(b))));
   CHECK(__bfloat162float(back[0]) == 3.0f);
   CHECK(__bfloat162float(back[1]) == __bfloat162float(b[1]));
   STATIC_REQUIRE(std::is_same_v<decltype(fz::asarray(h)), fz::Array<fz::half>>);
@@ -74,7 +75,8 @@ TEST_CASE("an expression built from temporaries holds them and can be returned",
   const fz::KernelInfo k = fz::inspect(e);
   CHECK(k.kernels == 1);
   CHECK_THAT(k.name, Catch::StartsWith("fz_mul_add_f32_"));
-  STATIC_REQUIRE(std::is_same_v<decltype(fz::detail::to_node(fz::placeholder<float>({1}))), fz::expr::ArrayOwned<float>>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(fz::detail::to_node(fz::placeholder<float>({1}))), fz::expr::ArrayOwned<float>>);
 }
 
 TEST_CASE("inspect_into shows the copy step when the output overlaps an input in another layout", "[api][plan]") {
@@ -86,8 +88,10 @@ TEST_CASE("inspect_into shows the copy step when the output overlaps an input in
   REQUIRE(turned.plan.size() == 2);
   CHECK_THAT(turned.plan[1], Catch::StartsWith("fz_copy_f32_") && Catch::Contains("computed aside and copied"));
   CHECK(fz::inspect_into(y, x.transpose() + 1.f).kernels == 1);  // other memory
-  CHECK(fz::inspect_into(x.slice({fz::Slice{0, 32}}), x.slice({fz::Slice{32, 64}}) * 2.f).kernels == 1);  // disjoint halves
-  CHECK(fz::inspect_into(x.slice({fz::Slice{1, 64}}), x.slice({fz::Slice{0, 63}}) * 2.f).kernels == 2);  // shifted: overlaps
+  CHECK(fz::inspect_into(x.slice({fz::Slice{0, 32}}), x.slice({fz::Slice{32, 64}}) * 2.f).kernels ==
+        1);  // disjoint halves
+  CHECK(fz::inspect_into(x.slice({fz::Slice{1, 64}}), x.slice({fz::Slice{0, 63}}) * 2.f).kernels ==
+        2);  // shifted: overlaps
   // a reduction into a view of its own input: computed aside
   CHECK(fz::inspect_into(x.slice({fz::Slice{0, 1}}).reshape({64}), fz::sum(x, 0)).kernels == 2);
   // a result of another shape replaces the array: nothing to copy

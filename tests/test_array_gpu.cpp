@@ -155,7 +155,8 @@ TEST_CASE("arrays print as NumPy prints them: values, views, 16-bit floats, summ
   CHECK(fmt::format("{}", fz::asarray(std::vector<float>{0.125f, 1.f})) == "[0.12 1.  ]");  // half to even, as NumPy
 }
 
-TEST_CASE("from_device: another owner's memory as an array, views, ordering after its stream, release once", "[gpu][arrays][external]") {
+TEST_CASE("from_device: another owner's memory as an array, views, ordering after its stream, release once",
+          "[gpu][arrays][external]") {
   const auto h = test::random<float>(12, -2, 2, 51);
   int released = 0;
   {
@@ -178,11 +179,13 @@ TEST_CASE("from_device: another owner's memory as an array, views, ordering afte
     fz::Array<float> y = x + 1.f;
     CHECK(test::mismatches(y.to_host(), want, fz::DType::float32) == 0);
     // a reversed view through byte strides, as DLPack or __cuda_array_interface__ describe one
-    const fz::Array<float> rev = fz::from_device(x.data_ptr<float>() + 8, {3, 4}, fz::strides_from_bytes({-16, 4}, fz::DType::float32),
-                                                 std::make_shared<fz::Array<float>>(x));
+    const fz::Array<float> rev =
+        fz::from_device(x.data_ptr<float>() + 8, {3, 4}, fz::strides_from_bytes({-16, 4}, fz::DType::float32),
+                        std::make_shared<fz::Array<float>>(x));
     const auto got = rev.to_host();
     for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 4; ++c) CHECK(got[static_cast<std::size_t>(r * 4 + c)] == Approx(2.0 * h[static_cast<std::size_t>((2 - r) * 4 + c)]));
+      for (int c = 0; c < 4; ++c)
+        CHECK(got[static_cast<std::size_t>(r * 4 + c)] == Approx(2.0 * h[static_cast<std::size_t>((2 - r) * 4 + c)]));
   }
   CHECK(released == 1);  // exactly once, when the last fusion array let go
 
@@ -208,7 +211,8 @@ TEST_CASE("expressions read back directly; fill writes through views", "[gpu][ar
   CHECK(m.fill(9).to_host() == std::vector<std::int32_t>(6, 9));
 }
 
-TEST_CASE("copies through pinned buffers run on the stream and return at once; views in C order", "[gpu][arrays][pinned]") {
+TEST_CASE("copies through pinned buffers run on the stream and return at once; views in C order",
+          "[gpu][arrays][pinned]") {
   const auto hv = test::random<float>(6, -50, 50, 41);
   auto a = fz::asarray(hv, {2, 3});
   fz::PinnedBuffer<float> buffer(6);
@@ -220,7 +224,8 @@ TEST_CASE("copies through pinned buffers run on the stream and return at once; v
   fz::PinnedBuffer<float> transposed(6);
   a.transpose().copy_to(transposed);  // a transposed view: its elements in its own C order
   transposed.synchronize();
-  CHECK(std::vector<float>(transposed.begin(), transposed.end()) == std::vector<float>{hv[0], hv[3], hv[1], hv[4], hv[2], hv[5]});
+  CHECK(std::vector<float>(transposed.begin(), transposed.end()) ==
+        std::vector<float>{hv[0], hv[3], hv[1], hv[4], hv[2], hv[5]});
 
   // host -> device into a fresh array, then into a strided view (every other column of a 2x6 array)
   fz::PinnedBuffer<float> in(6);
@@ -243,7 +248,8 @@ TEST_CASE("copies through pinned buffers run on the stream and return at once; v
   CHECK_THROWS_AS(fz::placeholder<float>({6}).copy_to(buffer), fz::Error);
 }
 
-TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once, after the last use", "[gpu][arrays][dlpack]") {
+TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once, after the last use",
+          "[gpu][arrays][dlpack]") {
   namespace dl = fz::dlpack;
   const auto hv = test::random<float>(12, -9, 9, 81);
   auto a = fz::asarray(hv, {3, 4});
@@ -277,9 +283,17 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
   deleted = 0;
   auto keep = fz::full<std::int32_t>({5}, 7);
   std::int64_t shape[1] = {5};
-  auto* mine = new dl::ManagedTensor{dl::Tensor{reinterpret_cast<void*>(static_cast<std::uintptr_t>(keep.data_ptr())), {dl::kCUDA, keep.device()}, 1,
-                                                dl::to_dlpack_dtype(fz::DType::int32), shape, nullptr, 0},
-                                     nullptr, [](dl::ManagedTensor* self) { ++deleted; delete self; }};
+  auto* mine = new dl::ManagedTensor{dl::Tensor{reinterpret_cast<void*>(static_cast<std::uintptr_t>(keep.data_ptr())),
+                                                {dl::kCUDA, keep.device()},
+                                                1,
+                                                dl::to_dlpack_dtype(fz::DType::int32),
+                                                shape,
+                                                nullptr,
+                                                0},
+                                     nullptr, [](dl::ManagedTensor* self) {
+                                       ++deleted;
+                                       delete self;
+                                     }};
   {
     fz::Array<std::int32_t> imported(dl::from_dlpack(mine));
     fz::Array<std::int32_t> view = imported.slice({fz::Slice{1, 4}});

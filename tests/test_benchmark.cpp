@@ -44,12 +44,18 @@ TEST_CASE("benchmark times GPU work with events and honours its limits", "[gpu][
   CHECK(r.gpu.min > 0);
   CHECK(r.gpu.median >= r.gpu.min);
   CHECK(r.cpu.median > 0);
-  const auto short_run = fz::benchmark("axpy", [&] { y = 2.f * x + 1.f; }, {.n_repeat = 100000, .n_warmup = 1, .max_duration = 0.05});
+  const auto short_run =
+      fz::benchmark("axpy", [&] { y = 2.f * x + 1.f; }, {.n_repeat = 100000, .n_warmup = 1, .max_duration = 0.05});
   CHECK(short_run.gpu.samples_us.size() < 100000);
   CHECK(fz::copy_bandwidth_gbs() > 100);
   // Several calls per sample: each sample is their time divided by their number.
   int calls = 0;
-  const auto batched = fz::benchmark("axpy", [&] { ++calls; y = 2.f * x + 1.f; }, {.n_repeat = 7, .n_warmup = 2, .calls_per_sample = 10});
+  const auto batched = fz::benchmark("axpy",
+                                     [&] {
+                                       ++calls;
+                                       y = 2.f * x + 1.f;
+                                     },
+                                     {.n_repeat = 7, .n_warmup = 2, .calls_per_sample = 10});
   CHECK(calls == 2 + 7 * 10);
   CHECK(batched.gpu.samples_us.size() == 7);
   CHECK(batched.gpu.median > 0);

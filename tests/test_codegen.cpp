@@ -28,14 +28,17 @@ fz::codegen::Variant linear_variant(const fz::ir::Graph& g, DType out) {
 }  // namespace
 
 TEST_CASE("generated source of representative kernels matches the golden files", "[codegen]") {
-  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20}), z = fz::placeholder<float>({1 << 20});
+  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20}),
+       z = fz::placeholder<float>({1 << 20});
   test::check_golden("seed_f32", fz::inspect(fz::sin(x) + fz::cos(y) / fz::sqrt(z)).source);
   test::check_golden("squared_diff", fz::inspect(fz::named("squared_diff", (x - y) * (x - y))).source);
   auto h = fz::placeholder<fz::half>({3, 4});
   auto m = fz::placeholder<std::int32_t>({4});
   test::check_golden("where_half_broadcast", fz::inspect(fz::where(h > 0, h * 2.5, m)).source);
   auto big = fz::placeholder<float>({64, 32});
-  test::check_golden("transposed_softplus", fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
+  test::check_golden(
+      "transposed_softplus",
+      fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
   test::check_golden("strided_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 2}}) * 2.f + 1.f).source);
 }
 
@@ -67,14 +70,16 @@ TEST_CASE("every op compiles through NVRTC for every dtype it accepts", "[codege
       program += fmt::format("namespace k{} {{\n{}}}\n", kernels++, k.source);
     }
     INFO("dtype " << fz::dtype_name(d));
-    CHECK_NOTHROW(fz::detail::compile(program, fmt::format("all_ops_{}", fz::dtype_tag(d)), fz::detail::default_target()));
+    CHECK_NOTHROW(
+        fz::detail::compile(program, fmt::format("all_ops_{}", fz::dtype_tag(d)), fz::detail::default_target()));
   }
   CHECK(kernels > 13 * 50);
 }
 
 TEST_CASE("a compile error carries NVRTC's log and the numbered source", "[codegen][nvrtc]") {
   try {
-    fz::detail::compile("extern \"C\" __global__ void k() { undefined_thing(); }\n", "broken", fz::detail::default_target());
+    fz::detail::compile("extern \"C\" __global__ void k() { undefined_thing(); }\n", "broken",
+                        fz::detail::default_target());
     FAIL("expected a CompileError");
   } catch (const fz::CompileError& e) {
     CHECK(e.kernel() == "broken");
@@ -127,14 +132,15 @@ TEST_CASE("an emitted kernel's signature is its parameter list: sources in launc
   const auto k = fz::codegen::emit_elementwise(fz::ir::canonicalize(g), v, "");
   std::vector<std::pair<ArgSource, int>> got;
   for (const auto& p : k.signature.params()) got.emplace_back(p.source, p.index);
-  const std::vector<std::pair<ArgSource, int>> want{{ArgSource::pointer, 0}, {ArgSource::pointer, 1}, {ArgSource::pointer, 2},
-                                                    {ArgSource::scalar, 0},  {ArgSource::count, 0},   {ArgSource::dims, 0},
-                                                    {ArgSource::dims, 2},    {ArgSource::dims, 3}};
+  const std::vector<std::pair<ArgSource, int>> want{
+      {ArgSource::pointer, 0}, {ArgSource::pointer, 1}, {ArgSource::pointer, 2}, {ArgSource::scalar, 0},
+      {ArgSource::count, 0},   {ArgSource::dims, 0},    {ArgSource::dims, 2},    {ArgSource::dims, 3}};
   CHECK(got == want);
   CHECK(k.source.find(k.signature.list()) != std::string::npos);
 }
 
-TEST_CASE("rows kernels compile for every mix of per-row, along-the-row and broadcast operands and outputs", "[codegen][nvrtc]") {
+TEST_CASE("rows kernels compile for every mix of per-row, along-the-row and broadcast operands and outputs",
+          "[codegen][nvrtc]") {
   // fuzz case 23000516: a per-row input's name clashed with the second output's vector
   auto h = fz::placeholder<fz::half>({2, 1, 76});
   auto row = fz::placeholder<float>({76});
@@ -153,7 +159,8 @@ TEST_CASE("rows kernels compile for every mix of per-row, along-the-row and broa
   }
 }
 
-TEST_CASE("tiles kernels compile for transposes of every dtype, beside other operands, several outputs and batches", "[codegen][nvrtc]") {
+TEST_CASE("tiles kernels compile for transposes of every dtype, beside other operands, several outputs and batches",
+          "[codegen][nvrtc]") {
   std::vector<fz::KernelInfo> kernels;
   auto f = fz::placeholder<float>({70, 40}), g = fz::placeholder<float>({40, 70});
   auto h = fz::placeholder<fz::half>({70, 40});

@@ -7,7 +7,8 @@
 #include "fuzz_run.hpp"
 #include "support.hpp"
 
-TEST_CASE("concurrency: sixteen threads compile identical and different expressions through the caches", "[concurrency][nvrtc]") {
+TEST_CASE("concurrency: sixteen threads compile identical and different expressions through the caches",
+          "[concurrency][nvrtc]") {
   std::atomic<int> failures{0}, unfused_leaks{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t) {
@@ -19,7 +20,8 @@ TEST_CASE("concurrency: sixteen threads compile identical and different expressi
       if (t % 4 == 2) fast.emplace();
       for (int k = 0; k < 3; ++k) {
         // seeds shared by four threads each (identical kernels racing) and seeds of their own
-        for (std::uint64_t seed : {0x5a0000ull + static_cast<std::uint64_t>(t % 4 * 10 + k), 0x5b0000ull + static_cast<std::uint64_t>(t * 10 + k)}) {
+        for (std::uint64_t seed : {0x5a0000ull + static_cast<std::uint64_t>(t % 4 * 10 + k),
+                                   0x5b0000ull + static_cast<std::uint64_t>(t * 10 + k)}) {
           const fuzz::Verdict v = fuzz::compile_only(fuzz::generate(seed, {.max_depth = 5, .max_elements = 500}));
           if (v.failed() || v.kind == fuzz::Verdict::invalid) ++failures;
         }

@@ -21,13 +21,20 @@ using fz::detail::DiskCache;
 namespace {
 
 fs::path fresh_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("fusion-test-{}-{}-{}", tag, getpid(), std::random_device{}());
+  const fs::path d =
+      fs::temp_directory_path() / fmt::format("fusion-test-{}-{}-{}", tag, getpid(), std::random_device{}());
   fs::remove_all(d);
   return d;
 }
 
 CacheEntry sample(const std::string& source = "extern \"C\" __global__ void k() {}") {
-  return CacheEntry{CacheKey{source, "k", "13.0", "--gpu-architecture=sm_90", "sm_90"}, std::string("\x7f" "ELF binary\0bytes", 16), false, 12, {}};
+  return CacheEntry{CacheKey{source, "k", "13.0", "--gpu-architecture=sm_90", "sm_90"},
+                    std::string("\x7f"
+                                "ELF binary\0bytes",
+                                16),
+                    false,
+                    12,
+                    {}};
 }
 
 void rewrite(const fs::path& p, const std::function<void(std::string&)>& edit) {
@@ -114,8 +121,8 @@ TEST_CASE("disk cache: eight processes compiling the same new kernel all succeed
   const fs::path dir = fresh_dir("procs");
   // A kernel no earlier run has seen, so every process starts with a miss.
   const std::string tag = fmt::format("{:x}", std::random_device{}());
-  fz::codegen::GeneratedKernel k{"fz_race_" + tag, 0,
-                                 "extern \"C\" __global__ void fz_race_" + tag + "(float* p) { p[threadIdx.x] *= 2.0f; }\n"};
+  fz::codegen::GeneratedKernel k{
+      "fz_race_" + tag, 0, "extern \"C\" __global__ void fz_race_" + tag + "(float* p) { p[threadIdx.x] *= 2.0f; }\n"};
   std::vector<pid_t> children;
   for (int i = 0; i < 8; ++i) {
     const pid_t pid = fork();
@@ -216,7 +223,8 @@ TEST_CASE("a chained store reads a shared read-only store first and writes only 
   fs::remove_all(own_dir);
 }
 
-TEST_CASE("precompile fills the disk cache for several architectures without a GPU or a launch", "[cache][precompile]") {
+TEST_CASE("precompile fills the disk cache for several architectures without a GPU or a launch",
+          "[cache][precompile]") {
   auto x = fz::placeholder<float>({1 << 20});
   auto m = fz::placeholder<float>({256, 65536});
   const auto seed = fz::exp(x) * 2.f + 1.f;

@@ -3,7 +3,7 @@
 // unusable library is a clear error; the real one, where the toolkit has it, reports its version).
 #include <cstdlib>
 
-#include "runtime/cuda/nccl.hpp"
+#include "runtime/distributed/nccl.hpp"
 #include "support.hpp"
 
 #if __has_include(<nccl.h>)
@@ -29,11 +29,13 @@ TEST_CASE("split_sizes: numpy.array_split's rule, the first parts one larger", "
 TEST_CASE("NCCL loads at run time: a missing or unusable library is a clear error", "[distributed]") {
   namespace nccl = fz::detail::nccl;
   const nccl::Loaded missing = nccl::load({"/nonexistent/libnccl.so.2", "libnccl-not-here.so.9"});
-  CHECK_THAT(missing.error, Catch::Contains("NCCL could not be loaded") && Catch::Contains("/nonexistent/libnccl.so.2") &&
+  CHECK_THAT(missing.error, Catch::Contains("NCCL could not be loaded") &&
+                                Catch::Contains("/nonexistent/libnccl.so.2") &&
                                 Catch::Contains("libnccl-not-here.so.9") && Catch::Contains("FUSION_NCCL_LIBRARY"));
   // a library that is not NCCL: every missing entry point is named
   const nccl::Loaded wrong = nccl::load({"libm.so.6"});
-  CHECK_THAT(wrong.error, Catch::Contains("not a usable NCCL") && Catch::Contains("ncclGetVersion") && Catch::Contains("ncclAllReduce"));
+  CHECK_THAT(wrong.error, Catch::Contains("not a usable NCCL") && Catch::Contains("ncclGetVersion") &&
+                              Catch::Contains("ncclAllReduce"));
   // FUSION_NCCL_LIBRARY names exactly one file
   setenv("FUSION_NCCL_LIBRARY", "/opt/mine/libnccl.so.2", 1);
   CHECK(nccl::default_candidates() == std::vector<std::string>{"/opt/mine/libnccl.so.2"});

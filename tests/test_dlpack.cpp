@@ -46,7 +46,8 @@ TEST_CASE("refused DLPack tensors stay their owner's", "[dlpack][errors]") {
     auto* t = new dl::ManagedTensorVersioned{};
     t->version = {1, 0};
     t->deleter = [](dl::ManagedTensorVersioned* self) { ++deleted; delete self; };
-    t->dl_tensor = dl::Tensor{reinterpret_cast<void*>(std::uintptr_t{0x10000}), {device_type, 0}, 2, dtype, shape, nullptr, 0};
+    t->dl_tensor =
+        dl::Tensor{reinterpret_cast<void*>(std::uintptr_t{0x10000}), {device_type, 0}, 2, dtype, shape, nullptr, 0};
     return t;
   };
   deleted = 0;

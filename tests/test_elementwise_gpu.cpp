@@ -22,7 +22,8 @@ TEST_CASE("the seed expression matches a float64 reference, fused and unfused", 
              zh = test::random<float>(n, 0.1, 10, 3);
   fz::Array<float> x = fz::asarray(xh), y = fz::asarray(yh), z = fz::asarray(zh);
   std::vector<double> want(n);
-  for (std::size_t i = 0; i < n; ++i) want[i] = std::sin(double(xh[i])) + std::cos(double(yh[i])) / std::sqrt(double(zh[i]));
+  for (std::size_t i = 0; i < n; ++i)
+    want[i] = std::sin(double(xh[i])) + std::cos(double(yh[i])) / std::sqrt(double(zh[i]));
 
   fz::Array<float> out = fz::full<float>({static_cast<std::int64_t>(n)}, std::nanf(""));  // poisoned
   fz::reset_stats();
@@ -53,7 +54,8 @@ TEMPLATE_TEST_CASE("an expression gives the same answer in every dtype, fused an
   for (std::size_t i = 0; i < n; ++i) {
     const double a = test::as_double(xh[i]), b = test::as_double(yh[i]);
     want[i] = (a - b) * (a - b) + 2 * a;
-    if constexpr (std::is_integral_v<TestType>) want[i] = static_cast<double>(static_cast<TestType>(static_cast<std::int64_t>(want[i])));
+    if constexpr (std::is_integral_v<TestType>)
+      want[i] = static_cast<double>(static_cast<TestType>(static_cast<std::int64_t>(want[i])));
   }
   const fz::DType d = fz::dtype_of<TestType>;
   fz::Array<TestType> fused = (x - y) * (x - y) + 2 * x;
@@ -111,11 +113,13 @@ TEST_CASE("strided views as inputs and outputs: negative, zero and transposed st
   CHECK(test::mismatches(t.to_host(), want, fz::DType::float32) == 0);
 }
 
-TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row", "[gpu][elementwise]") {
+TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row",
+          "[gpu][elementwise]") {
   for (std::int64_t C : {1024, 64, 63, 5}) {  // whole 16-byte vectors per row, or not
     INFO("rows of " << C);
     const std::int64_t R = 129;
-    const auto hm = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 31), hr = test::random<float>(static_cast<std::size_t>(C), -1, 1, 32),
+    const auto hm = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 31),
+               hr = test::random<float>(static_cast<std::size_t>(C), -1, 1, 32),
                hc = test::random<float>(static_cast<std::size_t>(R), -2, 2, 33);
     const auto m = fz::asarray(hm, {R, C});
     const auto row = fz::asarray(hr), col = fz::asarray(hc, {R, 1});
@@ -127,7 +131,9 @@ TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views a
     CHECK_THAT(fz::inspect(fz::maximum(m + row * col, 0.f)).variant, Catch::StartsWith("rows"));
     std::vector<double> want;
     for (std::int64_t i = 0; i < R; ++i)
-      for (std::int64_t j = 0; j < C; ++j) want.push_back(std::max(at(i, j) + double(hr[static_cast<std::size_t>(j)]) * double(hc[static_cast<std::size_t>(i)]), 0.0));
+      for (std::int64_t j = 0; j < C; ++j)
+        want.push_back(std::max(
+            at(i, j) + double(hr[static_cast<std::size_t>(j)]) * double(hc[static_cast<std::size_t>(i)]), 0.0));
     CHECK(test::mismatches(out.to_host(), want, fz::DType::float32) == 0);
 
     // reversed rows (a negative outer stride) and a bias starting one element in
@@ -167,19 +173,26 @@ TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views a
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t c = 0; c < Ch; ++c)
       for (std::int64_t k = 0; k < HW; ++k)
-        want.push_back((test::as_double(hx[static_cast<std::size_t>((n * Ch + c) * HW + k)]) - test::as_double(hmu[static_cast<std::size_t>(c)])) * 0.5);
+        want.push_back((test::as_double(hx[static_cast<std::size_t>((n * Ch + c) * HW + k)]) -
+                        test::as_double(hmu[static_cast<std::size_t>(c)])) *
+                       0.5);
   CHECK(test::mismatches(y.to_host(), want, fz::DType::float16) == 0);
 }
 
-TEST_CASE("tiles kernels: transposed operands of every size, batches, 16-bit floats, ties and in place", "[gpu][elementwise]") {
+TEST_CASE("tiles kernels: transposed operands of every size, batches, 16-bit floats, ties and in place",
+          "[gpu][elementwise]") {
   for (auto [R, C] : {std::pair<std::int64_t, std::int64_t>{64, 96}, {37, 45}, {16, 1000}, {1025, 33}}) {
     INFO(R << " x " << C);
-    const auto ha = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 61), hb = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 62),
+    const auto ha = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 61),
+               hb = test::random<float>(static_cast<std::size_t>(R * C), -3, 3, 62),
                hr = test::random<float>(static_cast<std::size_t>(C), -1, 1, 63);
-    const auto a = fz::asarray(ha, {R, C}), bt = fz::asarray(hb, {C, R});  // bt.transpose() is (R, C), contiguous along R
+    const auto a = fz::asarray(ha, {R, C}),
+               bt = fz::asarray(hb, {C, R});  // bt.transpose() is (R, C), contiguous along R
     const auto row = fz::asarray(hr);
     auto A = [&](std::int64_t i, std::int64_t j) { return double(ha[static_cast<std::size_t>(i * C + j)]); };
-    auto B = [&](std::int64_t i, std::int64_t j) { return double(hb[static_cast<std::size_t>(j * R + i)]); };  // bt.T[i, j]
+    auto B = [&](std::int64_t i, std::int64_t j) {
+      return double(hb[static_cast<std::size_t>(j * R + i)]);
+    };  // bt.T[i, j]
     CHECK_THAT(fz::inspect(a * bt.transpose() + row).variant, Catch::StartsWith("tiles"));
     fz::Array<float> out = fz::full<float>({R, C}, std::nanf(""));
     fz::reset_stats();
@@ -232,7 +245,9 @@ TEST_CASE("tiles kernels: transposed operands of every size, batches, 16-bit flo
   sq = sq + sq.transpose();
   std::vector<double> want_s;
   for (int i = 0; i < 40; ++i)
-    for (int j = 0; j < 40; ++j) want_s.push_back(double(hs[static_cast<std::size_t>(i * 40 + j)]) + double(hs[static_cast<std::size_t>(j * 40 + i)]));
+    for (int j = 0; j < 40; ++j)
+      want_s.push_back(double(hs[static_cast<std::size_t>(i * 40 + j)]) +
+                       double(hs[static_cast<std::size_t>(j * 40 + i)]));
   CHECK(test::mismatches(sq.to_host(), want_s, fz::DType::float32) == 0);
 }
 
@@ -267,13 +282,15 @@ TEST_CASE("NumPy semantics users rely on", "[gpu][elementwise]") {
   auto fm = fz::eval(fz::fmax(a, b)).to_host();
   CHECK(fm == std::vector<float>{1, 2, 3, 0});
   CHECK(fz::eval(fz::clip(fz::arange<float>(6), 1.5f, 3.f)).to_host() == std::vector<float>{1.5f, 1.5f, 2, 3, 3, 3});
-  CHECK(fz::eval(fz::where(fz::arange<int>(4) % 2 == 0, 10, fz::arange<int>(4))).to_host() == std::vector<int>{10, 1, 10, 3});
+  CHECK(fz::eval(fz::where(fz::arange<int>(4) % 2 == 0, 10, fz::arange<int>(4))).to_host() ==
+        std::vector<int>{10, 1, 10, 3});
   auto mn = fz::eval(fz::minimum(a, b)).to_host();
   CHECK((std::isnan(mn[0]) && std::isnan(mn[1]) && mn[2] == 1 && mn[3] == -inf));
 
   fz::Array<std::int32_t> i = fz::asarray(std::vector<std::int32_t>{7, -7, 7, -7, 5});
   fz::Array<std::int32_t> j = fz::asarray(std::vector<std::int32_t>{2, 2, -2, -2, 0});
-  CHECK(fz::eval(i / j).to_host() == std::vector<double>{3.5, -3.5, -3.5, 3.5, std::numeric_limits<double>::infinity()});
+  CHECK(fz::eval(i / j).to_host() ==
+        std::vector<double>{3.5, -3.5, -3.5, 3.5, std::numeric_limits<double>::infinity()});
   CHECK(fz::eval(fz::floor_divide(i, j)).to_host() == std::vector<std::int32_t>{3, -4, -4, 3, 0});
   CHECK(fz::eval(i % j).to_host() == std::vector<std::int32_t>{1, 1, -1, -1, 0});
   CHECK(fz::eval(fz::fmod(i, j)).to_host() == std::vector<std::int32_t>{1, -1, 1, -1, 0});
@@ -330,12 +347,15 @@ TEST_CASE("arrays over 2^31 elements use 64-bit indexing", "[gpu][elementwise][l
   fz::Array<std::int8_t> y = x * 2 + 1;
   CHECK(fz::inspect(x * 2 + 1).variant.find("64-bit index") != std::string::npos);
   CHECK(y.slice({{0, 3}}).to_host() == std::vector<std::int8_t>{7, 7, 7});
-  CHECK(y.slice({{(std::int64_t{1} << 31) - 2, (std::int64_t{1} << 31) + 2}}).to_host() == std::vector<std::int8_t>{7, 7, 7, 7});
+  CHECK(y.slice({{(std::int64_t{1} << 31) - 2, (std::int64_t{1} << 31) + 2}}).to_host() ==
+        std::vector<std::int8_t>{7, 7, 7, 7});
   CHECK(y.slice({{n - 2, n}}).to_host() == std::vector<std::int8_t>{7, 11});
 }
 
-TEST_CASE("a cast to a 16-bit float stored as that dtype rounds once, to the same bits as the host", "[gpu][elementwise]") {
-  auto hx = test::random<float>(4099, -70000, 70000, 61);  // beyond half's range too: inf on store (one multiply: no FMA)
+TEST_CASE("a cast to a 16-bit float stored as that dtype rounds once, to the same bits as the host",
+          "[gpu][elementwise]") {
+  auto hx =
+      test::random<float>(4099, -70000, 70000, 61);  // beyond half's range too: inf on store (one multiply: no FMA)
   hx[5] = std::numeric_limits<float>::quiet_NaN();
   const auto x = fz::asarray(hx);
   const std::vector<fz::bfloat16> b = fz::Array<fz::bfloat16>(fz::cast<fz::bfloat16>(x * 1.0001f)).to_host();

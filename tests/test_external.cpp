@@ -18,7 +18,8 @@ TEST_CASE("from_device refuses bad views before touching memory", "[external]") 
 TEST_CASE("byte strides become element strides, or a clear error", "[external]") {
   CHECK(fz::strides_from_bytes({16, 4}, fz::DType::float32) == fz::Strides{4, 1});
   CHECK(fz::strides_from_bytes({-8, 2}, fz::DType::bfloat16) == fz::Strides{-4, 1});
-  CHECK_THROWS_WITH(fz::strides_from_bytes({6}, fz::DType::float32), Catch::Contains("not a multiple of the 4-byte float32"));
+  CHECK_THROWS_WITH(fz::strides_from_bytes({6}, fz::DType::float32),
+                    Catch::Contains("not a multiple of the 4-byte float32"));
 }
 
 namespace {

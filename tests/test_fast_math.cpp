@@ -35,7 +35,8 @@ TEST_CASE("fast math reaches every kernel of a plan, reductions and layer kernel
   fz::FastMath fast;
   auto m = fz::placeholder<float>({4096, 1024});
   auto v = fz::placeholder<float>({1 << 22});
-  const fz::KernelInfo layer = fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true));
+  const fz::KernelInfo layer =
+      fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true));
   CHECK_THAT(layer.variant, Catch::StartsWith("layer"));
   CHECK_THAT(layer.variant, Catch::Contains("fast math"));
   const fz::KernelInfo reduction = fz::inspect(fz::sum(fz::log(v)));
@@ -62,16 +63,25 @@ TEST_CASE("fast math stays within the approximate instructions' error of float64
   // bounds from the CUDA programming guide's tables of intrinsic errors, with margin for the
   // surrounding float32 arithmetic
   const std::vector<Case> cases = {
-      {"sin", [&] { return fz::Array<float>(fz::sin(x)); }, [&](std::size_t i) { return std::sin(double(hx[i])); }, 1e-6, 0},
-      {"cos", [&] { return fz::Array<float>(fz::cos(x)); }, [&](std::size_t i) { return std::cos(double(hx[i])); }, 1e-6, 0},
-      {"exp", [&] { return fz::Array<float>(fz::exp(x)); }, [&](std::size_t i) { return std::exp(double(hx[i])); }, 0, 1e-5},
-      {"log", [&] { return fz::Array<float>(fz::log(p)); }, [&](std::size_t i) { return std::log(double(hp[i])); }, 1e-6, 0},
-      {"div", [&] { return fz::Array<float>(x / p); }, [&](std::size_t i) { return double(hx[i]) / double(hp[i]); }, 0, 1e-6},
-      {"sqrt", [&] { return fz::Array<float>(fz::sqrt(p)); }, [&](std::size_t i) { return std::sqrt(double(hp[i])); }, 0, 1e-6},
-      {"tanh", [&] { return fz::Array<float>(fz::tanh(x)); }, [&](std::size_t i) { return std::tanh(double(hx[i])); }, 1e-5, 1e-5},
+      {"sin", [&] { return fz::Array<float>(fz::sin(x)); }, [&](std::size_t i) { return std::sin(double(hx[i])); },
+       1e-6, 0},
+      {"cos", [&] { return fz::Array<float>(fz::cos(x)); }, [&](std::size_t i) { return std::cos(double(hx[i])); },
+       1e-6, 0},
+      {"exp", [&] { return fz::Array<float>(fz::exp(x)); }, [&](std::size_t i) { return std::exp(double(hx[i])); }, 0,
+       1e-5},
+      {"log", [&] { return fz::Array<float>(fz::log(p)); }, [&](std::size_t i) { return std::log(double(hp[i])); },
+       1e-6, 0},
+      {"div", [&] { return fz::Array<float>(x / p); }, [&](std::size_t i) { return double(hx[i]) / double(hp[i]); }, 0,
+       1e-6},
+      {"sqrt", [&] { return fz::Array<float>(fz::sqrt(p)); }, [&](std::size_t i) { return std::sqrt(double(hp[i])); },
+       0, 1e-6},
+      {"tanh", [&] { return fz::Array<float>(fz::tanh(x)); }, [&](std::size_t i) { return std::tanh(double(hx[i])); },
+       1e-5, 1e-5},
       // fusion's own fast log1p: a series near 0 (relative error), __logf with the rounding of 1 + x corrected beyond
-      {"log1p near 0", [&] { return fz::Array<float>(fz::log1p(small)); }, [&](std::size_t i) { return std::log1p(double(hs[i])); }, 0, 1e-6},
-      {"log1p", [&] { return fz::Array<float>(fz::log1p(wide)); }, [&](std::size_t i) { return std::log1p(double(hl[i])); }, 5e-7, 1e-6},
+      {"log1p near 0", [&] { return fz::Array<float>(fz::log1p(small)); },
+       [&](std::size_t i) { return std::log1p(double(hs[i])); }, 0, 1e-6},
+      {"log1p", [&] { return fz::Array<float>(fz::log1p(wide)); },
+       [&](std::size_t i) { return std::log1p(double(hl[i])); }, 5e-7, 1e-6},
   };
   for (const Case& c : cases) {
     fz::Array<float> fast_result;
@@ -103,7 +113,8 @@ TEST_CASE("fast math stays within the approximate instructions' error of float64
   CHECK(std::isnan(ge[4]));
   CHECK(ge[5] == 0.f);
   CHECK(ge[6] == 0.f);
-  for (int i : {7, 8, 9}) CHECK(std::abs(ge[static_cast<std::size_t>(i)] - std::log1p(double(edges[static_cast<std::size_t>(i)]))) < 1e-5);
+  for (int i : {7, 8, 9})
+    CHECK(std::abs(ge[static_cast<std::size_t>(i)] - std::log1p(double(edges[static_cast<std::size_t>(i)]))) < 1e-5);
 }
 
 TEST_CASE("fast math spells float log1p with fusion's approximation, and only float log1p", "[fast_math]") {

@@ -36,7 +36,8 @@ CacheEntry compiled(const std::string& id) {
   std::string options;
   for (const auto& o : fz::detail::compile_options(t)) options += o + " ";
   auto out = fz::detail::compile(source, name, t);
-  return CacheEntry{CacheKey{source, name, fz::detail::nvrtc_version(), options, t.name()}, out.binary, false, out.registers, {}};
+  return CacheEntry{
+      CacheKey{source, name, fz::detail::nvrtc_version(), options, t.name()}, out.binary, false, out.registers, {}};
 }
 
 /// Runs `body` in a child process; its exit code (or 128 + the signal that ended it).
@@ -67,7 +68,8 @@ bool has_temp_files(const fs::path& dir) {
 
 TEST_CASE("faults: an entry built for another architecture is a miss, never a wrong binary", "[faults][cache]") {
   DiskCache cache(fresh_dir("arch"));
-  CacheEntry mine{CacheKey{"extern \"C\" __global__ void k() {}", "k", "13.0", "-arch=sm_90", "sm_90"}, "binary for sm_90", false, 8};
+  CacheEntry mine{CacheKey{"extern \"C\" __global__ void k() {}", "k", "13.0", "-arch=sm_90", "sm_90"},
+                  "binary for sm_90", false, 8};
   CacheEntry other = mine;
   other.key.target = "sm_80";
   other.key.options = "-arch=sm_80";
@@ -86,7 +88,8 @@ TEST_CASE("faults: an entry built for another architecture is a miss, never a wr
   fs::remove_all(cache.dir());
 }
 
-TEST_CASE("faults: a full disk means memory-only caching, with no partial entry left behind", "[faults][cache][nvrtc]") {
+TEST_CASE("faults: a full disk means memory-only caching, with no partial entry left behind",
+          "[faults][cache][nvrtc]") {
   const fs::path dir = fresh_dir("full");
   const CacheEntry e = compiled(fmt::format("full_{:x}", std::random_device{}()));
   REQUIRE(e.binary.size() > 1024);
@@ -115,7 +118,9 @@ TEST_CASE("faults: eight processes share a cache, compiling the same and differe
           "[faults][cache][nvrtc]") {
   const fs::path dir = fresh_dir("killed");
   const std::string run = fmt::format("{:x}", std::random_device{}());
-  auto kernel_id = [&](int child, int k) { return k < 2 ? fmt::format("{}_shared{}", run, k) : fmt::format("{}_{}_{}", run, child, k); };
+  auto kernel_id = [&](int child, int k) {
+    return k < 2 ? fmt::format("{}_shared{}", run, k) : fmt::format("{}_{}_{}", run, child, k);
+  };
   std::vector<pid_t> children;
   for (int i = 0; i < 8; ++i) {
     const pid_t pid = fork();

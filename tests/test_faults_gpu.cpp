@@ -8,7 +8,8 @@
 #include "reference.hpp"
 #include "support.hpp"
 
-TEST_CASE("faults: the memory limit hit mid unfused chain leaves the output unwritten and leaks nothing", "[gpu][faults]") {
+TEST_CASE("faults: the memory limit hit mid unfused chain leaves the output unwritten and leaks nothing",
+          "[gpu][faults]") {
   fz::MemoryPool& pool = fz::default_memory_pool();
   const std::size_t old_limit = pool.limit();
   const auto host = test::random<float>(1 << 20, -2, 2, 5);
@@ -134,7 +135,8 @@ TEST_CASE("device reset by another library (child)", "[.][gpu][child]") {
     want_sum += host[i];
   }
   fz::RawKernel scale(R"(extern "C" __global__ void scale3(const float* x, float* y, long long n) {
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) y[i] = 3.0f * x[i]; })", "scale3");
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) y[i] = 3.0f * x[i]; })",
+                      "scale3");
   fz::ElementwiseKernel halve("float32 x", "float32 z", "z = x / 2", "halve");
   fz::MemoryPool& pool = fz::default_memory_pool();
   const std::size_t used_at_start = pool.used_bytes();
@@ -164,7 +166,8 @@ TEST_CASE("device reset by another library (child)", "[.][gpu][child]") {
   CHECK(pool.used_bytes() == used_at_start);
 
   for (const bool revive : {false, true}) {
-    INFO((revive ? "the other library used the device again after its reset" : "the context stays destroyed until fusion's next call"));
+    INFO((revive ? "the other library used the device again after its reset"
+                 : "the context stays destroyed until fusion's next call"));
     fz::Array<float> x = fz::asarray(host, {n});
     fz::Array<float> y = fz::sin(x) * 2.0f + x;
     fz::Stream s(fz::StreamOptions{.non_blocking = true});

@@ -16,7 +16,10 @@ void walk(const fuzz::Expr& e, const std::function<void(const fuzz::Expr&)>& f) 
 
 bool contains(const fuzz::Case& c, fz::ir::Op op) {
   bool found = false;
-  for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { found = found || (x.kind != fuzz::Kind::input && x.kind != fuzz::Kind::scalar && x.op == op); });
+  for (const fuzz::Expr& e : c.outputs)
+    walk(e, [&](const fuzz::Expr& x) {
+      found = found || (x.kind != fuzz::Kind::input && x.kind != fuzz::Kind::scalar && x.op == op);
+    });
   return found;
 }
 
@@ -77,7 +80,8 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
   CHECK(deep > 50);
 }
 
-TEST_CASE("fuzz: a fixed-seed slice compiles through codegen and NVRTC, and the reference evaluates it", "[fuzz][nvrtc]") {
+TEST_CASE("fuzz: a fixed-seed slice compiles through codegen and NVRTC, and the reference evaluates it",
+          "[fuzz][nvrtc]") {
   const int n = 60;
   int failed = 0, kernels = 0;
   std::int64_t checkable = 0;
@@ -151,7 +155,8 @@ TEST_CASE("fuzz: a repro is fusion C++ with the arrays, the expression and the r
   CHECK(cpp.find("}, {3, 2}).transpose();") != std::string::npos);
   CHECK(cpp.find("const auto in1 = fz::asarray(std::vector<std::int16_t>{") != std::string::npos);
   CHECK(cpp.find("}, {3}).slice({fz::Slice{{}, {}, -1}});") != std::string::npos);
-  CHECK(cpp.find("const auto out0 = fz::eval(((in0 + (in1 * 2)) - fz::sum((in0 + (in1 * 2)), {0}, true)));") != std::string::npos);
+  CHECK(cpp.find("const auto out0 = fz::eval(((in0 + (in1 * 2)) - fz::sum((in0 + (in1 * 2)), {0}, true)));") !=
+        std::string::npos);
   CHECK(cpp.find("{5, ") != std::string::npos);  // all six elements are listed with their values
 
   // written into a strided view of a larger array
@@ -173,14 +178,16 @@ TEST_CASE("fuzz regression: a bool literal beside an integer array compiles (std
   CHECK(fz::inspect(x + true).name.find("_i32_") != std::string::npos);
 }
 
-TEST_CASE("fuzz regression: inspecting a reduction with no outputs but a long extent does not divide by zero", "[fuzz][nvrtc]") {
+TEST_CASE("fuzz regression: inspecting a reduction with no outputs but a long extent does not divide by zero",
+          "[fuzz][nvrtc]") {
   const auto x = fz::placeholder<float>({0, 5000});
   const fz::KernelInfo info = fz::inspect(fz::sum(x, 1));
   CHECK(info.name.find("sum") != std::string::npos);
   CHECK(fz::inspect(fz::max(x * 2, {1}, true)).kernels == 1);
 }
 
-TEST_CASE("fuzz regression: a kernel with more than 64 array operands is refused, not written past its slot map", "[fuzz]") {
+TEST_CASE("fuzz regression: a kernel with more than 64 array operands is refused, not written past its slot map",
+          "[fuzz]") {
   // case 7007368: 70 reads of 8 arrays overran the 64-entry operand map and mixed up parameter types
   const auto x = fz::placeholder<double>({8});
   const auto y = fz::placeholder<std::int64_t>({8});
@@ -207,7 +214,8 @@ TEST_CASE("fuzz regression: the reference's cbrt is exact on perfect cubes (glib
   }
 }
 
-TEST_CASE("fuzz regression: the oracle leaves out tgamma of float32 arguments past 2^23, where every value is a pole", "[fuzz]") {
+TEST_CASE("fuzz regression: the oracle leaves out tgamma of float32 arguments past 2^23, where every value is a pole",
+          "[fuzz]") {
   // case 15000798: tgamma(prod(x, {1, 2}, true) / x) was NaN on the GPU (the float32 quotient is an
   // integer, a pole) where the float64 reference saw a value beside one and said 0
   const fuzz::Case c = fuzz::generate(15000798);

@@ -14,7 +14,8 @@ TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 re
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
       ++failed;
-      UNSCOPED_INFO(fuzz::kind_name(v.kind) << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
+      UNSCOPED_INFO(fuzz::kind_name(v.kind)
+                    << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
     }
     compared += v.compared;
   }
@@ -55,7 +56,8 @@ TEST_CASE("fuzz regression: a tie whose later step has too many operands writes 
   CHECK(second.to_host() == std::vector<double>{9.0, 9.0, 9.0});
 }
 
-TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overflowing (undefined in C++)", "[gpu][fuzz]") {
+TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overflowing (undefined in C++)",
+          "[gpu][fuzz]") {
   // case 2000118: argmax(sign(-x)) for int32 x = INT_MIN; NVRTC had folded sign(-x) into -sign(x)
   const std::vector<std::int32_t> xs{INT32_MIN, 5, -3, INT32_MAX, 0};
   const auto x = fz::asarray(xs, {5});
@@ -72,7 +74,8 @@ TEST_CASE("fuzz regression: integer arithmetic wraps like NumPy instead of overf
   CHECK(fz::eval(w * w).to_host() == std::vector<std::uint16_t>{1, static_cast<std::uint16_t>(90000 % 65536)});
 }
 
-TEST_CASE("fuzz regression: a tie whose second output casts a reduction runs that reduction, then the cast", "[gpu][fuzz]") {
+TEST_CASE("fuzz regression: a tie whose second output casts a reduction runs that reduction, then the cast",
+          "[gpu][fuzz]") {
   // case 7003048: cast(prod(y)) joined max's multi-reduction kernel with prod already a temporary (a crash)
   const auto x = fz::asarray(std::vector<double>{-1.5, 4.0, 2.0, -7.0, 0.5, 3.0}, {2, 3});
   const auto y = fz::asarray(std::vector<std::int32_t>{2, -3, 5, 1, 4, -1}, {3, 2});
@@ -83,7 +86,8 @@ TEST_CASE("fuzz regression: a tie whose second output casts a reduction runs tha
   CHECK(product.item() == 120.0f);
 }
 
-TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's, even for a row of one", "[gpu][fuzz]") {
+TEST_CASE("fuzz regression: var of a row holding an infinity is NaN, as NumPy's, even for a row of one",
+          "[gpu][fuzz]") {
   // case 0x9a0000 slice: var over an axis of length 1 gave 0 for inf (Welford's m2 started at 0, not x - x)
   const float inf = std::numeric_limits<float>::infinity();
   const auto one = fz::asarray(std::vector<float>{inf, -inf, 2.5f, std::nanf("")}, {1, 4, 1});
@@ -124,7 +128,8 @@ TEST_CASE("fuzz regression: an ordered comparison with a NaN is false even where
   CHECK(hd[1]);
 }
 
-TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one", "[gpu][fuzz][region]") {
+TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one",
+          "[gpu][fuzz][region]") {
   int failed = 0, checked = 0;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     const fuzz::Verdict v = fuzz::run_region_case(seed);

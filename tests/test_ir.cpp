@@ -42,7 +42,8 @@ TEST_CASE("sizes and scalar values are arguments: they never change the kernel",
 }
 
 TEST_CASE("kernel names carry the ops, dtype and a stable hash", "[ir]") {
-  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20}), z = fz::placeholder<float>({1 << 20});
+  auto x = fz::placeholder<float>({1 << 20}), y = fz::placeholder<float>({1 << 20}),
+       z = fz::placeholder<float>({1 << 20});
   const auto k = fz::inspect(fz::sin(x) + fz::cos(y) / fz::sqrt(z));
   CHECK(std::regex_match(k.name, std::regex("fz_sin_cos_sqrt_div_f32_[0-9a-f]{16}")));
   CHECK(k.name.substr(k.name.size() - 16) == fz::hex16(k.hash));
@@ -125,7 +126,9 @@ TEST_CASE("FUSION_CUDA_DRIVER names the driver library to load, and the error na
                           " \"a child reports why it has no device\" 2>&1";
   const auto child = test::run_command(cmd);
   CHECK(child.status == 0);
-  CHECK_THAT(child.text, Catch::Contains("devices: 0; reason: no CUDA driver: /nonexistent/libcuda-stand-in.so.1 could not be loaded"));
+  CHECK_THAT(
+      child.text,
+      Catch::Contains("devices: 0; reason: no CUDA driver: /nonexistent/libcuda-stand-in.so.1 could not be loaded"));
 }
 
 TEST_CASE("FUSION_SHOW_KERNELS prints each new kernel's name and source once", "[ir][nvrtc]") {

@@ -8,11 +8,15 @@ namespace {
 
 template <class T> struct Layers {
   // Each written the way a user writes it, over the last axis of `x` (rows of length D).
-  static auto softmax(const fz::Array<T>& x) { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); }
+  static auto softmax(const fz::Array<T>& x) {
+    return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
+  }
   static auto log_softmax(const fz::Array<T>& x) {
     return x - fz::max(x, -1, true) - fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true));
   }
-  static auto logsumexp(const fz::Array<T>& x) { return fz::max(x, -1) + fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1)); }
+  static auto logsumexp(const fz::Array<T>& x) {
+    return fz::max(x, -1) + fz::log(fz::sum(fz::exp(x - fz::max(x, -1, true)), -1));
+  }
   static auto layer_norm(const fz::Array<T>& x, const fz::Array<T>& w, const fz::Array<T>& b) {
     return (x - fz::mean(x, -1, true)) * fz::rsqrt(fz::var(x, -1, true) + 1e-5f) * w + b;
   }
@@ -34,11 +38,12 @@ template <class T> int check_layers(std::int64_t rows, std::int64_t d, bool tran
   int kernels = 0;
   const std::string one_pass = fz::inspect(L::row_range(x)).variant;  // nothing to keep: one read of the row
   CHECK_THAT(one_pass, Catch::Contains("each pass reads the row from memory"));
-  for (const fz::KernelInfo& k : {fz::inspect(L::softmax(x)), fz::inspect(L::log_softmax(x)), fz::inspect(L::logsumexp(x)),
-                                  fz::inspect(L::layer_norm(x, w, b)), fz::inspect(L::rms_norm(x, w)), fz::inspect(L::normalize(x)),
-                                  fz::inspect(L::center(x))}) {
-    INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << rows << " x " << d << (transposed ? " transposed: " : ": ") << k.name << ", "
-                                         << k.variant);
+  for (const fz::KernelInfo& k :
+       {fz::inspect(L::softmax(x)), fz::inspect(L::log_softmax(x)), fz::inspect(L::logsumexp(x)),
+        fz::inspect(L::layer_norm(x, w, b)), fz::inspect(L::rms_norm(x, w)), fz::inspect(L::normalize(x)),
+        fz::inspect(L::center(x))}) {
+    INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << rows << " x " << d << (transposed ? " transposed: " : ": ")
+                                         << k.name << ", " << k.variant);
     CHECK(k.kernels == 1);
     CHECK_THAT(k.variant, Catch::StartsWith("layer"));
     CHECK_THAT(k.variant, Catch::Contains(strategy));
@@ -62,7 +67,8 @@ TEST_CASE("normalization layers and softmax compile as one kernel for every dtyp
   kernels += check_layers<float>(256, 65536, false, "a cluster of 4 blocks per row");
   kernels += check_layers<fz::bfloat16>(256, 65536, false, "a cluster of 4 blocks per row");
   kernels += check_layers<double>(160, 100003, false, "a cluster of 8 blocks per row");  // odd rows: strided slices
-  kernels += check_layers<float>(128, 1 << 20, false, "each pass reads the row from memory");  // 4 MB rows: too long to keep
+  kernels +=
+      check_layers<float>(128, 1 << 20, false, "each pass reads the row from memory");  // 4 MB rows: too long to keep
   kernels += check_layers<double>(300, 77, true, "strided rows");
   kernels += check_layers<fz::half>(300, 3000, true, "strided rows");
   CHECK(kernels == 12 * 8);
@@ -73,7 +79,8 @@ TEST_CASE("layer kernels: which expressions they take and which stay plans", "[l
   auto sq = fz::placeholder<float>({300, 300});
   auto v = fz::placeholder<float>({1 << 22});
 
-  const fz::KernelInfo sm = fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true));
+  const fz::KernelInfo sm =
+      fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true));
   CHECK_THAT(sm.variant, Catch::Contains("2 reduction passes over each of 512 rows of 1000 elements"));
   CHECK_THAT(sm.source, Catch::Contains("reduction 1: sum (wave 2)"));
   CHECK_THAT(sm.source, !Catch::Contains("reduction 2"));  // the two max(m, -1, true) are one
@@ -97,7 +104,9 @@ TEST_CASE("layer kernels: which expressions they take and which stay plans", "[l
   // fz::SeparateReductions: the plan of one kernel per reduction, for comparisons
   {
     fz::SeparateReductions separate;
-    CHECK(fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true)).kernels == 3);
+    CHECK(
+        fz::inspect(fz::exp(m - fz::max(m, -1, true)) / fz::sum(fz::exp(m - fz::max(m, -1, true)), -1, true)).kernels ==
+        3);
   }
   CHECK(fz::inspect(m / fz::sum(m, -1, true)).kernels == 1);
   // argmin/argmax keep their own kernels
@@ -106,7 +115,9 @@ TEST_CASE("layer kernels: which expressions they take and which stay plans", "[l
 
 TEST_CASE("a layer kernel's source is stable", "[layer][golden]") {
   auto x = fz::placeholder<float>({64, 1000});
-  test::check_golden("softmax_layer", fz::inspect(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)).source);
+  test::check_golden(
+      "softmax_layer",
+      fz::inspect(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)).source);
 }
 
 TEST_CASE("sibling reductions over the same axes share one pass: ties, statistics, batch norm", "[layer][plan]") {
@@ -123,9 +134,11 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   // stay one split reduction computing both in one pass
   auto bn = fz::placeholder<float>({8, 64, 112, 112});
   auto g = fz::placeholder<float>({1, 64, 1, 1}), b = fz::placeholder<float>({1, 64, 1, 1});
-  const fz::KernelInfo norm = fz::inspect((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * g + b);
+  const fz::KernelInfo norm =
+      fz::inspect((bn - fz::mean(bn, {0, 2, 3}, true)) * fz::rsqrt(fz::var(bn, {0, 2, 3}, true) + 1e-5f) * g + b);
   CHECK(norm.kernels == 1);
-  CHECK_THAT(norm.variant, Catch::Contains("in segments") && Catch::Contains("a cluster of 8 blocks") && Catch::Contains("4-wide vectors"));
+  CHECK_THAT(norm.variant, Catch::Contains("in segments") && Catch::Contains("a cluster of 8 blocks") &&
+                               Catch::Contains("4-wide vectors"));
   CHECK_THAT(norm.source, Catch::Contains("fz_q * sst0 + fz_r"));
   auto few = fz::placeholder<float>({4, 16, 48, 48});
   const fz::KernelInfo stats = fz::inspect(fz::mean(few, {0, 2, 3}, true), fz::var(few, {0, 2, 3}, true));
@@ -134,7 +147,8 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   // one) is elementwise: it joins no sibling's pass (fuzz case 7003048 once put it in max's kernel)
   auto in0 = fz::placeholder<double>({1, 1, 1, 1});
   auto in1 = fz::placeholder<int>({1, 1});
-  const fz::KernelInfo mixed = fz::inspect(fz::nanmax(fz::sum(in0, {2, 3}), {0, 1}), fz::cast<float>(fz::prod(in1, {0, 1})));
+  const fz::KernelInfo mixed =
+      fz::inspect(fz::nanmax(fz::sum(in0, {2, 3}), {0, 1}), fz::cast<float>(fz::prod(in1, {0, 1})));
   CHECK(mixed.kernels == 4);
   // a reduction that reads another's result waits for it: softmax over one long row stays three kernels
   CHECK(fz::inspect(fz::exp(x - fz::max(x)) / fz::sum(fz::exp(x - fz::max(x)))).kernels == 3);
@@ -142,8 +156,9 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
   int compiled = 0;
   auto compile_all = [&]<class T>(T) {
     auto v = fz::placeholder<T>({1 << 20}), m = fz::placeholder<T>({300, 4000}), c = fz::placeholder<T>({4000, 300});
-    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(v), fz::var(v)), fz::inspect(fz::min(m, 0), fz::max(m, 0)),
-                                    fz::inspect(fz::mean(c, 0), fz::var(c, 0, false, 1)), fz::inspect(fz::sum(m, 1), fz::prod(m, 1))}) {
+    for (const fz::KernelInfo& k :
+         {fz::inspect(fz::sum(v), fz::var(v)), fz::inspect(fz::min(m, 0), fz::max(m, 0)),
+          fz::inspect(fz::mean(c, 0), fz::var(c, 0, false, 1)), fz::inspect(fz::sum(m, 1), fz::prod(m, 1))}) {
       INFO(k.name << ": " << k.variant);
       CHECK(k.kernels == 1);
       CHECK(!k.arch.empty());
@@ -154,7 +169,8 @@ TEST_CASE("sibling reductions over the same axes share one pass: ties, statistic
       for (const fz::Shape& shape : {fz::Shape{8, 64, 112, 112}, fz::Shape{4, 16, 30, 30}, fz::Shape{3, 5, 7, 9}}) {
         auto t = fz::placeholder<T>(shape);
         auto w = fz::placeholder<T>({1, shape[1], 1, 1});
-        const fz::KernelInfo k = fz::inspect((t - fz::mean(t, {0, 2, 3}, true)) * fz::rsqrt(fz::var(t, {0, 2, 3}, true) + 1e-5f) * w + w);
+        const fz::KernelInfo k =
+            fz::inspect((t - fz::mean(t, {0, 2, 3}, true)) * fz::rsqrt(fz::var(t, {0, 2, 3}, true) + 1e-5f) * w + w);
         INFO(k.name << ": " << k.variant);
         CHECK(k.kernels == 1);
         CHECK_THAT(k.variant, Catch::Contains("in segments"));
@@ -174,7 +190,9 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   auto& t = fz::detail::tuning();
   const fz::detail::Tuning saved = t;
   auto x = fz::placeholder<float>({256, 65536});
-  auto softmax = [&] { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); };
+  auto softmax = [&] {
+    return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
+  };
   fz::detail::set_tuning("cluster_slice=32768");
   CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("a cluster of 2 blocks per row"));
   fz::detail::set_tuning("max_cluster=1");  // no clusters: 256 KB rows do not fit one block's shared memory
@@ -193,7 +211,8 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   auto layer_norm = [&] { return (y - fz::mean(y, -1, true)) * fz::rsqrt(fz::var(y, -1, true) + 1e-5f); };
   CHECK_THAT(fz::inspect(layer_norm()).variant, Catch::Contains("registers capped"));
   auto z = fz::placeholder<float>({4096, 4096});  // rows of 4,096: the cap would leave 39 registers
-  CHECK_THAT(fz::inspect((z - fz::mean(z, -1, true)) * fz::rsqrt(fz::var(z, -1, true) + 1e-5f)).variant, !Catch::Contains("registers capped"));
+  CHECK_THAT(fz::inspect((z - fz::mean(z, -1, true)) * fz::rsqrt(fz::var(z, -1, true) + 1e-5f)).variant,
+             !Catch::Contains("registers capped"));
   fz::detail::set_tuning("layer_fit_blocks=0");
   CHECK_THAT(fz::inspect(layer_norm()).variant, !Catch::Contains("registers capped"));
   t = saved;

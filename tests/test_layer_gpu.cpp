@@ -54,7 +54,8 @@ template <class T> Rows as_rows(const std::vector<T>& v) {
 template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
   INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << R << " x " << D);
   const auto hx = test::random<T>(static_cast<std::size_t>(R * D), -3, 3, seed);
-  const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 1), hb = test::random<T>(static_cast<std::size_t>(D), -1, 1, seed + 2);
+  const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 1),
+             hb = test::random<T>(static_cast<std::size_t>(D), -1, 1, seed + 2);
   const auto x = fz::asarray(hx, {R, D});
   const auto w = fz::asarray(hw), b = fz::asarray(hb);
   const Rows rx = as_rows(hx), rw = as_rows(hw), rb = as_rows(hb);
@@ -83,7 +84,8 @@ template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed
 }  // namespace
 
 TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every row length", "[gpu][layers]") {
-  for (std::int64_t D : {1, 7, 31, 1000, 1025, 8193}) check_rows<float>(std::max<std::int64_t>(3, 40000 / D), D, 7 + static_cast<unsigned>(D));
+  for (std::int64_t D : {1, 7, 31, 1000, 1025, 8193})
+    check_rows<float>(std::max<std::int64_t>(3, 40000 / D), D, 7 + static_cast<unsigned>(D));
   check_rows<float>(70, 65536, 11);  // 256 KB rows: a cluster of 4 blocks per row, 64 KB of it in each
   check_rows<double>(33, 1000, 12);
   check_rows<double>(5, 8193, 13);
@@ -95,10 +97,13 @@ TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every r
   check_rows<double>(20, 70000, 19);          // a cluster of 8, 2-wide vectors
 }
 
-TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run", "[gpu][layers]") {
+TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run",
+          "[gpu][layers]") {
   const auto hx = test::random<float>(static_cast<std::size_t>(70 * 65536), -30, 30, 23);
   const auto x = fz::asarray(hx, {70, 65536});
-  auto softmax = [&] { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); };
+  auto softmax = [&] {
+    return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
+  };
   const fz::KernelInfo k = fz::inspect(softmax());
   INFO(k.variant);
   CHECK_THAT(k.variant, Catch::Contains("a cluster of 4 blocks per row"));
@@ -114,13 +119,14 @@ TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, a
   }
 }
 
-TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepdims forms and in place", "[gpu][layers]") {
+TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepdims forms and in place",
+          "[gpu][layers]") {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::int64_t R = 5, D = 40;
   auto hx = test::random<float>(static_cast<std::size_t>(R * D), -3, 3, 21);
   for (std::int64_t j = 0; j < D; ++j) hx[static_cast<std::size_t>(D + j)] = -inf;  // row 1: all -inf -> NaN
   hx[2 * D + 5] = nan;                                                             // row 2: a NaN -> NaN
-  hx[3 * D + 7] = inf;                                                             // row 3: +inf -> NaN where finite / inf
+  hx[3 * D + 7] = inf;  // row 3: +inf -> NaN where finite / inf
   hx[4 * D + 9] = -inf;                                                            // row 4: one -inf -> 0 there
   const auto x = fz::asarray(hx, {R, D});
   const Rows want = softmax_ref(as_rows(hx), R, D, false);
@@ -132,13 +138,16 @@ TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepd
   fz::Array<float> cols = fz::exp(xt - fz::max(xt, 0, true)) / fz::sum(fz::exp(xt - fz::max(xt, 0, true)), 0, true);
   CHECK(test::mismatches(cols.transpose().to_host(), want, fz::DType::float32) == 0);
   // a transposed view read directly, and every other column of a wider matrix
-  fz::Array<float> tv = fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)) / fz::sum(fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)), 0, true);
+  fz::Array<float> tv = fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)) /
+                        fz::sum(fz::exp(x.transpose() - fz::max(x.transpose(), 0, true)), 0, true);
   CHECK(test::mismatches(tv.transpose().to_host(), want, fz::DType::float32) == 0);
   std::vector<float> wide(static_cast<std::size_t>(R * 2 * D), 100.f);
   for (std::int64_t r = 0; r < R; ++r)
-    for (std::int64_t j = 0; j < D; ++j) wide[static_cast<std::size_t>(r * 2 * D + 2 * j)] = hx[static_cast<std::size_t>(r * D + j)];
+    for (std::int64_t j = 0; j < D; ++j)
+      wide[static_cast<std::size_t>(r * 2 * D + 2 * j)] = hx[static_cast<std::size_t>(r * D + j)];
   const auto strided = fz::asarray(wide, {R, 2 * D}).slice({{}, fz::Slice{{}, {}, 2}});
-  fz::Array<float> ss = fz::exp(strided - fz::max(strided, -1, true)) / fz::sum(fz::exp(strided - fz::max(strided, -1, true)), -1, true);
+  fz::Array<float> ss =
+      fz::exp(strided - fz::max(strided, -1, true)) / fz::sum(fz::exp(strided - fz::max(strided, -1, true)), -1, true);
   CHECK(test::mismatches(ss.to_host(), want, fz::DType::float32) == 0);
 
   // leading reduced axes broadcast back without keepdims: x / sum(x, 0) of a square matrix
@@ -201,7 +210,8 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
     double m = 0, v = 0;
     for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
     m /= D;
-    for (std::int64_t j = 0; j < D; ++j) v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
+    for (std::int64_t j = 0; j < D; ++j)
+      v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
     want[static_cast<std::size_t>(r)] = v / D;
     all_mean += m / R;
   }
@@ -210,11 +220,14 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
   fz::Array<float> rows = fz::var(x, -1);
   const auto got = rows.to_host();
   double worst = 0;
-  for (std::int64_t r = 0; r < R; ++r) worst = std::max(worst, std::abs(got[static_cast<std::size_t>(r)] - want[static_cast<std::size_t>(r)]) / want[static_cast<std::size_t>(r)]);
+  for (std::int64_t r = 0; r < R; ++r)
+    worst = std::max(worst, std::abs(got[static_cast<std::size_t>(r)] - want[static_cast<std::size_t>(r)]) /
+                                want[static_cast<std::size_t>(r)]);
   CHECK(worst < 1e-4);
   const double whole = fz::Array<float>(fz::var(x)).item();  // 4M elements, split over blocks
   CHECK(std::abs(whole - all_var) / all_var < 1e-4);
-  CHECK(fz::Array<float>(fz::std(x, -1, false, 1)).to_host()[3] == Approx(std::sqrt(want[3] * D / (D - 1))).epsilon(1e-4));
+  CHECK(fz::Array<float>(fz::std(x, -1, false, 1)).to_host()[3] ==
+        Approx(std::sqrt(want[3] * D / (D - 1))).epsilon(1e-4));
 
   // Outliers where threads start (each thread shifts by its first element): still accurate.
   for (std::size_t k = 0; k < hx.size(); k += 4) hx[k] += (k / 4) % 7 == 0 ? 3000.0f : 0.0f;
@@ -224,12 +237,14 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
     double m = 0, v = 0;
     for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
     m /= D;
-    for (std::int64_t j = 0; j < D; ++j) v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
+    for (std::int64_t j = 0; j < D; ++j)
+      v += (hx[static_cast<std::size_t>(r * D + j)] - m) * (hx[static_cast<std::size_t>(r * D + j)] - m);
     CHECK(got_y[static_cast<std::size_t>(r)] == Approx(v / D).epsilon(1e-5));
   }
 }
 
-TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks", "[gpu][layers]") {
+TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks",
+          "[gpu][layers]") {
   const std::int64_t n = (1 << 22) + 7;
   const auto hx = test::random<float>(static_cast<std::size_t>(n), -2, 2, 51);
   const auto x = fz::asarray(hx);
@@ -283,7 +298,9 @@ TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm stati
   for (std::int64_t c = 0; c < C; ++c) {
     double sum = 0, mx = -1e30;
     for (std::int64_t i = 0; i < N; ++i)
-      for (std::int64_t k = 0; k < HW; ++k) sum += hb[static_cast<std::size_t>((i * C + c) * HW + k)], mx = std::max<double>(mx, hb[static_cast<std::size_t>((i * C + c) * HW + k)]);
+      for (std::int64_t k = 0; k < HW; ++k)
+        sum += hb[static_cast<std::size_t>((i * C + c) * HW + k)],
+            mx = std::max<double>(mx, hb[static_cast<std::size_t>((i * C + c) * HW + k)]);
     CHECK(got_sum[static_cast<std::size_t>(c)] == Approx(sum).epsilon(1e-5));
     CHECK(got_max[static_cast<std::size_t>(c)] == static_cast<float>(mx));
   }
@@ -297,10 +314,13 @@ struct BatchNormRef {
   std::vector<double> y, mean, var;
 };
 template <class T>
-BatchNormRef batch_norm_ref(const std::vector<T>& x, std::int64_t N, std::int64_t C, std::int64_t HW, const std::vector<T>& g,
-                            const std::vector<T>& b, double eps) {
-  BatchNormRef r{std::vector<double>(x.size()), std::vector<double>(static_cast<std::size_t>(C)), std::vector<double>(static_cast<std::size_t>(C))};
-  auto at = [&](std::int64_t n, std::int64_t c, std::int64_t k) { return static_cast<std::size_t>((n * C + c) * HW + k); };
+BatchNormRef batch_norm_ref(const std::vector<T>& x, std::int64_t N, std::int64_t C, std::int64_t HW,
+                            const std::vector<T>& g, const std::vector<T>& b, double eps) {
+  BatchNormRef r{std::vector<double>(x.size()), std::vector<double>(static_cast<std::size_t>(C)),
+                 std::vector<double>(static_cast<std::size_t>(C))};
+  auto at = [&](std::int64_t n, std::int64_t c, std::int64_t k) {
+    return static_cast<std::size_t>((n * C + c) * HW + k);
+  };
   for (std::int64_t c = 0; c < C; ++c) {
     double m = 0, v = 0;
     for (std::int64_t n = 0; n < N; ++n)
@@ -311,26 +331,33 @@ BatchNormRef batch_norm_ref(const std::vector<T>& x, std::int64_t N, std::int64_
     v /= static_cast<double>(N * HW);
     r.mean[static_cast<std::size_t>(c)] = m;
     r.var[static_cast<std::size_t>(c)] = v;
-    const double gc = test::as_double(g[static_cast<std::size_t>(c)]), bc = test::as_double(b[static_cast<std::size_t>(c)]);
+    const double gc = test::as_double(g[static_cast<std::size_t>(c)]),
+                 bc = test::as_double(b[static_cast<std::size_t>(c)]);
     for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t k = 0; k < HW; ++k) r.y[at(n, c, k)] = (test::as_double(x[at(n, c, k)]) - m) / std::sqrt(v + eps) * gc + bc;
+      for (std::int64_t k = 0; k < HW; ++k)
+        r.y[at(n, c, k)] = (test::as_double(x[at(n, c, k)]) - m) / std::sqrt(v + eps) * gc + bc;
   }
   return r;
 }
 
 /// A training-mode batch norm of (N, C, H, W) as one layer kernel (rows in segments: N and H·W around C),
 /// with its statistics as more outputs of the same kernel, in place, and run twice for the same bits.
-template <class T> void check_batch_norm(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, unsigned seed, const char* strategy) {
+template <class T>
+void check_batch_norm(std::int64_t N, std::int64_t C, std::int64_t H, std::int64_t W, unsigned seed,
+                      const char* strategy) {
   INFO(fz::dtype_name(fz::dtype_of<T>) << " batch norm " << N << "x" << C << "x" << H << "x" << W);
   const std::int64_t HW = H * W;
   const auto hx = test::random<T>(static_cast<std::size_t>(N * C * HW), 1, 5, seed);  // mean 3: centering matters
-  const auto hg = test::random<T>(static_cast<std::size_t>(C), 0.5, 1.5, seed + 1), hb = test::random<T>(static_cast<std::size_t>(C), -1, 1, seed + 2);
+  const auto hg = test::random<T>(static_cast<std::size_t>(C), 0.5, 1.5, seed + 1),
+             hb = test::random<T>(static_cast<std::size_t>(C), -1, 1, seed + 2);
   const auto x = fz::asarray(hx, {N, C, H, W});
   const auto g = fz::asarray(hg, {1, C, 1, 1}), b = fz::asarray(hb, {1, C, 1, 1});
   const fz::Axes nhw{0, 2, 3};
   const fz::DType d = fz::dtype_of<T>;
   const BatchNormRef want = batch_norm_ref(hx, N, C, HW, hg, hb, 1e-5);
-  auto layer = [&](const fz::Array<T>& in) { return (in - fz::mean(in, nhw, true)) * fz::rsqrt(fz::var(in, nhw, true) + 1e-5f) * g + b; };
+  auto layer = [&](const fz::Array<T>& in) {
+    return (in - fz::mean(in, nhw, true)) * fz::rsqrt(fz::var(in, nhw, true) + 1e-5f) * g + b;
+  };
 
   const fz::KernelInfo info = fz::inspect(layer(x));
   CHECK(info.kernels == 1);
@@ -345,7 +372,8 @@ template <class T> void check_batch_norm(std::int64_t N, std::int64_t C, std::in
   CHECK(std::memcmp(got.data(), got_again.data(), got.size() * sizeof(T)) == 0);
 
   // the statistics beside y, keepdims and not, from the same kernel
-  fz::Array<T> y2 = fz::full<T>({N, C, H, W}, T(7.f)), mean = fz::full<T>({1, C, 1, 1}, T(7.f)), var = fz::full<T>({C}, T(7.f));
+  fz::Array<T> y2 = fz::full<T>({N, C, H, W}, T(7.f)), mean = fz::full<T>({1, C, 1, 1}, T(7.f)),
+               var = fz::full<T>({C}, T(7.f));
   fz::reset_stats();
   fz::tie(y2, mean, var) = std::make_tuple(layer(x), fz::mean(x, nhw, true), fz::var(x, nhw));
   CHECK(fz::stats().launches == 1);
@@ -361,7 +389,8 @@ template <class T> void check_batch_norm(std::int64_t N, std::int64_t C, std::in
 
 }  // namespace
 
-TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps and strided rows against float64", "[gpu][layers]") {
+TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps and strided rows against float64",
+          "[gpu][layers]") {
   // the benchmark's shape (25.7 MB): clusters of 8 blocks in one wave, each keeping most of its slice
   check_batch_norm<float>(8, 64, 112, 112, 61, "a cluster of 8 blocks");
   check_batch_norm<float>(16, 32, 112, 112, 69, "(the rest re-read)");
@@ -388,6 +417,7 @@ TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps 
 
   // statistics alone over few channels stay a split reduction (fills the device), over many a layer kernel
   const auto small = fz::placeholder<float>({4, 16, 48, 48}), big = fz::placeholder<float>({8, 64, 112, 112});
-  CHECK_THAT(fz::inspect(fz::mean(small, nhw, true), fz::var(small, nhw, true)).variant, Catch::StartsWith("reduction"));
+  CHECK_THAT(fz::inspect(fz::mean(small, nhw, true), fz::var(small, nhw, true)).variant,
+             Catch::StartsWith("reduction"));
   CHECK_THAT(fz::inspect(fz::mean(big, nhw, true), fz::var(big, nhw, true)).variant, Catch::StartsWith("layer"));
 }

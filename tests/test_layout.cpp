@@ -53,7 +53,8 @@ TEST_CASE("layout: contiguous arrays of any rank become one linear loop with 16-
 }
 
 TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[layout]") {
-  auto m = fz::placeholder<float>({128, 64}), row = fz::placeholder<float>({64}), col = fz::placeholder<float>({128, 1});
+  auto m = fz::placeholder<float>({128, 64}), row = fz::placeholder<float>({64}),
+       col = fz::placeholder<float>({128, 1});
   const auto L = layout_of(m + row * col, fz::DType::float32, {128, 64});
   CHECK(L.v.rank == 2);
   // every input walks the last dimension contiguously or not at all: a rows kernel, 16-byte vectors
@@ -124,9 +125,12 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
   const auto short_rows = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 100}), {1});
   // short rows take part of a warp: about kAccessesPerLane 16-byte accesses per lane
   CHECK(short_rows.v.group == 8);  // 25 vectors of 4
-  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 1000}), {1}).v.group == fz::codegen::kWarpThreads);
-  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 7}), {1}).v.group == 2);  // 7 scalars
-  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 2000}), {1}).v.group == fz::codegen::kBlockThreads);
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 1000}), {1}).v.group ==
+        fz::codegen::kWarpThreads);
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 7}), {1}).v.group ==
+        2);  // 7 scalars
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 2000}), {1}).v.group ==
+        fz::codegen::kBlockThreads);
 
   const auto all = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {std::int64_t{1} << 26}), {0});
   CHECK(all.v.split);  // one output: the reduced range is split over blocks
@@ -157,7 +161,8 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
   CHECK(odd.v.rank_reduced == 2);
   CHECK(odd.v.vector_width == 1);
   // short inner rows (N and C around a small H*W) stay scalar too
-  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {64, 64, 16, 16}), {0, 2, 3}).v.vector_width == 1);
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {64, 64, 16, 16}), {0, 2, 3})
+            .v.vector_width == 1);
 }
 
 TEST_CASE("layout: transposed operands take tiles through shared memory", "[layout]") {
@@ -188,7 +193,8 @@ TEST_CASE("layout: transposed operands take tiles through shared memory", "[layo
   for (int i = 0; i < 5; ++i) qs.push_back(fz::placeholder<double>({64, 64}).transpose());
   const auto Q = layout_of(qs[0] + qs[1] + qs[2] + qs[3] + qs[4], fz::DType::float64, {64, 64});
   int across = 0, strided = 0;
-  for (int p = 0; p < Q.v.n_params; ++p) across += Q.v.access[p] == Access::across, strided += Q.v.access[p] == Access::strided;
+  for (int p = 0; p < Q.v.n_params; ++p)
+    across += Q.v.access[p] == Access::across, strided += Q.v.access[p] == Access::strided;
   CHECK(across == 3);
   CHECK(strided == 2);
   CHECK(Q.v.tiles);

@@ -11,7 +11,8 @@ namespace {
 /// Input range for an op, so that every value lies in its domain and off its poles.
 std::pair<double, double> domain(Op op, DType d, int operand) {
   if (!fz::is_floating(d)) {
-    if (op == Op::shl || op == Op::shr) return operand == 0 ? std::pair{-50.0, 50.0} : std::pair{0.0, 8.0 * fz::itemsize(d) + 2};
+    if (op == Op::shl || op == Op::shr)
+      return operand == 0 ? std::pair{-50.0, 50.0} : std::pair{0.0, 8.0 * fz::itemsize(d) + 2};
     if (op == Op::pow) return operand == 0 ? std::pair{-4.0, 4.0} : std::pair{-1.0, 6.0};
     if (fz::is_unsigned_int(d)) return {0, 60};
     return {-60, 60};
@@ -25,7 +26,11 @@ std::pair<double, double> domain(Op op, DType d, int operand) {
     case Op::exp: case Op::exp2: case Op::expm1: case Op::sinh: case Op::cosh: return {-5, 5};
     case Op::pow: return operand == 0 ? std::pair{0.2, 4.0} : std::pair{-3.0, 3.0};
     case Op::tan: return {-1.4, 1.4};
-    case Op::div: case Op::floor_divide: case Op::remainder: case Op::fmod: return operand == 0 ? std::pair{-20.0, 20.0} : std::pair{0.5, 6.0};
+    case Op::div:
+    case Op::floor_divide:
+    case Op::remainder:
+    case Op::fmod:
+      return operand == 0 ? std::pair{-20.0, 20.0} : std::pair{0.5, 6.0};
     default: return {-20, 20};
   }
 }
@@ -53,13 +58,15 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
     for (int di = 0; di < fz::kNumDTypes; ++di) {
       const DType d = static_cast<DType>(di);
       const auto ar = fz::ir::arity(op);
-      if ((ar == fz::ir::Arity::unary && !fz::ir::accepts(op, d)) || (ar == fz::ir::Arity::binary && !fz::ir::accepts(op, d, d)))
+      if ((ar == fz::ir::Arity::unary && !fz::ir::accepts(op, d)) ||
+          (ar == fz::ir::Arity::binary && !fz::ir::accepts(op, d, d)))
         continue;
       fz::ir::Graph g;
       std::vector<std::vector<test::Scalar>> inputs;
       std::vector<fz::ArrayBase> arrays;
       auto add_input = [&](DType dt, int operand) {
-        inputs.push_back(random_values(n, dt, domain(op, d, operand), static_cast<unsigned>(static_cast<int>(op) * 31 + di * 7 + operand)));
+        inputs.push_back(random_values(n, dt, domain(op, d, operand),
+                                       static_cast<unsigned>(static_cast<int>(op) * 31 + di * 7 + operand)));
         arrays.push_back(test::upload(inputs.back(), dt, {static_cast<std::int64_t>(n)}));
         return g.input(dt);
       };
@@ -80,8 +87,9 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
       std::vector<const fz::ArrayBase*> ptrs;
       for (auto& a : arrays) ptrs.push_back(&a);
       fz::ArrayBase out = test::poisoned(out_d, {static_cast<std::int64_t>(n)});
-      fz::detail::evaluate(fz::detail::Call{&lw, ptrs.data(), nullptr, nullptr, static_cast<int>(ptrs.size()), 0, 0, {}}, out,
-                           fz::detail::AssignMode::into);
+      fz::detail::evaluate(
+          fz::detail::Call{&lw, ptrs.data(), nullptr, nullptr, static_cast<int>(ptrs.size()), 0, 0, {}}, out,
+          fz::detail::AssignMode::into);
       const auto got = test::download(out);
       const auto tol = test::tolerance(out_d);
       int bad = 0;
@@ -92,8 +100,9 @@ TEST_CASE("every op x dtype matches the float64 host reference", "[gpu][ops]") {
         const double gv = test::to_double(got[k], out_d), wv = test::to_double(test::normalize(want, out_d), out_d);
         if (!test::close(gv, wv, tol)) {
           if (bad < 3)
-            UNSCOPED_INFO(fz::ir::op_name(op) << " on " << fz::dtype_name(d) << " element " << k << ": got " << gv
-                                              << ", want " << wv << " (inputs " << test::to_double(element[0], g.dtype(0)) << ")");
+            UNSCOPED_INFO(fz::ir::op_name(op)
+                          << " on " << fz::dtype_name(d) << " element " << k << ": got " << gv << ", want " << wv
+                          << " (inputs " << test::to_double(element[0], g.dtype(0)) << ")");
           ++bad;
         }
       }

@@ -57,8 +57,10 @@ TEST_CASE("print: NumPy's layout of brackets, alignment and summaries", "[print]
   CHECK(indices({2, 2, 2}) == "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]");
   CHECK(indices({1001}) == "[   0    1    2 ...  998  999 1000]");
   CHECK(indices({100, 100}) ==
-        "[[   0    1    2 ...   97   98   99]\n [ 100  101  102 ...  197  198  199]\n [ 200  201  202 ...  297  298  299]\n ...\n"
-        " [9700 9701 9702 ... 9797 9798 9799]\n [9800 9801 9802 ... 9897 9898 9899]\n [9900 9901 9902 ... 9997 9998 9999]]");
+        "[[   0    1    2 ...   97   98   99]\n [ 100  101  102 ...  197  198  199]\n [ 200  201  202 ...  297  298  "
+        "299]\n ...\n"
+        " [9700 9701 9702 ... 9797 9798 9799]\n [9800 9801 9802 ... 9897 9898 9899]\n [9900 9901 9902 ... 9997 9998 "
+        "9999]]");
   // a summarized array asks only for the elements it shows
   std::int64_t asked = 0;
   fz::detail::format_array({1000, 1000}, [&](std::int64_t) { return std::to_string(++asked); });
@@ -77,7 +79,8 @@ TEST_CASE("print: decimal numbers align on their points", "[print]") {
   CHECK(fz::detail::format_array({2, 2}, [&](std::int64_t i) { return cells[static_cast<std::size_t>(i)]; }) ==
         "[[ 1.5   2.  ]\n [-3.25 40.  ]]");
   const std::vector<std::string> mixed{"1.5", "nan"};  // not all decimal: right-aligned
-  CHECK(fz::detail::format_array({2}, [&](std::int64_t i) { return mixed[static_cast<std::size_t>(i)]; }) == "[1.5 nan]");
+  CHECK(fz::detail::format_array({2}, [&](std::int64_t i) { return mixed[static_cast<std::size_t>(i)]; }) ==
+        "[1.5 nan]");
 }
 
 TEST_CASE("print: PrintOptions set digits after the point and where summaries start", "[print]") {

@@ -42,13 +42,15 @@ TEST_CASE("random generators fuse into one elementwise kernel, and come first be
   CHECK(!dropout.arch.empty());
   CHECK(fz::inspect(fz::random::normal<double>(1, 2) * 2.0 + x).kernels == 1);
   CHECK(!fz::inspect(fz::random::bits(5) + fz::placeholder<std::uint32_t>({7, 9})).arch.empty());
-  CHECK(!fz::inspect(fz::random::normal<float>(1) + fz::random::uniform<double>(2) + x).arch.empty());  // both in one kernel
+  CHECK(!fz::inspect(fz::random::normal<float>(1) + fz::random::uniform<double>(2) + x)
+             .arch.empty());  // both in one kernel
 
   // a reduction's layout has no index of the result: the generator runs first, into a temporary
   const fz::KernelInfo mean = fz::inspect(fz::sum(fz::random::uniform<float>(7) * x));
   CHECK(mean.kernels == 2);
   auto m = fz::placeholder<float>({512, 1024});
-  const fz::KernelInfo noisy_softmax = fz::inspect(fz::exp(m + fz::random::normal<float>(3)) / fz::sum(fz::exp(m + fz::random::normal<float>(3)), -1, true));
+  const fz::KernelInfo noisy_softmax = fz::inspect(fz::exp(m + fz::random::normal<float>(3)) /
+                                                   fz::sum(fz::exp(m + fz::random::normal<float>(3)), -1, true));
   CHECK(noisy_softmax.kernels >= 2);  // not a layer kernel
   CHECK(!noisy_softmax.arch.empty());
 }

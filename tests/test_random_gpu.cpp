@@ -8,7 +8,8 @@ TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or 
   const std::int64_t n = 262147;  // 65,536 vectors of 4 and a tail
   const auto bits = fz::random::bits({n}, 99, 5).to_host();
   std::size_t bad = 0;
-  for (std::int64_t i = 0; i < n; ++i) bad += bits[static_cast<std::size_t>(i)] != test::philox::bits(99, 5, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < n; ++i)
+    bad += bits[static_cast<std::size_t>(i)] != test::philox::bits(99, 5, static_cast<std::uint64_t>(i));
   CHECK(bad == 0);
 
   // the index is the element's flat index in the result: a 2-d result, a strided (transposed) output,
@@ -22,7 +23,9 @@ TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or 
   fz::copyto(tv, fz::random::bits(99, 5));
   CHECK(tv.to_host() == hm);
   auto zero_rows = fz::zeros<std::uint32_t>({300, 1});
-  CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
+  CHECK(
+      fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() ==
+      hm);
   const fz::Array<std::uint32_t> zeros_t = fz::zeros<std::uint32_t>({301, 300});  // a tiles kernel: a transposed input
   CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zeros_t.transpose()).to_host() == hm);
   {

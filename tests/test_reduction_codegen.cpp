@@ -17,14 +17,16 @@ TEST_CASE("reduction result dtypes follow NumPy", "[reduction][dtype]") {
     CHECK(reduction_result_dtype(Op::sum, d) == DType::int64);
     CHECK(reduction_result_dtype(Op::prod, d) == DType::int64);
   }
-  for (DType d : {DType::uint8, DType::uint16, DType::uint32, DType::uint64}) CHECK(reduction_result_dtype(Op::sum, d) == DType::uint64);
+  for (DType d : {DType::uint8, DType::uint16, DType::uint32, DType::uint64})
+    CHECK(reduction_result_dtype(Op::sum, d) == DType::uint64);
   for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64}) {
     CHECK(reduction_result_dtype(Op::sum, d) == d);
     CHECK(reduction_result_dtype(Op::mean, d) == d);
     CHECK(reduction_result_dtype(Op::max, d) == d);
   }
   // np.mean of integers and bool is float64; argmin/argmax give int64; any/all give bool
-  for (DType d : {DType::bool_, DType::int8, DType::uint32, DType::int64}) CHECK(reduction_result_dtype(Op::mean, d) == DType::float64);
+  for (DType d : {DType::bool_, DType::int8, DType::uint32, DType::int64})
+    CHECK(reduction_result_dtype(Op::mean, d) == DType::float64);
   CHECK(reduction_result_dtype(Op::argmax, DType::float16) == DType::int64);
   CHECK(reduction_result_dtype(Op::any, DType::float32) == DType::bool_);
   CHECK(reduction_result_dtype(Op::min, DType::int8) == DType::int8);
@@ -88,7 +90,8 @@ std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
   v.split = false;
   vs.push_back(v);
   v = base();  // a block per part of an outer row, vectorized (a batch norm's N and H*W around C)
-  v.group = 256, v.rank_kept = 1, v.rank_reduced = 2, v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d)), v.split = true;
+  v.group = 256, v.rank_kept = 1, v.rank_reduced = 2, v.vector_width = static_cast<std::uint8_t>(16 / fz::itemsize(d)),
+  v.split = true;
   vs.push_back(v);
   v = base();  // row groups over a few columns, split (a column sum of few columns)
   v.mode = ReduceMode::outer, v.rank_kept = 1, v.rank_reduced = 1, v.row_groups = 8, v.split = true;
@@ -114,7 +117,8 @@ TEST_CASE("every reduction compiles through NVRTC for every dtype and thread lay
         program += fmt::format("namespace k{} {{\n{}}}\n", kernels++, fz::codegen::emit_reduction(g, v, "").source);
     }
     INFO("dtype " << fz::dtype_name(d));
-    CHECK_NOTHROW(fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
+    CHECK_NOTHROW(
+        fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
   }
   constexpr int n_ops = static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum);
   CHECK(kernels == n_ops * fz::kNumDTypes * 9);
@@ -139,9 +143,11 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
   CHECK_THAT(rows.variant, Catch::Contains("a warp per output"));
   const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));  // few columns: row groups of a block share them
   CHECK_THAT(cols.variant, Catch::Contains("8 rows of 32 threads"));
-  CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant, Catch::Contains("a thread per output"));  // 20 rows
+  CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant,
+             Catch::Contains("a thread per output"));  // 20 rows
 
-  const fz::KernelInfo centered = fz::inspect(m - fz::mean(m, 0, true));  // the mean meets its columns again: one layer kernel
+  const fz::KernelInfo centered =
+      fz::inspect(m - fz::mean(m, 0, true));  // the mean meets its columns again: one layer kernel
   CHECK(centered.kernels == 1);
   CHECK_THAT(centered.variant, Catch::StartsWith("layer"));
   CHECK_THAT(centered.name, Catch::Contains("mean"));
@@ -183,10 +189,12 @@ TEST_CASE("short rows reduce in part of a warp, for every op and dtype", "[reduc
   int compiled = 0;
   auto check = [&]<class T>(T, std::int64_t D, int lanes) {
     auto m = fz::placeholder<T>({300, D});
-    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(m, -1)), fz::inspect(fz::var(m, -1)), fz::inspect(fz::argmax(m, -1)),
-                                    fz::inspect(fz::max(m, -1), fz::mean(m, -1))}) {
+    for (const fz::KernelInfo& k : {fz::inspect(fz::sum(m, -1)), fz::inspect(fz::var(m, -1)),
+                                    fz::inspect(fz::argmax(m, -1)), fz::inspect(fz::max(m, -1), fz::mean(m, -1))}) {
       INFO(k.name << ": " << k.variant);
-      CHECK_THAT(k.variant, Catch::Contains(fmt::format("{} thread{} per", lanes, lanes == 1 ? "" : "s")));  // output, or row (a layer kernel for the tie)
+      CHECK_THAT(k.variant,
+                 Catch::Contains(fmt::format("{} thread{} per", lanes,
+                                             lanes == 1 ? "" : "s")));  // output, or row (a layer kernel for the tie)
       CHECK(!k.arch.empty());
       ++compiled;
     }

@@ -79,7 +79,8 @@ int compare(Op op, DType in, const fz::ArrayBase& out, const test::Reduced& want
   const DType rd = out.dtype();
   const auto got = test::download(out);
   REQUIRE(got.size() == want.values.size());
-  const double eps = fz::ir::reduction_accumulator_dtype(op, rd) == DType::float64 || rd == DType::float64 ? 0x1p-52 : 0x1p-23;
+  const double eps =
+      fz::ir::reduction_accumulator_dtype(op, rd) == DType::float64 || rd == DType::float64 ? 0x1p-52 : 0x1p-23;
   int bad = 0;
   for (std::size_t k = 0; k < got.size(); ++k) {
     bool ok;
@@ -90,15 +91,17 @@ int compare(Op op, DType in, const fz::ArrayBase& out, const test::Reduced& want
       const auto t = test::tolerance(rd);
       double slack = 0;
       if (op == Op::sum || op == Op::mean || op == Op::var)
-        slack = 8 * eps * want.magnitude[k] / (op == Op::mean || op == Op::var ? std::max<double>(1, static_cast<double>(want.count)) : 1);
+        slack = 8 * eps * want.magnitude[k] /
+                (op == Op::mean || op == Op::var ? std::max<double>(1, static_cast<double>(want.count)) : 1);
       if (op == Op::prod) slack = 4 * eps * static_cast<double>(want.count) * std::abs(w);
       const bool exact = op != Op::sum && op != Op::mean && op != Op::prod && op != Op::var;
       ok = std::isnan(w) ? std::isnan(g) : exact ? g == w : std::abs(g - w) <= t.atol + t.rtol * std::abs(w) + slack;
     }
     if (!ok) {
       if (bad < 3)
-        UNSCOPED_INFO(fz::ir::op_name(op) << " of " << fz::dtype_name(in) << " " << what << ", output " << k << ": got "
-                                          << test::to_double(got[k], rd) << ", want " << test::to_double(want.values[k], rd));
+        UNSCOPED_INFO(fz::ir::op_name(op)
+                      << " of " << fz::dtype_name(in) << " " << what << ", output " << k << ": got "
+                      << test::to_double(got[k], rd) << ", want " << test::to_double(want.values[k], rd));
       ++bad;
     }
   }
@@ -131,8 +134,9 @@ std::pair<int, int> check_every_op_and_dtype(const std::vector<Case>& cases) {
         const auto host = c.view == 0 ? values : test::download(x.contiguous_copy());
         const auto arg = axes_arg(c.axes, c.keepdims, c.all);
         const unsigned mask = mask_of(arg, x.ndim());
-        const std::string what = fmt::format("shape {} view {} axes {}{}", fz::to_string(x.shape()), c.view,
-                                             c.all ? "all" : fmt::format("{}", fmt::join(c.axes, ",")), c.keepdims ? " keepdims" : "");
+        const std::string what =
+            fmt::format("shape {} view {} axes {}{}", fz::to_string(x.shape()), c.view,
+                        c.all ? "all" : fmt::format("{}", fmt::join(c.axes, ",")), c.keepdims ? " keepdims" : "");
         std::int64_t n_red = 1, n_out = 1;
         for (int dim = 0; dim < x.ndim(); ++dim) ((mask >> dim) & 1 ? n_red : n_out) *= x.shape()[dim];
         if (fz::ir::needs_nonempty(op) && n_red == 0 && n_out > 0) {  // NumPy: "zero-size array ... has no identity"
@@ -152,11 +156,21 @@ std::pair<int, int> check_every_op_and_dtype(const std::vector<Case>& cases) {
 
 TEST_CASE("every reduction x dtype x axis pattern matches the host reference", "[gpu][reductions][sweep]") {
   const std::vector<Case> cases = {
-      {{19, 27, 43}, {}, false, true},  {{19, 27, 43}, {0}},      {{19, 27, 43}, {-1}},
-      {{19, 27, 43}, {0, 2}},           {{19, 27, 43}, {1}, true}, {{19, 27, 43}, {0}, false, false, 1},
-      {{19, 27, 43}, {1, 2}, false, false, 1}, {{19, 27, 86}, {-1}, false, false, 2}, {{19, 27, 86}, {0, 1}, false, false, 2},
-      {{1, 300, 1}, {1}},               {{1, 300, 1}, {}, true, true}, {{}, {}, false, true},
-      {{5, 0}, {0}},                    {{4, 3000}, {1}},           {{3000, 70}, {0}},
+      {{19, 27, 43}, {}, false, true},
+      {{19, 27, 43}, {0}},
+      {{19, 27, 43}, {-1}},
+      {{19, 27, 43}, {0, 2}},
+      {{19, 27, 43}, {1}, true},
+      {{19, 27, 43}, {0}, false, false, 1},
+      {{19, 27, 43}, {1, 2}, false, false, 1},
+      {{19, 27, 86}, {-1}, false, false, 2},
+      {{19, 27, 86}, {0, 1}, false, false, 2},
+      {{1, 300, 1}, {1}},
+      {{1, 300, 1}, {}, true, true},
+      {{}, {}, false, true},
+      {{5, 0}, {0}},
+      {{4, 3000}, {1}},
+      {{3000, 70}, {0}},
   };
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
@@ -168,8 +182,13 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
   // Row groups of a block share few columns: 64 and 96 columns take 16-byte loads for every dtype (split over
   // blocks, or in one block per tile for 40 rows), 70 and 90 only for 8-byte dtypes (70: 2-wide), an odd 257
   // rows, a middle axis (kept rank 2), keepdims, and every other column reversed (negative strides: scalar).
-  const std::vector<Case> cases = {{{3000, 64}, {0}},   {{257, 96}, {0}},      {{40, 128}, {0}},      {{3000, 70}, {0}, true},
-                                   {{6, 40, 96}, {1}},  {{6, 40, 90}, {1}},    {{300, 128}, {0}, false, false, 2}};
+  const std::vector<Case> cases = {{{3000, 64}, {0}},
+                                   {{257, 96}, {0}},
+                                   {{40, 128}, {0}},
+                                   {{3000, 70}, {0}, true},
+                                   {{6, 40, 96}, {1}},
+                                   {{6, 40, 90}, {1}},
+                                   {{300, 128}, {0}, false, false, 2}};
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
   CHECK(checked == (static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum)) * fz::kNumDTypes * 7);
@@ -178,7 +197,8 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
 TEST_CASE("a grouped column reduction of a misaligned view falls back to scalar loads", "[gpu][reductions][columns]") {
   const auto h = test::random<float>(300 * 132, -2, 2, 61);
   const auto base = fz::asarray(h, {300, 132});
-  const auto view = base.slice({{}, fz::Slice{1, 129}});  // 128 columns starting one float past a 16-byte boundary (rows of 132: a whole number of vectors)
+  const auto view = base.slice({{}, fz::Slice{1, 129}});  // 128 columns starting one float past a 16-byte boundary
+                                                          // (rows of 132: a whole number of vectors)
   const auto info = fz::inspect(fz::sum(view, 0));
   CHECK_THAT(info.variant, Catch::Contains("rows of 32 threads"));
   CHECK_THAT(info.variant, !Catch::Contains("vectors"));
@@ -192,8 +212,11 @@ TEST_CASE("a grouped column reduction of a misaligned view falls back to scalar 
     double sum = 0, sq = 0;
     for (int r = 0; r < 300; ++r) sum += h[static_cast<std::size_t>(r * 132 + c + 1)];
     const double mean = sum / 300;
-    for (int r = 0; r < 300; ++r) sq += (h[static_cast<std::size_t>(r * 132 + c + 1)] - mean) * (h[static_cast<std::size_t>(r * 132 + c + 1)] - mean);
-    bad += std::abs(hs[static_cast<std::size_t>(c)] - sum) > 1e-4 || std::abs(hv[static_cast<std::size_t>(c)] - sq / 300) > 1e-5;
+    for (int r = 0; r < 300; ++r)
+      sq +=
+          (h[static_cast<std::size_t>(r * 132 + c + 1)] - mean) * (h[static_cast<std::size_t>(r * 132 + c + 1)] - mean);
+    bad += std::abs(hs[static_cast<std::size_t>(c)] - sum) > 1e-4 ||
+           std::abs(hv[static_cast<std::size_t>(c)] - sq / 300) > 1e-5;
   }
   CHECK(bad == 0);
   // bit-identical run to run: the combination order is fixed by the layout alone
@@ -205,7 +228,9 @@ TEST_CASE("every reduction x dtype over N and H*W around C (a batch norm's stati
           "[gpu][reductions][two_dims]") {
   // inner rows of 2,080 elements (a whole number of 16-byte vectors for every dtype): each block streams
   // part of one outer row; 2,091 (odd) and a strided view walk both dimensions element by element
-  const std::vector<Case> cases = {{{3, 5, 40, 52}, {0, 2, 3}}, {{3, 5, 40, 52}, {0, 2, 3}, true}, {{3, 5, 41, 51}, {0, 2, 3}},
+  const std::vector<Case> cases = {{{3, 5, 40, 52}, {0, 2, 3}},
+                                   {{3, 5, 40, 52}, {0, 2, 3}, true},
+                                   {{3, 5, 41, 51}, {0, 2, 3}},
                                    {{3, 5, 40, 104}, {0, 2, 3}, false, false, 2}};
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
@@ -247,7 +272,8 @@ TEST_CASE("min, max and their arg and nan forms follow NumPy's NaN rules", "[gpu
 
 TEST_CASE("prologues and epilogues fuse; reduction results compose", "[gpu][reductions]") {
   const std::int64_t n = 100003;
-  const auto hx = test::random<float>(static_cast<std::size_t>(n), -1, 1, 1), hy = test::random<float>(static_cast<std::size_t>(n), -1, 1, 2);
+  const auto hx = test::random<float>(static_cast<std::size_t>(n), -1, 1, 1),
+             hy = test::random<float>(static_cast<std::size_t>(n), -1, 1, 2);
   auto x = fz::asarray(hx), y = fz::asarray(hy);
   double dot = 0, dot_f32 = 0, sq = 0, total = 0;
   for (std::int64_t i = 0; i < n; ++i) {

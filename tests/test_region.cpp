@@ -92,8 +92,12 @@ TEST_CASE("a region splits at another shape and at a different view of written m
   INFO(plan_of(k));
   REQUIRE(k.kernels == 3);
   CHECK(k.plan[0].find("statements 1-2") != std::string::npos);
-  CHECK(k.plan[1].find("statement 3; a kernel of its own because its results have shape (64,), the kernel before (64, 64)") != std::string::npos);
-  CHECK(k.plan[2].find("statement 4; a kernel of its own because its results have shape (64, 64), the kernel before (64,)") != std::string::npos);
+  CHECK(k.plan[1].find(
+            "statement 3; a kernel of its own because its results have shape (64,), the kernel before (64, 64)") !=
+        std::string::npos);
+  CHECK(k.plan[2].find(
+            "statement 4; a kernel of its own because its results have shape (64, 64), the kernel before (64,)") !=
+        std::string::npos);
   region.discard();
 
   fz::Lazy transposed;
@@ -154,7 +158,8 @@ TEST_CASE("region misuse and edges: placeholders cannot run, inspecting nothing,
 }
 
 TEST_CASE("ten statements with eight temporaries are one kernel writing two arrays", "[region]") {
-  fz::Array<float> x = fz::placeholder<float>({1024}), y = fz::placeholder<float>({1024}), z = fz::placeholder<float>({1024});
+  fz::Array<float> x = fz::placeholder<float>({1024}), y = fz::placeholder<float>({1024}),
+                   z = fz::placeholder<float>({1024});
   fz::Lazy region;
   {
     fz::Array<float> a = x * 1.1f + y;

@@ -54,7 +54,8 @@ TEST_CASE("a region's results are bit-identical to its statements run one by one
 
 TEST_CASE("regions keep bits across products, 16-bit stores, casts and integer outputs", "[gpu][region]") {
   const std::int64_t n = 100003;
-  fz::Array<float> a = random_array<float>(n, -3, 3, 5), b = random_array<float>(n, -3, 3, 6), c = random_array<float>(n, -3, 3, 7);
+  fz::Array<float> a = random_array<float>(n, -3, 3, 5), b = random_array<float>(n, -3, 3, 6),
+                   c = random_array<float>(n, -3, 3, 7);
   fz::Array<double> da = random_array<double>(n, -3, 3, 8), db = random_array<double>(n, -3, 3, 9);
   auto statements = [&](fz::Array<float>& t, fz::Array<float>& u, fz::Array<fz::half>& h, fz::Array<float>& w,
                         fz::Array<std::int32_t>& k, fz::Array<double>& d) {

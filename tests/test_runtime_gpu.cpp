@@ -79,7 +79,8 @@ TEST_CASE("wait_event orders a consumer stream after a producer stream", "[gpu][
     const auto zh = z.to_host();
     const auto xh = x.to_host();
     std::size_t bad = 0;
-    for (std::int64_t i = 0; i < n; ++i) bad += zh[static_cast<std::size_t>(i)] != xh[static_cast<std::size_t>(i)] * 2.f + 1.f;
+    for (std::int64_t i = 0; i < n; ++i)
+      bad += zh[static_cast<std::size_t>(i)] != xh[static_cast<std::size_t>(i)] * 2.f + 1.f;
     CHECK(bad == 0);
   }
   producer.synchronize();
@@ -171,7 +172,8 @@ TEST_CASE("a memory limit raises OutOfMemoryError that says what to do, and leak
     fz::Array<float> big = fz::empty<float>({4 << 20});
     FAIL("expected OutOfMemoryError");
   } catch (const fz::OutOfMemoryError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("16777216 bytes") && Catch::Contains("limit") && Catch::Contains("FUSION_GPU_MEMORY_LIMIT"));
+    CHECK_THAT(e.what(), Catch::Contains("16777216 bytes") && Catch::Contains("limit") &&
+                             Catch::Contains("FUSION_GPU_MEMORY_LIMIT"));
   }
   // in the middle of an unfused chain: the temporaries that were made are released again
   fz::Array<float> x = fz::full<float>({1 << 20}, 1.f);
@@ -256,7 +258,8 @@ TEST_CASE("memory limit from the environment (child)", "[.][gpu][child]") {
   const std::size_t total = fz::Device(0).properties().total_memory;
   CHECK(fz::default_memory_pool().limit() == fz::parse_memory_limit(env, total));
   CHECK(fz::default_memory_pool().limit() > 0);
-  CHECK_THROWS_AS(fz::empty<std::uint8_t>({static_cast<std::int64_t>(fz::default_memory_pool().limit()) + 1}), fz::OutOfMemoryError);
+  CHECK_THROWS_AS(fz::empty<std::uint8_t>({static_cast<std::int64_t>(fz::default_memory_pool().limit()) + 1}),
+                  fz::OutOfMemoryError);
 }
 
 TEST_CASE("FUSION_GPU_MEMORY_LIMIT sets the pool's limit, as bytes or a percentage", "[gpu][memory]") {

@@ -54,13 +54,15 @@ TEST_CASE("pieces must agree off the split axis, and map_shards' arguments piece
   using fz::detail::check_shard_arguments;
   CHECK_NOTHROW(check_shard_arguments({{0, 1}, {0, 1}}, {0, 0}, {{4, 2}, {4, 2}}));
   CHECK_NOTHROW(check_shard_arguments({{0, 1}, {0, 1}}, {0, -1}, {{4, 2}, {}}));  // a replica broadcasts
-  CHECK_THROWS_WITH(check_shard_arguments({{0, 1}, {1, 0}}, {0, 0}, {{4, 2}, {4, 2}}), Catch::Contains("device by device"));
+  CHECK_THROWS_WITH(check_shard_arguments({{0, 1}, {1, 0}}, {0, 0}, {{4, 2}, {4, 2}}),
+                    Catch::Contains("device by device"));
   CHECK_THROWS_WITH(check_shard_arguments({{0, 1}, {0, 1}}, {0, 0}, {{4, 2}, {3, 3}}),
                     Catch::Contains("(3, 3)") && Catch::Contains("(4, 2)") && Catch::Contains("split both alike"));
   CHECK_THROWS_AS(check_shard_arguments({{0, 1}, {0, 1}}, {0, 1}, {{4, 2}, {4, 2}}), fz::ShapeError);
 }
 
-TEST_CASE("all_reduce refuses pieces of a split array, repeated devices and mismatched arrays before NCCL", "[sharded]") {
+TEST_CASE("all_reduce refuses pieces of a split array, repeated devices and mismatched arrays before NCCL",
+          "[sharded]") {
   auto a = fz::placeholder<float>({8}), b = fz::placeholder<float>({8});
   fz::Sharded<float> split({a, b}, 0);
   CHECK_THROWS_WITH(fz::all_reduce(split), Catch::Contains("one array per device") && Catch::Contains("axis 0"));
@@ -82,7 +84,8 @@ TEST_CASE("process groups: the NCCL id goes through a file whole, and a missing 
   CHECK_THROWS_AS(fz::ProcessGroup(path, 0, 0, 0), fz::Error);
   CHECK_THROWS_AS(fz::ProcessGroup("", 0, 1, 0), fz::Error);
   for (const char* v : {"FUSION_RANK", "RANK", "FUSION_WORLD_SIZE", "WORLD_SIZE", "FUSION_NCCL_ID_FILE"}) unsetenv(v);
-  CHECK_THROWS_WITH(fz::ProcessGroup::from_environment(), Catch::Contains("FUSION_NCCL_ID_FILE") && Catch::Contains("missing: rank"));
+  CHECK_THROWS_WITH(fz::ProcessGroup::from_environment(),
+                    Catch::Contains("FUSION_NCCL_ID_FILE") && Catch::Contains("missing: rank"));
 }
 
 TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the collective", "[sharded]") {
@@ -95,13 +98,18 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
     CHECK(k.kernels == 1);
   }
   const auto dot = fz::inspect_shards([](const auto& x, const auto& y) { return fz::sum(x * y); }, x, y);
-  const auto scaled = fz::inspect_shards([](const auto& x, const auto& b) { return x * b; }, x, fz::placeholder<float>({64}));
+  const auto scaled =
+      fz::inspect_shards([](const auto& x, const auto& b) { return x * b; }, x, fz::placeholder<float>({64}));
   REQUIRE(scaled.size() == 2);  // a plain array broadcasts against each piece
   CHECK_THAT(scaled[0].name, Catch::StartsWith("fz_mul_f32_"));
   CHECK_THAT(dot[1].variant, Catch::Contains("split over blocks"));
   const fz::Sharded<float> partials({fz::placeholder<float>({}), fz::placeholder<float>({})}, -1);
-  CHECK(fz::describe_all_reduce(partials, fz::Combine::max) == "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders: no device
-  CHECK(fz::describe_reduce_to(partials, 1) == "ncclReduce to device -1 (index 1) (sum) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");
+  CHECK(fz::describe_all_reduce(partials, fz::Combine::max) ==
+        "ncclAllReduce (max) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");  // placeholders:
+                                                                                                       // no device
+  CHECK(
+      fz::describe_reduce_to(partials, 1) ==
+      "ncclReduce to device -1 (index 1) (sum) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");
 }
 
 TEST_CASE("along() reads one array per device as pieces of one array, checked", "[sharded]") {
@@ -113,7 +121,8 @@ TEST_CASE("along() reads one array per device as pieces of one array, checked", 
   CHECK(stacked.axis() == 0);
   CHECK(stacked.shape() == fz::Shape{2, 3});
   CHECK(stacked.sizes() == std::vector<std::int64_t>{1, 1});
-  CHECK_THROWS_AS(fz::Sharded<float>({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0).along(-1), fz::ShapeError);
+  CHECK_THROWS_AS(fz::Sharded<float>({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0).along(-1),
+                  fz::ShapeError);
 }
 
 TEST_CASE("to_device refuses what it cannot copy before touching a GPU", "[sharded][transfer]") {

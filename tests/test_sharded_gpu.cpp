@@ -34,7 +34,8 @@ std::vector<int> distinct_devices() {
 }
 }  // namespace
 
-TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and empty pieces included", "[gpu][sharded]") {
+TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and empty pieces included",
+          "[gpu][sharded]") {
   const fz::Shape shape{7, 5, 3};
   const auto h = test::random<float>(105, -2, 2, 71);
   for (int axis = 0; axis < 3; ++axis) {
@@ -61,7 +62,8 @@ TEST_CASE("sharded arrays go to the devices and back along any axis, uneven and 
   CHECK_THROWS_AS(fz::Sharded<float>::from_host(h, {7, 5}, every_device(2)), fz::ShapeError);
 }
 
-TEST_CASE("scatter splits a device array over devices and gather puts the pieces back on one", "[gpu][sharded][transfer]") {
+TEST_CASE("scatter splits a device array over devices and gather puts the pieces back on one",
+          "[gpu][sharded][transfer]") {
   const fz::Shape shape{9, 6, 5};
   const auto h = test::random<float>(270, -2, 2, 77);
   const auto whole = fz::asarray(h, shape);
@@ -89,14 +91,16 @@ TEST_CASE("scatter splits a device array over devices and gather puts the pieces
 
 TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas broadcasting", "[gpu][sharded]") {
   const std::int64_t n = 1000, m = 37;
-  const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 72), hy = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 73);
+  const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 72),
+             hy = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 73);
   const auto hb = test::random<float>(static_cast<std::size_t>(m), -1, 1, 74);
   const auto devices = every_device(3);
   const auto x = fz::Sharded<float>::from_host(hx, {n, m}, devices, 0, {500, 1, 499});
   const auto y = fz::Sharded<float>::from_host(hy, {n, m}, devices, 0, {500, 1, 499});
   const auto bias = fz::Sharded<float>::replicate(fz::asarray(hb), devices);
   const auto launches = fz::stats().launches;
-  const auto z = fz::map_shards([](const auto& x, const auto& y, const auto& b) { return 2.5f * x + y * b; }, x, y, bias);
+  const auto z =
+      fz::map_shards([](const auto& x, const auto& y, const auto& b) { return 2.5f * x + y * b; }, x, y, bias);
   CHECK(fz::stats().launches - launches == 3);  // one kernel per piece
   CHECK(z.axis() == 0);
   CHECK(z.devices() == devices);  // each result on its piece's device
@@ -104,23 +108,28 @@ TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas br
   const auto hz = z.to_host();
   int bad = 0;
   for (std::int64_t i = 0; i < n * m; ++i) {
-    const double want = 2.5 * hx[static_cast<std::size_t>(i)] + double(hy[static_cast<std::size_t>(i)]) * hb[static_cast<std::size_t>(i % m)];
+    const double want = 2.5 * hx[static_cast<std::size_t>(i)] +
+                        double(hy[static_cast<std::size_t>(i)]) * hb[static_cast<std::size_t>(i % m)];
     bad += std::abs(hz[static_cast<std::size_t>(i)] - want) > 1e-5 * (1 + std::abs(want));
   }
   CHECK(bad == 0);
   // an empty piece computes nothing, the others as before
   const auto xe = fz::Sharded<float>::from_host(hx, {n, m}, devices, 0, {600, 0, 400});
   const auto ye = fz::Sharded<float>::from_host(hy, {n, m}, devices, 0, {600, 0, 400});
-  const auto ze = fz::map_shards([](const auto& x, const auto& y, const auto& b) { return 2.5f * x + y * b; }, xe, ye, bias).to_host();
+  const auto ze =
+      fz::map_shards([](const auto& x, const auto& y, const auto& b) { return 2.5f * x + y * b; }, xe, ye, bias)
+          .to_host();
   CHECK(ze == hz);  // the same elementwise arithmetic, however the rows are split
   // pieces split differently do not pair up
   const auto other = fz::Sharded<float>::from_host(hy, {n, m}, devices, 0);
   CHECK_THROWS_AS(fz::map_shards([](const auto& a, const auto& b) { return a + b; }, x, other), fz::ShapeError);
 }
 
-TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied to other devices once", "[gpu][sharded][transfer]") {
+TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied to other devices once",
+          "[gpu][sharded][transfer]") {
   const std::int64_t n = 300, m = 40;
-  const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 91), hb = test::random<float>(static_cast<std::size_t>(m), -1, 1, 92);
+  const auto hx = test::random<float>(static_cast<std::size_t>(n * m), -2, 2, 91),
+             hb = test::random<float>(static_cast<std::size_t>(m), -1, 1, 92);
   const auto devices = every_device(3);
   const auto x = fz::Sharded<float>::from_host(hx, {n, m}, devices, 0);
   auto bias = fz::asarray(hb);  // on device 0
@@ -129,14 +138,17 @@ TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied 
     const auto hz = z.to_host();
     int bad = 0;
     for (std::int64_t i = 0; i < n * m; ++i)
-      bad += hz[static_cast<std::size_t>(i)] != hx[static_cast<std::size_t>(i)] * b[static_cast<std::size_t>(i % m)] + 1.f;
+      bad +=
+          hz[static_cast<std::size_t>(i)] != hx[static_cast<std::size_t>(i)] * b[static_cast<std::size_t>(i % m)] + 1.f;
     return bad;
   };
   fz::forget_replicas();
   CHECK(check(fz::map_shards(scaled, x, bias), hb) == 0);
-  CHECK(check(fz::map_shards([](const auto& b, const auto& x) { return x * b + 1.f; }, bias, x), hb) == 0);  // in any position
+  CHECK(check(fz::map_shards([](const auto& b, const auto& x) { return x * b + 1.f; }, bias, x), hb) ==
+        0);  // in any position
   // every other device holds one copy, made by the first call and reused by the second
-  const auto others = static_cast<std::size_t>(std::min(fz::device_count(), 3) - 1);  // devices of the pieces but the bias's
+  const auto others =
+      static_cast<std::size_t>(std::min(fz::device_count(), 3) - 1);  // devices of the pieces but the bias's
   CHECK(fz::forget_replicas() == others);
   // a write fusion makes is seen: the next call copies the new values
   CHECK(check(fz::map_shards(scaled, x, bias), hb) == 0);
@@ -154,7 +166,8 @@ TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied 
   CHECK_THROWS_AS(fz::map_shards(scaled, x, fz::asarray(test::random<float>(7, -1, 1, 93))), fz::ShapeError);
 }
 
-TEST_CASE("fusion counts every write it makes to an array, so cached replicas know when they are stale", "[gpu][sharded][transfer]") {
+TEST_CASE("fusion counts every write it makes to an array, so cached replicas know when they are stale",
+          "[gpu][sharded][transfer]") {
   // The replica cache compares these counts; with one GPU it never copies (replicas on the array's own
   // device are the array), so the counting is checked here directly, path by path.
   auto a = fz::asarray(test::random<float>(1000, -1, 1, 95));
@@ -190,7 +203,8 @@ TEST_CASE("fusion counts every write it makes to an array, so cached replicas kn
 TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the total on every device", "[gpu][sharded]") {
   if (!fz::nccl_available()) FAIL("NCCL is needed here and did not load: " << fz::nccl_unavailable_reason());
   const std::int64_t n = (std::int64_t{1} << 20) + 7;
-  const auto hx = test::random<float>(static_cast<std::size_t>(n), -1, 1, 75), hy = test::random<float>(static_cast<std::size_t>(n), -1, 1, 76);
+  const auto hx = test::random<float>(static_cast<std::size_t>(n), -1, 1, 75),
+             hy = test::random<float>(static_cast<std::size_t>(n), -1, 1, 76);
   const auto devices = distinct_devices();  // one rank per GPU: 1 here, 2 on the two-GPU machine
   const auto x = fz::Sharded<float>::from_host(hx, {n}, devices);
   const auto y = fz::Sharded<float>::from_host(hy, {n}, devices);
@@ -236,11 +250,16 @@ TEST_CASE("a sharded sum: a fused partial per device, NCCL's all-reduce, the tot
 namespace {
 /// sum, prod, max or min (op 0..3) of rows [r0, r1) x columns [c0, c1) of the C-ordered R x C matrix `h`:
 /// everything (axis -1), down the rows (axis 0: one value per column) or along them (axis 1).
-std::vector<double> host_reduce(const std::vector<double>& h, std::int64_t C, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
-                                int axis, int op) {
+std::vector<double> host_reduce(const std::vector<double>& h, std::int64_t C, std::int64_t r0, std::int64_t r1,
+                                std::int64_t c0, std::int64_t c1, int axis, int op) {
   auto start = [&] { return op == 0 ? 0.0 : op == 1 ? 1.0 : op == 2 ? -1e300 : 1e300; };
-  auto fold = [&](double a, double v) { return op == 0 ? a + v : op == 1 ? a * v : op == 2 ? std::max(a, v) : std::min(a, v); };
-  std::vector<double> out(axis < 0 ? 1 : axis == 0 ? static_cast<std::size_t>(c1 - c0) : static_cast<std::size_t>(r1 - r0), start());
+  auto fold = [&](double a, double v) {
+    return op == 0 ? a + v : op == 1 ? a * v : op == 2 ? std::max(a, v) : std::min(a, v);
+  };
+  std::vector<double> out(axis < 0    ? 1
+                          : axis == 0 ? static_cast<std::size_t>(c1 - c0)
+                                      : static_cast<std::size_t>(r1 - r0),
+                          start());
   for (std::int64_t r = r0; r < r1; ++r)
     for (std::int64_t c = c0; c < c1; ++c) {
       double& o = out[axis < 0 ? 0 : axis == 0 ? static_cast<std::size_t>(c - c0) : static_cast<std::size_t>(r - r0)];
@@ -256,7 +275,9 @@ bool near(const std::vector<double>& got, const std::vector<double>& want) {
 }
 }  // namespace
 
-TEST_CASE("every reduction of a split matrix: along the split axis (a partial per piece, NCCL combines) and along kept ones", "[gpu][sharded]") {
+TEST_CASE(
+    "every reduction of a split matrix: along the split axis (a partial per piece, NCCL combines) and along kept ones",
+    "[gpu][sharded]") {
   const std::int64_t R = 61, C = 47;
   const auto h = test::random<double>(static_cast<std::size_t>(R * C), 0.8, 1.2, 90);  // a product of 61 stays near 1
   const fz::Combine combine[] = {fz::Combine::sum, fz::Combine::prod, fz::Combine::max, fz::Combine::min};
@@ -290,7 +311,8 @@ TEST_CASE("every reduction of a split matrix: along the split axis (a partial pe
           CHECK(partial.axis() == -1);
           for (int i = 0; i < partial.count(); ++i) {
             fz::DeviceScope on{fz::Device(partial.device(i))};
-            CHECK(near(partial[i].to_host(), host_reduce(h, C, rows[i].first, rows[i].second, cols[i].first, cols[i].second, axis, op)));
+            CHECK(near(partial[i].to_host(),
+                       host_reduce(h, C, rows[i].first, rows[i].second, cols[i].first, cols[i].second, axis, op)));
           }
           if (distinct && nccl) {
             fz::all_reduce(partial, combine[op]);
@@ -321,7 +343,8 @@ TEST_CASE("every reduction of a split matrix: along the split axis (a partial pe
     }
 }
 
-TEST_CASE("to_device copies between devices: same device, peer and staged, in both streams' order", "[gpu][sharded][transfer]") {
+TEST_CASE("to_device copies between devices: same device, peer and staged, in both streams' order",
+          "[gpu][sharded][transfer]") {
   // Every ordered pair of devices (one GPU: device 0 to itself, where the staged route still runs through
   // the host), every route the pair allows. Sizes: empty, one element, odd, and 3.3 staging chunks of
   // 8 MiB, so the two staging buffers are each reused.
@@ -332,7 +355,8 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
       if (from != to && fz::describe_copy_route(from, to).starts_with("peer")) routes.push_back(fz::CopyRoute::peer);
       for (const fz::CopyRoute route : routes)
         for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, std::int64_t{7'000'001}}) {
-          INFO("device " << from << " to " << to << ", " << fz::describe_copy_route(from, to, route) << ", " << n << " elements");
+          INFO("device " << from << " to " << to << ", " << fz::describe_copy_route(from, to, route) << ", " << n
+                         << " elements");
           const auto h = test::random<float>(static_cast<std::size_t>(n), -3, 3, static_cast<unsigned>(80 + n % 97));
           fz::Array<float> a, b;
           {
@@ -358,7 +382,8 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
     const auto ht = t.to_host();
     int bad = 0;
     for (int i = 0; i < 257; ++i)
-      for (int j = 0; j < 300; ++j) bad += ht[static_cast<std::size_t>(i * 300 + j)] != h[static_cast<std::size_t>(j * 257 + i)];
+      for (int j = 0; j < 300; ++j)
+        bad += ht[static_cast<std::size_t>(i * 300 + j)] != h[static_cast<std::size_t>(j * 257 + i)];
     CHECK(bad == 0);
     const auto hb = test::random<fz::bfloat16>(4099, -3, 3, 82);
     const auto hi = test::random<std::int64_t>(4099, -1e12, 1e12, 83);
@@ -426,7 +451,8 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
       // an event belongs to its device's streams
       fz::Event on0;
       fz::DeviceScope on{fz::Device(1)};
-      CHECK_THROWS_WITH(fz::Stream().record(on0), Catch::Contains("an event of device 0 cannot be recorded on a stream of device 1"));
+      CHECK_THROWS_WITH(fz::Stream().record(on0),
+                        Catch::Contains("an event of device 0 cannot be recorded on a stream of device 1"));
     }
   }
   SECTION("errors name what to fix") {
@@ -438,7 +464,8 @@ TEST_CASE("to_device copies between devices: same device, peer and staged, in bo
   }
 }
 
-TEST_CASE("a peer copy maps the source's pool into the target device, or the driver copies through the host", "[gpu][sharded][transfer]") {
+TEST_CASE("a peer copy maps the source's pool into the target device, or the driver copies through the host",
+          "[gpu][sharded][transfer]") {
   // cuCtxEnablePeerAccess covers cuMemAlloc's memory, not a memory pool's: without the pool's own access
   // grant, cuMemcpyPeerAsync still copies fusion's arrays, but staged through the host by the driver (38
   // GB/s where NVLink gives hundreds). The grant is what a peer copy needs; the bench shows the speed.
@@ -476,7 +503,8 @@ TEST_CASE("a peer copy maps the source's pool into the target device, or the dri
   CHECK(pairs == (n_dev > 1 && fz::describe_copy_route(0, 1).starts_with("peer") ? n_dev * (n_dev - 1) : 0));
 }
 
-TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context", "[.][gpu][child][virtual_gpus]") {
+TEST_CASE("the virtual-GPU stand-in shows one GPU as two devices, each with its own context",
+          "[.][gpu][child][virtual_gpus]") {
   // [child]: runs only where its caller set it up, here scripts/gpu-check's `virtual` stage, through
   // tests/tools/virtual_gpus.cpp. It checks that the stand-in is in place, so the [sharded] run beside it
   // really went over two devices.
@@ -518,7 +546,8 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child
   // this rank's piece of a host matrix split by columns, as Sharded::from_host splits over devices
   const auto hm = test::random<float>(9 * 7, -1, 1, 94);
   const auto piece = group.local_piece(hm, {9, 7}, 1);
-  const auto split = fz::Sharded<float>::from_host(hm, {9, 7}, std::vector<int>(static_cast<std::size_t>(group.size()), group.device()), 1);
+  const auto split = fz::Sharded<float>::from_host(
+      hm, {9, 7}, std::vector<int>(static_cast<std::size_t>(group.size()), group.device()), 1);
   CHECK(piece.device() == group.device());
   CHECK(piece.to_host() == split[group.rank()].to_host());
   auto c = fz::full<double>({5}, 0.5 * (group.rank() + 1));
@@ -530,7 +559,8 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child
   // with two ranks, with rank 0's piece empty. Each rank reduces its piece along the split axis (a partial:
   // NCCL combines them into the whole matrix's result) and along the kept axis (its piece of the result).
   const std::int64_t R = 13, C = 29;
-  const auto hd = test::random<double>(static_cast<std::size_t>(R * C), 0.8, 1.2, 96);  // products of 13 or 29 stay moderate
+  const auto hd =
+      test::random<double>(static_cast<std::size_t>(R * C), 0.8, 1.2, 96);  // products of 13 or 29 stay moderate
   for (int axis = 0; axis < 2; ++axis)
     for (const bool empty_first : {false, true}) {
       if (empty_first && group.size() != 2) continue;
@@ -544,7 +574,8 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child
       INFO("split along axis " << axis << ", this rank's piece [" << begin << ", " << end << ")");
       const auto x = group.local_piece(hd, whole, axis, given);
       CHECK(x.shape()[axis] == end - begin);
-      const std::int64_t r0 = axis == 0 ? begin : 0, r1 = axis == 0 ? end : R, c0 = axis == 1 ? begin : 0, c1 = axis == 1 ? end : C;
+      const std::int64_t r0 = axis == 0 ? begin : 0, r1 = axis == 0 ? end : R, c0 = axis == 1 ? begin : 0,
+                         c1 = axis == 1 ? end : C;
       fz::Array<double> total = fz::sum(x, axis), product = fz::prod(x, axis);
       CHECK(near(total.to_host(), host_reduce(hd, C, r0, r1, c0, c1, axis, 0)));  // this rank's partial
       group.all_reduce(total);
@@ -557,7 +588,8 @@ TEST_CASE("process group child: one rank, from the environment", "[.][gpu][child
     }
 }
 
-TEST_CASE("a process group's ranks run on the GPUs they are given (two ranks as two threads of one process)", "[gpu][sharded]") {
+TEST_CASE("a process group's ranks run on the GPUs they are given (two ranks as two threads of one process)",
+          "[gpu][sharded]") {
   if (!fz::nccl_available()) FAIL("NCCL is needed here and did not load: " << fz::nccl_unavailable_reason());
   // NCCL takes a rank's GPU from the CUDA runtime's current device: ranks that fusion put on their devices
   // but whose threads had no context current all claimed device 0, and NCCL refused the second one
@@ -601,8 +633,11 @@ TEST_CASE("several processes, one GPU each, bootstrapped through a shared file",
   const std::string file = fmt::format("/tmp/fusion-nccl-id-{}", ::getpid());
   std::string cmd = "sh -c '";
   for (int r = 0; r < world; ++r)
-    cmd += fmt::format("FUSION_RANK={0} FUSION_WORLD_SIZE={1} FUSION_DEVICE={0} FUSION_NCCL_ID_FILE={2} {3} --gpu \"[process_group_child]\" "
-                       "> {2}.{0}.log 2>&1 & p{0}=$!; ", r, world, file, FUSION_TEST_BINARY);
+    cmd += fmt::format(
+        "FUSION_RANK={0} FUSION_WORLD_SIZE={1} FUSION_DEVICE={0} FUSION_NCCL_ID_FILE={2} {3} --gpu "
+        "\"[process_group_child]\" "
+        "> {2}.{0}.log 2>&1 & p{0}=$!; ",
+        r, world, file, FUSION_TEST_BINARY);
   cmd += "s=0; ";
   for (int r = 0; r < world; ++r) cmd += fmt::format("wait $p{} || s=1; ", r);
   cmd += "exit $s'";

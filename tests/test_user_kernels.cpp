@@ -66,11 +66,13 @@ TEST_CASE("placeholders bind from arrays first, then from scalars", "[user][para
   const auto in = parse_params("T x, T y, U s", "test");
   const auto out = parse_params("T z", "test");
   // arrays bind T; the scalar binds U
-  auto b = bind_types(in, out, std::vector<ArgKind>{{true, DType::float16}, {true, DType::float16}, {false, DType::float64}}, "k");
+  auto b = bind_types(
+      in, out, std::vector<ArgKind>{{true, DType::float16}, {true, DType::float16}, {false, DType::float64}}, "k");
   CHECK(b.find("T") == DType::float16);
   CHECK(b.find("U") == DType::float64);
   // a scalar for T adapts to the array's T (NumPy's weak scalars)
-  b = bind_types(parse_params("T x, T y", "t"), out, std::vector<ArgKind>{{false, DType::float64}, {true, DType::int32}}, "k");
+  b = bind_types(parse_params("T x, T y", "t"), out,
+                 std::vector<ArgKind>{{false, DType::float64}, {true, DType::int32}}, "k");
   CHECK(b.find("T") == DType::int32);
   // only scalars: the first binds
   b = bind_types(parse_params("T x", "t"), out, std::vector<ArgKind>{{false, DType::float32}}, "k");
@@ -95,9 +97,12 @@ TEST_CASE("arguments that do not fit the parameters are TypeErrors naming the pa
     return "no error";
   };
   const ArgKind f32{true, DType::float32}, f64{true, DType::float64}, i32{true, DType::int32};
-  CHECK_THAT(message(K{f32, f32, f32}), Catch::Contains("takes 4 inputs (x, y, w, r) and optionally 1 output (z); got 3"));
-  CHECK_THAT(message(K{f32, f64, f32, i32}), Catch::Contains("placeholder T is float32 from 'x' but the array for 'y' is float64"));
-  CHECK_THAT(message(K{f32, f32, f64, i32}), Catch::Contains("the input 'w' is float32 but the array passed for it is float64"));
+  CHECK_THAT(message(K{f32, f32, f32}),
+             Catch::Contains("takes 4 inputs (x, y, w, r) and optionally 1 output (z); got 3"));
+  CHECK_THAT(message(K{f32, f64, f32, i32}),
+             Catch::Contains("placeholder T is float32 from 'x' but the array for 'y' is float64"));
+  CHECK_THAT(message(K{f32, f32, f64, i32}),
+             Catch::Contains("the input 'w' is float32 but the array passed for it is float64"));
   CHECK_THAT(message(K{f32, f32, f32, {false, DType::int32}}), Catch::Contains("raw input 'r' needs an array"));
   CHECK_THAT(message(K{f32, f32, f32, i32, {false, DType::float32}}), Catch::Contains("output 'z' needs an array"));
   CHECK_THAT(message(K{f32, f32, f32, i32, f64}), Catch::Contains("placeholder T is float32"));
@@ -187,7 +192,8 @@ TEST_CASE("user kernel mistakes are typed errors with what to fix", "[user][erro
   CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 x", "x = 1", "k"), fz::TypeError);
   CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "  ", "k"), fz::TypeError);
   CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "y = x", "my kernel"), fz::TypeError);
-  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "y = x", "k", {.options = {"-arch=sm_80"}}), fz::TypeError);
+  CHECK_THROWS_AS(fz::ElementwiseKernel("float32 x", "float32 y", "y = x", "k", {.options = {"-arch=sm_80"}}),
+                  fz::TypeError);
   // wrong argument count and dtype name the parameter
   fz::ElementwiseKernel sq("float32 x, float32 y", "float32 z", "z = x * y", "sq");
   CHECK_THROWS_WITH(sq.inspect(x), Catch::Contains("takes 2 inputs (x, y)"));
@@ -196,7 +202,8 @@ TEST_CASE("user kernel mistakes are typed errors with what to fix", "[user][erro
   CHECK_THROWS_AS(sq.inspect(x, fz::placeholder<float>({5})), fz::ShapeError);
   CHECK_THROWS_WITH(sq.inspect(x, fz::placeholder<float>({5})), Catch::Contains("x, y ((4,), (5,))"));
   auto m24 = fz::placeholder<float>({2, 4});
-  CHECK_THROWS_WITH(sq.inspect(m24, x, x), Catch::Contains("the output 'z' has shape (4,) but the arguments broadcast to (2, 4)"));
+  CHECK_THROWS_WITH(sq.inspect(m24, x, x),
+                    Catch::Contains("the output 'z' has shape (4,) but the arguments broadcast to (2, 4)"));
   CHECK_NOTHROW(sq.inspect(x, x, m24));  // an output broadcasts the inputs, as in CuPy
   // scalars that do not fit their parameter
   fz::ElementwiseKernel shift("int8 x, int8 s", "int8 y", "y = x << s", "shift");
@@ -222,12 +229,16 @@ TEST_CASE("ReductionKernel generates the fused reductions' layouts around the us
   const auto rows = l2norm.inspect(m, fz::Axes(1));
   CHECK_THAT(rows.source, Catch::Contains("typedef double T;"));
   CHECK(rows.name != full.name);
-  CHECK_THAT(l2norm.inspect(m, fz::Axes(0)).variant, Catch::Contains("8 rows of 32 threads"));  // 300 columns share blocks
+  CHECK_THAT(l2norm.inspect(m, fz::Axes(0)).variant,
+             Catch::Contains("8 rows of 32 threads"));  // 300 columns share blocks
 
   // scalars, a reduce_type wider than the inputs, loop_prep / after_loop, a preamble
   fz::ReductionKernel weighted("T x, T w, float64 scale", "float64 y", "(double)x * w", "a + b", "y = a * scale + bias",
-                               "0", "weighted", {.preamble = "#define FZ_TEST_BIAS 0", .reduce_type = "float64",
-                                                 .loop_prep = "double bias = FZ_TEST_BIAS", .after_loop = "bias += 0.0"});
+                               "0", "weighted",
+                               {.preamble = "#define FZ_TEST_BIAS 0",
+                                .reduce_type = "float64",
+                                .loop_prep = "double bias = FZ_TEST_BIAS",
+                                .after_loop = "bias += 0.0"});
   auto h = fz::placeholder<fz::half>({4096});
   const auto kw = weighted.inspect(h, h, 2.0);
   CHECK_THAT(kw.source, Catch::Contains("double bias = FZ_TEST_BIAS;"));
@@ -235,8 +246,10 @@ TEST_CASE("ReductionKernel generates the fused reductions' layouts around the us
 }
 
 TEST_CASE("ReductionKernel mistakes are typed errors", "[user][errors]") {
-  CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y, T z", "x", "a + b", "y = a", "0", "r"), Catch::Contains("exactly one"));
-  CHECK_THROWS_WITH(fz::ReductionKernel("raw T x", "T y", "x", "a + b", "y = a", "0", "r"), Catch::Contains("ElementwiseKernel only"));
+  CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y, T z", "x", "a + b", "y = a", "0", "r"),
+                    Catch::Contains("exactly one"));
+  CHECK_THROWS_WITH(fz::ReductionKernel("raw T x", "T y", "x", "a + b", "y = a", "0", "r"),
+                    Catch::Contains("ElementwiseKernel only"));
   CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y", "x", "a + b", "y = a", "", "r"), Catch::Contains("identity"));
   CHECK_THROWS_WITH(fz::ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "r", {.reduce_type = "V"}),
                     Catch::Contains("reduce_type 'V'"));
@@ -245,7 +258,8 @@ TEST_CASE("ReductionKernel mistakes are typed errors", "[user][errors]") {
   CHECK_THROWS_AS(broken.inspect(v), fz::CompileError);
   fz::ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "plain_sum");
   CHECK_THROWS_WITH(sum.inspect(v, fz::Axes(1)), Catch::Contains("axis 1 is out of range"));
-  CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<float>({3})), Catch::Contains("the output 'y' has shape (3,) but the reduction gives ()"));
+  CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<float>({3})),
+                    Catch::Contains("the output 'y' has shape (3,) but the reduction gives ()"));
   CHECK_THROWS_WITH(sum.inspect(v, fz::placeholder<double>({})), Catch::Contains("the array for 'y' is float64"));
   CHECK_THROWS_WITH(sum.inspect(v, fz::Axes(0), v), Catch::Contains("axes after every array"));
 }
@@ -297,11 +311,14 @@ TEST_CASE("fz::function is defined once per kernel and fuses with everything aro
   const auto k = fz::inspect(fz::sqrt(sq_r(x, y)) + 1.f);
   CHECK(k.kernels == 1);
   CHECK(k.name.starts_with("fz_sq_r_sqrt_add_f32_"));
-  CHECK_THAT(k.source, Catch::Contains("__device__ __forceinline__ float sq_r(float x, float y) { return x * x + y * y; }"));
+  CHECK_THAT(k.source,
+             Catch::Contains("__device__ __forceinline__ float sq_r(float x, float y) { return x * x + y * y; }"));
   // called twice (and with a scalar, converted to the parameter's dtype): defined once
   const auto twice = fz::inspect(sq_r(x, y) - sq_r(y, 2));
   std::size_t defs = 0;
-  for (std::size_t at = twice.source.find("float sq_r("); at != std::string::npos; at = twice.source.find("float sq_r(", at + 1)) ++defs;
+  for (std::size_t at = twice.source.find("float sq_r("); at != std::string::npos;
+       at = twice.source.find("float sq_r(", at + 1))
+    ++defs;
   CHECK(defs == 1);
   // the same definition made again is the same kernel (stable across objects and processes)
   auto again = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
@@ -336,13 +353,16 @@ TEST_CASE("fz::function mistakes are typed errors", "[user][function][errors]") 
 
 TEST_CASE("a generated ElementwiseKernel matches its golden file", "[user][golden]") {
   fz::ElementwiseKernel k("T x, raw T y, float32 s", "T z", "z = x * s + y[i % y.size()]", "scaled_plus_raw");
-  auto x = fz::placeholder<fz::half>({64, 48}).transpose(), y = fz::placeholder<fz::half>({16}), z = fz::placeholder<fz::half>({48, 64});
+  auto x = fz::placeholder<fz::half>({64, 48}).transpose(), y = fz::placeholder<fz::half>({16}),
+       z = fz::placeholder<fz::half>({48, 64});
   test::check_golden("elementwise_kernel", k.inspect(x, y, 2.5f, z).source);
 }
 
 TEST_CASE("ElementwiseKernel code that reads no index streams 16-byte vectors, as fused kernels do", "[user][nvrtc]") {
   using fz::codegen::reads_index;
-  auto spec = [](const char* code) { return fz::codegen::make_elementwise_spec("float32 x", "float32 z", code, "k", "", {}); };
+  auto spec = [](const char* code) {
+    return fz::codegen::make_elementwise_spec("float32 x", "float32 z", code, "k", "", {});
+  };
   CHECK(reads_index(spec("z = x * i")));
   CHECK(reads_index(spec("z = x / _ind.size()")));
   CHECK(reads_index(spec("z = x; /* i */")));  // a comment counts: the rule is conservative
@@ -359,7 +379,8 @@ TEST_CASE("ElementwiseKernel code that reads no index streams 16-byte vectors, a
   CHECK(k.variant == "linear, 4-wide vectors, 32-bit index");
   CHECK(!k.arch.empty());
   CHECK_THAT(diff.inspect(x, fz::placeholder<float>({1})).variant, Catch::Contains("4-wide vectors"));  // a broadcast y
-  CHECK_THAT(diff.inspect(fz::placeholder<float>({8, 1}), fz::placeholder<float>({5})).variant, Catch::Contains("strided"));
+  CHECK_THAT(diff.inspect(fz::placeholder<float>({8, 1}), fz::placeholder<float>({5})).variant,
+             Catch::Contains("strided"));
   const auto h = acc.inspect(fz::placeholder<fz::half>({4096}), fz::placeholder<fz::half>({4096}));  // reads its output
   CHECK(h.variant == "T=float16, linear, 8-wide vectors, 32-bit index");
   CHECK_THAT(h.source, Catch::Contains("float z = fz_half_to_float(_fz_w_z.v[_fz_k]);"));
@@ -367,5 +388,6 @@ TEST_CASE("ElementwiseKernel code that reads no index streams 16-byte vectors, a
   const auto m = mixed.inspect(x, 2.0);  // a float64 output: 2-wide vectors for every array
   CHECK(m.variant == "linear, 2-wide vectors, 32-bit index");
   CHECK(!m.arch.empty());
-  CHECK(diff.inspect(fz::placeholder<float>({3}), fz::placeholder<float>({3})).variant == "linear, 32-bit index");  // under one vector
+  CHECK(diff.inspect(fz::placeholder<float>({3}), fz::placeholder<float>({3})).variant ==
+        "linear, 32-bit index");  // under one vector
 }

@@ -179,9 +179,10 @@ TEST_CASE("ReductionKernel matches host references over every axis choice", "[gp
   CHECK(empty_rows.to_host() == std::vector<float>{0, 0, 0});
   // CuPy's _in_ind / _out_ind sizes, loop_prep and after_loop around post_map, a scalar input, and
   // 16-bit input reduced in float32
-  fz::ReductionKernel mean_abs("T x, float32 shift", "float32 y", "fabsf((float)x) + shift", "a + b",
-                               "y = a / (_in_ind.size() / _out_ind.size()) + offset", "0", "mean_abs",
-                               {.reduce_type = "float32", .loop_prep = "float offset = 0.25f", .after_loop = "offset *= 2"});
+  fz::ReductionKernel mean_abs(
+      "T x, float32 shift", "float32 y", "fabsf((float)x) + shift", "a + b",
+      "y = a / (_in_ind.size() / _out_ind.size()) + offset", "0", "mean_abs",
+      {.reduce_type = "float32", .loop_prep = "float offset = 0.25f", .after_loop = "offset *= 2"});
   const auto hh = test::random<fz::half>(64 * 1000, -3, 3, 43);
   fz::Array<fz::half> h = fz::asarray(hh, {64, 1000});
   std::vector<double> want(64, 0);
@@ -262,8 +263,9 @@ extern "C" __global__ void add_value(float* y, float v, int n) {
   CHECK(test::mismatches(r.to_host(), want_r, fz::DType::float32) == 0);
 
   // a kernel the module does not have; an empty grid
-  CHECK_THROWS_WITH(module.get_function("missing").attributes(),
-                    Catch::Contains("no kernel named 'missing'") && Catch::Contains("reverse_blocks") && Catch::Contains("add_value"));
+  CHECK_THROWS_WITH(module.get_function("missing").attributes(), Catch::Contains("no kernel named 'missing'") &&
+                                                                     Catch::Contains("reverse_blocks") &&
+                                                                     Catch::Contains("add_value"));
   CHECK_THROWS_AS(square({0}, {128}, x, y, n), fz::Error);
   fz::RawKernel broken("extern \"C\" __global__ void k(float* x) { x[0] = undefined_name; }", "k");
   CHECK_THROWS_AS(broken({1}, {1}, x), fz::CompileError);
@@ -307,7 +309,8 @@ TEST_CASE("fz::function runs inside fused expressions and reductions", "[gpu][us
   CHECK(c.to_host() == wc);
 }
 
-TEST_CASE("ElementwiseKernel vectors: tails, outputs read and written, 16-bit, mixed widths, misaligned views", "[gpu][user]") {
+TEST_CASE("ElementwiseKernel vectors: tails, outputs read and written, 16-bit, mixed widths, misaligned views",
+          "[gpu][user]") {
   const std::size_t n = 1001;  // 250 vectors of 4 and a tail of one
   const auto hx = test::random<float>(n, -5, 5, 61), hy = test::random<float>(n, -5, 5, 62);
   auto x = fz::asarray(hx), y = fz::asarray(hy);
@@ -323,7 +326,8 @@ TEST_CASE("ElementwiseKernel vectors: tails, outputs read and written, 16-bit, m
   fz::Array<fz::half> total = fz::full<fz::half>({static_cast<std::int64_t>(n)}, fz::half(1.0f));
   acc(h, total);
   const auto t = total.to_host();
-  for (std::size_t i = 0; i < n; ++i) CHECK(static_cast<float>(t[i]) == static_cast<float>(fz::half(1.0f + static_cast<float>(hh[i]))));
+  for (std::size_t i = 0; i < n; ++i)
+    CHECK(static_cast<float>(t[i]) == static_cast<float>(fz::half(1.0f + static_cast<float>(hh[i]))));
 
   // float32 in, float64 out: 2-wide vectors for both; a broadcast scale
   fz::ElementwiseKernel mixed("float32 x, float64 s", "float64 z", "z = x * s", "vec_mixed");

@@ -15,10 +15,11 @@
 namespace fusion {
 
 template <class T> class Array : public ArrayBase {
-  static_assert(Element<T>,
-                "fz::Array<T>: T must be bool, std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, "
-                "std::uint16_t, std::uint32_t, std::uint64_t, fz::half, fz::bfloat16, float or double (long long, char and "
-                "long double are other types; CUDA's __half and __nv_bfloat16 convert through <fusion/cuda_types.hpp>)");
+  static_assert(
+      Element<T>,
+      "fz::Array<T>: T must be bool, std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, "
+      "std::uint16_t, std::uint32_t, std::uint64_t, fz::half, fz::bfloat16, float or double (long long, char and "
+      "long double are other types; CUDA's __half and __nv_bfloat16 convert through <fusion/cuda_types.hpp>)");
 
  public:
   using value_type = T;
@@ -29,7 +30,10 @@ template <class T> class Array : public ArrayBase {
   Array(const Array& o) : ArrayBase(o.contiguous_copy()) {}
   Array(Array&&) noexcept = default;
   /// Evaluates an expression into a new array of its shape (converting to T on store).
-  template <Expression E> Array(const E& e) : ArrayBase(dtype_v) { detail::assign(*this, e, detail::AssignMode::fresh); }
+  template <Expression E>
+  Array(const E& e) : ArrayBase(dtype_v) {
+    detail::assign(*this, e, detail::AssignMode::fresh);
+  }
   template <Element U> requires(!std::is_same_v<U, T>) explicit Array(const Array<U>& o) : ArrayBase(dtype_v) {
     detail::assign(*this, detail::to_node(o), detail::AssignMode::fresh);
   }
@@ -46,10 +50,14 @@ template <class T> class Array : public ArrayBase {
     return *this;
   }
   /// In place; the right-hand side broadcasts to this array's shape. One kernel.
-  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator+=(const E& e) { return update<ir::Op::add>(e); }
-  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator-=(const E& e) { return update<ir::Op::sub>(e); }
-  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator*=(const E& e) { return update<ir::Op::mul>(e); }
-  template <class E> requires(Operand<E> || CppScalar<E>) Array& operator/=(const E& e) { return update<ir::Op::div>(e); }
+  template <class E>
+  requires(Operand<E> || CppScalar<E>) Array& operator+=(const E& e) { return update<ir::Op::add>(e); }
+  template <class E>
+  requires(Operand<E> || CppScalar<E>) Array& operator-=(const E& e) { return update<ir::Op::sub>(e); }
+  template <class E>
+  requires(Operand<E> || CppScalar<E>) Array& operator*=(const E& e) { return update<ir::Op::mul>(e); }
+  template <class E>
+  requires(Operand<E> || CppScalar<E>) Array& operator/=(const E& e) { return update<ir::Op::div>(e); }
 
   /// Elements in C order, after the work on the current stream of the array's device completes.
   std::vector<T> to_host() const {
@@ -76,7 +84,8 @@ template <class T> class Array : public ArrayBase {
   }
   /// The single element of a size-1 array (synchronizes).
   T item() const {
-    if (size() != 1) throw ShapeError("item() needs an array of exactly one element; this one has shape " + to_string(shape()));
+    if (size() != 1)
+      throw ShapeError("item() needs an array of exactly one element; this one has shape " + to_string(shape()));
     T v;
     download(&v);
     return v;
@@ -111,7 +120,10 @@ template <Element T, class E> requires(Operand<E> || CppScalar<E>) void copyto(A
   if constexpr (CppScalar<E>) detail::assign(dst, expr::Scalar<T>::make(e), detail::AssignMode::into);
   else detail::assign(dst, detail::to_node(e), detail::AssignMode::into);
 }
-template <Element T> void copyto(Array<T>& dst, T value) { detail::assign(dst, expr::Scalar<T>{{}, value}, detail::AssignMode::into); }
+template <Element T>
+void copyto(Array<T>& dst, T value) {
+  detail::assign(dst, expr::Scalar<T>{{}, value}, detail::AssignMode::into);
+}
 template <Element T> Array<T> full(const Shape& shape, T value) {
   Array<T> a = empty<T>(shape);
   copyto(a, value);
@@ -151,7 +163,13 @@ template <Element T> Array<T> asarray(const std::vector<T>& host) {
 /// Evaluates an expression into an Array of its own (promoted) type.
 template <Expression E> auto eval(const E& e) { return Array<TypeOf<std::decay_t<E>::dtype>>(e); }
 
-template <class Derived> auto expr::Node<Derived>::to_host() const { return eval(static_cast<const Derived&>(*this)).to_host(); }
-template <class Derived> auto expr::Node<Derived>::item() const { return eval(static_cast<const Derived&>(*this)).item(); }
+template <class Derived>
+auto expr::Node<Derived>::to_host() const {
+  return eval(static_cast<const Derived&>(*this)).to_host();
+}
+template <class Derived>
+auto expr::Node<Derived>::item() const {
+  return eval(static_cast<const Derived&>(*this)).item();
+}
 
 }  // namespace fusion

@@ -56,12 +56,13 @@ class ArrayBase {
   template <class U> U* data_ptr() const {
     if constexpr (Element<std::remove_cv_t<U>>) {
       if (dtype_of<std::remove_cv_t<U>> != dtype_)
-        throw TypeError(std::string("data_ptr<") + std::string(dtype_name(dtype_of<std::remove_cv_t<U>>)) + ">() of an array of " +
-                        std::string(dtype_name(dtype_)) + "; ask for the element type");
+        throw TypeError(std::string("data_ptr<") + std::string(dtype_name(dtype_of<std::remove_cv_t<U>>)) +
+                        ">() of an array of " + std::string(dtype_name(dtype_)) + "; ask for the element type");
     } else if constexpr (!std::is_void_v<U>) {
       if (sizeof(U) != itemsize(dtype_))
-        throw TypeError(std::string("data_ptr<U>(): U has ") + std::to_string(sizeof(U)) + " bytes, the elements of this " +
-                        std::string(dtype_name(dtype_)) + " array " + std::to_string(itemsize(dtype_)));
+        throw TypeError(std::string("data_ptr<U>(): U has ") + std::to_string(sizeof(U)) +
+                        " bytes, the elements of this " + std::string(dtype_name(dtype_)) + " array " +
+                        std::to_string(itemsize(dtype_)));
     }
     note_escape();
     return reinterpret_cast<U*>(static_cast<std::uintptr_t>(data_ptr()));
@@ -81,7 +82,8 @@ class ArrayBase {
   /// An array whose memory is allocated when first used (a region's result that may never need any).
   static ArrayBase make_deferred(DType d, const Shape& shape);
   /// An array over `storage` (external memory: fz::from_device) with the given element strides.
-  static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage);
+  static ArrayBase make_external(DType d, const Shape& shape, const Strides& strides,
+                                 std::shared_ptr<detail::Storage> storage);
   void upload(const void* host, std::size_t count);  ///< host -> this; `count` must equal size()
   void download(void* host) const;                   ///< this -> host; waits for its device's current stream
   /// this -> `host` (page-locked, exactly nbytes()), enqueued on the current stream; returns at once.

@@ -15,7 +15,15 @@ struct Version { std::uint32_t major, minor; };
 enum DeviceType : std::int32_t { kCPU = 1, kCUDA = 2, kCUDAHost = 3, kCUDAManaged = 13 };
 struct Device { std::int32_t device_type, device_id; };
 /// DLDataTypeCode values.
-enum TypeCode : std::uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kOpaqueHandle = 3, kBfloat = 4, kComplex = 5, kBool = 6 };
+enum TypeCode : std::uint8_t {
+  kInt = 0,
+  kUInt = 1,
+  kFloat = 2,
+  kOpaqueHandle = 3,
+  kBfloat = 4,
+  kComplex = 5,
+  kBool = 6
+};
 struct DataType { std::uint8_t code, bits; std::uint16_t lanes; };
 struct Tensor {
   void* data;

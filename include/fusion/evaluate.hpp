@@ -70,7 +70,10 @@ template <class... Es, class F> decltype(auto) with_call_multi(F&& f, const Es&.
   return f(Call{&lowered<Es...>(), arrays.data(), scalars.data(), reductions.data(), n_arrays, n_scalars,
                 n_reductions, name, functions.data(), n_functions});
 }
-template <class E, class F> decltype(auto) with_call(const E& e, F&& f) { return with_call_multi(std::forward<F>(f), e); }
+template <class E, class F>
+decltype(auto) with_call(const E& e, F&& f) {
+  return with_call_multi(std::forward<F>(f), e);
+}
 
 /// Runs `e` into `out`.
 template <class E> void assign(ArrayBase& out, const E& e, AssignMode mode) {

@@ -108,7 +108,8 @@ template <Element T> struct Scalar : Node<Scalar<T>> {
   /// Converts `v`, refusing integers that do not fit (NEP 50: `int8_array + 1000` is an error).
   template <CppScalar S> static Scalar make(S v) {
     // (a bool literal always fits; std::in_range refuses bool)
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_integral_v<S> && !std::is_same_v<S, bool>) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_integral_v<S> &&
+                  !std::is_same_v<S, bool>) {
       if (!std::in_range<T>(v))
         throw TypeError("the scalar " + std::to_string(v) + " does not fit the array's dtype " +
                         std::string(dtype_name(dtype)) + "; cast the array first with fz::cast<T>()");

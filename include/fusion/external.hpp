@@ -33,7 +33,8 @@ ArrayBase from_device(DType d, const ExternalView& view);
 template <Element T>
 Array<T> from_device(const T* data, const Shape& shape, Strides strides = {}, std::shared_ptr<void> owner = {},
                      std::shared_ptr<const Stream> last_used_on = {}) {
-  return Array<T>(from_device(dtype_of<T>, ExternalView{data, shape, std::move(strides), std::move(owner), std::move(last_used_on)}));
+  return Array<T>(from_device(
+      dtype_of<T>, ExternalView{data, shape, std::move(strides), std::move(owner), std::move(last_used_on)}));
 }
 
 /// Element strides from byte strides (DLPack before 0.2, NumPy's __cuda_array_interface__): each must be

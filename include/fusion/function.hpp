@@ -51,8 +51,10 @@ template <class Signature> class Function;
 /// to the parameter type, e.g. float); at most 3 parameters.
 template <class R, class... P> class Function<R(P...)> {
   static_assert(sizeof...(P) >= 1 && sizeof...(P) <= ir::kMaxCallArgs, "fusion: fz::function takes 1 to 3 parameters");
-  static_assert(Element<R> && (Element<P> && ...), "fusion: fz::function types are fusion dtypes (float, int32_t, ...)");
-  static_assert(!std::is_same_v<R, half> && !std::is_same_v<R, bfloat16> && ((!std::is_same_v<P, half> && !std::is_same_v<P, bfloat16>) && ...),
+  static_assert(Element<R> && (Element<P> && ...),
+                "fusion: fz::function types are fusion dtypes (float, int32_t, ...)");
+  static_assert(!std::is_same_v<R, half> && !std::is_same_v<R, bfloat16> &&
+                    ((!std::is_same_v<P, half> && !std::is_same_v<P, bfloat16>)&&...),
                 "fusion: write fz::function with float where data is 16-bit: such arrays convert to float and back");
 
  public:
@@ -70,7 +72,8 @@ template <class R, class... P> class Function<R(P...)> {
     using Params = std::tuple<P...>;
     auto node = [](auto&& x, auto index) {
       using X = decltype(x);
-      if constexpr (CppScalar<std::decay_t<X>>) return expr::Scalar<std::tuple_element_t<decltype(index)::value, Params>>::make(x);
+      if constexpr (CppScalar<std::decay_t<X>>)
+        return expr::Scalar<std::tuple_element_t<decltype(index)::value, Params>>::make(x);
       else return detail::to_node(std::forward<X>(x));
     };
     using Node = expr::Call<dtype_of<R>, expr::DTypes<dtype_of<P>...>,

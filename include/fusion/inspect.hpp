@@ -68,7 +68,8 @@ class PrecompileScope {
 /// of compiling them. Expressions over fz::placeholder arrays of the shapes the program will use give
 /// the same kernels, as sizes are kernel arguments; layouts are chosen for the current GPU (without one,
 /// for an H100), so precompile on a machine like the target or on one without a GPU for H100-class targets.
-template <Expression E, Expression... Es> std::vector<KernelInfo> precompile(std::initializer_list<int> archs, const E& e, const Es&... es) {
+template <Expression E, Expression... Es>
+std::vector<KernelInfo> precompile(std::initializer_list<int> archs, const E& e, const Es&... es) {
   std::vector<KernelInfo> compiled;
   for (int arch : archs) {
     detail::PrecompileScope scope(arch);

@@ -12,31 +12,108 @@ namespace fusion::ir {
 
 enum class Op : std::uint8_t {
   // leaves
-  input, scalar, iota,
+  input,
+  scalar,
+  iota,
   // conversions
   cast,
   // unary, same dtype
-  neg, abs, sign, square, reciprocal, floor, ceil, trunc, rint, round, bit_not,
+  neg,
+  abs,
+  sign,
+  square,
+  reciprocal,
+  floor,
+  ceil,
+  trunc,
+  rint,
+  round,
+  bit_not,
   // unary, floating result (NumPy picks the float type for integer input)
-  sqrt, rsqrt, cbrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, asin, acos, atan, sinh, cosh,
-  tanh, asinh, acosh, atanh, erf, erfc, lgamma, tgamma,
+  sqrt,
+  rsqrt,
+  cbrt,
+  exp,
+  exp2,
+  expm1,
+  log,
+  log2,
+  log10,
+  log1p,
+  sin,
+  cos,
+  tan,
+  asin,
+  acos,
+  atan,
+  sinh,
+  cosh,
+  tanh,
+  asinh,
+  acosh,
+  atanh,
+  erf,
+  erfc,
+  lgamma,
+  tgamma,
   // unary, bool result
-  logical_not, isnan, isinf, isfinite, signbit,
+  logical_not,
+  isnan,
+  isinf,
+  isfinite,
+  signbit,
   // binary, promoted dtype
-  add, sub, mul, floor_divide, remainder, fmod, pow, maximum, minimum, fmax, fmin, bit_and, bit_or, bit_xor,
-  shl, shr,
+  add,
+  sub,
+  mul,
+  floor_divide,
+  remainder,
+  fmod,
+  pow,
+  maximum,
+  minimum,
+  fmax,
+  fmin,
+  bit_and,
+  bit_or,
+  bit_xor,
+  shl,
+  shr,
   // binary, floating result
-  div, atan2, hypot, copysign, logaddexp,
+  div,
+  atan2,
+  hypot,
+  copysign,
+  logaddexp,
   // binary, bool result
-  eq, ne, lt, le, gt, ge, logical_and, logical_or,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  logical_and,
+  logical_or,
   // ternary
   where,
   // a user device function (fz::function) of 1 to 3 operands (a, b, c), already converted to its
   // parameter dtypes; Node::slot is the call's function slot (as lowered), then the function's id
   call,
-  // reductions (sum to var: tests walk that range) over the axes of a run-time descriptor (Node::slot); the operand is already converted
+  // reductions (sum to var: tests walk that range) over the axes of a run-time descriptor (Node::slot); the operand is
+  // already converted
   // to the accumulator dtype (sum, prod, mean, var) or to bool (any, all); var is one pass (Welford)
-  sum, prod, min, max, nanmin, nanmax, argmin, argmax, any, all, mean, var,
+  sum,
+  prod,
+  min,
+  max,
+  nanmin,
+  nanmax,
+  argmin,
+  argmax,
+  any,
+  all,
+  mean,
+  var,
   count_
 };
 
@@ -141,7 +218,8 @@ inline constexpr OpInfo kOps[] = {
     {Op::div, "div", Arity::binary, Operands::division},
     {Op::atan2, "atan2", Arity::binary, Operands::floating, false, Accepts::any, false, false, Cost::heavy, "atan2"},
     {Op::hypot, "hypot", Arity::binary, Operands::floating, false, Accepts::any, false, true, Cost::heavy, "hypot"},
-    {Op::copysign, "copysign", Arity::binary, Operands::floating, false, Accepts::any, false, false, Cost::cheap, "copysign"},
+    {Op::copysign, "copysign", Arity::binary, Operands::floating, false, Accepts::any, false, false, Cost::cheap,
+     "copysign"},
     {Op::logaddexp, "logaddexp", Arity::binary, Operands::floating},
     // binary, bool result
     {Op::eq, "eq", Arity::binary, Operands::promoted, false, Accepts::any, true, true},
@@ -180,7 +258,9 @@ static_assert(rows_in_enum_order(), "kOps has one row per Op, in the enum's orde
 constexpr const OpInfo& op_info(Op op) { return kOps[static_cast<int>(op)]; }
 constexpr Arity arity(Op op) { return op_info(op).arity; }
 constexpr bool is_reduction(Op op) { return op < Op::count_ && arity(op) == Arity::reduction; }
-constexpr bool is_elementwise(Op op) { return arity(op) == Arity::unary || arity(op) == Arity::binary || arity(op) == Arity::ternary; }
+constexpr bool is_elementwise(Op op) {
+  return arity(op) == Arity::unary || arity(op) == Arity::binary || arity(op) == Arity::ternary;
+}
 /// Most operands a user function call takes (Node has three operand fields).
 inline constexpr int kMaxCallArgs = 3;
 constexpr bool is_float_result(Op op) {
@@ -221,29 +301,89 @@ constexpr bool accepts(Op op, DType a, DType b) {
 }
 constexpr bool accepts(Op op, DType a) { return accepts(op, a, a); }
 
+/// What a reduction's result dtype is, from its input dtype `in` (NumPy's rules).
+enum class ReduceResult : std::uint8_t {
+  same,       ///< `in` (min, max)
+  widened,    ///< bool and signed integers to int64, unsigned to uint64, floats as they are (sum, prod)
+  floating,   ///< `in` if floating, else float64 (mean, var)
+  index,      ///< int64 (argmin, argmax)
+  boolean,    ///< bool (any, all)
+};
+/// What a reduction accumulates in, from its result dtype.
+enum class ReduceAccumulator : std::uint8_t {
+  result,   ///< the result dtype itself (min, max: exact in any dtype)
+  compute,  ///< the result's compute dtype: 16-bit floats add and multiply in float32
+  boolean,  ///< bool
+};
+/// The value an empty reduction starts from (spelled per dtype by codegen/reduce_ops.cpp).
+enum class ReduceIdentity : std::uint8_t { zero, one, false_, true_, highest, lowest, nan_or_highest, nan_or_lowest };
+
+/// Everything fusion knows about a reduction, in one row: adding a reduction is a row here, an Op row
+/// above, its combine step (src/codegen/reduce_ops.cpp), a front-end function and its host reference.
+struct ReduceInfo {
+  Op op;
+  ReduceResult result;
+  ReduceAccumulator accumulator;
+  ReduceIdentity identity;
+  bool needs_nonempty = false;  ///< no identity NumPy accepts: an empty extent is an error
+  bool is_arg = false;          ///< the result is an index (the accumulator carries value and index)
+  bool divides = false;         ///< the result divides by the count reduced (a kernel takes the divisor)
+};
+
+inline constexpr ReduceInfo kReductions[] = {
+    {Op::sum, ReduceResult::widened, ReduceAccumulator::compute, ReduceIdentity::zero},
+    {Op::prod, ReduceResult::widened, ReduceAccumulator::compute, ReduceIdentity::one},
+    {Op::min, ReduceResult::same, ReduceAccumulator::result, ReduceIdentity::highest, true},
+    {Op::max, ReduceResult::same, ReduceAccumulator::result, ReduceIdentity::lowest, true},
+    {Op::nanmin, ReduceResult::same, ReduceAccumulator::result, ReduceIdentity::nan_or_highest, true},
+    {Op::nanmax, ReduceResult::same, ReduceAccumulator::result, ReduceIdentity::nan_or_lowest, true},
+    {Op::argmin, ReduceResult::index, ReduceAccumulator::result, ReduceIdentity::highest, true, true},
+    {Op::argmax, ReduceResult::index, ReduceAccumulator::result, ReduceIdentity::lowest, true, true},
+    {Op::any, ReduceResult::boolean, ReduceAccumulator::boolean, ReduceIdentity::false_},
+    {Op::all, ReduceResult::boolean, ReduceAccumulator::boolean, ReduceIdentity::true_},
+    {Op::mean, ReduceResult::floating, ReduceAccumulator::compute, ReduceIdentity::zero, false, false, true},
+    {Op::var, ReduceResult::floating, ReduceAccumulator::compute, ReduceIdentity::zero, false, false, true},
+};
+constexpr bool reductions_in_enum_order() {
+  int i = static_cast<int>(Op::sum);
+  for (const ReduceInfo& r : kReductions)
+    if (static_cast<int>(r.op) != i++ || !is_reduction(r.op)) return false;
+  return i == static_cast<int>(Op::count_);
+}
+static_assert(reductions_in_enum_order(),
+              "kReductions has one row per reduction Op, in the enum's order, the last ops");
+
+constexpr const ReduceInfo& reduce_info(Op op) { return kReductions[static_cast<int>(op) - static_cast<int>(Op::sum)]; }
+
 /// NumPy's result dtype of a reduction: integer and bool sums and products widen to int64 (uint64 for
 /// unsigned), the mean of integers is float64, arg-reductions give int64 indices, any/all give bool.
 constexpr DType reduction_result_dtype(Op op, DType in) {
-  switch (op) {
-    case Op::sum: case Op::prod:
+  switch (reduce_info(op).result) {
+    case ReduceResult::widened:
       if (in == DType::bool_ || is_signed_int(in)) return DType::int64;
       return is_unsigned_int(in) ? DType::uint64 : in;
-    case Op::mean: case Op::var: return is_floating(in) ? in : DType::float64;
-    case Op::argmin: case Op::argmax: return DType::int64;
-    case Op::any: case Op::all: return DType::bool_;
-    default: return in;  // min, max, nanmin, nanmax
+    case ReduceResult::floating: return is_floating(in) ? in : DType::float64;
+    case ReduceResult::index: return DType::int64;
+    case ReduceResult::boolean: return DType::bool_;
+    case ReduceResult::same: break;
   }
+  return in;
 }
 /// The dtype a reduction accumulates in for a given result dtype: 16-bit floats accumulate in float32.
 constexpr DType reduction_accumulator_dtype(Op op, DType result) {
-  if (op == Op::any || op == Op::all) return DType::bool_;
-  if (op == Op::sum || op == Op::prod || op == Op::mean || op == Op::var) return dtype_info(result).compute;
+  switch (reduce_info(op).accumulator) {
+    case ReduceAccumulator::compute: return dtype_info(result).compute;
+    case ReduceAccumulator::boolean: return DType::bool_;
+    case ReduceAccumulator::result: break;
+  }
   return result;
 }
 /// Reductions that have no identity: an empty extent is an error.
-constexpr bool needs_nonempty(Op op) {
-  return op == Op::min || op == Op::max || op == Op::nanmin || op == Op::nanmax || op == Op::argmin || op == Op::argmax;
-}
+constexpr bool needs_nonempty(Op op) { return reduce_info(op).needs_nonempty; }
+/// mean and var: the result divides by the count reduced.
+constexpr bool divides_by_count(Op op) { return is_reduction(op) && reduce_info(op).divides; }
+/// argmin and argmax: an index result, an accumulator of value and index.
+constexpr bool is_arg_reduction(Op op) { return is_reduction(op) && reduce_info(op).is_arg; }
 
 inline constexpr std::uint32_t kNone = 0xffffffffu;
 

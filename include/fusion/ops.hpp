@@ -17,6 +17,8 @@ concept BinaryArgs = (Operand<A> && (Operand<B> || CppScalar<std::decay_t<B>>)) 
 // ---- operators ----------------------------------------------------------------------------------
 // `%` is NumPy's remainder (the sign of the divisor); `/` is true division (integers give float64).
 
+// clang-format off: the operators and functions below are a table, a row each (wider than 120 columns);
+// every row has the same shape, so a row reads across and the column of ops reads down.
 template <class A, class B> requires BinaryArgs<A, B> auto operator+(A&& a, B&& b) { return detail::make_binary<ir::Op::add>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires BinaryArgs<A, B> auto operator-(A&& a, B&& b) { return detail::make_binary<ir::Op::sub>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires BinaryArgs<A, B> auto operator*(A&& a, B&& b) { return detail::make_binary<ir::Op::mul>(std::forward<A>(a), std::forward<B>(b)); }
@@ -109,6 +111,7 @@ template <class A, class B> requires BinaryArgs<A, B> auto right_shift(A&& a, B&
 template <class A, class B> requires BinaryArgs<A, B> auto logical_and(A&& a, B&& b) { return std::forward<A>(a) && std::forward<B>(b); }
 template <class A, class B> requires BinaryArgs<A, B> auto logical_or(A&& a, B&& b) { return std::forward<A>(a) || std::forward<B>(b); }
 template <class A, class B> requires BinaryArgs<A, B> auto logical_xor(A&& a, B&& b) { return detail::make_binary<ir::Op::ne>(detail::make_unary<ir::Op::logical_not>(std::forward<A>(a)), !std::forward<B>(b)); }
+// clang-format on
 
 /// clip(x, lo, hi) = minimum(maximum(x, lo), hi); lo and hi may be scalars or operands.
 template <Operand A, class L, class H> auto clip(A&& x, L&& lo, H&& hi) {

@@ -43,8 +43,10 @@ class ProcessGroup {
   template <Element T> Array<T> local_piece(std::span<const T> data, const Shape& shape, int axis = 0,
                                             std::vector<std::int64_t> sizes = {}) const {
     if (static_cast<std::int64_t>(data.size()) != numel(shape))
-      throw ShapeError("ProcessGroup::local_piece: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
-    sizes = detail::split_plan("ProcessGroup::local_piece", shape, axis, static_cast<std::size_t>(size_), std::move(sizes));
+      throw ShapeError("ProcessGroup::local_piece: " + std::to_string(data.size()) + " elements for a shape of " +
+                       to_string(shape));
+    sizes =
+        detail::split_plan("ProcessGroup::local_piece", shape, axis, static_cast<std::size_t>(size_), std::move(sizes));
     std::int64_t begin = 0;
     for (int r = 0; r < rank_; ++r) begin += sizes[static_cast<std::size_t>(r)];
     Shape piece = shape;

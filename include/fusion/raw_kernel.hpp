@@ -103,7 +103,8 @@ class RawKernel {
 
  private:
   friend class RawModule;
-  RawKernel(std::shared_ptr<detail::RawModuleImpl> m, std::string name) : module_(std::move(m)), name_(std::move(name)) {}
+  RawKernel(std::shared_ptr<detail::RawModuleImpl> m, std::string name)
+      : module_(std::move(m)), name_(std::move(name)) {}
   void launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, void** args, const ArrayBase* const* arrays,
                      int n) const;
   std::shared_ptr<detail::RawModuleImpl> module_;

@@ -64,9 +64,10 @@ class KeepDims {
   template <class X>
     requires(std::is_arithmetic_v<X> && !std::is_same_v<X, bool>)
   KeepDims(X) {
-    static_assert(detail::always_false<X>,
-                  "fz: keepdims must be a bool (true or false); axes go before it (fz::sum(m, {0, 1}, true)) and var/std "
-                  "take ddof after it (fz::var(m, 1, false, 1))");
+      static_assert(
+          detail::always_false<X>,
+          "fz: keepdims must be a bool (true or false); axes go before it (fz::sum(m, {0, 1}, true)) and var/std "
+          "take ddof after it (fz::var(m, 1, false, 1))");
   }
   constexpr operator bool() const { return keep_; }  // NOLINT
 
@@ -94,28 +95,35 @@ template <ir::Op OP, class U, class A> constexpr DType reduce_dtype() {
 // Integer and bool sums and products give int64 (uint64 for unsigned); 16-bit floats accumulate in
 // float32; `sum<double>(x)` chooses the result and accumulator dtype. An empty extent gives the identity.
 template <class U = void, Operand A> auto sum(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::sum, detail::reduce_dtype<ir::Op::sum, U, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::sum, detail::reduce_dtype<ir::Op::sum, U, A>()>(std::forward<A>(a), axes,
+                                                                                     keepdims);
 }
 template <class U = void, Operand A> auto prod(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::prod, detail::reduce_dtype<ir::Op::prod, U, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::prod, detail::reduce_dtype<ir::Op::prod, U, A>()>(std::forward<A>(a), axes,
+                                                                                       keepdims);
 }
 /// The mean of integers is float64; of an empty extent, NaN (0/0) as in NumPy.
 template <class U = void, Operand A> auto mean(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::mean, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::mean, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes,
+                                                                                       keepdims);
 }
 // min and max propagate NaN; nanmin and nanmax ignore it (NaN only where every element is NaN). An
 // empty extent is a ShapeError: they have no identity.
 template <Operand A> auto min(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::min, detail::reduce_dtype<ir::Op::min, void, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::min, detail::reduce_dtype<ir::Op::min, void, A>()>(std::forward<A>(a), axes,
+                                                                                        keepdims);
 }
 template <Operand A> auto max(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::max, detail::reduce_dtype<ir::Op::max, void, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::max, detail::reduce_dtype<ir::Op::max, void, A>()>(std::forward<A>(a), axes,
+                                                                                        keepdims);
 }
 template <Operand A> auto nanmin(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::nanmin, detail::reduce_dtype<ir::Op::nanmin, void, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::nanmin, detail::reduce_dtype<ir::Op::nanmin, void, A>()>(std::forward<A>(a), axes,
+                                                                                              keepdims);
 }
 template <Operand A> auto nanmax(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
-  return detail::make_reduce<ir::Op::nanmax, detail::reduce_dtype<ir::Op::nanmax, void, A>()>(std::forward<A>(a), axes, keepdims);
+  return detail::make_reduce<ir::Op::nanmax, detail::reduce_dtype<ir::Op::nanmax, void, A>()>(std::forward<A>(a), axes,
+                                                                                              keepdims);
 }
 /// The int64 index of the first minimum (the first NaN if any), flat in C order over the reduced axes.
 template <Operand A> auto argmin(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
@@ -140,10 +148,13 @@ template <class U = void, Operand A> auto nansum(A&& a, const Axes& axes = {}, K
 /// Variance as NumPy defines it, mean(square(x - mean(x))) * n / (n - ddof), computed in one pass
 /// (Welford's update, Chan's combine: accurate where a sum of squares would cancel), accumulated in
 /// float32 for 16-bit floats and float64 for integers.
-template <class U = void, Operand A> auto var(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
-  return detail::make_reduce<ir::Op::var, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes, keepdims, ddof);
+template <class U = void, Operand A>
+auto var(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
+  return detail::make_reduce<ir::Op::var, detail::reduce_dtype<ir::Op::mean, U, A>()>(std::forward<A>(a), axes,
+                                                                                      keepdims, ddof);
 }
-template <class U = void, Operand A> auto std(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
+template <class U = void, Operand A>
+auto std(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
   return sqrt(var<U>(std::forward<A>(a), axes, keepdims, ddof));
 }
 

@@ -16,7 +16,10 @@ class Dims {
  public:
   Dims() = default;
   Dims(std::initializer_list<std::int64_t> v);
-  template <class It> Dims(It first, It last) { for (; first != last; ++first) push_back(static_cast<std::int64_t>(*first)); }
+  template <class It>
+  Dims(It first, It last) {
+    for (; first != last; ++first) push_back(static_cast<std::int64_t>(*first));
+  }
 
   int size() const { return n_; }
   bool empty() const { return n_ == 0; }

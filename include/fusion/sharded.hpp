@@ -35,12 +35,15 @@ namespace fusion {
 namespace detail {
 /// The slab [begin, begin + size) along `axis` of a C-ordered host array of `shape` (elements of `item`
 /// bytes), copied out of the whole into a C-ordered `slab` (extract) or back into the whole (insert).
-void extract_slab(const void* whole, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* slab);
-void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t begin, std::int64_t size, std::size_t item, void* whole);
+void extract_slab(const void* whole, const Shape& shape, int axis, std::int64_t begin, std::int64_t size,
+                  std::size_t item, void* slab);
+void insert_slab(const void* slab, const Shape& shape, int axis, std::int64_t begin, std::int64_t size,
+                 std::size_t item, void* whole);
 /// The extents of the pieces of `shape` split along `axis` over `n_devices`: `sizes` checked (a ShapeError
 /// or Error, naming `who`, says what is wrong with the axis, the device list or the sizes), or when empty
 /// numpy.array_split's.
-std::vector<std::int64_t> split_plan(const char* who, const Shape& shape, int axis, std::size_t n_devices, std::vector<std::int64_t> sizes);
+std::vector<std::int64_t> split_plan(const char* who, const Shape& shape, int axis, std::size_t n_devices,
+                                     std::vector<std::int64_t> sizes);
 /// Checks pieces for a Sharded: a piece per device, equal shapes off `axis` (every shape equal for axis -1);
 /// `axis` in range. A ShapeError or Error says what differs.
 void check_pieces(std::span<const ArrayBase* const> pieces, int axis);
@@ -70,7 +73,12 @@ template <Element T> std::span<const T> host_span(const std::vector<T>& v, std::
   }
 }
 template <class X> auto as_array(X&& x) {
-  if constexpr (requires { typename std::decay_t<X>::value_type; x.to_host(); x.data_ptr(); }) return std::forward<X>(x);
+  if constexpr (requires {
+                  typename std::decay_t<X>::value_type;
+                  x.to_host();
+                  x.data_ptr();
+                })
+    return std::forward<X>(x);
   else return fusion::eval(x);
 }
 }  // namespace detail
@@ -93,7 +101,8 @@ template <Element T> class Sharded {
   static Sharded from_host(std::span<const T> data, const Shape& shape, std::vector<int> devices, int axis = 0,
                            std::vector<std::int64_t> sizes = {}) {
     if (static_cast<std::int64_t>(data.size()) != numel(shape))
-      throw ShapeError("Sharded::from_host: " + std::to_string(data.size()) + " elements for a shape of " + to_string(shape));
+      throw ShapeError("Sharded::from_host: " + std::to_string(data.size()) + " elements for a shape of " +
+                       to_string(shape));
     sizes = detail::split_plan("Sharded::from_host", shape, axis, devices.size(), std::move(sizes));
     std::vector<Array<T>> pieces;
     std::int64_t begin = 0;
@@ -115,8 +124,8 @@ template <Element T> class Sharded {
   }
   /// Splits a device array along `axis` over `devices` (the rule and `sizes` as from_host), each piece
   /// copied to its device with fz::to_device (peer or staged; see describe_copy_route).
-  static Sharded scatter(const Array<T>& a, std::vector<int> devices, int axis = 0, std::vector<std::int64_t> sizes = {},
-                         CopyRoute route = CopyRoute::automatic) {
+  static Sharded scatter(const Array<T>& a, std::vector<int> devices, int axis = 0,
+                         std::vector<std::int64_t> sizes = {}, CopyRoute route = CopyRoute::automatic) {
     const Shape& shape = a.shape();
     sizes = detail::split_plan("Sharded::scatter", shape, axis, devices.size(), std::move(sizes));
     std::vector<Array<T>> pieces;
@@ -245,8 +254,9 @@ std::size_t forget_replicas();
 /// may be a plain Array (a bias, a scale): every piece broadcasts against it, copied to each other device
 /// once and reused while fusion sees no write to it (detail::replicas; forget_replicas frees the copies).
 template <class F, class... X>
-  requires(sizeof...(X) > 0 && (... || detail::is_sharded<X>) && (... && (detail::is_sharded<X> || detail::is_array<X>)))
-auto map_shards(F&& f, const X&... x) {
+requires(sizeof...(X) > 0 &&
+         (... || detail::is_sharded<X>)&&(... && (detail::is_sharded<X> ||
+                                                  detail::is_array<X>))) auto map_shards(F&& f, const X&... x) {
   std::vector<int> devices;  // the first Sharded argument's: arrays are replicated over them
   (detail::take_devices(devices, x), ...);
   return detail::map_sharded(std::forward<F>(f), detail::as_shards(x, devices)...);
@@ -261,10 +271,21 @@ template <class E> Shape shape_of(const E& e) {
   else if constexpr (requires { e.array->shape(); }) return e.array->shape();  // an array by reference
   else if constexpr (requires { e.array.shape(); }) return e.array.shape();    // an array held
   else if constexpr (requires { e.arg; e.a; }) return reduced_shape(shape_of(e.a), e.arg);
-  else if constexpr (requires { e.c; e.a; e.b; }) return broadcast_shapes(shape_of(e.c), broadcast_shapes(shape_of(e.a), shape_of(e.b)));
+  else if constexpr (requires {
+                       e.c;
+                       e.a;
+                       e.b;
+                     })
+    return broadcast_shapes(shape_of(e.c), broadcast_shapes(shape_of(e.a), shape_of(e.b)));
   else if constexpr (requires { e.a; e.b; }) return broadcast_shapes(shape_of(e.a), shape_of(e.b));
   else if constexpr (requires { e.args; })
-    return std::apply([](const auto&... x) { Shape s; ((s = broadcast_shapes(s, shape_of(x))), ...); return s; }, e.args);
+    return std::apply(
+        [](const auto&... x) {
+          Shape s;
+          ((s = broadcast_shapes(s, shape_of(x))), ...);
+          return s;
+        },
+        e.args);
   else if constexpr (requires { e.a; }) return shape_of(e.a);  // casts, unary ops, names
   else return Shape{};                                          // scalars
 }
@@ -335,8 +356,8 @@ template <class X> std::vector<std::int64_t> sizes_of(const X& x) {
 /// that device's pieces, compiled for its device (not launched; placeholder pieces work without a GPU).
 /// `f` must return an expression, as map_shards' functions usually do; plain arrays stand in as they are.
 template <class F, class... X>
-  requires(sizeof...(X) > 0 && (... || detail::is_sharded<X>) && (... && (detail::is_sharded<X> || detail::is_array<X>)))
-std::vector<KernelInfo> inspect_shards(F&& f, const X&... x) {
+requires(sizeof...(X) > 0 && (... || detail::is_sharded<X>)&&(... && (detail::is_sharded<X> || detail::is_array<X>)))
+    std::vector<KernelInfo> inspect_shards(F&& f, const X&... x) {
   std::vector<int> devices;
   (detail::take_devices(devices, x), ...);
   detail::check_shard_arguments({detail::devices_or(x, devices)...}, {detail::axis_of(x)...}, {detail::sizes_of(x)...});
@@ -367,8 +388,10 @@ template <Element T> std::string describe_reduce_to(const Sharded<T>& s, int roo
 namespace detail {
 template <Element T> void combine_shards(Sharded<T>& s, Combine how, int root, const char* who) {
   if (s.axis() >= 0)
-    throw ShapeError(std::string(who) + " combines one array per device (map_shards' results of a reduction, or replicas); this "
-                     "Sharded holds the pieces of one array along axis " + std::to_string(s.axis()));
+    throw ShapeError(std::string(who) +
+                     " combines one array per device (map_shards' results of a reduction, or replicas); this "
+                     "Sharded holds the pieces of one array along axis " +
+                     std::to_string(s.axis()));
   std::vector<ArrayBase*> arrays;
   for (int i = 0; i < s.count(); ++i) arrays.push_back(&s[i]);
   combine(arrays, how, root);
@@ -377,7 +400,10 @@ template <Element T> void combine_shards(Sharded<T>& s, Combine how, int root, c
 
 /// Combines one array per device (e.g. map_shards' partial reductions) element by element with NCCL, in
 /// place: afterwards every device holds the result. Deterministic for a fixed set of devices.
-template <Element T> void all_reduce(Sharded<T>& s, Combine how = Combine::sum) { detail::combine_shards(s, how, -1, "all_reduce"); }
+template <Element T>
+void all_reduce(Sharded<T>& s, Combine how = Combine::sum) {
+  detail::combine_shards(s, how, -1, "all_reduce");
+}
 
 /// The same combination written only into `s[root]` (NCCL's reduce: for a result one device needs, e.g. a
 /// loss to print); the other devices' arrays are inputs only.

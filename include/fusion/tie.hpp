@@ -27,7 +27,9 @@ template <Element... T> class Tie {
  private:
   template <class... N> void assign(const N&... nodes) {
     detail::with_call_multi(
-        [&](const detail::Call& c) { detail::evaluate_multi(c, outs_.data(), sizeof...(T), detail::AssignMode::replace); },
+        [&](const detail::Call& c) {
+          detail::evaluate_multi(c, outs_.data(), sizeof...(T), detail::AssignMode::replace);
+        },
         nodes...);
   }
   std::array<ArrayBase*, sizeof...(T)> outs_;

@@ -70,7 +70,11 @@ template <class S> constexpr DType scalar_dtype() {
   else if constexpr (std::is_floating_point_v<S>) return sizeof(S) == 4 ? DType::float32 : DType::float64;
   else if constexpr (std::is_signed_v<S>)
     return sizeof(S) == 1 ? DType::int8 : sizeof(S) == 2 ? DType::int16 : sizeof(S) == 4 ? DType::int32 : DType::int64;
-  else return sizeof(S) == 1 ? DType::uint8 : sizeof(S) == 2 ? DType::uint16 : sizeof(S) == 4 ? DType::uint32 : DType::uint64;
+  else
+    return sizeof(S) == 1   ? DType::uint8
+           : sizeof(S) == 2 ? DType::uint16
+           : sizeof(S) == 4 ? DType::uint32
+                            : DType::uint64;
 }
 
 template <class A> UserArg user_arg(A&& a) {

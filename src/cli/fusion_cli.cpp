@@ -16,18 +16,19 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: fusion cache ls                  list cached kernels\n"
-               "       fusion cache show <name-or-hash> print a kernel's stored source\n"
-               "       fusion cache stats               directory, entries, bytes\n"
-               "       fusion cache clear               remove every entry\n"
-               "       fusion cache prune --max-bytes N remove least recently used entries down to N bytes\n"
-               "       fusion cache warm [--arch N]... [--from DIR] [--jobs J]\n"
-               "                                        compile every kernel cached in DIR (default: the cache itself)\n"
-               "                                        with this CUDA's NVRTC, for each architecture N (default: the\n"
-               "                                        one each entry was built for, e.g. after a CUDA upgrade), into\n"
-               "                                        the cache; what it holds already is skipped\n"
-               "The directory is FUSION_CACHE_DIR, else $XDG_CACHE_HOME/fusion, else ~/.cache/fusion.\n");
+  std::fprintf(
+      stderr,
+      "usage: fusion cache ls                  list cached kernels\n"
+      "       fusion cache show <name-or-hash> print a kernel's stored source\n"
+      "       fusion cache stats               directory, entries, bytes\n"
+      "       fusion cache clear               remove every entry\n"
+      "       fusion cache prune --max-bytes N remove least recently used entries down to N bytes\n"
+      "       fusion cache warm [--arch N]... [--from DIR] [--jobs J]\n"
+      "                                        compile every kernel cached in DIR (default: the cache itself)\n"
+      "                                        with this CUDA's NVRTC, for each architecture N (default: the\n"
+      "                                        one each entry was built for, e.g. after a CUDA upgrade), into\n"
+      "                                        the cache; what it holds already is skipped\n"
+      "The directory is FUSION_CACHE_DIR, else $XDG_CACHE_HOME/fusion, else ~/.cache/fusion.\n");
   return 2;
 }
 

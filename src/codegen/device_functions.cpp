@@ -36,7 +36,8 @@ namespace detail {
 std::uint32_t register_function(std::string name, std::string body, DType result, std::vector<DType> params) {
   bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!ok || name.starts_with("fz_")) throw TypeError(fmt::format("fz::function name '{}' must be a C identifier not starting with fz_", name));
+  if (!ok || name.starts_with("fz_"))
+    throw TypeError(fmt::format("fz::function name '{}' must be a C identifier not starting with fz_", name));
   const std::size_t start = body.find_first_not_of(" \t\n");
   if (start == std::string::npos || body[start] != '(' || body.find('{') == std::string::npos)
     throw TypeError(fmt::format("fz::function '{}': the body starts with the parameter list and holds the code, e.g. "

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process-wide table of device functions (fz::function definitions). Calls in the IR refer to them by id; hashes and
-// kernels use their name and text, so the same definition gives the same kernel in every process.
+// The process-wide table of device functions (fz::function definitions). Calls in the IR refer to them by id; hashes
+// and kernels use their name and text, so the same definition gives the same kernel in every process.
 #pragma once
 #include <cstdint>
 #include <string>

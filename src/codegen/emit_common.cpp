@@ -39,7 +39,8 @@ std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::
   return fmt::format("fz_{}_{}_{}", fmt::join(ops, "_"), dtype_tag(out), hex16(hash));
 }
 
-std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params) {
+std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
+                                int n_params) {
   std::vector<DType> d(static_cast<std::size_t>(n_params), DType::float32);
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::input) d[param_of_slot[n.slot]] = n.dtype;
@@ -117,7 +118,8 @@ void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy) {
   for (std::uint32_t id : ctx.functions) {
     const DeviceFunction& f = device_function(id);
     if (!names.insert(f.name).second)
-      throw TypeError(fmt::format("two different fz::functions named '{}' meet in one kernel; give them different names", f.name));
+      throw TypeError(
+          fmt::format("two different fz::functions named '{}' meet in one kernel; give them different names", f.name));
     w.line("// fz::function {}", f.name);
     const std::string_view body = std::string_view(f.body).substr(f.body.find('('));
     w.text(fmt::format("__device__ __forceinline__ {} {}{}", compute_type(f.result), f.name, body)).blank();

@@ -23,7 +23,8 @@ namespace fusion::codegen {
 std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view name_given);
 
 /// A kernel for graph `g` in variant `v`, its hash (the canonical IR and the variant) and name set.
-template <class V> GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std::string_view name_given) {
+template <class V>
+GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std::string_view name_given) {
   StableHasher h;
   h.add_u64(ir::hash(g));
   v.hash_into(h, g.n_inputs);
@@ -36,7 +37,8 @@ template <class V> GeneratedKernel hashed_and_named(const ir::Graph& g, const V&
 }
 
 /// The dtype of each kernel parameter (input array), taken from the graph's input nodes.
-std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int n_params);
+std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
+                                int n_params);
 
 /// The scalar slots the graph uses, in slot order, with their dtypes.
 std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g);

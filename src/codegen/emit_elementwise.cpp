@@ -54,8 +54,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", value_type(pdt[p]), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
-    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut",
-                         fmt::join(args, ", "));
+    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
+                         K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
@@ -110,30 +110,35 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   for (int p = 0; p < v.n_params; ++p)
     sig.add(ArgSource::pointer, p, fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
   for (int o = 0; o < K; ++o)
-    sig.add(ArgSource::pointer, v.n_params + o, fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
+    sig.add(ArgSource::pointer, v.n_params + o,
+            fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   sig.add(Count::n, "const long long n");
   if (v.rows) {
     sig.add(Count::lanes, "const long long lanes");
     sig.add(ArgSource::dims, 0, "const FzDims shape");
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::row || v.access[p] == Access::along) sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
+      if (v.access[p] == Access::row || v.access[p] == Access::along)
+        sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
   }
   if (v.tiles) {
     sig.add(ArgSource::dims, 0, "const FzDims shape");
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::strided || v.access[p] == Access::across) sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
+      if (v.access[p] == Access::strided || v.access[p] == Access::across)
+        sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
   }
   if (v.has_strided()) {
     sig.add(ArgSource::dims, 0, "const FzDims shape");
     for (int p = 0; p < v.n_params; ++p)
       if (v.access[p] == Access::strided) sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
     for (int o = 0; o < K; ++o)
-      if (v.out_access[o] != Access::contiguous) sig.add(ArgSource::dims, 1 + o, fmt::format("const FzDims st{}", out_suffix(o)));
+      if (v.out_access[o] != Access::contiguous)
+        sig.add(ArgSource::dims, 1 + o, fmt::format("const FzDims st{}", out_suffix(o)));
   }
 
   {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
+    auto kernel =
+        w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
     if (!v.rows && !v.tiles) {
       w.line("const {0} step = ({0})gridDim.x * blockDim.x;", index_t);
       w.line("const {0} first = ({0})blockIdx.x * blockDim.x + threadIdx.x;", index_t);
@@ -143,10 +148,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
 
     auto element_inputs = [&](auto&& at) {
       std::vector<std::string> in;
-      for (int p = 0; p < v.n_params; ++p) in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : at(p));
+      for (int p = 0; p < v.n_params; ++p)
+        in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : at(p));
       return in;
     };
-    auto at_index = [&](const std::string& i) { return [&, i](int o) { return fmt::format("{}[{}]", out_name(o), i); }; };
+    auto at_index = [&](const std::string& i) {
+      return [&, i](int o) { return fmt::format("{}[{}]", out_name(o), i); };
+    };
     // One 16-byte vector of every output: its lanes (`k`) computed from `in` at element `index`, then the
     // vectors stored at `destination(o)` (linear and rows kernels).
     auto vector_of_outputs = [&](const std::vector<std::string>& in, const std::string& index, auto&& destination) {
@@ -187,23 +195,36 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         for (int p : offset_params) w.line("o{0} += rest * ({1})st{0}.v[0];", p, I);
       }
       for (int p = 0; p < v.n_params; ++p)
-        if (v.access[p] == Access::row) w.line("const {} per_row{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
+        if (v.access[p] == Access::row)
+          w.line("const {} per_row{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
       w.line("const {} base = row * cols;  // the outputs' row", I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)
-          in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p) : v.access[p] == Access::row ? fmt::format("per_row{}", p) : along(p));
+          in.push_back(v.access[p] == Access::broadcast ? fmt::format("b{}", p)
+                       : v.access[p] == Access::row     ? fmt::format("per_row{}", p)
+                                                        : along(p));
         return in;
       };
       w.line("#pragma unroll 4  // a few accesses per thread along the row: their loads in flight together");
-      auto cols_loop = w.block("for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes * {1})", I, V);
+      auto cols_loop = w.block(
+          "for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes "
+          "* {1})",
+          I, V);
       if (V > 1) {
-        w.line("// {} elements per 16-byte access: rows hold a multiple of {} and every pointer and row offset is aligned.", V, V);
+        w.line(
+            "// {} elements per 16-byte access: rows hold a multiple of {} and every pointer and row offset is "
+            "aligned.",
+            V, V);
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::along)
-            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);", storage_type(pdt[p]), V, p);
-        vector_of_outputs(row_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }), "base + col + k",
-                          [&](int o) { return fmt::format("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col)", storage_type(v.out_dtype[o]), V, out_name(o)); });
+            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);",
+                   storage_type(pdt[p]), V, p);
+        vector_of_outputs(row_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }),
+                          "base + col + k", [&](int o) {
+                            return fmt::format("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col)",
+                                               storage_type(v.out_dtype[o]), V, out_name(o));
+                          });
       } else {
         auto in = row_inputs([&](int p) { return load(p, fmt::format("o{} + col", p)); });
         store_all(w, call(in, "base + col"), [&](int o) { return fmt::format("{}[base + col]", out_name(o)); });
@@ -211,13 +232,20 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     } else if (v.tiles) {
       static_assert(kTile * kTileRows == kBlockThreads, "a tile is a block: kTileRows rows of kTile threads");
       const int R = v.rank, T = kTile, TR = kTileRows;
-      w.line("// Tiles of {0}x{0} of the last two dimensions, a block each. Transposed inputs (contiguous along the", T);
-      w.line("// second-to-last dimension) are read along it into shared memory; the outputs are written along the last.");
+      w.line("// Tiles of {0}x{0} of the last two dimensions, a block each. Transposed inputs (contiguous along the",
+             T);
+      w.line(
+          "// second-to-last dimension) are read along it into shared memory; the outputs are written along the last.");
       for (int p = 0; p < v.n_params; ++p)
-        if (v.access[p] == Access::across) w.line("__shared__ {} tile{}[{}][{}];  // [column][row]; the padding spreads a column over the banks", storage_type(pdt[p]), p, T, T + 1);
+        if (v.access[p] == Access::across)
+          w.line("__shared__ {} tile{}[{}][{}];  // [column][row]; the padding spreads a column over the banks",
+                 storage_type(pdt[p]), p, T, T + 1);
       const std::string I = index_t;  // 32-bit where every offset fits
       w.line("const {0} cols = ({0})shape.v[{1}], rows = ({0})shape.v[{2}];", I, R - 1, R - 2);
-      w.line("const {0} tiles_c = (cols + {1}) / {2}, per_matrix = tiles_c * ((rows + {1}) / {2}), tiles = per_matrix * ({0})(n / ((long long)rows * cols));", I, T - 1, T);
+      w.line(
+          "const {0} tiles_c = (cols + {1}) / {2}, per_matrix = tiles_c * ((rows + {1}) / {2}), tiles = per_matrix * "
+          "({0})(n / ((long long)rows * cols));",
+          I, T - 1, T);
       w.line("const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};", T);
       auto loop = w.block("for ({} t = blockIdx.x; t < tiles; t += gridDim.x)", I);
       w.line("const {0} matrix = t / per_matrix, in_matrix = t - matrix * per_matrix;", I);
@@ -242,10 +270,14 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         w.line("#pragma unroll");
         {
           auto fill = w.block("for (int j = 0; j < {}; j += {})", T, TR);
-          w.line("const {} ri = r0 + tx, ci = c0 + ty + j;  // consecutive threads: consecutive rows, contiguous in these inputs", I);
+          w.line(
+              "const {} ri = r0 + tx, ci = c0 + ty + j;  // consecutive threads: consecutive rows, contiguous in these "
+              "inputs",
+              I);
           auto in = w.block("if (ri < rows && ci < cols)");
           for (int p = 0; p < v.n_params; ++p)
-            if (v.access[p] == Access::across) w.line("tile{0}[ty + j][tx] = in{0}[o{0} + ri + ci * ({2})st{0}.v[{1}]];", p, R - 1, I);
+            if (v.access[p] == Access::across)
+              w.line("tile{0}[ty + j][tx] = in{0}[o{0} + ri + ci * ({2})st{0}.v[{1}]];", p, R - 1, I);
         }
         w.line("__syncthreads();");
       }
@@ -256,10 +288,14 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       std::vector<std::string> inputs;
       for (int p = 0; p < v.n_params; ++p) {
         if (v.access[p] == Access::broadcast) inputs.push_back(fmt::format("b{}", p));
-        else if (v.access[p] == Access::across) inputs.push_back(load_conv(pdt[p], fmt::format("tile{}[tx][ty + j]", p)));
-        else inputs.push_back(load(p, fmt::format("o{0} + ri * ({3})st{0}.v[{1}] + ci * ({3})st{0}.v[{2}]", p, R - 2, R - 1, I)));
+        else if (v.access[p] == Access::across)
+          inputs.push_back(load_conv(pdt[p], fmt::format("tile{}[tx][ty + j]", p)));
+        else
+          inputs.push_back(
+              load(p, fmt::format("o{0} + ri * ({3})st{0}.v[{1}] + ci * ({3})st{0}.v[{2}]", p, R - 2, R - 1, I)));
       }
-      store_all(w, call(inputs, "base + ri * cols + ci"), [&](int o) { return fmt::format("{}[base + ri * cols + ci]", out_name(o)); });
+      store_all(w, call(inputs, "base + ri * cols + ci"),
+                [&](int o) { return fmt::format("{}[base + ri * cols + ci]", out_name(o)); });
     } else if (!v.has_strided() && v.vector_width > 1) {
       const int V = v.vector_width;
       w.line("// Main part: {} elements per 16-byte access, every pointer aligned for it.", V);
@@ -268,9 +304,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         auto loop = w.block("for ({} iv = first; iv < n_vec; iv += step)", index_t);
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::contiguous)
-            w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];", storage_type(pdt[p]), V, p);
-        vector_of_outputs(element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }), fmt::format("iv * {} + k", V),
-                          [&](int o) { return fmt::format("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv]", storage_type(v.out_dtype[o]), V, out_name(o)); });
+            w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];",
+                   storage_type(pdt[p]), V, p);
+        vector_of_outputs(element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }),
+                          fmt::format("iv * {} + k", V), [&](int o) {
+                            return fmt::format("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv]",
+                                               storage_type(v.out_dtype[o]), V, out_name(o));
+                          });
       }
       w.line("// Tail: the last n % {} elements.", V);
       auto tail = w.block("for ({} i = n_vec * {} + first; i < n; i += step)", index_t, V);
@@ -296,12 +336,15 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         w.line("rest /= ({})shape.v[d];", index_t);
         for (const auto& [o, st] : offsets) w.line("{} += c * ({})st{}.v[d];", o, index_t, st);
         for (int o = 0; o < K; ++o)
-          if (v.out_access[o] == Access::broadcast) w.line("w{0} = w{0} && (c == 0 || st{1}.v[d] != 0);", o, out_suffix(o));
+          if (v.out_access[o] == Access::broadcast)
+            w.line("w{0} = w{0} && (c == 0 || st{1}.v[d] != 0);", o, out_suffix(o));
       }
       for (const auto& [o, st] : offsets) w.line("{} += rest * ({})st{}.v[0];", o, index_t, st);
       for (int o = 0; o < K; ++o)
-        if (v.out_access[o] == Access::broadcast) w.line("w{0} = w{0} && (rest == 0 || st{1}.v[0] != 0);", o, out_suffix(o));
-      auto in = element_inputs([&](int p) { return load(p, v.access[p] == Access::strided ? fmt::format("o{}", p) : "i"); });
+        if (v.out_access[o] == Access::broadcast)
+          w.line("w{0} = w{0} && (rest == 0 || st{1}.v[0] != 0);", o, out_suffix(o));
+      auto in =
+          element_inputs([&](int p) { return load(p, v.access[p] == Access::strided ? fmt::format("o{}", p) : "i"); });
       store_all(w, call(in, "i"), [&](int o) {
         return fmt::format("{}[{}]", out_name(o), v.out_access[o] == Access::contiguous ? "i" : "o" + out_suffix(o));
       });

@@ -54,9 +54,14 @@ std::vector<int> waves_of(const ir::Graph& g) {
 
 /// Hopper's thread block clusters in inline PTX (no cooperative_groups header to find at run time).
 void write_cluster_helpers(SourceWriter& w) {
-  w.line("__device__ __forceinline__ unsigned fz_cluster_rank() {{ unsigned r; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r)); return r; }}");
+  w.line(
+      "__device__ __forceinline__ unsigned fz_cluster_rank() {{ unsigned r; asm volatile(\"mov.u32 %0, "
+      "%%cluster_ctarank;\" : \"=r\"(r)); return r; }}");
   w.line("// Every thread of every block of the cluster arrives; shared-memory writes before it are seen after it.");
-  w.line("__device__ __forceinline__ void fz_cluster_sync() {{ asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\"); }}");
+  w.line(
+      "__device__ __forceinline__ void fz_cluster_sync() {{ asm "
+      "volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+      "\"memory\"); }}");
   w.line("// The same shared variable in block `rank` of the cluster (a generic address).");
   w.line("template <class T> __device__ __forceinline__ const T* fz_cluster_peer(const T* p, unsigned rank) {{");
   w.line("  unsigned long long q;");
@@ -89,7 +94,8 @@ std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::a
 GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::string_view name_given) {
   const int K = v.n_outputs, np = v.n_params, V = v.vector_width, G = v.group, C = v.cluster;
   if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
-  if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the layer variant's differ");
+  if (static_cast<int>(g.outputs.size()) != K)
+    throw Error("internal: the graph's outputs and the layer variant's differ");
   GeneratedKernel k = hashed_and_named(g, v, v.out_dtype[0], name_given);
 
   const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, np);
@@ -107,7 +113,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (!ir::is_reduction(n.op)) continue;
-    if (n.op == Op::argmin || n.op == Op::argmax) throw Error("internal: arg-reductions do not run in layer kernels");
+    if (ir::is_arg_reduction(n.op)) throw Error("internal: arg-reductions do not run in layer kernels");
     waves = std::max(waves, wave_of_node[i]);
     reds.push_back({i, wave_of_node[i], reduce_op_spelling(n.op, g.nodes[n.a].dtype), g.nodes[n.a].dtype});
   }
@@ -136,14 +142,18 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     }
     write_step_and_settle(fn, r.op, std::to_string(i));
     {
-      auto f = fn.block("// The group's accumulators combined in a fixed order; every thread of the group gets the result.\n"
-                        "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2}{3})", Acc, i, G <= kWarpThreads ? "" : fmt::format(", {}* scratch", Acc),
-                        C > 1 ? fmt::format(", {}* slot", Acc) : "");
+      auto f = fn.block(
+          "// The group's accumulators combined in a fixed order; every thread of the group gets the result.\n"
+          "__device__ __forceinline__ {0} fz_row_reduce{1}({0} a{2}{3})",
+          Acc, i, G <= kWarpThreads ? "" : fmt::format(", {}* scratch", Acc),
+          C > 1 ? fmt::format(", {}* slot", Acc) : "");
       fn.line("a = fz_settle{}(a);", i);
       fn.line("#pragma unroll");
-      fn.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine{}(a, {});", std::min(G, kWarpThreads) / 2, i, r.op.shuffle);
+      fn.line("for (int d = {}; d > 0; d >>= 1) a = fz_combine{}(a, {});", std::min(G, kWarpThreads) / 2, i,
+              r.op.shuffle);
       if (G <= kWarpThreads) {
-        fn.line("const int fz_lane0 = {};  // the group's first lane", G == kWarpThreads ? "0" : fmt::format("(threadIdx.x % 32) & ~{}", G - 1));
+        fn.line("const int fz_lane0 = {};  // the group's first lane",
+                G == kWarpThreads ? "0" : fmt::format("(threadIdx.x % 32) & ~{}", G - 1));
         fn.line("return {};", r.op.from_lane0);
       } else {
         // Every warp combines the warps' results as a shuffle tree (a few levels, not one long chain of
@@ -159,7 +169,9 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         fn.line("  a = {};", r.op.from_lane0);
         fn.line("}}");
         if (C > 1) {
-          fn.line("// The cluster's blocks (a slice of the row each) meet: every block combines all partials in rank order.");
+          fn.line(
+              "// The cluster's blocks (a slice of the row each) meet: every block combines all partials in rank "
+              "order.");
           fn.line("if (threadIdx.x == 0) *slot = a;");
           fn.line("fz_cluster_sync();");
           fn.line("a = *fz_cluster_peer(slot, 0);");
@@ -170,14 +182,15 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     }
     std::string result = r.op.result;
     if (compute_type(rn.dtype) != VT) result = spell(Node{Op::cast, rn.dtype, r.node}, r.vd, result, "", "", ctx);
-    fn.line("__device__ __forceinline__ {} fz_result{}({} a, double divisor) {{ return {}; }}", compute_type(rn.dtype), i,
-            Acc, result);
+    fn.line("__device__ __forceinline__ {} fz_result{}({} a, double divisor) {{ return {}; }}", compute_type(rn.dtype),
+            i, Acc, result);
   }
 
   // The signature: arrays, scalars, counts, divisors, dims.
   KernelSignature& sig = k.signature;
   const char* restrict_ = v.out_aliases_input ? "" : " __restrict__";
-  for (int p = 0; p < np; ++p) sig.add(ArgSource::pointer, p, fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
+  for (int p = 0; p < np; ++p)
+    sig.add(ArgSource::pointer, p, fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
   for (int o = 0; o < K; ++o)
     sig.add(ArgSource::pointer, np + o, fmt::format("{}*{} out{}", storage_type(v.out_dtype[o]), restrict_, o));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
@@ -187,7 +200,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   if (partly) sig.add(Count::chunk, "const long long fz_keep");
   for (std::size_t i = 0; i < reds.size(); ++i) {
     const Op op = g.nodes[reds[i].node].op;
-    if (op == Op::mean || op == Op::var) sig.add(ArgSource::divisor, static_cast<std::uint32_t>(i), fmt::format("const double divisor{}", i));
+    if (ir::divides_by_count(op))
+      sig.add(ArgSource::divisor, static_cast<std::uint32_t>(i), fmt::format("const double divisor{}", i));
   }
   const int rk = v.rank_kept;
   if (rk > 0) sig.add(ArgSource::dims, kLayerKeptShape, "const FzKept kshape");
@@ -200,8 +214,10 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   }
   for (int o = 0; o < K; ++o) {
     if (rk > 0) sig.add(ArgSource::dims, layer_kept_strides(np + o), fmt::format("const FzKept kst_out{}", o));
-    if (!v.out_per_row[o] && V == 1) sig.add(ArgSource::dims, layer_row_stride(np + o), fmt::format("const long long rst_out{}", o));
-    if (!v.out_per_row[o] && seg) sig.add(ArgSource::dims, layer_segment_stride(np + o), fmt::format("const long long sst_out{}", o));
+    if (!v.out_per_row[o] && V == 1)
+      sig.add(ArgSource::dims, layer_row_stride(np + o), fmt::format("const long long rst_out{}", o));
+    if (!v.out_per_row[o] && seg)
+      sig.add(ArgSource::dims, layer_segment_stride(np + o), fmt::format("const long long sst_out{}", o));
   }
   // Where element j of the row sits in an operand (`k`: its row's offset, `suffix`: "0" or "_out0"); a
   // segmented row's fz_q (segment) and fz_r (place in it) are computed once per access at the loop's top.
@@ -223,14 +239,19 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   const int rows_per_block = v.block / G;
   if (v.resident) w.line("extern __shared__ __align__(16) unsigned char fz_row_cache[];");
   if (G > kWarpThreads)
-    for (std::size_t i = 0; i < reds.size(); ++i) w.line("__shared__ {} fz_scratch{}[{}];", reds[i].op.acc, i, G / kWarpThreads);
+    for (std::size_t i = 0; i < reds.size(); ++i)
+      w.line("__shared__ {} fz_scratch{}[{}];", reds[i].op.acc, i, G / kWarpThreads);
   if (C > 1)
-    for (std::size_t i = 0; i < reds.size(); ++i) w.line("__shared__ {} fz_slot{};  // the block's partial, read by the cluster", reds[i].op.acc, i);
+    for (std::size_t i = 0; i < reds.size(); ++i)
+      w.line("__shared__ {} fz_slot{};  // the block's partial, read by the cluster", reds[i].op.acc, i);
   w.line("const int lane = threadIdx.x % {};", G);
   const bool sub_warp = G < kWarpThreads;  // several rows per warp: its shuffles need every lane
   if (sub_warp) {
-    w.line("// {} rows per warp: a warp past the last row leaves; a group past it redoes the last row and stores nothing.", kWarpThreads / G);
-    w.line("if ((long long)blockIdx.x * {} + threadIdx.x / 32 * {} >= n_rows) return;", rows_per_block, kWarpThreads / G);
+    w.line(
+        "// {} rows per warp: a warp past the last row leaves; a group past it redoes the last row and stores nothing.",
+        kWarpThreads / G);
+    w.line("if ((long long)blockIdx.x * {} + threadIdx.x / 32 * {} >= n_rows) return;", rows_per_block,
+           kWarpThreads / G);
     w.line("const long long row_here = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
     w.line("const bool live = row_here < n_rows;");
     w.line("const long long row = live ? row_here : n_rows - 1;");
@@ -244,7 +265,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     w.line("const long long fz_hi = fz_lo + fz_slice < n_red ? fz_lo + fz_slice : n_red;");
   } else {
     w.line("const long long row = (long long)blockIdx.x * {} + threadIdx.x / {};", rows_per_block, G);
-    w.line("if (row >= n_rows) return;  // uniform over the group: {}", G == kWarpThreads ? "a warp" : "the whole block");
+    w.line("if (row >= n_rows) return;  // uniform over the group: {}",
+           G == kWarpThreads ? "a warp" : "the whole block");
   }
   // The range this block covers along the row, and where element j sits in its cache.
   const std::string lo = C > 1 ? "fz_lo + " : "", hi = C > 1 ? "fz_hi" : "n_red", at_j = C > 1 ? "j - fz_lo" : "j";
@@ -256,7 +278,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     write_decode(w, "row", "kshape", rk, targets);
   }
   for (int p = 0; p < np; ++p)
-    if (!varies(p)) w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("in{0}[k{0}]", p)));
+    if (!varies(p))
+      w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("in{0}[k{0}]", p)));
   if (v.resident) {
     w.line("// The row's cached inputs: {} rows per block, each padded to 16 elements.", rows_per_block);
     if (partly) w.line("const long long fz_pad = fz_keep;  // (a multiple of 16) the rest of the row is re-read");
@@ -264,7 +287,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     w.line("unsigned char* fz_at = fz_row_cache;");
     for (int p = 0; p < np; ++p) {
       if (v.role[p] != LayerRole::cached) continue;
-      w.line("{0}* const c{1} = reinterpret_cast<{0}*>(fz_at) + (threadIdx.x / {2}) * fz_pad;", storage_type(pdt[p]), p, G);
+      w.line("{0}* const c{1} = reinterpret_cast<{0}*>(fz_at) + (threadIdx.x / {2}) * fz_pad;", storage_type(pdt[p]), p,
+             G);
       w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, storage_type(pdt[p]));
     }
   }
@@ -294,8 +318,12 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     std::sort(reads.begin(), reads.end());
     for (int p : reads)
       if (first_pass[static_cast<std::size_t>(p)] < 0) first_pass[static_cast<std::size_t>(p)] = pass;
-    auto from_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] < pass; };
-    auto to_cache = [&](int p) { return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] == pass; };
+    auto from_cache = [&](int p) {
+      return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] < pass;
+    };
+    auto to_cache = [&](int p) {
+      return v.role[p] == LayerRole::cached && first_pass[static_cast<std::size_t>(p)] == pass;
+    };
     bool touches_memory = false;  // reads an input from memory or writes an output: a segmented row locates j
     for (int p : reads) touches_memory = touches_memory || !from_cache(p) || partly;
     for (int o = 0; o < K && final_pass; ++o) touches_memory = touches_memory || !v.out_per_row[o];
@@ -318,10 +346,11 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       const std::string cache_index = j == "j" ? at_j : j;
       for (int p : reads) {
         const std::string memory = fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
-        const std::string raw = vector ? fmt::format("v{}.v[e]", p)
-                                : from_cache(p) ? (partly ? fmt::format("({} ? c{}[{}] : {})", kept(cache_index), p, cache_index, memory)
-                                                          : fmt::format("c{}[{}]", p, cache_index))
-                                                : memory;
+        const std::string raw =
+            vector          ? fmt::format("v{}.v[e]", p)
+            : from_cache(p) ? (partly ? fmt::format("({} ? c{}[{}] : {})", kept(cache_index), p, cache_index, memory)
+                                      : fmt::format("c{}[{}]", p, cache_index))
+                            : memory;
         if (!vector && to_cache(p)) {
           w.line("const {} raw{} = {};", storage_type(pdt[p]), p, raw);
           w.line("{}c{}[{}] = raw{};", if_kept(cache_index), p, cache_index, p);
@@ -339,9 +368,11 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
         w.line("a{0} = fz_step{0}(a{0}, {1}, {2});", i, value[g.nodes[reds[i].node].a], index);
       for (int o = 0; o < K && final_pass; ++o) {
         if (v.out_per_row[o]) continue;
-        const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o], stored_value(g, g.outputs[o], v.out_dtype[o], value));
+        const std::string stored = store_conversion(g.dtype(g.outputs[o]), v.out_dtype[o],
+                                                    stored_value(g, g.outputs[o], v.out_dtype[o], value));
         if (vector) w.line("o{}.v[e] = {};", o, stored);
-        else w.line("{}out{}[{}] = {};", if_live, o, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)), stored);
+        else
+          w.line("{}out{}[{}] = {};", if_live, o, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)), stored);
       }
     };
     if (V > 1) {
@@ -352,10 +383,14 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       for (int p : reads) {
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
-        const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p, element_at(fmt::format("k{}", p), std::to_string(p)));
+        const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p,
+                                               element_at(fmt::format("k{}", p), std::to_string(p)));
         w.line("const {} v{} = {};", type, p,
-               !from_cache(p) ? memory : partly ? fmt::format("{} ? {} : {}", kept(cache_index), cached, memory) : cached);
-        if (to_cache(p)) w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", if_kept(cache_index), type, p, cache_index, p);
+               !from_cache(p) ? memory
+               : partly       ? fmt::format("{} ? {} : {}", kept(cache_index), cached, memory)
+                              : cached);
+        if (to_cache(p))
+          w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", if_kept(cache_index), type, p, cache_index, p);
       }
       if (final_pass)
         for (int o = 0; o < K; ++o)
@@ -368,8 +403,8 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
       if (final_pass)
         for (int o = 0; o < K; ++o)
           if (!v.out_per_row[o])
-            w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + {4}) = o{2};", storage_type(v.out_dtype[o]), V, o, if_live,
-                   element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)));
+            w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + {4}) = o{2};", storage_type(v.out_dtype[o]), V, o,
+                   if_live, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)));
     }
     {
       auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < {}; j += {})", hi, G)
@@ -379,9 +414,9 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
     }
     for (std::size_t i : in_wave) {
       const Op op = g.nodes[reds[i].node].op;
-      w.line("const {} r{} = fz_result{}(fz_row_reduce{}(a{}{}{}), {});", compute_type(g.dtype(reds[i].node)), i, i, i, i,
-             G <= kWarpThreads ? "" : fmt::format(", fz_scratch{}", i), C > 1 ? fmt::format(", &fz_slot{}", i) : "",
-             op == Op::mean || op == Op::var ? fmt::format("divisor{}", i) : "0.0");
+      w.line("const {} r{} = fz_result{}(fz_row_reduce{}(a{}{}{}), {});", compute_type(g.dtype(reds[i].node)), i, i, i,
+             i, G <= kWarpThreads ? "" : fmt::format(", fz_scratch{}", i), C > 1 ? fmt::format(", &fz_slot{}", i) : "",
+             ir::divides_by_count(op) ? fmt::format("divisor{}", i) : "0.0");
     }
   }
   // Per-row outputs, once per row.

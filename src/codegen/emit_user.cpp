@@ -13,7 +13,8 @@ namespace fusion::codegen {
 namespace {
 
 /// `_ind.size()` (elementwise), `_in_ind.size()` and `_out_ind.size()` (reductions), as in CuPy.
-constexpr const char* kIndexSize = "struct FzInd { long long n; __device__ __forceinline__ long long size() const { return n; } };";
+constexpr const char* kIndexSize =
+    "struct FzInd { long long n; __device__ __forceinline__ long long size() const { return n; } };";
 
 std::uint64_t spec_hash(const UserKernelSpec& s, const UserVariant& v) {
   StableHasher h;
@@ -47,7 +48,8 @@ std::uint64_t spec_hash(const UserKernelSpec& s, const UserVariant& v) {
 std::string signature(const UserKernelSpec& s) {
   auto list = [](const std::vector<UserParam>& ps) {
     std::string r;
-    for (const UserParam& p : ps) r += fmt::format("{}{}{} {}", r.empty() ? "" : ", ", p.raw ? "raw " : "", p.type, p.name);
+    for (const UserParam& p : ps)
+      r += fmt::format("{}{}{} {}", r.empty() ? "" : ", ", p.raw ? "raw " : "", p.type, p.name);
     return r;
   };
   return fmt::format("{} '{}' ({} -> {})", s.reduction ? "ReductionKernel" : "ElementwiseKernel", s.name, list(s.in),
@@ -78,20 +80,24 @@ void write_raw_helpers(SourceWriter& w, const UserVariant& v) {
     const char* from = dtype_info(d).from_float;
     bool used = false;
     for (std::size_t p = 0; p < v.dtypes.size(); ++p)
-      used = used || (v.dtypes[p] == d && (v.access[p] == UserAccess::raw_contiguous || v.access[p] == UserAccess::raw_strided));
+      used = used || (v.dtypes[p] == d &&
+                      (v.access[p] == UserAccess::raw_contiguous || v.access[p] == UserAccess::raw_strided));
     if (!used) continue;
     w.line("struct Fz{} {{ unsigned short bits; }};", tag);
     w.line("struct Fz{}Ref {{", tag);
     w.line("  Fz{}* p;", tag);
     w.line("  __device__ __forceinline__ operator float() const {{ return {}(p->bits); }}", to);
-    w.line("  __device__ __forceinline__ Fz{0}Ref& operator=(float v) {{ p->bits = {1}(v); return *this; }}", tag, from);
+    w.line("  __device__ __forceinline__ Fz{0}Ref& operator=(float v) {{ p->bits = {1}(v); return *this; }}", tag,
+           from);
     w.line("  __device__ __forceinline__ Fz{0}Ref& operator+=(float v) {{ return *this = float(*this) + v; }}", tag);
     w.line("}};");
     w.line("__device__ __forceinline__ Fz{0}Ref fz_elem(Fz{0}* p) {{ return Fz{0}Ref{{p}}; }}", tag);
   }
   w.line("template <class T> struct FzRaw {{");
   w.line("  T* p; long long n;");
-  w.line("  __device__ __forceinline__ decltype(fz_elem((T*)0)) operator[](long long k) const {{ return fz_elem(p + k); }}");
+  w.line(
+      "  __device__ __forceinline__ decltype(fz_elem((T*)0)) operator[](long long k) const {{ return fz_elem(p + k); "
+      "}}");
   w.line("  __device__ __forceinline__ long long size() const {{ return n; }}");
   w.line("}};");
   w.line("template <class T, int R> struct FzRawN {{");
@@ -144,7 +150,9 @@ void write_user_vectors(SourceWriter& w, const UserKernelSpec& s, const UserVari
   const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
   auto param = [&](std::size_t p) -> const UserParam& { return p < n_in ? s.in[p] : s.out[p - n_in]; };
   w.line("// {} elements per step, one 16-byte access per contiguous array; the tail runs one by one below.", V);
-  auto loop = w.block("for ({0} _fz_v = ({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_v < ({0})(_fz_n / {1}); _fz_v += _fz_step)", idx, V);
+  auto loop = w.block(
+      "for ({0} _fz_v = ({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_v < ({0})(_fz_n / {1}); _fz_v += _fz_step)",
+      idx, V);
   for (std::size_t p = 0; p < n; ++p) {
     const UserParam& u = param(p);
     const DType d = v.dtypes[p];
@@ -159,11 +167,13 @@ void write_user_vectors(SourceWriter& w, const UserKernelSpec& s, const UserVari
     w.line("#pragma unroll");
     auto lanes = w.block("for (int _fz_k = 0; _fz_k < {}; ++_fz_k)", V);
     write_user_element(w, s, v, [&](std::size_t p) {
-      return v.access[p] == UserAccess::broadcast ? fmt::format("_fz_p_{}[0]", param(p).name) : fmt::format("_fz_w_{}.v[_fz_k]", param(p).name);
+      return v.access[p] == UserAccess::broadcast ? fmt::format("_fz_p_{}[0]", param(p).name)
+                                                  : fmt::format("_fz_w_{}.v[_fz_k]", param(p).name);
     });
   }
   for (std::size_t p = n_in; p < n; ++p)
-    w.line("reinterpret_cast<FzVec<{0}, {1}>*>(_fz_p_{2})[_fz_v] = _fz_w_{2};", storage_type(v.dtypes[p]), V, param(p).name);
+    w.line("reinterpret_cast<FzVec<{0}, {1}>*>(_fz_p_{2})[_fz_v] = _fz_w_{2};", storage_type(v.dtypes[p]), V,
+           param(p).name);
 }
 
 GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant& v) {
@@ -181,7 +191,9 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
     strided = strided || v.access[p] == UserAccess::strided;
   }
   auto raw_elem = [&](DType d) {
-    return d == DType::float16 ? std::string("FzF16") : d == DType::bfloat16 ? std::string("FzBF16") : std::string(storage_type(d));
+    return d == DType::float16    ? std::string("FzF16")
+           : d == DType::bfloat16 ? std::string("FzBF16")
+                                  : std::string(storage_type(d));
   };
 
   SourceWriter w;
@@ -203,12 +215,17 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
     const bool out = p >= n_in;
     const auto at = static_cast<std::uint32_t>(p);
     switch (v.access[p]) {
-      case UserAccess::scalar: sig.add(ArgSource::scalar, at, fmt::format("const {} {}", compute_type(d), u.name)); break;
-      case UserAccess::raw_contiguous: sig.add(ArgSource::raw, at, fmt::format("const FzRaw<{}> {}", raw_elem(d), u.name)); break;
+      case UserAccess::scalar:
+        sig.add(ArgSource::scalar, at, fmt::format("const {} {}", compute_type(d), u.name));
+        break;
+      case UserAccess::raw_contiguous:
+        sig.add(ArgSource::raw, at, fmt::format("const FzRaw<{}> {}", raw_elem(d), u.name));
+        break;
       case UserAccess::raw_strided:
         sig.add(ArgSource::raw, at, fmt::format("const FzRawN<{}, {}> {}", raw_elem(d), v.raw_rank[p], u.name));
         break;
-      default: sig.add(ArgSource::pointer, at, fmt::format("{}{}* _fz_p_{}", out ? "" : "const ", storage_type(d), u.name));
+      default:
+        sig.add(ArgSource::pointer, at, fmt::format("{}{}* _fz_p_{}", out ? "" : "const ", storage_type(d), u.name));
     }
   }
   sig.add(Count::n, "const long long _fz_n");
@@ -216,15 +233,18 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
     sig.add(ArgSource::dims, 0, "const FzDims _fz_shape");
     for (std::size_t p = 0; p < n; ++p)
       if (v.access[p] == UserAccess::strided)
-        sig.add(ArgSource::dims, static_cast<std::uint32_t>(1 + p), fmt::format("const FzDims _fz_st_{}", param(p).name));
+        sig.add(ArgSource::dims, static_cast<std::uint32_t>(1 + p),
+                fmt::format("const FzDims _fz_st_{}", param(p).name));
   }
   {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
+    auto kernel =
+        w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
     w.line("const FzInd _ind{{_fz_n}};");
     w.line("const {0} _fz_step = ({0})gridDim.x * blockDim.x;", idx);
     if (V > 1) write_user_vectors(w, s, v, idx);
-    auto loop = w.block("for ({0} _fz_i = {1}({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step)", idx,
-                        V > 1 ? fmt::format("_fz_n / {0} * {0} + ", V) : "");
+    auto loop =
+        w.block("for ({0} _fz_i = {1}({0})blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step)",
+                idx, V > 1 ? fmt::format("_fz_n / {0} * {0} + ", V) : "");
     w.line("const long long i = _fz_i;");
     auto offset = [&](std::size_t p) {
       switch (v.access[p]) {
@@ -283,7 +303,8 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
       const DType d = v.dtypes[p];
       const std::string& name = s.in[p].name;
       if (v.access[p] == UserAccess::scalar) {
-        sk.scalar_params.emplace_back(static_cast<std::uint32_t>(p), fmt::format("const {} _fz_s_{}", compute_type(d), name));
+        sk.scalar_params.emplace_back(static_cast<std::uint32_t>(p),
+                                      fmt::format("const {} _fz_s_{}", compute_type(d), name));
         sk.scalar_args.push_back("_fz_s_" + name);
       } else {
         args.push_back(fmt::format("{} _fz_x{}", compute_type(d), sk.params.size()));
@@ -296,8 +317,8 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
         args.push_back(fmt::format("{} _fz_s{}", compute_type(v.dtypes[p]), p));
         bind.push_back(fmt::format("const {} {} = _fz_s{};", compute_type(v.dtypes[p]), s.in[p].name, p));
       }
-    auto f = fn.block("// map_expr: one element as the reduction sees it.\n__device__ __forceinline__ {} fz_expr({})", acc,
-                      fmt::join(args, ", "));
+    auto f = fn.block("// map_expr: one element as the reduction sees it.\n__device__ __forceinline__ {} fz_expr({})",
+                      acc, fmt::join(args, ", "));
     for (const auto& l : bind) fn.line("{}", l);
     fn.line("return ({})({});", acc, s.map_expr);
   }
@@ -314,7 +335,8 @@ GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& 
     std::string body = fmt::format("{{ {} {}{{}}; ", value_type, y);
     if (!s.after_loop.empty()) body += s.after_loop + "; ";
     body += s.post_map_expr + "; ";
-    body += fmt::format("out[{}] = {}; }}", index, store_conversion(is_16bit_float(out) ? DType::float32 : out, out, y));
+    body +=
+        fmt::format("out[{}] = {}; }}", index, store_conversion(is_16bit_float(out) ? DType::float32 : out, out, y));
     return body;
   };
 

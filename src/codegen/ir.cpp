@@ -60,9 +60,7 @@ std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y)
 
 std::uint32_t Graph::reduce(Op op, std::uint32_t x, DType result) {
   if (!is_reduction(op)) throw Error(fmt::format("internal: {} is not a reduction", op_name(op)));
-  if (op == Op::any || op == Op::all || op == Op::sum || op == Op::prod || op == Op::mean ||
-      op == Op::var)
-    x = cast(x, reduction_accumulator_dtype(op, result));
+  if (reduce_info(op).accumulator != ReduceAccumulator::result) x = cast(x, reduction_accumulator_dtype(op, result));
   return push(*this, {op, result, x, kNone, kNone, n_reductions++});
 }
 

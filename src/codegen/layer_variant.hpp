@@ -24,7 +24,7 @@ enum class LayerRole : std::uint8_t {
 struct LayerVariant {
   std::uint16_t block = 256;       ///< threads per block
   std::uint16_t group = 32;        ///< threads per row: 32 (a warp) or `block` (the whole block)
-  std::uint8_t min_blocks = 0;     ///< __launch_bounds__' blocks per SM to fit (caps registers); 0: the compiler's choice
+  std::uint8_t min_blocks = 0;  ///< __launch_bounds__' blocks per SM to fit (caps registers); 0: the compiler's choice
   std::uint8_t cluster = 1;        ///< blocks per row (a Hopper thread block cluster): each block keeps a
                                    ///< slice of the row and the blocks combine their partials through
                                    ///< distributed shared memory; 1: one block (or less) per row

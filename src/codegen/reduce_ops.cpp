@@ -12,8 +12,6 @@ using ir::Op;
 
 namespace {
 
-bool is_arg(Op op) { return op == Op::argmin || op == Op::argmax; }
-
 /// The extreme value of a dtype as a CUDA literal: `high` the largest (+inf for floats), else the lowest.
 std::string extreme(DType d, bool high) {
   switch (d) {
@@ -26,7 +24,8 @@ std::string extreme(DType d, bool high) {
     case DType::uint16: return high ? "(unsigned short)65535" : "(unsigned short)0";
     case DType::uint32: return high ? "4294967295u" : "0u";
     case DType::uint64: return high ? "18446744073709551615ull" : "0ull";
-    case DType::float64: return high ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(0xfff0000000000000ll)";
+    case DType::float64:
+      return high ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(0xfff0000000000000ll)";
     default: return high ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
   }
 }
@@ -37,18 +36,17 @@ std::string nan_of(DType d) {
 
 /// The value an empty reduction starts from.
 std::string identity(Op op, DType d) {
-  const std::string t(compute_type(d));
-  switch (op) {
-    case Op::sum: case Op::mean: return fmt::format("({})0", t);
-    case Op::prod: return fmt::format("({})1", t);
-    case Op::any: return "false";
-    case Op::all: return "true";
-    case Op::min: case Op::argmin: return extreme(d, true);
-    case Op::max: case Op::argmax: return extreme(d, false);
-    case Op::nanmin: return is_floating(d) ? nan_of(d) : extreme(d, true);
-    case Op::nanmax: return is_floating(d) ? nan_of(d) : extreme(d, false);
-    default: throw Error("internal: not a reduction");
+  switch (ir::reduce_info(op).identity) {
+    case ir::ReduceIdentity::zero: return fmt::format("({})0", compute_type(d));
+    case ir::ReduceIdentity::one: return fmt::format("({})1", compute_type(d));
+    case ir::ReduceIdentity::false_: return "false";
+    case ir::ReduceIdentity::true_: return "true";
+    case ir::ReduceIdentity::highest: return extreme(d, true);
+    case ir::ReduceIdentity::lowest: return extreme(d, false);
+    case ir::ReduceIdentity::nan_or_highest: return is_floating(d) ? nan_of(d) : extreme(d, true);
+    case ir::ReduceIdentity::nan_or_lowest: return is_floating(d) ? nan_of(d) : extreme(d, false);
   }
+  throw Error("internal: not a reduction");
 }
 
 /// Body of fz_combine(a, b), where `a` always holds earlier elements than `b`.
@@ -69,14 +67,15 @@ std::string combine(Op op, DType d) {
       const char* better = op == Op::argmin ? "<" : ">";
       std::string s;
       // the first NaN wins, as NumPy's argmin/argmax; ties go to the lower index
-      if (fl) s += "const bool an = a.v != a.v, bn = b.v != b.v;\nif (an || bn) return (an && (!bn || a.i <= b.i)) ? a : b;\n";
+      if (fl)
+        s +=
+            "const bool an = a.v != a.v, bn = b.v != b.v;\nif (an || bn) return (an && (!bn || a.i <= b.i)) ? a : b;\n";
       s += fmt::format("if (a.v != b.v) return a.v {} b.v ? a : b;\nreturn a.i <= b.i ? a : b;", better);
       return s;
     }
     default: throw Error("internal: not a reduction");
   }
 }
-
 
 /// Moving a value down a warp by `d` lanes (or from lane `fz_lane0`, which the caller defines:
 /// `from_lane0`): shuffles take 32- and 64-bit values, so narrow types widen.
@@ -96,7 +95,7 @@ std::string load_cg(DType d, const std::string& p) {
 }  // namespace
 
 std::string accumulator_struct(Op op) {
-  if (is_arg(op)) return "template <class T> struct FzArg { T v; long long i; };\n";
+  if (ir::is_arg_reduction(op)) return "template <class T> struct FzArg { T v; long long i; };\n";
   if (op == Op::var)
     return "// Count, mean and sum of squared deviations (Chan et al. combine two). While a thread adds its\n"
            "// elements, mean is a fixed shift and s1, s2 sum x - shift and its square in double: no division\n"
@@ -110,7 +109,7 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
   const std::string VT(compute_type(vd));
   ReduceOpSpelling s;
   s.value = VT;
-  if (is_arg(op)) {
+  if (ir::is_arg_reduction(op)) {
     s.acc = fmt::format("FzArg<{}>", VT);
     s.identity = fmt::format("{}{{{}, 9223372036854775807ll}}", s.acc, identity(op, vd));
     s.lift = fmt::format("{}{{x, r}}", s.acc);
@@ -166,7 +165,7 @@ ReduceOpSpelling reduce_op_spelling(Op op, DType vd) {
 
 std::size_t accumulator_size(Op op, DType vd) {
   const std::size_t value = compute_type(vd) == "float" ? 4 : itemsize(vd);
-  if (is_arg(op)) return 16;
+  if (ir::is_arg_reduction(op)) return 16;
   if (op == Op::var) return value == 4 ? 32 : 40;  // sizeof(FzWelford<T>): three T, then two doubles
   return value;
 }

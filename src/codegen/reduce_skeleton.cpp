@@ -13,13 +13,16 @@ namespace fusion::codegen {
 
 void write_step_and_settle(SourceWriter& fn, const ReduceOpSpelling& op, const std::string& suffix) {
   {
-    auto f = fn.block("// One more element in a thread's accumulator.\n__device__ __forceinline__ {0} fz_step{1}({0} a, {2} x, long long r)",
-                      op.acc, suffix, op.value);
+    auto f = fn.block(
+        "// One more element in a thread's accumulator.\n__device__ __forceinline__ {0} fz_step{1}({0} a, {2} x, long "
+        "long r)",
+        op.acc, suffix, op.value);
     if (op.step.empty()) fn.line("return fz_combine{0}(a, fz_lift{0}(x, r));", suffix);
     else fn.text(op.step);
   }
-  auto f = fn.block("// A thread's accumulator, ready to combine with another's.\n__device__ __forceinline__ {0} fz_settle{1}({0} a)",
-                    op.acc, suffix);
+  auto f = fn.block(
+      "// A thread's accumulator, ready to combine with another's.\n__device__ __forceinline__ {0} fz_settle{1}({0} a)",
+      op.acc, suffix);
   fn.text(op.settle);
 }
 
@@ -40,11 +43,13 @@ void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op) {
   fn.line("a = fz_warp_reduce(a);");
   fn.line("if (threadIdx.x % 32 == 0) warp_result[threadIdx.x / 32] = a;");
   fn.line("__syncthreads();");
-  fn.line("if (threadIdx.x < 32) a = fz_warp_reduce(threadIdx.x < {} ? warp_result[threadIdx.x] : fz_identity());", kBlockWarps);
+  fn.line("if (threadIdx.x < 32) a = fz_warp_reduce(threadIdx.x < {} ? warp_result[threadIdx.x] : fz_identity());",
+          kBlockWarps);
   fn.line("return a;");
 }
 
-void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s, const std::string& functions) {
+void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s,
+                         const std::string& functions) {
   const int rk = v.rank_kept, rr = v.rank_reduced;
   if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk);
   if (rr > 0) w.line("struct FzReduced {{ long long v[{}]; }};", rr);
@@ -56,9 +61,11 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   KernelSignature& sig = *s.signature;
   for (int p = 0; p < v.n_params; ++p)
     sig.add(ArgSource::pointer, p, fmt::format("const {}* __restrict__ in{}", storage_type(s.params[p]), p));
-  if (s.outputs.empty()) sig.add(ArgSource::pointer, v.n_params, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
+  if (s.outputs.empty())
+    sig.add(ArgSource::pointer, v.n_params, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
   for (std::size_t k = 0; k < s.outputs.size(); ++k)
-    sig.add(ArgSource::pointer, v.n_params + static_cast<std::uint32_t>(k), fmt::format("{}* __restrict__ out{}", storage_type(s.outputs[k]), k));
+    sig.add(ArgSource::pointer, v.n_params + static_cast<std::uint32_t>(k),
+            fmt::format("{}* __restrict__ out{}", storage_type(s.outputs[k]), k));
   for (const auto& [index, declaration] : s.scalar_params) sig.add(ArgSource::scalar, index, declaration);
   sig.add(Count::n_out, "const long long n_out");
   sig.add(Count::n_red, "const long long n_red");
@@ -77,7 +84,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     sig.add(ArgSource::workspace, 1, "unsigned int* __restrict__ counters");
   }
 
-  auto decode = [&](const char* index, const char* shape, int rank, const std::vector<std::pair<std::string, std::string>>& targets) {
+  auto decode = [&](const char* index, const char* shape, int rank,
+                    const std::vector<std::pair<std::string, std::string>>& targets) {
     write_decode(w, index, shape, rank, targets);
   };
   std::vector<std::pair<std::string, std::string>> kept_targets, reduced_targets;
@@ -106,11 +114,12 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   const int G = v.row_groups, TX = kBlockThreads / G;
   const bool grouped = !inner && G > 1;
   {  // the kernel's closing brace is written when this scope ends, before the text is taken
-  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, s.kernel_name, sig.list());
-  if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
-  if (inner) {
-    w.line("const int lane = threadIdx.x % {};", v.group);
-    w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", kBlockThreads / v.group, v.group);
+    auto kernel =
+        w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, s.kernel_name, sig.list());
+    if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
+    if (inner) {
+      w.line("const int lane = threadIdx.x % {};", v.group);
+      w.line("const long long o = (long long)blockIdx.x * {} + threadIdx.x / {};", kBlockThreads / v.group, v.group);
   } else if (grouped) {
     w.line("// {} rows of {} threads: thread (tx, ty) owns {} neighbouring output(s) and reads every {}th reduced row.",
            G, TX, v.vector_width, G);
@@ -146,7 +155,9 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     decode("o", "kshape", rk, kept_targets);
     w.line("k_out = ko;");
     for (int p = 0; p < v.n_params; ++p)
-      if (v.broadcast[p]) w.line("const {} b{} = {};", compute_type(s.params[p]), p, load_conversion(s.params[p], fmt::format("in{}[0]", p)));
+      if (v.broadcast[p])
+        w.line("const {} b{} = {};", compute_type(s.params[p]), p,
+               load_conversion(s.params[p], fmt::format("in{}[0]", p)));
     if (rows_of_vectors)
       for (int p = 0; p < v.n_params; ++p)
         if (!v.broadcast[p]) w.line("k{0} += c0 * rst{0}.v[0];", p);
@@ -168,7 +179,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
         auto loop = w.block("for (long long r = r0 + lane * {0}; r < r_vec; r += {1} * {0})", V, v.group);
         for (int p = 0; p < v.n_params; ++p)
           if (!v.broadcast[p])
-            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);", storage_type(s.params[p]), V, p);
+            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);",
+                   storage_type(s.params[p]), V, p);
         w.line("#pragma unroll");
         auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
         w.line("{0} = fz_step({0}, {1}, {2} + j);", one ? "a" : "acc[j]",
@@ -197,14 +209,16 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     } else if (v.vector_width > 1 || grouped) {
       const int V = v.vector_width;
       w.line("#pragma unroll 4");
-      auto loop = w.block("{}", grouped ? fmt::format("for (long long r = r0 + ty; r < r1; r += {})", G) : std::string("for (long long r = r0; r < r1; ++r)"));
+      auto loop = w.block("{}", grouped ? fmt::format("for (long long r = r0 + ty; r < r1; r += {})", G)
+                                        : std::string("for (long long r = r0; r < r1; ++r)"));
       decode("r", "rshape", rr, reduced_targets);
       if (V == 1) {
         w.line("acc[0] = fz_step(acc[0], {}, r);", inputs(strided_element));
       } else {
         for (int p = 0; p < v.n_params; ++p)
           if (!v.broadcast[p])
-            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});", storage_type(s.params[p]), V, p);
+            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});",
+                   storage_type(s.params[p]), V, p);
         w.line("#pragma unroll");
         auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
         w.line("acc[j] = fz_step(acc[j], {}, r);",
@@ -254,7 +268,10 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     w.line("__syncthreads();");
     auto l = w.block("if (last)");
     w.line("a = fz_identity();");
-    w.line("for (unsigned s = threadIdx.x; s < gridDim.y; s += {}) a = fz_combine(a, fz_load_partial(&partials[o * gridDim.y + s]));", kBlockThreads);
+    w.line(
+        "for (unsigned s = threadIdx.x; s < gridDim.y; s += {}) a = fz_combine(a, fz_load_partial(&partials[o * "
+        "gridDim.y + s]));",
+        kBlockThreads);
     w.line("a = fz_block_reduce(a);");
     auto t0 = w.block("if (threadIdx.x == 0)");
     w.line("counters[o] = 0;  // ready for the next launch");
@@ -271,7 +288,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     } else {
       w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
       w.line("// Partials split-major (the block's outputs side by side): written and read back in whole lines.");
-      w.line("if ({}) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = {};", owner, V, settled);
+      w.line("if ({}) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = {};", owner, V,
+             settled);
       w.line("__threadfence();");
       w.line("__syncthreads();");
       w.line("__shared__ bool last;");
@@ -287,7 +305,10 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
         {
           auto splits = w.block("for (unsigned s = 0; s < gridDim.y; ++s)");
           w.line("#pragma unroll");
-          w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_combine(acc[j], fz_load_partial(&partials[(long long)s * n_out + o + j]));", V);
+          w.line(
+              "for (int j = 0; j < {}; ++j) acc[j] = fz_combine(acc[j], fz_load_partial(&partials[(long long)s * n_out "
+              "+ o + j]));",
+              V);
         }
         w.line("#pragma unroll");
         w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
@@ -310,7 +331,9 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       auto act = w.block("if (o < n_out)");
       w.line("a = fz_identity();");
       w.line("#pragma unroll 8");
-      w.line("for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + o]));");
+      w.line(
+          "for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + "
+          "o]));");
       w.line("{}", store);
     }
     w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");

@@ -48,6 +48,7 @@ struct ReduceSkeleton {
 
 /// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel,
 /// whose parameters it records in `s.signature`.
-void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s, const std::string& functions);
+void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s,
+                         const std::string& functions);
 
 }  // namespace fusion::codegen

@@ -36,7 +36,9 @@ class KernelSignature {
   void add(ArgSource source, std::uint32_t index, std::string declaration) {
     params_.push_back({source, static_cast<std::uint16_t>(index), std::move(declaration)});
   }
-  void add(Count c, std::string declaration) { add(ArgSource::count, static_cast<std::uint32_t>(c), std::move(declaration)); }
+  void add(Count c, std::string declaration) {
+    add(ArgSource::count, static_cast<std::uint32_t>(c), std::move(declaration));
+  }
   const std::vector<KernelParam>& params() const { return params_; }
   /// The parameter list as written in the kernel's source: "a, b, c".
   std::string list() const {

@@ -135,7 +135,8 @@ bool is_heavy_math(ir::Op op) { return ir::op_info(op).cost == ir::Cost::heavy; 
 
 std::string outlined_source(const std::string& f, bool binary) {
   if (binary)
-    return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a, T b) {{ return {0}(a, b); }}", f);
+    return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a, T b) {{ return {0}(a, b); }}",
+                       f);
   return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a) {{ return {0}(a); }}", f);
 }
 
@@ -226,7 +227,8 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::isnan: return fl ? fmt::format("({0} != {0})", a) : "false";
     case Op::isinf: return fl ? fmt::format("(bool)isinf({})", a) : "false";
     case Op::isfinite: return fl ? fmt::format("(bool)isfinite({})", a) : "true";
-    case Op::signbit: return fl ? fmt::format("(bool)signbit({})", a) : (is_signed_int(d) ? "(" + a + " < 0)" : "false");
+    case Op::signbit:
+      return fl ? fmt::format("(bool)signbit({})", a) : (is_signed_int(d) ? "(" + a + " < 0)" : "false");
     case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
     case Op::sub: return arith(a, "-", b);
     case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);

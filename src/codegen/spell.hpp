@@ -20,7 +20,21 @@ std::string load_conversion(DType d, const std::string& value);
 std::string store_conversion(DType from, DType to, const std::string& value);
 
 /// Helper functions an op may need; emitted once per kernel, only when used.
-enum class Helper { half, bfloat16, floor_divide, remainder, fmod_int, pow_int, maximum, minimum, logaddexp, shifts, sign, tgamma, log1p_fast };
+enum class Helper {
+  half,
+  bfloat16,
+  floor_divide,
+  remainder,
+  fmod_int,
+  pow_int,
+  maximum,
+  minimum,
+  logaddexp,
+  shifts,
+  sign,
+  tgamma,
+  log1p_fast
+};
 const char* helper_source(Helper h);
 
 struct SpellContext;

@@ -84,7 +84,8 @@ std::vector<UserParam> parse_params(std::string_view spec, std::string_view what
     p.type = std::string(w[0]);
     p.name = std::string(w[1]);
     if (p.name == "i" || p.name == "_ind" || p.name.starts_with("_fz") || p.name.starts_with("fz_") || p.name == "raw")
-      throw fail(fmt::format("uses the reserved name '{}' (i and _ind are the element index, _fz*/fz_* are fusion's)", p.name));
+      throw fail(fmt::format("uses the reserved name '{}' (i and _ind are the element index, _fz*/fz_* are fusion's)",
+                             p.name));
     try {
       p.dtype = dtype_from_name(p.type);
     } catch (const TypeError& e) {
@@ -123,8 +124,8 @@ std::string param_names(const std::vector<UserParam>& ps) {
   return s;
 }
 
-TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserParam>& out, std::span<const ArgKind> args,
-                       std::string_view kernel) {
+TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserParam>& out,
+                       std::span<const ArgKind> args, std::string_view kernel) {
   const std::size_t n_in = in.size(), n_out = out.size();
   if (args.size() != n_in && args.size() != n_in + n_out)
     throw TypeError(fmt::format("{} takes {} input{} ({}){}; got {} argument{}", kernel, n_in, n_in == 1 ? "" : "s",
@@ -141,7 +142,8 @@ TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserP
     const UserParam& p = param(k);
     const ArgKind& a = args[k];
     if (!a.array) {
-      if (p.raw) throw TypeError(fmt::format("{}: the raw {} '{}' needs an array, not a scalar", kernel, role(k), p.name));
+      if (p.raw)
+        throw TypeError(fmt::format("{}: the raw {} '{}' needs an array, not a scalar", kernel, role(k), p.name));
       if (k >= n_in) throw TypeError(fmt::format("{}: the output '{}' needs an array, not a scalar", kernel, p.name));
       continue;
     }
@@ -157,8 +159,8 @@ TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserP
         std::string first;
         for (std::size_t j = 0; j < k && first.empty(); ++j)
           if (args[j].array && !param(j).dtype && param(j).type == p.type) first = param(j).name;
-        throw TypeError(fmt::format("{}: the placeholder {} is {} from '{}' but the array for '{}' is {}", kernel, p.type,
-                                    dtype_name(*bound), first, p.name, dtype_name(a.dtype)));
+        throw TypeError(fmt::format("{}: the placeholder {} is {} from '{}' but the array for '{}' is {}", kernel,
+                                    p.type, dtype_name(*bound), first, p.name, dtype_name(a.dtype)));
       }
     } else {
       b.set(p.type, a.dtype);
@@ -169,7 +171,8 @@ TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserP
   for (std::size_t k = args.size(); k < n_in + n_out; ++k) {
     const UserParam& p = param(k);
     if (p.raw)
-      throw TypeError(fmt::format("{}: the raw output '{}' has no shape to allocate; pass the output array", kernel, p.name));
+      throw TypeError(
+          fmt::format("{}: the raw output '{}' has no shape to allocate; pass the output array", kernel, p.name));
     if (!p.dtype && !b.find(p.type))
       throw TypeError(fmt::format("{}: nothing binds the type {} of the output '{}'; pass the output array (or bind {} "
                                   "through an input)", kernel, p.type, p.name, p.type));

@@ -52,8 +52,8 @@ class TypeBinding {
 /// then optionally every output. Arrays bind placeholders first, then scalars bind those still free;
 /// an array whose dtype differs from its parameter's, a scalar for a raw or output parameter, a wrong
 /// argument count and an output placeholder nothing binds are TypeErrors that name the parameter.
-TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserParam>& out, std::span<const ArgKind> args,
-                       std::string_view kernel);
+TypeBinding bind_types(const std::vector<UserParam>& in, const std::vector<UserParam>& out,
+                       std::span<const ArgKind> args, std::string_view kernel);
 
 /// "x, y" for messages.
 std::string param_names(const std::vector<UserParam>& ps);

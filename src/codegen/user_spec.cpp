@@ -27,7 +27,8 @@ UserKernelSpec parse_common(const std::string& kind, std::string in, std::string
   for (const UserParam& o : s.out)
     for (const UserParam& i : s.in)
       if (o.name == i.name)
-        throw TypeError(fmt::format("{}: '{}' is both an input and an output; give them different names", what, o.name));
+        throw TypeError(
+            fmt::format("{}: '{}' is both an input and an output; give them different names", what, o.name));
   s.preamble = std::move(preamble);
   s.options = std::move(options);
   for (const std::string& o : s.options)
@@ -40,8 +41,8 @@ UserKernelSpec parse_common(const std::string& kind, std::string in, std::string
 
 UserKernelSpec make_elementwise_spec(std::string in, std::string out, std::string operation, std::string name,
                                      std::string preamble, std::vector<std::string> options) {
-  UserKernelSpec s = parse_common("ElementwiseKernel", std::move(in), std::move(out), std::move(name), std::move(preamble),
-                                  std::move(options));
+  UserKernelSpec s = parse_common("ElementwiseKernel", std::move(in), std::move(out), std::move(name),
+                                  std::move(preamble), std::move(options));
   if (operation.find_first_not_of(" \t\n") == std::string::npos)
     throw TypeError(fmt::format("ElementwiseKernel '{}' has an empty operation", s.name));
   s.operation = std::move(operation);
@@ -52,14 +53,16 @@ UserKernelSpec make_reduction_spec(std::string in, std::string out, std::string 
                                    std::string post_map, std::string identity, std::string name, std::string preamble,
                                    std::vector<std::string> options, std::string reduce_type, std::string loop_prep,
                                    std::string after_loop) {
-  UserKernelSpec s = parse_common("ReductionKernel", std::move(in), std::move(out), std::move(name), std::move(preamble),
-                                  std::move(options));
+  UserKernelSpec s = parse_common("ReductionKernel", std::move(in), std::move(out), std::move(name),
+                                  std::move(preamble), std::move(options));
   s.reduction = true;
   const std::string what = fmt::format("ReductionKernel '{}'", s.name);
   if (s.out.size() != 1 || s.out[0].raw)
-    throw TypeError(fmt::format("{} needs exactly one (non-raw) output parameter; out_params has {}", what, s.out.size()));
+    throw TypeError(
+        fmt::format("{} needs exactly one (non-raw) output parameter; out_params has {}", what, s.out.size()));
   for (const UserParam& p : s.in)
-    if (p.raw) throw TypeError(fmt::format("{}: raw inputs ('{}') are supported by ElementwiseKernel only", what, p.name));
+    if (p.raw)
+      throw TypeError(fmt::format("{}: raw inputs ('{}') are supported by ElementwiseKernel only", what, p.name));
   auto blank = [](const std::string& t) { return t.find_first_not_of(" \t\n") == std::string::npos; };
   if (blank(map) || blank(reduce) || blank(post_map) || blank(identity))
     throw TypeError(fmt::format("{} needs map_expr, reduce_expr, post_map_expr and identity (the value of an empty "

@@ -53,7 +53,8 @@ std::string Variant::describe() const {
   for (int k = 0; k < n_outputs; ++k) {
     const std::string which = n_outputs > 1 ? fmt::format("output {}", k) : std::string("output");
     if (out_access[k] == Access::strided) s += ", strided " + which;
-    if (out_access[k] == Access::broadcast) s += fmt::format(", {} written where its broadcast coordinates are 0", which);
+    if (out_access[k] == Access::broadcast)
+      s += fmt::format(", {} written where its broadcast coordinates are 0", which);
   }
   if (n_outputs > 1) s += fmt::format(", {} outputs", n_outputs);
   return s;
@@ -83,12 +84,15 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string ReduceVariant::describe() const {
   std::string s = mode == ReduceMode::inner
-                      ? fmt::format("reduction, {} per output", group == kWarpThreads ? "a warp"
-                                                                : group > kWarpThreads  ? "a block"
-                                                                                        : fmt::format("{} thread{}", group, group == 1 ? "" : "s"))
-                      : row_groups > 1 ? fmt::format("reduction, {} rows of {} threads per block along the outputs (combined in "
-                                                     "shared memory)", row_groups, kBlockThreads / row_groups)
-                                       : std::string("reduction, a thread per output");
+                      ? fmt::format("reduction, {} per output",
+                                    group == kWarpThreads  ? "a warp"
+                                    : group > kWarpThreads ? "a block"
+                                                           : fmt::format("{} thread{}", group, group == 1 ? "" : "s"))
+                  : row_groups > 1 ? fmt::format(
+                                         "reduction, {} rows of {} threads per block along the outputs (combined in "
+                                         "shared memory)",
+                                         row_groups, kBlockThreads / row_groups)
+                                   : std::string("reduction, a thread per output");
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
@@ -126,9 +130,14 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string LayerVariant::describe() const {
   std::string s = fmt::format("layer, {} per row ({} threads per block)",
-                              group == kWarpThreads ? "a warp" : group > kWarpThreads ? "a block" : fmt::format("{} thread{}", group, group == 1 ? "" : "s"), block);
+                              group == kWarpThreads  ? "a warp"
+                              : group > kWarpThreads ? "a block"
+                                                     : fmt::format("{} thread{}", group, group == 1 ? "" : "s"),
+                              block);
   if (min_blocks > 0) s += fmt::format(", registers capped for {} blocks per SM", min_blocks);
-  if (cluster > 1) s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)", cluster);
+  if (cluster > 1)
+    s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)",
+                     cluster);
   s += partly_resident ? ", most of the row kept in shared memory (the rest re-read)"
        : resident      ? ", the row kept in shared memory"
                        : ", each pass reads the row from memory";

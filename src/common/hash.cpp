@@ -2,8 +2,6 @@
 // A stable 64-bit hash: FNV-1a over an explicit little-endian serialization, then a strong final mix.
 // It depends on nothing but the bytes, so it is the same on every machine, compiler and run.
 #include "common/hash.hpp"
-#include "codegen/device_functions.hpp"
-#include "fusion/ir.hpp"
 
 namespace fusion {
 
@@ -27,33 +25,6 @@ std::uint64_t StableHasher::digest() const {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-
-namespace ir {
-std::uint64_t hash(const Graph& g) {
-  StableHasher h;
-  h.add_u32(static_cast<std::uint32_t>(g.nodes.size()));
-  for (const Node& n : g.nodes) {
-    h.add_byte(static_cast<std::uint8_t>(n.op));
-    h.add_byte(static_cast<std::uint8_t>(n.dtype));
-    h.add_u32(n.a);
-    h.add_u32(n.b);
-    h.add_u32(n.c);
-    if (n.op == Op::call && g.n_functions == 0) {
-      // a resolved call: the definition, not its process-local id, so names agree across processes
-      const codegen::DeviceFunction& f = codegen::device_function(n.slot);
-      h.add(f.name);
-      h.add(f.body);
-      for (DType d : f.params) h.add_byte(static_cast<std::uint8_t>(d));
-    } else {
-      h.add_u32(n.slot);
-    }
-  }
-  h.add_u32(static_cast<std::uint32_t>(g.outputs.size()));
-  for (std::uint32_t o : g.outputs) h.add_u32(o);
-  if (g.fast_math) h.add("fast math");  // appended, so precise graphs keep their hashes
-  return h.digest();
-}
-}  // namespace ir
 
 std::string hex16(std::uint64_t v) {
   static const char* digits = "0123456789abcdef";

@@ -78,8 +78,10 @@ test::Scalar rich_value(std::mt19937_64& rng, DType d) {
   } else if (special) {
     const int bits = static_cast<int>(8 * fusion::itemsize(d));
     const bool u = fusion::is_unsigned_int(d);
-    const std::int64_t lo = u ? 0 : (bits == 64 ? std::numeric_limits<std::int64_t>::min() : -(std::int64_t{1} << (bits - 1)));
-    const std::int64_t hi = bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t{1} << (bits - (u ? 0 : 1))) - 1;
+    const std::int64_t lo =
+        u ? 0 : (bits == 64 ? std::numeric_limits<std::int64_t>::min() : -(std::int64_t{1} << (bits - 1)));
+    const std::int64_t hi =
+        bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t{1} << (bits - (u ? 0 : 1))) - 1;
     const std::int64_t choices[] = {lo, hi, 0, u ? 1 : -1};
     s.i = (u && bits == 64 && rng() % 4 == 1) ? -1 : choices[rng() % 4];  // uint64 max is all ones
   } else {
@@ -102,7 +104,8 @@ test::Scalar simple_value(std::mt19937_64& rng, DType d) {
 std::vector<test::Scalar> base_values(const Case& c, const Input& in) {
   std::mt19937_64 rng(in.seed);
   std::vector<test::Scalar> v(static_cast<std::size_t>(fusion::numel(base_shape(c, in))));
-  for (auto& x : v) x = test::normalize(in.values == Values::rich ? rich_value(rng, in.dtype) : simple_value(rng, in.dtype), in.dtype);
+  for (auto& x : v)
+    x = test::normalize(in.values == Values::rich ? rich_value(rng, in.dtype) : simple_value(rng, in.dtype), in.dtype);
   return v;
 }
 
@@ -268,7 +271,9 @@ struct Lowering {
           if (e.axes >> rank) return fail("a reduction axis beyond the operand's rank");
           arg.n_axes = 0;
           for (int d = 0; d < rank; ++d)
-            if ((e.axes >> d) & 1) arg.axes[static_cast<std::size_t>(arg.n_axes++)] = static_cast<std::int8_t>(e.negative_axes ? d - rank : d);
+            if ((e.axes >> d) & 1)
+              arg.axes[static_cast<std::size_t>(arg.n_axes++)] =
+                  static_cast<std::int8_t>(e.negative_axes ? d - rank : d);
           if (arg.n_axes > 1 && (e.op == Op::argmin || e.op == Op::argmax)) return fail("argmin/argmax take one axis");
         }
         for (int d = 0; d < rank; ++d) {

@@ -61,7 +61,8 @@ struct Generator {
   Expr input_leaf(const std::vector<int>& target, bool full) {
     std::vector<int> fits;
     for (std::size_t k = 0; k < c.inputs.size(); ++k)
-      if (broadcasts_to(c.inputs[k].dims, target) && (!full || c.inputs[k].dims.size() == target.size())) fits.push_back(static_cast<int>(k));
+      if (broadcasts_to(c.inputs[k].dims, target) && (!full || c.inputs[k].dims.size() == target.size()))
+        fits.push_back(static_cast<int>(k));
     Expr e;
     e.kind = Kind::input;
     if (!fits.empty() && (c.inputs.size() >= 8 || chance(0.4))) {
@@ -83,7 +84,9 @@ struct Generator {
     Expr e;
     e.kind = Kind::scalar;
     const int k = pick(10);
-    e.scalar_kind = k < 5 ? fusion::ScalarKind::integer : k < 9 ? fusion::ScalarKind::floating : fusion::ScalarKind::boolean;
+    e.scalar_kind = k < 5   ? fusion::ScalarKind::integer
+                    : k < 9 ? fusion::ScalarKind::floating
+                            : fusion::ScalarKind::boolean;
     if (e.scalar_kind == fusion::ScalarKind::integer) e.value = pick(8);
     else if (e.scalar_kind == fusion::ScalarKind::floating) e.value = 0.25 * (pick(33) - 16);
     else e.value = pick(2);
@@ -103,30 +106,37 @@ struct Generator {
     return e;
   }
   DType integer_dtype() {
-    static const DType ints[] = {DType::int8, DType::int16, DType::int32, DType::int64, DType::uint8, DType::uint32, DType::bool_};
+    static const DType ints[] = {DType::int8,  DType::int16,  DType::int32, DType::int64,
+                                 DType::uint8, DType::uint32, DType::bool_};
     return ints[pick(static_cast<int>(std::size(ints)))];
   }
 
   Expr unary(const std::vector<int>& target, int depth, bool full) {
-    const Op op = static_cast<Op>(static_cast<int>(Op::neg) + pick(static_cast<int>(Op::signbit) - static_cast<int>(Op::neg) + 1));
+    const Op op = static_cast<Op>(static_cast<int>(Op::neg) +
+                                  pick(static_cast<int>(Op::signbit) - static_cast<int>(Op::neg) + 1));
     Expr a = gen(target, depth - 1, full);
     const DType d = *dtype(a);
-    if (!fusion::ir::accepts(op, d)) a = cast(std::move(a), fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int16);
+    if (!fusion::ir::accepts(op, d))
+      a = cast(std::move(a), fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int16);
     return wrap(Kind::unary, op, {std::move(a)});
   }
 
   Expr binary(const std::vector<int>& target, int depth, bool full) {
-    const Op op = static_cast<Op>(static_cast<int>(Op::add) + pick(static_cast<int>(Op::logical_or) - static_cast<int>(Op::add) + 1));
+    const Op op = static_cast<Op>(static_cast<int>(Op::add) +
+                                  pick(static_cast<int>(Op::logical_or) - static_cast<int>(Op::add) + 1));
     Expr a = gen(target, depth - 1, full), b = gen(target, depth - 1);
     if (chance(0.2)) b = literal();
     if (chance(0.4)) std::swap(a, b);
     const auto da = dtype(a), db = dtype(b);
-    const DType xa = da ? *da : fusion::promote_weak(*db, a.scalar_kind), xb = db ? *db : fusion::promote_weak(*da, b.scalar_kind);
+    const DType xa = da ? *da : fusion::promote_weak(*db, a.scalar_kind),
+                xb = db ? *db : fusion::promote_weak(*da, b.scalar_kind);
     if (!fusion::ir::accepts(op, xa, xb)) {
       // make both operands integers (a literal stays: it adopts its partner's dtype)
       const DType to = fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int32;
-      if (a.kind == Kind::scalar && a.scalar_kind == fusion::ScalarKind::floating) a.scalar_kind = fusion::ScalarKind::integer, a.value = 3;
-      if (b.kind == Kind::scalar && b.scalar_kind == fusion::ScalarKind::floating) b.scalar_kind = fusion::ScalarKind::integer, b.value = 2;
+      if (a.kind == Kind::scalar && a.scalar_kind == fusion::ScalarKind::floating)
+        a.scalar_kind = fusion::ScalarKind::integer, a.value = 3;
+      if (b.kind == Kind::scalar && b.scalar_kind == fusion::ScalarKind::floating)
+        b.scalar_kind = fusion::ScalarKind::integer, b.value = 2;
       if (a.kind != Kind::scalar) a = cast(std::move(a), to);
       if (b.kind != Kind::scalar) b = cast(std::move(b), to);
     }
@@ -197,7 +207,8 @@ struct Generator {
     if (chance(0.3)) std::swap(a, b);
     const Op op = meet[pick(static_cast<int>(std::size(meet)))];
     const auto da = dtype(a), db = dtype(b);
-    if (da && db && !fusion::ir::accepts(op, *da, *db)) return wrap(Kind::binary, Op::sub, {cast(std::move(a), DType::float32), cast(std::move(b), DType::float32)});
+    if (da && db && !fusion::ir::accepts(op, *da, *db))
+      return wrap(Kind::binary, Op::sub, {cast(std::move(a), DType::float32), cast(std::move(b), DType::float32)});
     return wrap(Kind::binary, op, {std::move(a), std::move(b)});
   }
 

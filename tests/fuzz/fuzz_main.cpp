@@ -59,7 +59,8 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 
 }  // namespace
 
-/// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN matches any NaN).
+/// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN
+/// matches any NaN).
 int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads) {
   std::atomic<std::int64_t> next_case{0};
   std::mutex mu;
@@ -92,7 +93,8 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("fusion-fuzz --regions: {} regions (seed {}, {} threads) in {:.1f} s\n", count, one_case ? *one_case : seed, threads, secs);
+  fmt::print("fusion-fuzz --regions: {} regions (seed {}, {} threads) in {:.1f} s\n", count,
+             one_case ? *one_case : seed, threads, secs);
   for (const auto& [k, n] : verdicts) fmt::print("  {:<32} {}\n", k, n);
   fmt::print("  elements compared bit for bit {}, region kernels launched {}\n", compared, kernels);
   fmt::print("  failures: {}\n", failures);
@@ -114,9 +116,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--compile-only")) compile = true;
     else if (!std::strcmp(argv[i], "--max-depth")) gen.max_depth = std::atoi(next());
     else if (!std::strcmp(argv[i], "--print")) print = true;
-    else if (!std::strcmp(argv[i], "--case")) one_case = std::strtoull(next(), nullptr, 0), count = 1;  // one case seed, as a repro names it
+    else if (!std::strcmp(argv[i], "--case"))
+      one_case = std::strtoull(next(), nullptr, 0), count = 1;  // one case seed, as a repro names it
     else if (!std::strcmp(argv[i], "--trace")) trace = true;
-    else if (!std::strcmp(argv[i], "--regions")) regions = true;  // multi-statement regions against statement-by-statement runs  // every case and shrink candidate to stderr before it runs
+    else if (!std::strcmp(argv[i], "--regions"))
+      regions = true;  // multi-statement regions against statement-by-statement runs  // every case and shrink
+                       // candidate to stderr before it runs
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   if (regions && print) {
@@ -140,7 +145,9 @@ int main(int argc, char** argv) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));
     return run_one(c);
   };
-  const auto case_seed = [&](std::int64_t k) { return one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k); };
+  const auto case_seed = [&](std::int64_t k) {
+    return one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k);
+  };
   std::signal(SIGSEGV, on_crash);
   std::signal(SIGFPE, on_crash);
   std::signal(SIGABRT, on_crash);
@@ -165,8 +172,8 @@ int main(int argc, char** argv) {
       if (v.failed()) {
         const fuzz::Case small = fuzz::shrink(c, run);
         const fuzz::Verdict sv = run(small);
-        repro = fmt::format("// case seed {} ({} nodes, shrunk to {}): {}\n// {}\n{}", c.seed, fuzz::size(c), fuzz::size(small),
-                            fuzz::kind_name(v.kind), sv.detail.substr(0, sv.detail.find('\n')),
+        repro = fmt::format("// case seed {} ({} nodes, shrunk to {}): {}\n// {}\n{}", c.seed, fuzz::size(c),
+                            fuzz::size(small), fuzz::kind_name(v.kind), sv.detail.substr(0, sv.detail.find('\n')),
                             fuzz::to_cpp(small, fmt::format("fuzz: case {}", c.seed)));
       }
       std::lock_guard lock(t.mu);
@@ -187,12 +194,13 @@ int main(int argc, char** argv) {
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  fmt::print("fusion-fuzz: {} cases ({} {}, {} threads, {}) in {:.1f} s\n", count, one_case ? "case" : "seed", one_case ? *one_case : seed, threads,
-             compile ? "codegen + NVRTC only" : "on the GPU", secs);
+  fmt::print("fusion-fuzz: {} cases ({} {}, {} threads, {}) in {:.1f} s\n", count, one_case ? "case" : "seed",
+             one_case ? *one_case : seed, threads, compile ? "codegen + NVRTC only" : "on the GPU", secs);
   for (const auto& [k, n] : t.verdicts) fmt::print("  {:<32} {}\n", k, n);
   fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched",
              compile ? t.kernels : static_cast<std::int64_t>(fusion::stats().launches - launches));
-  fmt::print("  elements compared {}, skipped as ill-conditioned {}, undefined {}\n", t.compared, t.unstable, t.undefined);
+  fmt::print("  elements compared {}, skipped as ill-conditioned {}, undefined {}\n", t.compared, t.unstable,
+             t.undefined);
   std::string ops;
   for (const auto& [k, n] : t.ops) ops += fmt::format(" {}:{}", k, n);
   fmt::print("  ops ({}):{}\n", t.ops.size(), ops);

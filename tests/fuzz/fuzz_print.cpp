@@ -37,7 +37,9 @@ std::string literal(const test::Scalar& v, DType d) {
     case DType::float16: case DType::bfloat16: return fmt::format("{}({})", cpp_type(d), float_literal(v.f, true));
     case DType::int64: return v.i == INT64_MIN ? "INT64_MIN" : fmt::format("{}", v.i);
     default:
-      if (fusion::is_unsigned_int(d)) return fmt::format("{}u", static_cast<std::uint64_t>(v.i) & (d == DType::uint64 ? ~0ull : (1ull << 8 * fusion::itemsize(d)) - 1));
+      if (fusion::is_unsigned_int(d))
+        return fmt::format("{}u", static_cast<std::uint64_t>(v.i) &
+                                      (d == DType::uint64 ? ~0ull : (1ull << 8 * fusion::itemsize(d)) - 1));
       return fmt::format("{}", v.i);
   }
 }
@@ -92,7 +94,8 @@ struct Printer {
         const std::string a = (*this)(e.args[0]);
         const fusion::detail::ReduceArg& arg = b.reductions.at(reduction++);
         std::string axes;
-        for (int j = 0; j < arg.n_axes; ++j) axes += fmt::format("{}{}", j ? ", " : "", arg.axes[static_cast<std::size_t>(j)]);
+        for (int j = 0; j < arg.n_axes; ++j)
+          axes += fmt::format("{}{}", j ? ", " : "", arg.axes[static_cast<std::size_t>(j)]);
         if (arg.n_axes < 0 && !arg.keepdims) return fmt::format("fz::{}({})", fusion::ir::op_name(e.op), a);
         return fmt::format("fz::{}({}, {{{}}}, {})", fusion::ir::op_name(e.op), a, axes, arg.keepdims);
       }
@@ -157,13 +160,15 @@ std::string to_cpp(const Case& c, const std::string& title) {
       run = fmt::format("fz::copyto(out0, {});", exprs[0]);
     } else {
       std::string outs, rhs;
-      for (std::size_t k = 0; k < exprs.size(); ++k) outs += fmt::format("{}out{}", k ? ", " : "", k), rhs += (k ? ", " : "") + exprs[k];
+      for (std::size_t k = 0; k < exprs.size(); ++k)
+        outs += fmt::format("{}out{}", k ? ", " : "", k), rhs += (k ? ", " : "") + exprs[k];
       run = fmt::format("fz::tie({}) = std::make_tuple({});", outs, rhs);
     }
   }
   const Oracle o = oracle(c, b);
   if (!o.exact.error.empty()) {
-    const std::string stmt = run.rfind("const auto out0 = ", 0) == 0 ? run.substr(18, run.size() - 19) : run.substr(0, run.size() - 1);
+    const std::string stmt =
+        run.rfind("const auto out0 = ", 0) == 0 ? run.substr(18, run.size() - 19) : run.substr(0, run.size() - 1);
     s += fmt::format("  CHECK_THROWS_AS({}, fz::Error);  // {}\n}}\n", stmt, o.exact.error);
     return s;
   }
@@ -175,12 +180,15 @@ std::string to_cpp(const Case& c, const std::string& title) {
     for (std::size_t e = 0; e < o.exact.outputs[k].values.size(); ++e) {
       if (status(o, k, e, d) != Status::check) { ++skipped; continue; }
       if (listed++ == 64) break;
-      want += fmt::format("{}{{{}, {}}}", want.empty() ? "" : ", ", e, float_literal(test::to_double(o.exact.outputs[k].values[e], d), false));
+      want += fmt::format("{}{{{}, {}}}", want.empty() ? "" : ", ", e,
+                          float_literal(test::to_double(o.exact.outputs[k].values[e], d), false));
     }
     s += fmt::format("  const auto got{} = out{}.to_host();\n", k, k);
-    s += fmt::format("  // the float64 reference{}\n", skipped ? fmt::format(" ({} ill-conditioned or undefined elements left out)", skipped) : "");
+    s += fmt::format("  // the float64 reference{}\n",
+                     skipped ? fmt::format(" ({} ill-conditioned or undefined elements left out)", skipped) : "");
     s += fmt::format("  for (const auto& [i, want] : std::vector<std::pair<std::size_t, double>>{{{}}})\n", want);
-    s += fmt::format("    CHECK(test::close(test::as_double(got{}[i]), want, test::tolerance(out{}.dtype())));\n", k, k);
+    s +=
+        fmt::format("    CHECK(test::close(test::as_double(got{}[i]), want, test::tolerance(out{}.dtype())));\n", k, k);
   }
   return s + "}\n";
 }

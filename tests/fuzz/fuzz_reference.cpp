@@ -230,11 +230,12 @@ struct Interpreter {
     r.values = red.values;
     const bool sixteen = n.dtype == DType::float16 || n.dtype == DType::bfloat16;
     const std::vector<test::Scalar> wide =  // the 16-bit result before rounding, to see whether it overflows
-        sixteen ? test::reduce(n.op, in, DType::float32, operand.values, operand.shape, mask, arg.ddof).values : std::vector<test::Scalar>{};
+        sixteen ? test::reduce(n.op, in, DType::float32, operand.values, operand.shape, mask, arg.ddof).values
+                : std::vector<test::Scalar>{};
     // Accumulating rounds: a float sum is within (1 + log2 n) units of sum(|x|) of the exact one — a
     // cancelling sum can lose every digit. Move the result by that bound (a product: relatively).
-    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod || n.op == fusion::ir::Op::mean ||
-                             n.op == fusion::ir::Op::var;
+    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod ||
+                             n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var;
     // Integers accumulate exactly in a sum or product, and in float64 in a mean or var (fuzz case 73000342:
     // the mean of 19 int64 with 2^63 - 1 and -2^63 among them came out 0 on the GPU, -17/19 exactly).
     const bool float_mean = (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var) && !fusion::is_floating(in);
@@ -244,21 +245,30 @@ struct Interpreter {
       for (std::size_t e = 0; e < r.values.size(); ++e) {
         double& v = r.values[e].f;
         if (run == snap && n.op != fusion::ir::Op::prod) {
-          const double bound = grow * red.magnitude[e] / (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var ? std::max(1.0, static_cast<double>(count) - arg.ddof) : 1.0);
+          const double bound = grow * red.magnitude[e] /
+                               (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var
+                                    ? std::max(1.0, static_cast<double>(count) - arg.ddof)
+                                    : 1.0);
           if (bound > 0 && std::isfinite(v)) v = test::normalize({std::round(v / bound) * bound, 0}, n.dtype).f;
           continue;
         }
         const double step = jitter(run, k, e, grow) - 1;  // +-grow
         if (n.op == fusion::ir::Op::prod) v *= 1 + step;
-        else v += step * red.magnitude[e] / (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var ? std::max(1.0, static_cast<double>(count) - arg.ddof) : 1.0);
+        else
+          v += step * red.magnitude[e] /
+               (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var
+                    ? std::max(1.0, static_cast<double>(count) - arg.ddof)
+                    : 1.0);
         v = test::normalize({v, 0}, n.dtype).f;
       }
     }
     std::vector<test::Scalar> flags(operand.undefined.size());
     for (std::size_t e = 0; e < flags.size(); ++e) flags[e].i = operand.undefined[e];
-    for (const test::Scalar& f : test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
+    for (const test::Scalar& f :
+         test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
       r.undefined.push_back(static_cast<std::uint8_t>(f.i));
-    for (std::size_t e = 0; e < wide.size(); ++e) r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], n.dtype);
+    for (std::size_t e = 0; e < wide.size(); ++e)
+      r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], n.dtype);
     // A float product's partial products may leave the accumulator's range in one order and not in
     // another (1e-30 * 1e-30 underflows to 0 in float, then 0 * inf is NaN; the float64 reference
     // never underflows): where the factors could take a partial product out of range, any result is right.
@@ -272,8 +282,10 @@ struct Interpreter {
         big[e].f = finite_nonzero ? std::max(a, 1.0) : 1.0;
         small[e].f = finite_nonzero ? std::min(a, 1.0) : 1.0;
       }
-      const auto hi = test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, big, operand.shape, mask).values;
-      const auto lo = test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, small, operand.shape, mask).values;
+      const auto hi =
+          test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, big, operand.shape, mask).values;
+      const auto lo =
+          test::reduce(fusion::ir::Op::prod, DType::float64, DType::float64, small, operand.shape, mask).values;
       for (std::size_t e = 0; e < r.values.size(); ++e)
         if (!std::isnan(r.values[e].f) && (hi[e].f > top || lo[e].f < bottom)) r.undefined[e] = 1;
     }
@@ -283,7 +295,8 @@ struct Interpreter {
       for (std::size_t e = 0; e < r.values.size(); ++e) r.undefined[e] = r.undefined[e] || r.values[e].f == 0;
     const double u = run ? rounding_unit(n.dtype) : 0;  // a 16-bit result rounds where it is stored
     if (u && (n.dtype == DType::float16 || n.dtype == DType::bfloat16))
-      for (std::size_t e = 0; e < r.values.size(); ++e) r.values[e].f = test::normalize({r.values[e].f * jitter(run, k, e, u), 0}, n.dtype).f;
+      for (std::size_t e = 0; e < r.values.size(); ++e)
+        r.values[e].f = test::normalize({r.values[e].f * jitter(run, k, e, u), 0}, n.dtype).f;
     return r;
   }
 
@@ -319,9 +332,9 @@ Expected reference(const Case& c, const Built& b, std::uint64_t perturbation) {
 Oracle oracle(const Case& c, const Built& b) {
   Oracle o{reference(c, b), {}};
   if (o.exact.error.empty())
-    for (std::uint64_t run : {std::uint64_t{up}, std::uint64_t{down}, std::uint64_t{alternate}, std::uint64_t{alternate_other},
-                              std::uint64_t{up_small}, std::uint64_t{down_small}, std::uint64_t{snap}, std::uint64_t{0x5eed},
-                              std::uint64_t{0xfeed}})
+    for (std::uint64_t run : {std::uint64_t{up}, std::uint64_t{down}, std::uint64_t{alternate},
+                              std::uint64_t{alternate_other}, std::uint64_t{up_small}, std::uint64_t{down_small},
+                              std::uint64_t{snap}, std::uint64_t{0x5eed}, std::uint64_t{0xfeed}})
       o.perturbed.push_back(reference(c, b, run));
   return o;
 }
@@ -335,7 +348,8 @@ bool close(test::Scalar got, test::Scalar want, DType d, double scale) {
 Status status(const Oracle& o, std::size_t k, std::size_t e, DType d) {
   if (o.exact.outputs[k].undefined[e]) return Status::undefined;
   for (const Expected& p : o.perturbed)
-    if (!p.error.empty() || p.outputs[k].undefined[e] || !close(p.outputs[k].values[e], o.exact.outputs[k].values[e], d, 0.5))
+    if (!p.error.empty() || p.outputs[k].undefined[e] ||
+        !close(p.outputs[k].values[e], o.exact.outputs[k].values[e], d, 0.5))
       return Status::unstable;
   return Status::check;
 }

@@ -27,7 +27,8 @@ using fusion::ArrayBase;
 using fusion::ir::Graph;
 namespace detail = fusion::detail;
 
-constexpr DType kDTypes[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::int32, DType::bool_};
+constexpr DType kDTypes[] = {DType::float32, DType::float32, DType::float64,
+                             DType::float16, DType::int32,   DType::bool_};
 constexpr Op kUnary[] = {Op::neg, Op::abs, Op::square, Op::sqrt, Op::exp, Op::sin, Op::floor, Op::logical_not};
 constexpr Op kBinary[] = {Op::add, Op::sub, Op::mul, Op::mul, Op::div, Op::maximum, Op::lt, Op::pow};
 
@@ -72,9 +73,12 @@ RegionCase generate_region(std::uint64_t seed) {
   for (int i = 0; i < n_pool; ++i) rc.pool.push_back(kDTypes[pick(6)]);
   const int n_statements = 2 + pick(6);
   auto dtype_of = [&](int index) {
-    return index < n_pool ? rc.pool[static_cast<std::size_t>(index)] : rc.temps[static_cast<std::size_t>(index - n_pool)];
+    return index < n_pool ? rc.pool[static_cast<std::size_t>(index)]
+                          : rc.temps[static_cast<std::size_t>(index - n_pool)];
   };
-  auto any_view = [&] { return rc.rows == rc.cols && pick(4) == 0 ? View::transposed : pick(6) == 0 ? View::reversed : View::whole; };
+  auto any_view = [&] {
+    return rc.rows == rc.cols && pick(4) == 0 ? View::transposed : pick(6) == 0 ? View::reversed : View::whole;
+  };
   for (int s = 0; s < n_statements; ++s) {
     Statement st;
     const int available = n_pool + static_cast<int>(rc.temps.size());
@@ -129,8 +133,9 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool, std::size_t count =
   std::vector<ArrayBase> temps(rc.temps.size(), ArrayBase::make_placeholder(DType::float32, {0}));
   for (std::size_t t = 0; t < rc.temps.size(); ++t) temps[t] = ArrayBase::make_placeholder(rc.temps[t], {0});
   auto array = [&](const Operand& o) {
-    const ArrayBase& a = o.index < static_cast<int>(pool.size()) ? pool[static_cast<std::size_t>(o.index)]
-                                                                  : temps[static_cast<std::size_t>(o.index) - pool.size()];
+    const ArrayBase& a = o.index < static_cast<int>(pool.size())
+                             ? pool[static_cast<std::size_t>(o.index)]
+                             : temps[static_cast<std::size_t>(o.index) - pool.size()];
     return view_of(a, o.view);
   };
   for (std::size_t si = 0; si < std::min(count, rc.statements.size()); ++si) {
@@ -219,7 +224,8 @@ std::string bisect(const RegionCase& rc, std::uint64_t seed) {
         for (std::size_t e : differ) diffs += fmt::format(" [{}] {} vs {};", e, a[e], b[e]);
       }
       if (!diffs.empty())
-        return fmt::format("  first differs after statement {} (array {}):{}\n  the region's kernels:\n{}", k, i, diffs, plan);
+        return fmt::format("  first differs after statement {} (array {}):{}\n  the region's kernels:\n{}", k, i, diffs,
+                           plan);
     }
   }
   return "  (no prefix differs: the full run does)\n";
@@ -233,7 +239,8 @@ std::string describe(const RegionCase& rc) {
   s += "; statements:";
   for (std::size_t i = 0; i < rc.statements.size(); ++i) {
     const Statement& st = rc.statements[i];
-    s += fmt::format("\n  {}: {} {}{} = graph(", i + 1, st.fresh ? "temp" : "array", st.out.index, view_name(st.out.view));
+    s += fmt::format("\n  {}: {} {}{} = graph(", i + 1, st.fresh ? "temp" : "array", st.out.index,
+                     view_name(st.out.view));
     for (const fusion::ir::Node& n : st.graph.nodes)
       s += n.op == Op::input ? fmt::format(" a{}{}", st.reads[n.slot].index, view_name(st.reads[n.slot].view))
                              : fmt::format(" {}:{}", fusion::ir::op_name(n.op), fusion::dtype_name(n.dtype));
@@ -261,10 +268,12 @@ std::string describe_region_case(std::uint64_t seed) {
     const Statement& st = rc.statements[i];
     std::vector<ArrayBase> reads;
     for (const Operand& o : st.reads)
-      reads.push_back(view_of(ArrayBase::make_placeholder(o.index < static_cast<int>(rc.pool.size()) ? rc.pool[static_cast<std::size_t>(o.index)]
-                                                                                                       : rc.temps[static_cast<std::size_t>(o.index) - rc.pool.size()],
-                                                          {rc.rows, rc.cols}),
-                              o.view));
+      reads.push_back(
+          view_of(ArrayBase::make_placeholder(o.index < static_cast<int>(rc.pool.size())
+                                                  ? rc.pool[static_cast<std::size_t>(o.index)]
+                                                  : rc.temps[static_cast<std::size_t>(o.index) - rc.pool.size()],
+                                              {rc.rows, rc.cols}),
+                  o.view));
     std::vector<const ArrayBase*> slots;
     for (const ArrayBase& a : reads) slots.push_back(&a);
     const detail::Call call{detail::lowered_for_graph(st.graph), slots.data(), st.scalars.data(), nullptr,
@@ -295,7 +304,8 @@ Verdict run_region_case(std::uint64_t seed) {
   if (!eager_error.empty() || !lazy_error.empty()) {
     // The same statement fails in both (a dtype the op refuses...): an invalid case, unless only one fails.
     if (eager_error.empty() != lazy_error.empty())
-      return {Verdict::engine_error, fmt::format("{}: statement by statement '{}', as a region '{}'", describe(rc), eager_error, lazy_error)};
+      return {Verdict::engine_error,
+              fmt::format("{}: statement by statement '{}', as a region '{}'", describe(rc), eager_error, lazy_error)};
     return {Verdict::invalid, eager_error};
   }
   for (std::size_t i = 0; i < rc.pool.size(); ++i) {

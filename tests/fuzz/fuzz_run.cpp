@@ -29,7 +29,9 @@ namespace {
 
 /// An input (or output) as the engine sees it: `in.layout`'s view of `base`.
 ArrayBase make_view(const Case& c, const Input& in, const ArrayBase& base) {
-  const auto every_axis = [&](std::int64_t step) { return std::vector<fusion::Slice>(static_cast<std::size_t>(base.ndim()), {{}, {}, step}); };
+  const auto every_axis = [&](std::int64_t step) {
+    return std::vector<fusion::Slice>(static_cast<std::size_t>(base.ndim()), {{}, {}, step});
+  };
   ArrayBase view = in.layout == Layout::transposed ? base.transposed({})
                    : in.layout == Layout::reversed ? base.sliced(every_axis(-1))
                    : in.layout == Layout::strided  ? base.sliced(every_axis(2))
@@ -38,7 +40,8 @@ ArrayBase make_view(const Case& c, const Input& in, const ArrayBase& base) {
   std::int64_t offset;
   fusion::Strides strides;
   view_of(c, in, offset, strides);
-  if (!(view.shape() == shape_of(c, in.dims)) || (view.size() > 1 && (view.offset() != offset || !(view.strides() == strides))))
+  if (!(view.shape() == shape_of(c, in.dims)) ||
+      (view.size() > 1 && (view.offset() != offset || !(view.strides() == strides))))
     throw std::logic_error("fuzz harness: the engine's view differs from the reference's");
   return view;
 }
@@ -58,8 +61,14 @@ struct Prepared {
     for (int i : b.slot_input) slots.push_back(&views[static_cast<std::size_t>(i)]);
   }
   fusion::detail::Call call() const {
-    return {fusion::detail::lowered_for_graph(b.graph), slots.data(), b.scalars.data(), b.reductions.data(),
-            static_cast<int>(slots.size()), static_cast<int>(b.scalars.size()), static_cast<int>(b.reductions.size()), {}};
+    return {fusion::detail::lowered_for_graph(b.graph),
+            slots.data(),
+            b.scalars.data(),
+            b.reductions.data(),
+            static_cast<int>(slots.size()),
+            static_cast<int>(b.scalars.size()),
+            static_cast<int>(b.reductions.size()),
+            {}};
   }
 };
 
@@ -112,8 +121,9 @@ Verdict compare(const Prepared& p, const Oracle& o, const std::vector<ArrayBase>
     const DType d = p.b.graph.dtype(p.b.graph.outputs[k]);
     if (!(outs[k].shape() == p.b.out_shape) || outs[k].dtype() != d) {
       v.kind = Verdict::mismatch;
-      v.detail += fmt::format("output {}: {} {} instead of {} {}\n", k, fusion::dtype_name(outs[k].dtype()),
-                              fusion::to_string(outs[k].shape()), fusion::dtype_name(d), fusion::to_string(p.b.out_shape));
+      v.detail +=
+          fmt::format("output {}: {} {} instead of {} {}\n", k, fusion::dtype_name(outs[k].dtype()),
+                      fusion::to_string(outs[k].shape()), fusion::dtype_name(d), fusion::to_string(p.b.out_shape));
       continue;
     }
     const std::vector<test::Scalar> got = test::download(outs[k]);
@@ -148,7 +158,8 @@ std::string strategy_of(const std::string& plan_entry) {
   };
   std::string s = field(0);
   if (s.back() == ')') s.pop_back();
-  if ((s == "reduction" || s == "layer") && words.find(", ") != std::string::npos) s += ": " + field(words.find(", ") + 2);
+  if ((s == "reduction" || s == "layer") && words.find(", ") != std::string::npos)
+    s += ": " + field(words.find(", ") + 2);
   if (words.find("-wide vectors") != std::string::npos) s += " +vectors";
   return s;
 }
@@ -159,7 +170,8 @@ namespace {
 std::vector<std::string> strategies(const Case& c, const Prepared& p, const std::vector<ArrayBase>& outs) {
   std::vector<std::string> out;
   try {
-    const fusion::KernelInfo info = c.into && outs.size() == 1 ? fusion::detail::inspect_into(p.call(), outs[0]) : fusion::detail::inspect(p.call());
+    const fusion::KernelInfo info = c.into && outs.size() == 1 ? fusion::detail::inspect_into(p.call(), outs[0])
+                                                               : fusion::detail::inspect(p.call());
     for (const std::string& entry : info.plan) out.push_back(strategy_of(entry));
   } catch (const fusion::Error&) {
   }
@@ -184,7 +196,8 @@ Verdict run_on_gpu(const Case& c) {
       outs.push_back(make_view(c, view, bases.back()));
     }
   } else {
-    outs.push_back(ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[0]), {0}));  // replaced: fresh keeps only its dtype
+    outs.push_back(
+        ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[0]), {0}));  // replaced: fresh keeps only its dtype
   }
   for (ArrayBase& a : outs) out_ptrs.push_back(&a);
   const std::uint64_t launches = fusion::stats().launches;
@@ -205,8 +218,8 @@ Verdict run_on_gpu(const Case& c) {
   for (std::size_t k = 0; k < bases.size(); ++k)
     if (const std::int64_t n = written_outside(c, output_view(c, bases[k].dtype()), bases[k])) {
       v.kind = Verdict::mismatch;
-      v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n", k, n,
-                              layout_name(c.out_layout));
+      v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n", k,
+                              n, layout_name(c.out_layout));
     }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
   v.strategies = strategies(c, p, outs);

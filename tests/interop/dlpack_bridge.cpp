@@ -22,8 +22,9 @@ const char* fz_bridge_error() { return last_error.c_str(); }
 int fz_bridge_double_in_place(void* managed, int versioned, void* producer) {
   try {
     auto* stream = static_cast<CUstream_st*>(producer);
-    fz::Array<float> a(versioned ? fz::dlpack::from_dlpack(static_cast<fz::dlpack::ManagedTensorVersioned*>(managed), stream)
-                                 : fz::dlpack::from_dlpack(static_cast<fz::dlpack::ManagedTensor*>(managed), stream));
+    fz::Array<float> a(versioned
+                           ? fz::dlpack::from_dlpack(static_cast<fz::dlpack::ManagedTensorVersioned*>(managed), stream)
+                           : fz::dlpack::from_dlpack(static_cast<fz::dlpack::ManagedTensor*>(managed), stream));
     a *= 2.f;
     fz::current_stream().synchronize();
     return 0;
@@ -55,7 +56,8 @@ void* fz_bridge_export_halves(long long n, int versioned, void* consumer) {
   try {
     fz::Array<float> a = fz::arange<float>(static_cast<double>(n)) * 0.5f;
     auto* stream = static_cast<CUstream_st*>(consumer);
-    return versioned ? static_cast<void*>(fz::dlpack::to_dlpack(a, stream)) : static_cast<void*>(fz::dlpack::to_dlpack_unversioned(a, stream));
+    return versioned ? static_cast<void*>(fz::dlpack::to_dlpack(a, stream))
+                     : static_cast<void*>(fz::dlpack::to_dlpack_unversioned(a, stream));
   } catch (const std::exception& e) {
     last_error = e.what();
     return nullptr;

@@ -229,7 +229,8 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props
 CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
   if (!pool || (!map && count)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i)
-    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || real_of(map[i].location.id) < 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || real_of(map[i].location.id) < 0)
+      return CUDA_ERROR_INVALID_DEVICE;
   Layout& l = layout();
   std::lock_guard lock(l.mu);
   for (size_t i = 0; i < count; ++i)

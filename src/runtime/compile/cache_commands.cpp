@@ -29,7 +29,8 @@ void cache_ls(const DiskCache& cache, std::ostream& out) {
     if (auto e = DiskCache::read_file(p))
       fmt::print(out, "{:<60} {:<12} {:>9} B  {}\n", e->key.kernel_name, e->key.target, size, p.filename().string());
     else
-      fmt::print(out, "{:<60} {:<12} {:>9} B  {}\n", "(unreadable: replaced on next use)", "-", size, p.filename().string());
+      fmt::print(out, "{:<60} {:<12} {:>9} B  {}\n", "(unreadable: replaced on next use)", "-", size,
+                 p.filename().string());
   }
 }
 
@@ -129,7 +130,8 @@ std::optional<StoredKernel> parse(const CacheKey& key) {
 
 }  // namespace
 
-WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vector<int>& archs, int jobs, std::ostream& out) {
+WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vector<int>& archs, int jobs,
+                      std::ostream& out) {
   const auto start = std::chrono::steady_clock::now();
   WarmResult r;
   struct Task {
@@ -144,7 +146,8 @@ WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vecto
     if (!e) continue;  // unreadable: nothing to compile from
     const auto k = parse(e->key);
     if (!k) {
-      fmt::print(out, "skipped {} ({}): its compile options are not ones this fusion writes\n", e->key.kernel_name, p.filename().string());
+      fmt::print(out, "skipped {} ({}): its compile options are not ones this fusion writes\n", e->key.kernel_name,
+                 p.filename().string());
       ++r.failed;
       continue;
     }

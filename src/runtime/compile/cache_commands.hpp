@@ -33,6 +33,7 @@ struct WarmResult {
 /// for), on `jobs` threads; what `into` has already is skipped. For a cache that must be ready before the
 /// first call: after a CUDA upgrade (entries of another NVRTC are misses), for a new GPU generation, or
 /// to turn a cache filled on one machine into one for another.
-WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vector<int>& archs, int jobs, std::ostream& out);
+WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vector<int>& archs, int jobs,
+                      std::ostream& out);
 
 }  // namespace fusion::detail

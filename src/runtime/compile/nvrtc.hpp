@@ -28,7 +28,8 @@ struct CompileOutput {
 const std::string& nvrtc_version();
 /// The options a kernel is compiled with for `t` (they are part of the disk-cache key): fusion's own,
 /// then `extra` (user options). `minimal` leaves out headers that generated kernels never need.
-std::vector<std::string> compile_options(const Target& t, const std::vector<std::string>& extra = {}, bool minimal = true);
+std::vector<std::string> compile_options(const Target& t, const std::vector<std::string>& extra = {},
+                                         bool minimal = true);
 /// Compiles `source`; CompileError with the log and numbered source when NVRTC rejects it.
 CompileOutput compile(const std::string& source, const std::string& kernel_name, const Target& t,
                       const std::vector<std::string>& extra = {}, bool minimal = true);

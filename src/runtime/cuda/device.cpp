@@ -8,8 +8,7 @@
 #include <mutex>
 
 #include "fusion/error.hpp"
-#include "runtime/exec/step_hook.hpp"
-#include "runtime/exec/region_hook.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 
@@ -48,8 +47,10 @@ const DeviceProperties& properties_of(int id) {
     p->multiprocessor_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     p->max_threads_per_multiprocessor = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
     p->l2_cache_bytes = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
-    p->max_shared_bytes_per_block = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
-    p->max_shared_bytes_per_sm = static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
+    p->max_shared_bytes_per_block =
+        static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    p->max_shared_bytes_per_sm =
+        static_cast<std::size_t>(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
     FUSION_CU(cuDeviceTotalMem, &p->total_memory, dev);
     cache[id].store(p.release(), std::memory_order_release);  // kept for the process
   }

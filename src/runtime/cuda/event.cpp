@@ -5,8 +5,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
-#include "runtime/exec/step_hook.hpp"
-#include "runtime/exec/region_hook.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -20,7 +19,8 @@ struct Event::State {
   bool timing_disabled = false;
   ~State() {
     if (!handle) return;  // the constructor refused the options before creating it
-    if (detail::context_for_release(device) && !detail::is_stale(generation, device)) detail::driver().cuEventDestroy(handle);
+    if (detail::context_for_release(device) && !detail::is_stale(generation, device))
+      detail::driver().cuEventDestroy(handle);
   }
   /// The handle, checked against a device reset (with the device's context made current).
   CUevent live() const {

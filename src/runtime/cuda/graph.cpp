@@ -3,8 +3,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
-#include "runtime/exec/step_hook.hpp"
-#include "runtime/exec/region_hook.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/graph_state.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -17,7 +16,8 @@ struct Graph::State {
   int device = 0;
   unsigned generation = 0;
   ~State() {
-    if (!detail::context_for_release(device) || detail::is_stale(generation, device)) return;  // gone with a device reset
+    if (!detail::context_for_release(device) || detail::is_stale(generation, device))
+      return;  // gone with a device reset
     if (exec) detail::driver().cuGraphExecDestroy(exec);
     if (graph) detail::driver().cuGraphDestroy(graph);
   }

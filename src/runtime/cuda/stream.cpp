@@ -7,8 +7,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
-#include "runtime/exec/step_hook.hpp"
-#include "runtime/exec/region_hook.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/graph_state.hpp"

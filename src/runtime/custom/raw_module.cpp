@@ -92,7 +92,8 @@ const std::string& RawModule::source() const { return impl_->k.source; }
 KernelInfo RawModule::inspect() const { return detail::finish_inspect(impl_->k, "user source"); }
 
 RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options)
-    : module_(std::make_shared<detail::RawModuleImpl>(std::move(source), name, std::move(options))), name_(std::move(name)) {
+    : module_(std::make_shared<detail::RawModuleImpl>(std::move(source), name, std::move(options))),
+      name_(std::move(name)) {
   if (name_.empty()) throw TypeError("RawKernel needs the name of the kernel to launch");
 }
 
@@ -102,12 +103,12 @@ KernelInfo RawKernel::inspect() const {
   return info;
 }
 
-void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, void** args, const ArrayBase* const* arrays,
-                              int n) const {
+void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, void** args,
+                              const ArrayBase* const* arrays, int n) const {
   detail::outside_step("a RawKernel launch");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
-    throw Error(fmt::format("RawKernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) need every extent >= 1", name_, grid.x,
-                            grid.y, grid.z, block.x, block.y, block.z));
+    throw Error(fmt::format("RawKernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) need every extent >= 1", name_,
+                            grid.x, grid.y, grid.z, block.x, block.y, block.z));
   const std::shared_ptr<detail::StreamState>& stream = o.stream ? o.stream->state() : detail::current_stream_state();
   if (o.stream) detail::live(*stream);  // (current_stream_state checked the current one)
   for (int i = 0; i < n; ++i) {
@@ -117,14 +118,15 @@ void RawKernel::launch_packed(Dim3 grid, Dim3 block, const LaunchOptions& o, voi
       throw Error(fmt::format("RawKernel '{}': argument {} is an Array without memory", name_, i + 1));
     a->data_ptr();  // packed before the launch began: checked here, once a device reset would have been noticed
     if (a->device() != stream->device)
-      throw Error(fmt::format("RawKernel '{}': argument {} lives on device {} but the launch is on device {}", name_, i + 1,
-                              a->device(), stream->device));
+      throw Error(fmt::format("RawKernel '{}': argument {} lives on device {} but the launch is on device {}", name_,
+                              i + 1, a->device(), stream->device));
   }
   const CUfunction f = module_->function(name_, stream->device);
   FUSION_CU(cuLaunchKernel, f, grid.x, grid.y, grid.z, block.x, block.y, block.z, static_cast<unsigned>(o.shared_mem),
             stream->handle, args, nullptr);
   for (int i = 0; i < n; ++i)
-    if (arrays[i]) arrays[i]->storage()->note_use(stream), arrays[i]->storage()->note_write();  // any argument may be written
+    if (arrays[i])
+      arrays[i]->storage()->note_use(stream), arrays[i]->storage()->note_write();  // any argument may be written
   detail::counters().launches.fetch_add(1, std::memory_order_relaxed);
 }
 

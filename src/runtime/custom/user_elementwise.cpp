@@ -35,7 +35,8 @@ struct ElementwiseLayout {
 ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args, bool inspect) {
   const auto& s = k.spec;
   const std::size_t n_in = s.in.size(), n_params = n_in + s.out.size();
-  if (n_params > kMaxUserParams) throw TypeError(fmt::format("a user kernel takes at most {} parameters", kMaxUserParams));
+  if (n_params > kMaxUserParams)
+    throw TypeError(fmt::format("a user kernel takes at most {} parameters", kMaxUserParams));
   const BoundCall b = bind_call(k, args);
   ElementwiseLayout L;
   L.v.dtypes = b.dtypes;
@@ -54,16 +55,18 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
     if (b.outputs_given) {
       const ArrayBase& o = *args[p].array;
       if (!s.out[j].raw && o.shape() != index)
-        throw ShapeError(fmt::format("{}: the output '{}' has shape {} but the arguments broadcast to {}; pass an output "
-                                     "of that shape or leave it out", b.what, s.out[j].name, to_string(o.shape()),
-                                     to_string(index)));
+        throw ShapeError(
+            fmt::format("{}: the output '{}' has shape {} but the arguments broadcast to {}; pass an output "
+                        "of that shape or leave it out",
+                        b.what, s.out[j].name, to_string(o.shape()), to_string(index)));
       for (int d = 0; d < o.ndim(); ++d)
         if (o.strides()[d] == 0 && o.shape()[d] > 1)
-          throw Error(fmt::format("{}: the output '{}' is a broadcast view (elements share memory); copy it first", b.what,
-                                  s.out[j].name));
+          throw Error(fmt::format("{}: the output '{}' is a broadcast view (elements share memory); copy it first",
+                                  b.what, s.out[j].name));
       L.outs.push_back(o);
     } else {
-      L.outs.push_back(inspect ? ArrayBase::make_placeholder(b.dtypes[p], index) : ArrayBase::make_empty(b.dtypes[p], index));
+      L.outs.push_back(inspect ? ArrayBase::make_placeholder(b.dtypes[p], index)
+                               : ArrayBase::make_empty(b.dtypes[p], index));
     }
     L.v.fresh.push_back(!b.outputs_given && is_16bit_float(b.dtypes[p]));
   }
@@ -75,7 +78,8 @@ ElementwiseLayout analyze(const UserKernel& k, const std::vector<UserArg>& args,
     L.arrays[p] = p < n_in ? args[p].array : &L.outs[p - n_in];
     if (!L.arrays[p]) {
       L.v.access[p] = UserAccess::scalar;
-      L.scalars[p].bits = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
+      L.scalars[p].bits =
+          scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
     } else if (param_at(s, p).raw) {
       const bool dense = L.arrays[p]->is_contiguous() || L.arrays[p]->ndim() == 0;
       L.v.access[p] = dense ? UserAccess::raw_contiguous : UserAccess::raw_strided;
@@ -158,7 +162,8 @@ void launch(const UserKernel::Slot& k, ElementwiseLayout& L, const std::shared_p
   a.dims = dims;
   a.count(codegen::Count::n) = L.n;
   // a thread per vector (the tail's threads take the last elements one by one)
-  launch_kernel(k.kernel->function, k.signature, a, {blocks_for((L.n + L.v.vector_width - 1) / L.v.vector_width), 1}, *stream);
+  launch_kernel(k.kernel->function, k.signature, a, {blocks_for((L.n + L.v.vector_width - 1) / L.v.vector_width), 1},
+                *stream);
   note_launch(read, written, stream);
   note_minimum(read, written);  // one kernel: it moves exactly the least
 }
@@ -170,7 +175,8 @@ Outputs run_elementwise(const UserKernel& k, const std::vector<UserArg>& args) {
   check_arrays(args, k, stream->device, false);
   ElementwiseLayout L = analyze(k, args, false);
   if (L.n > 0) {
-    const UserKernel::Slot& kernel = k.kernel_for(L.v, stream->device, [&] { return codegen::emit_user_elementwise(k.spec, L.v); });
+    const UserKernel::Slot& kernel =
+        k.kernel_for(L.v, stream->device, [&] { return codegen::emit_user_elementwise(k.spec, L.v); });
     launch(kernel, L, stream);
   }
   return Outputs(std::move(L.outs));
@@ -184,11 +190,11 @@ KernelInfo inspect_elementwise(const UserKernel& k, const std::vector<UserArg>& 
 
 }  // namespace detail
 
-ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params, std::string operation, std::string name,
-                                     ElementwiseOptions options)
+ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params, std::string operation,
+                                     std::string name, ElementwiseOptions options)
     : impl_(std::make_shared<detail::UserKernel>(
-          codegen::make_elementwise_spec(std::move(in_params), std::move(out_params), std::move(operation), std::move(name),
-                                         std::move(options.preamble), std::move(options.options)))) {}
+          codegen::make_elementwise_spec(std::move(in_params), std::move(out_params), std::move(operation),
+                                         std::move(name), std::move(options.preamble), std::move(options.options)))) {}
 
 const std::string& ElementwiseKernel::name() const { return impl_->spec.name; }
 

@@ -17,7 +17,8 @@ BoundCall bind_call(const UserKernel& k, const std::vector<UserArg>& args) {
   BoundCall b;
   b.what = fmt::format("{} '{}'", s.reduction ? "ReductionKernel" : "ElementwiseKernel", s.name);
   std::vector<codegen::ArgKind> kinds;
-  for (const UserArg& a : args) kinds.push_back(a.array ? codegen::ArgKind{true, a.array->dtype()} : codegen::ArgKind{false, a.scalar.dtype});
+  for (const UserArg& a : args)
+    kinds.push_back(a.array ? codegen::ArgKind{true, a.array->dtype()} : codegen::ArgKind{false, a.scalar.dtype});
   b.types = codegen::bind_types(s.in, s.out, kinds, b.what);
   b.outputs_given = args.size() > s.in.size();
   for (std::size_t p = 0; p < s.in.size() + s.out.size(); ++p) b.dtypes.push_back(b.types.of(param_at(s, p)));
@@ -49,8 +50,9 @@ void check_arrays(const std::vector<UserArg>& args, const UserKernel& k, int dev
     const std::string& name = param_at(k.spec, p).name;
     if (a->is_placeholder() && placeholders_ok) continue;
     if (!a->has_storage())
-      throw Error(fmt::format("{}: the array for '{}' has no memory ({}); make it with fz::empty or fz::asarray", k.spec.name,
-                              name, a->is_placeholder() ? "a placeholder can only be inspected" : "never assigned"));
+      throw Error(fmt::format("{}: the array for '{}' has no memory ({}); make it with fz::empty or fz::asarray",
+                              k.spec.name, name,
+                              a->is_placeholder() ? "a placeholder can only be inspected" : "never assigned"));
     if (device >= 0 && a->device() != device)
       throw Error(fmt::format("{}: the array for '{}' is on device {} while device {} is current; use fz::DeviceScope",
                               k.spec.name, name, a->device(), device));
@@ -93,7 +95,8 @@ std::uint64_t scalar_bits(const ScalarArg& s, DType to, const std::string& what)
     }
   }
   auto refuse = [&](const std::string& value) {
-    return TypeError(fmt::format("{}: the scalar {} does not fit the parameter's dtype {}", what, value, dtype_name(to)));
+    return TypeError(
+        fmt::format("{}: the scalar {} does not fit the parameter's dtype {}", what, value, dtype_name(to)));
   };
   std::uint64_t out = 0;
   auto put = [&](auto v) { std::memcpy(&out, &v, sizeof v); };

@@ -26,7 +26,8 @@ struct ReductionCall {
   std::vector<ScalarArg> scalars;  // converted scalar arguments, by input parameter
 };
 
-ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, const ReduceArg& arg, int device, bool inspect) {
+ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, const ReduceArg& arg, int device,
+                      bool inspect) {
   const auto& s = k.spec;
   const std::size_t n_in = s.in.size();
   const BoundCall b = bind_call(k, args);
@@ -44,18 +45,21 @@ ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, con
                                    to_string(o.shape()), to_string(shapes.out)));
     c.out = o;
   } else {
-    c.out = inspect ? ArrayBase::make_placeholder(b.dtypes[n_in], shapes.out) : ArrayBase::make_empty(b.dtypes[n_in], shapes.out);
+    c.out = inspect ? ArrayBase::make_placeholder(b.dtypes[n_in], shapes.out)
+                    : ArrayBase::make_empty(b.dtypes[n_in], shapes.out);
   }
   int np = 0;
   c.scalars.resize(n_in);
   for (std::size_t p = 0; p < n_in; ++p) {
     if (args[p].array) {
-      if (np == codegen::kMaxParams) throw TypeError(fmt::format("{} reads more than {} arrays", b.what, codegen::kMaxParams));
+      if (np == codegen::kMaxParams)
+        throw TypeError(fmt::format("{} reads more than {} arrays", b.what, codegen::kMaxParams));
       c.L.v.param_of_slot[static_cast<std::size_t>(np)] = static_cast<std::uint8_t>(np);
       c.L.params[np++] = args[p].array;
     } else {
       c.v.access[p] = UserAccess::scalar;
-      c.scalars[p].bits = scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
+      c.scalars[p].bits =
+          scalar_bits(args[p].scalar, b.dtypes[p], fmt::format("{} parameter '{}'", b.what, s.in[p].name));
     }
   }
   const DType rd = b.types.resolve(s.reduce_type, "reduce_type");
@@ -94,12 +98,13 @@ KernelInfo inspect_reduction(const UserKernel& k, const std::vector<UserArg>& ar
 
 }  // namespace detail
 
-ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
-                                 std::string post_map_expr, std::string identity, std::string name, ReductionOptions o)
+ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, std::string map_expr,
+                                 std::string reduce_expr, std::string post_map_expr, std::string identity,
+                                 std::string name, ReductionOptions o)
     : impl_(std::make_shared<detail::UserKernel>(codegen::make_reduction_spec(
-          std::move(in_params), std::move(out_params), std::move(map_expr), std::move(reduce_expr), std::move(post_map_expr),
-          std::move(identity), std::move(name), std::move(o.preamble), std::move(o.options), std::move(o.reduce_type),
-          std::move(o.loop_prep), std::move(o.after_loop)))) {}
+          std::move(in_params), std::move(out_params), std::move(map_expr), std::move(reduce_expr),
+          std::move(post_map_expr), std::move(identity), std::move(name), std::move(o.preamble), std::move(o.options),
+          std::move(o.reduce_type), std::move(o.loop_prep), std::move(o.after_loop)))) {}
 
 const std::string& ReductionKernel::name() const { return impl_->spec.name; }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running an expression: layout analysis (which variant), the per-expression kernel list (lock-free on
 // the hot path), argument packing and launch of elementwise kernels (one or several outputs); the
-// dispatch between elementwise kernels, reductions and plans; and inspection.
+// dispatch between elementwise kernels, reductions and plans; and inspection. The registry of lowered
+// graphs the kernel lists hang off is lowered.cpp.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -44,38 +45,6 @@ thread_local int tls_precompile_arch = 0;
 
 using ElementwiseSlot = KernelSlot<Variant>;
 
-std::mutex& build_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-const Lowered* register_lowered(ir::Graph g) {
-  auto* l = new Lowered;  // one per expression type, alive for the process
-  l->canonical = ir::canonicalize(g);
-  for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
-  l->graph = std::move(g);
-  // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
-  // and leak checkers then see the lifetime as intended.
-  static std::mutex mu;
-  static auto& all = *new std::vector<const Lowered*>;
-  std::lock_guard lock(mu);
-  all.push_back(l);
-  return l;
-}
-
-const Lowered* lowered_for_graph(ir::Graph g) {
-  static std::mutex mu;
-  static auto& registry = *new std::multimap<std::uint64_t, const Lowered*>;  // never destroyed, as above
-  const std::uint64_t h = ir::hash(g);
-  std::lock_guard lock(mu);
-  for (auto [it, end] = registry.equal_range(h); it != end; ++it)
-    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs && it->second->graph.fast_math == g.fast_math)
-      return it->second;
-  const Lowered* l = register_lowered(std::move(g));
-  registry.emplace(h, l);
-  return l;
-}
-
 bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape, bool deferred) {
   for (int i = 0; i < c.n_arrays; ++i) {
     const ArrayBase& a = *c.arrays[i];
@@ -87,7 +56,8 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, 
       throw Error(fmt::format("an array on device {} is used while device {} is current; use fz::DeviceScope",
                               a.device(), device));
   }
-  if (mode == AssignMode::replace) mode = (out.has_storage() && out.shape() == shape) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::replace)
+    mode = (out.has_storage() && out.shape() == shape) ? AssignMode::into : AssignMode::fresh;
   if (mode == AssignMode::into) {
     if (!out.has_storage()) throw Error("assigning into an Array that has no memory");
     if (broadcast_shapes(shape, out.shape()) != out.shape())
@@ -102,16 +72,6 @@ bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, 
     out = deferred ? ArrayBase::make_deferred(out.dtype(), shape) : ArrayBase::make_empty(out.dtype(), shape);
   }
   return out.size() > 0;
-}
-
-ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, kMaxParams>& param_of_slot) {
-  std::vector<std::uint32_t> representative(lw.graph.n_inputs);
-  for (std::uint32_t s = 0; s < lw.graph.n_inputs; ++s) {
-    std::uint32_t r = 0;
-    while (param_of_slot[r] != param_of_slot[s]) ++r;
-    representative[s] = r;
-  }
-  return ir::canonicalize(lw.graph, representative);
 }
 
 /// The shape of output k: the broadcast of the arrays it reads (all of them for a single output).
@@ -169,13 +129,16 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
     // offsets computed once for several), and as many blocks between as fill the device.
     const std::int64_t most = (vectors + lanes - 1) / lanes;
     const std::int64_t least = (vectors + lanes * codegen::kAccessesPerLane - 1) / (lanes * codegen::kAccessesPerLane);
-    const std::int64_t fill = (std::int64_t{properties_of(stream->device).multiprocessor_count} * codegen::kBlocksPerSm + grid.y - 1) / grid.y;
+    const std::int64_t fill =
+        (std::int64_t{properties_of(stream->device).multiprocessor_count} * codegen::kBlocksPerSm + grid.y - 1) /
+        grid.y;
     grid.x = std::min<std::int64_t>(std::clamp(fill, least, most), codegen::kMaxGridX);
   } else if (L.v.tiles) {
     // A tile per block (codegen::kTile^2 elements, kTileRows rows of threads): many blocks in flight
     // hide the two barriers per tile; the kernel loops over tiles beyond the largest grid.
     const std::int64_t cols = L.shape[L.shape.size() - 1], rows = L.shape[L.shape.size() - 2];
-    const std::int64_t per_matrix = ((cols + codegen::kTile - 1) / codegen::kTile) * ((rows + codegen::kTile - 1) / codegen::kTile);
+    const std::int64_t per_matrix =
+        ((cols + codegen::kTile - 1) / codegen::kTile) * ((rows + codegen::kTile - 1) / codegen::kTile);
     grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
@@ -277,11 +240,12 @@ Call with_functions_resolved(const Call& c);
 Call as_asked(const Call& call) {
   Call c = with_functions_resolved(call);
   if (tls_fast_math && !c.lowered->graph.fast_math)
-    c.lowered = &derived(*c.lowered, {2}, [&] {  // key {2}: the fast twin ({0, ...}: functions resolved; {1, ...}: reductions merged)
-      ir::Graph g = c.lowered->graph;
-      g.fast_math = true;
-      return g;
-    });
+    c.lowered = &derived(*c.lowered, {2},
+                         [&] {  // key {2}: the fast twin ({0, ...}: functions resolved; {1, ...}: reductions merged)
+                           ir::Graph g = c.lowered->graph;
+                           g.fast_math = true;
+                           return g;
+                         });
   return c;
 }
 
@@ -358,8 +322,8 @@ KernelInfo inspect_elementwise(const Call& c) {
   std::vector<ArrayBase> outs;
   ArrayBase* ptrs[kMaxOutputs];
   for (int k = 0; k < K; ++k)
-    outs.push_back(ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
-                                               output_shape(c, k)));
+    outs.push_back(ArrayBase::make_placeholder(
+        c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]), output_shape(c, k)));
   for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
   Layout L;
   analyze(c, ptrs, K, L);
@@ -376,7 +340,8 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!tls_unfused && !lw.has_reduction) return {inspect_elementwise(c)};
   const Plan& p = plan_of(lw, tls_unfused ? PlanMode::unfused : tls_separate ? PlanMode::separate : PlanMode::fused);
-  if (p.direct) return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
+  if (p.direct)
+    return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);
 }
 
@@ -423,7 +388,8 @@ KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
   const ArrayBase* copy_in[1] = {&aside_result};
   steps.push_back(inspect_elementwise(Call{&identity_lowered(out.dtype()), copy_in, nullptr, nullptr, 1, 0, 0, {}}));
   std::vector<std::string> notes(steps.size());
-  notes.back() = ": the output overlaps an input in another layout, so the result is computed aside and copied (NumPy's answer)";
+  notes.back() =
+      ": the output overlaps an input in another layout, so the result is computed aside and copied (NumPy's answer)";
   return assemble(std::move(steps), notes);
 }
 
@@ -438,7 +404,8 @@ SeparateReductions::~SeparateReductions() { detail::tls_separate = previous_; }
 bool SeparateReductions::active() { return detail::tls_separate; }
 
 detail::PrecompileScope::PrecompileScope(int arch) : previous_(detail::tls_precompile_arch) {
-  if (arch <= 0) throw Error(fmt::format("precompile: {} is not an architecture (compute capability as 80, 90, 100, ...)", arch));
+  if (arch <= 0)
+    throw Error(fmt::format("precompile: {} is not an architecture (compute capability as 80, 90, 100, ...)", arch));
   detail::tls_precompile_arch = arch;
 }
 detail::PrecompileScope::~PrecompileScope() { detail::tls_precompile_arch = previous_; }

@@ -17,6 +17,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/layout.hpp"
 #include "runtime/compile/kernel_cache.hpp"
+#include "runtime/memory/array_copy.hpp"
 
 namespace fusion::detail {
 
@@ -96,9 +97,11 @@ template <class Make> const Lowered& derived(const Lowered& lw, const std::vecto
 }
 
 /// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
-/// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next` unset).
+/// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next`
+/// unset).
 template <class Slot, class V, class Build>
-const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name, Build&& build) {
+const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name,
+                          Build&& build) {
   // Slots of an earlier context generation hold functions a device reset destroyed: they stay in the
   // list, unused, and the kernel is loaded again for the new generation.
   const unsigned generation = context_generation(device);
@@ -122,7 +125,8 @@ const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device
 
 /// Validates inputs and prepares `out` for a result of `shape`; false when there is nothing to compute.
 /// `deferred`: a new output's memory is allocated when first used (a region's results).
-bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape, bool deferred = false);
+bool prepare_output(const Call& c, ArrayBase& out, AssignMode mode, int device, const Shape& shape,
+                    bool deferred = false);
 
 /// One elementwise kernel (every output of the call's graph, which has no reduction).
 void evaluate_elementwise(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode);
@@ -160,8 +164,5 @@ Call as_asked(const Call& call);
 /// One KernelInfo for several kernels: the last one's fields, every one in `plan` (with `notes[i]`
 /// appended to entry i), every source.
 KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes = {});
-
-/// Writes `src` into `dst` (same shape or broadcastable), or into a new array when `dst` has no memory.
-void copy_array(const ArrayBase& src, ArrayBase& dst, AssignMode mode);
 
 }  // namespace fusion::detail

@@ -23,7 +23,8 @@ namespace {
 constexpr std::size_t kMaxKernelParams = 512;
 
 template <class T> T& at(std::span<T> values, std::uint16_t i, const char* what) {
-  if (i >= values.size()) throw Error(fmt::format("internal: a kernel parameter names {} {} of {}", what, i, values.size()));
+  if (i >= values.size())
+    throw Error(fmt::format("internal: a kernel parameter names {} {} of {}", what, i, values.size()));
   return values[i];
 }
 }  // namespace
@@ -32,8 +33,10 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
                    const StreamState& stream) {
   const auto& params = sig.params();
   if (params.size() > kMaxKernelParams)
-    throw Error(fmt::format("a kernel may take at most {} parameters (this one has {}); evaluate a part of the expression "
-                            "first with fz::eval", kMaxKernelParams, params.size()));
+    throw Error(
+        fmt::format("a kernel may take at most {} parameters (this one has {}); evaluate a part of the expression "
+                    "first with fz::eval",
+                    kMaxKernelParams, params.size()));
   void* argv[kMaxKernelParams];
   for (std::size_t i = 0; i < params.size(); ++i) {
     const std::uint16_t k = params[i].index;
@@ -48,7 +51,8 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
     }
   }
   if (grid.shared_bytes > 48 * 1024)  // beyond the default a kernel must opt in (Hopper: up to 227 KB)
-    FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(grid.shared_bytes));
+    FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              static_cast<int>(grid.shared_bytes));
   if (tls_step != nullptr) [[unlikely]]  // a step's body: the launch becomes a node of its graph
     return record_launch(*tls_step, f, argv, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), grid.block,
                          grid.shared_bytes);

@@ -95,8 +95,8 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
       for (std::uint32_t j = 0; j < out.nodes.size() && mean == ir::kNone; ++j) {
         const ir::Node& m = out.nodes[j];
         const ReduceArg& a = args[m.slot];
-        if (m.op == ir::Op::mean && m.a == n.a && m.dtype == n.dtype && a.keepdims && a.ddof == 0 && a.n_axes == inner.n_axes &&
-            a.axes == inner.axes)
+        if (m.op == ir::Op::mean && m.a == n.a && m.dtype == n.dtype && a.keepdims && a.ddof == 0 &&
+            a.n_axes == inner.n_axes && a.axes == inner.axes)
           mean = j;
       }
       if (mean == ir::kNone) mean = out.append({ir::Op::mean, n.dtype, n.a, ir::kNone, ir::kNone, next_slot});
@@ -121,7 +121,8 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   if (!layer_shapes(c, S)) return false;
   for (int k = 0; k < K; ++k) {
     // a layer kernel writes each result once: no broadcasting into a larger array, no shared outputs
-    if (mode == AssignMode::into && outs[k]->has_storage() && outs[k]->shape() != S.out[static_cast<std::size_t>(k)]) return false;
+    if (mode == AssignMode::into && outs[k]->has_storage() && outs[k]->shape() != S.out[static_cast<std::size_t>(k)])
+      return false;
     for (int j = 0; j < k; ++j)
       if (outs[k] == outs[j] || (mode != AssignMode::fresh && outs[k]->has_storage() && outs[j]->has_storage() &&
                                  shares_memory(*outs[k], *outs[j])))
@@ -129,7 +130,8 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   }
   const auto& stream = current_stream_state();
   bool any = false;
-  for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, S.out[static_cast<std::size_t>(k)]) || any;
+  for (int k = 0; k < K; ++k)
+    any = prepare_output(c, *outs[k], mode, stream->device, S.out[static_cast<std::size_t>(k)]) || any;
   if (!any || S.n_rows == 0) return true;  // nothing to compute: no launch
   LayerLayout L;
   if (!analyze_layer(c, S, outs, K, stream->device, L)) return false;
@@ -146,8 +148,9 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   std::vector<ArrayBase> outs;
   ArrayBase* ptrs[codegen::kMaxOutputs];
   for (int k = 0; k < K; ++k)
-    outs.push_back(ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
-                                               S.out[static_cast<std::size_t>(k)]));
+    outs.push_back(
+        ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
+                                    S.out[static_cast<std::size_t>(k)]));
   for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
   LayerLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;

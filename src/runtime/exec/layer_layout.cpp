@@ -52,7 +52,7 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
   for (std::size_t i = 0; i < n; ++i) {
     const ir::Node& nd = g.nodes[i];
     if (nd.op == ir::Op::iota) return fail(why_not, "an arange leaf needs the flat index");
-    if (nd.op == ir::Op::argmin || nd.op == ir::Op::argmax) return fail(why_not, "argmin/argmax run as their own kernels");
+    if (ir::is_arg_reduction(nd.op)) return fail(why_not, "argmin/argmax run as their own kernels");
     is_reduction[i] = ir::is_reduction(nd.op);
   }
   std::vector<Shape> shape;
@@ -118,7 +118,8 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
         kept.push_back((S.mask & (1u << d)) ? 1 : S.full[d]);
         if (!(S.mask & (1u << d))) kept_dims.push_back(S.full[d]);
       }
-      if (shape[o] != kept && shape[o] != kept_dims) return fail(why_not, "a per-row output has another shape than the rows");
+      if (shape[o] != kept && shape[o] != kept_dims)
+        return fail(why_not, "a per-row output has another shape than the rows");
     }
   }
   return true;
@@ -202,7 +203,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
   const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
   // (clusters need sm_90: the device's, or the architecture fz::precompile compiles for)
-  const bool clusters = tls_precompile_arch > 0 ? tls_precompile_arch >= 90 : device < 0 || properties_of(device).compute_capability_major >= 9;
+  const bool clusters = tls_precompile_arch > 0 ? tls_precompile_arch >= 90
+                                                : device < 0 || properties_of(device).compute_capability_major >= 9;
   std::size_t cached_bytes = 0;  // per element of the row
   for (int p = 0; p < np; ++p)
     if (v.role[p] == LayerRole::cached) cached_bytes += itemsize(L.params[p]->dtype());
@@ -212,10 +214,13 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // one block per row keeps what fits or re-reads it.
   const std::int64_t r = L.n_red;
   auto slice_of = [&](std::int64_t c) { return ((r + c - 1) / c + V - 1) / V * V; };
-  auto padded_bytes = [&](std::int64_t elements) { return static_cast<std::size_t>((elements + 15) / 16 * 16) * cached_bytes; };
+  auto padded_bytes = [&](std::int64_t elements) {
+    return static_cast<std::size_t>((elements + 15) / 16 * 16) * cached_bytes;
+  };
   std::int64_t C = 1;
   if (clusters && cached_bytes > 0 && r > tuning().cluster_slice) {
-    while (C < tuning().max_cluster && (slice_of(C) > tuning().cluster_slice || padded_bytes(slice_of(C)) > limit)) C *= 2;
+    while (C < tuning().max_cluster && (slice_of(C) > tuning().cluster_slice || padded_bytes(slice_of(C)) > limit))
+      C *= 2;
     if (padded_bytes(slice_of(C)) > limit) C = 1;
   }
   v.cluster = static_cast<std::uint8_t>(C);
@@ -236,7 +241,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   L.blocks = (L.n_rows + rows_per_block - 1) / rows_per_block * C;
 
   if (r > kShortRow && L.blocks * 2 < sms)
-    return fail(why_not, fmt::format("{} rows of {} elements leave most SMs idle: split reductions fill the device", L.n_rows, r));
+    return fail(why_not, fmt::format("{} rows of {} elements leave most SMs idle: split reductions fill the device",
+                                     L.n_rows, r));
   // Statistics alone over segmented rows (a batch norm's mean and var over N, H, W) are one split
   // reduction kernel in the plan, spread over as many blocks as fill the device: a layer kernel only
   // where it fills half the SMs itself.
@@ -260,7 +266,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     const std::int64_t wanted = (L.blocks + sms - 1) / sms + 1;  // per SM: the grid's share and one to spare
     std::int64_t block = v.block;
     while (block > 128 && wanted * block > 2048) block /= 2;
-    const std::size_t room = per_sm / static_cast<std::size_t>(wanted) - 2048;  // the driver's 1 KB and the static scratch
+    const std::size_t room =
+        per_sm / static_cast<std::size_t>(wanted) - 2048;  // the driver's 1 KB and the static scratch
     const std::int64_t keep = static_cast<std::int64_t>(room / cached_bytes) / 16 * 16;
     if (L.blocks <= full * sms && wanted > full && wanted * block <= 2048 && keep >= span / 2) {
       v.block = v.group = static_cast<std::uint16_t>(block);
@@ -269,7 +276,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
       L.keep = keep;
     }
   }
-  if (tuning().layer_fit_blocks > 0 && v.resident && !v.partly_resident && span > 1024) {  // registers for as many blocks as shared memory holds
+  if (tuning().layer_fit_blocks > 0 && v.resident && !v.partly_resident &&
+      span > 1024) {  // registers for as many blocks as shared memory holds
     const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;
     const std::int64_t blocks = std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32);
@@ -302,13 +310,18 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
 
   const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
   const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
-  L.why = fmt::format("one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es", L.n_rows, r,
-                      C > 1 ? fmt::format(", each row split over a cluster of {} blocks (one SM cannot hold it)", C) : "",
-                      v.partly_resident ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
-                                                      "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave", L.keep, span)
-                      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
-                      : bytes > 0 ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2", bytes)
-                                  : "");
+  L.why = fmt::format(
+      "one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es",
+      L.n_rows, r, C > 1 ? fmt::format(", each row split over a cluster of {} blocks (one SM cannot hold it)", C) : "",
+      v.partly_resident
+          ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
+                        "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave",
+                        L.keep, span)
+      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
+      : bytes > 0
+          ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2",
+                        bytes)
+          : "");
   return true;
 }
 

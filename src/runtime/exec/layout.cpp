@@ -53,7 +53,8 @@ void check_operand_count(const Call& c) {
 }
 
 int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
-  check_operand_count(c);  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer)
+  check_operand_count(
+      c);  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer)
   int np = 0;
   for (int s = 0; s < c.n_arrays; ++s) {
     int p = 0;
@@ -73,7 +74,8 @@ bool same_view(const ArrayBase& a, const ArrayBase& b) {
   if (!a.memory_identity() || a.memory_identity() != b.memory_identity()) return false;
   // The same memory: the offsets tell the addresses apart (without asking for them: a region's deferred
   // memory is not allocated to be compared).
-  return a.offset() * static_cast<std::int64_t>(itemsize(a.dtype())) == b.offset() * static_cast<std::int64_t>(itemsize(b.dtype())) &&
+  return a.offset() * static_cast<std::int64_t>(itemsize(a.dtype())) ==
+             b.offset() * static_cast<std::int64_t>(itemsize(b.dtype())) &&
          a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
 }
 
@@ -95,7 +97,8 @@ Shape broadcast_shape_of(const Call& c) {
 }
 
 bool shares_memory(const ArrayBase& a, const ArrayBase& b) {
-  if (a.memory_identity() != b.memory_identity() || !a.memory_identity() || a.size() == 0 || b.size() == 0) return false;
+  if (a.memory_identity() != b.memory_identity() || !a.memory_identity() || a.size() == 0 || b.size() == 0)
+    return false;
   const auto span = [](const ArrayBase& x) {
     std::int64_t lo = 0, hi = 0;
     for (int d = 0; d < x.ndim(); ++d) (x.strides()[d] < 0 ? lo : hi) += x.strides()[d] * (x.shape()[d] - 1);
@@ -140,7 +143,9 @@ void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
   // Vectors need whole vectors per row, aligned pointers and rows that start on a vector boundary.
   const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
   bool ok = V > 1 && L.shape[R - 1] % V == 0;
-  auto aligned = [&](const ArrayBase& x) { return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0; };
+  auto aligned = [&](const ArrayBase& x) {
+    return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0;
+  };
   for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
   for (int p = 0; p < np && ok; ++p) {
     if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;

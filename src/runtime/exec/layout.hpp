@@ -28,7 +28,8 @@ bool shares_memory(const ArrayBase& a, const ArrayBase& b);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
 /// Throws when one kernel would take more array operands than it has parameter slots.
 void check_operand_count(const Call& c);
-int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
+int distinct_params(const Call& c, const ArrayBase** params,
+                    std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot);
 /// The broadcast shape of the call's arrays.
 Shape broadcast_shape_of(const Call& c);
 /// NumPy's shape of every node of the call's graph (a ShapeError where shapes do not broadcast or an axis is bad).

@@ -155,7 +155,7 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
   // depends on the call's shapes and axes, so the plan only says when to ask.
   plan->layer = mode == PlanMode::fused && lw.has_reduction;
   for (const ir::Node& n : g.nodes)
-    plan->layer = plan->layer && n.op != ir::Op::iota && n.op != ir::Op::argmin && n.op != ir::Op::argmax;
+    plan->layer = plan->layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   if (!any && (g.outputs.size() == 1 || (!lw.has_reduction && !unfused))) {
     plan->direct = true;
@@ -182,9 +182,10 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
     // A reduction with its own kernel is a temporary here: the step computing `root` is elementwise
     // (tie(max(x), cast(prod(y))) runs prod alone, then the cast; it must not join max's kernel).
     if (r != root && r != ir::kNone && temp_of[r] >= 0) r = ir::kNone;
-    const bool arg = r != ir::kNone && (g.nodes[r].op == ir::Op::argmin || g.nodes[r].op == ir::Op::argmax);
+    const bool arg = r != ir::kNone && ir::is_arg_reduction(g.nodes[r].op);
     const std::uint32_t slot = mode != PlanMode::fused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
-    if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot && (groups.back().targets[0] < 0) == (target < 0) &&
+    if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot &&
+        (groups.back().targets[0] < 0) == (target < 0) &&
         groups.back().roots.size() < static_cast<std::size_t>(codegen::kMaxOutputs)) {
       bool reads_group = false;
       for (int t : temps_read(g, root, temp_of))
@@ -206,9 +207,11 @@ std::unique_ptr<Plan> make_plan(const Lowered& lw, PlanMode mode) {
     // own shape is a scalar's), and the addition: the generator's temporary must be as large as the
     // index space the fused kernel numbers, or every element would see index 0.
     const std::uint32_t r = gr.roots[0];
-    if (gr.targets[0] >= 0 && !ir::is_reduction(g.nodes[r].op) && reads_index(g, r)) set_index_region(g, r, plan->steps.back());
+    if (gr.targets[0] >= 0 && !ir::is_reduction(g.nodes[r].op) && reads_index(g, r))
+      set_index_region(g, r, plan->steps.back());
     if (gr.roots.size() > 1)
-      for (std::size_t k = 0; k < gr.roots.size(); ++k) plan->steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}));
+      for (std::size_t k = 0; k < gr.roots.size(); ++k)
+        plan->steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}));
   }
   return plan;
 }
@@ -287,19 +290,23 @@ Shape index_space(const PlanStep& s, const Call& c, const ArrayBase* const* outs
 /// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
 /// with a shape per target of the step (`outs` may be null: then no output's shape counts).
 /// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
-template <class Visit> void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, AssignMode mode, Visit&& visit) {
+template <class Visit>
+void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, AssignMode mode, Visit&& visit) {
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
   auto walk = [&](const PlanStep& s) {
     const StepCall sc(s, c, temps);
     const std::size_t K = s.targets.size();
-    const std::vector<Shape> shapes = s.whole_index             ? std::vector<Shape>(K, index_space(s, c, outs, mode))
-                                      : !s.lowered->has_reduction ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
-                                                                  : std::vector<Shape>(K, reduction_output_shape(sc.call));
+    const std::vector<Shape> shapes = s.whole_index ? std::vector<Shape>(K, index_space(s, c, outs, mode))
+                                      : !s.lowered->has_reduction
+                                          ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
+                                          : std::vector<Shape>(K, reduction_output_shape(sc.call));
     visit(s, sc.call, shapes);
     for (std::size_t k = 0; k < K; ++k) {
       const int t = s.targets[k];
-      if (t >= 0) temps[static_cast<std::size_t>(t)] = ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(t)], shapes[k]);
+      if (t >= 0)
+        temps[static_cast<std::size_t>(t)] =
+            ArrayBase::make_placeholder(p.temp_dtypes[static_cast<std::size_t>(t)], shapes[k]);
     }
   };
   for (const PlanStep& s : p.steps) {
@@ -331,16 +338,18 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
   int output_steps = 0;
   for (const PlanStep& s : p.steps) output_steps += s.targets[0] < 0;
-  if (output_steps > 1) walk_shapes(p, c, outs, mode, [&](const PlanStep& s, const Call& step, const std::vector<Shape>& shapes) {
-    check_operand_count(step);
-    for (std::size_t k = 0; k < s.targets.size(); ++k) {
-      const int t = s.targets[k];
-      const ArrayBase* out = t < 0 ? outs[~t] : nullptr;
-      if (out && mode == AssignMode::into && out->has_storage() && broadcast_shapes(shapes[k], out->shape()) != out->shape())
-        throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shapes[k]),
-                                     to_string(out->shape())));
-    }
-  });
+  if (output_steps > 1)
+    walk_shapes(p, c, outs, mode, [&](const PlanStep& s, const Call& step, const std::vector<Shape>& shapes) {
+      check_operand_count(step);
+      for (std::size_t k = 0; k < s.targets.size(); ++k) {
+        const int t = s.targets[k];
+        const ArrayBase* out = t < 0 ? outs[~t] : nullptr;
+        if (out && mode == AssignMode::into && out->has_storage() &&
+            broadcast_shapes(shapes[k], out->shape()) != out->shape())
+          throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}",
+                                       to_string(shapes[k]), to_string(out->shape())));
+      }
+    });
   std::vector<ArrayBase> temps;
   for (DType d : p.temp_dtypes) temps.emplace_back(d);
   auto run = [&](const PlanStep& s) {

@@ -13,15 +13,18 @@ namespace {
 std::string philox(const char* block) {
   return std::string(
              "  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);\n"
-             "  const unsigned long long blk = ") + block + ";\n"
-             "  unsigned int c0 = (unsigned int)offset, c1 = (unsigned int)(offset >> 32), c2 = (unsigned int)blk, c3 = (unsigned int)(blk >> 32);\n"
-             "  #pragma unroll\n"
-             "  for (int r = 0; r < 10; ++r) {\n"
-             "    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"
-             "    const unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;\n"
-             "    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;\n"
-             "    c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;\n"
-             "  }\n";
+             "  const unsigned long long blk = ") +
+         block +
+         ";\n"
+         "  unsigned int c0 = (unsigned int)offset, c1 = (unsigned int)(offset >> 32), c2 = (unsigned int)blk, c3 = "
+         "(unsigned int)(blk >> 32);\n"
+         "  #pragma unroll\n"
+         "  for (int r = 0; r < 10; ++r) {\n"
+         "    if (r > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"
+         "    const unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;\n"
+         "    const unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;\n"
+         "    c0 = hi1 ^ c1 ^ k0; c1 = lo1; c2 = hi0 ^ c3 ^ k1; c3 = lo0;\n"
+         "  }\n";
 }
 
 const char* kParams = "(unsigned long long seed, unsigned long long offset, long long i) {\n";
@@ -51,19 +54,22 @@ const Uniform64& uniform64_function() {
 }
 
 const Uniform32& normal32_function() {
-  static const Uniform32 f("random_normal", kParams + philox("(unsigned long long)i >> 1") + kPair +
-                                                "  const float u1 = ((float)(lo >> 8) + 1.f) * 5.9604644775390625e-8f;  // (0, 1]\n"
-                                                "  const float u2 = (float)(hi >> 8) * 5.9604644775390625e-8f;\n"
-                                                "  return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);\n}");
+  static const Uniform32 f("random_normal",
+                           kParams + philox("(unsigned long long)i >> 1") + kPair +
+                               "  const float u1 = ((float)(lo >> 8) + 1.f) * 5.9604644775390625e-8f;  // (0, 1]\n"
+                               "  const float u2 = (float)(hi >> 8) * 5.9604644775390625e-8f;\n"
+                               "  return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);\n}");
   return f;
 }
 
 const Uniform64& normal64_function() {
-  static const Uniform64 f("random_normal64", kParams + philox("(unsigned long long)i") +
-                                                "  const unsigned long long a = ((unsigned long long)c1 << 32) | c0, b = ((unsigned long long)c3 << 32) | c2;\n"
-                                                "  const double u1 = ((double)(a >> 11) + 1.0) * 1.1102230246251565e-16;  // (0, 1]\n"
-                                                "  const double u2 = (double)(b >> 11) * 1.1102230246251565e-16;\n"
-                                                "  return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);\n}");
+  static const Uniform64 f("random_normal64",
+                           kParams + philox("(unsigned long long)i") +
+                               "  const unsigned long long a = ((unsigned long long)c1 << 32) | c0, b = ((unsigned "
+                               "long long)c3 << 32) | c2;\n"
+                               "  const double u1 = ((double)(a >> 11) + 1.0) * 1.1102230246251565e-16;  // (0, 1]\n"
+                               "  const double u2 = (double)(b >> 11) * 1.1102230246251565e-16;\n"
+                               "  return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);\n}");
   return f;
 }
 

@@ -43,8 +43,9 @@ CUdeviceptr workspace(StreamState& s) {
 
 }  // namespace
 
-void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
-                      std::span<const ArrayBase* const> outs, const std::shared_ptr<StreamState>& stream) {
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L,
+                      std::span<const ScalarArg> scalars, std::span<const ArrayBase* const> outs,
+                      const std::shared_ptr<StreamState>& stream) {
   // Arrays and dims entries are numbered as write_reduce_kernel's signature names them.
   const int np = L.v.n_params;
   std::uint64_t ptrs[kMaxParams + codegen::kMaxOutputs];
@@ -138,7 +139,8 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
   fit_split_to_kernel(L, k.kernel->registers, stream->device);
   const ArrayBase* written[1] = {&out};
-  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, written, stream);
+  launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, written,
+                   stream);
 }
 
 bool reductions_share_space(const Call& c) {
@@ -196,7 +198,8 @@ KernelInfo inspect_reductions(const Call& c) {
   analyze(c, out, shapes, device, L);
   L.v.n_outputs = static_cast<std::uint8_t>(K);
   for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = g.dtype(g.outputs[static_cast<std::size_t>(k)]);
-  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name), L.v.describe());
+  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
+                        L.v.describe());
 }
 
 KernelInfo inspect_reduction(const Call& c) {
@@ -208,7 +211,8 @@ KernelInfo inspect_reduction(const Call& c) {
   ReduceLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   analyze(c, out, shapes, device, L);
-  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name), L.v.describe());
+  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
+                        L.v.describe());
 }
 
 }  // namespace fusion::detail

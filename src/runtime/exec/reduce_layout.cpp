@@ -52,7 +52,8 @@ bool split_rows(ReduceLayout& L, std::size_t acc_bytes, std::int64_t sms) {
   const std::int64_t wanted = std::max<std::int64_t>(1, wave / (L.blocks * outer));
   const std::int64_t per_block = std::int64_t{kBlockThreads} * V * tuning().row_split_accesses;
   const std::int64_t longest = (row + per_block - 1) / per_block;
-  const std::int64_t parts = std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
+  const std::int64_t parts =
+      std::clamp<std::int64_t>(std::min(wanted, longest), 1, std::max<std::int64_t>(1, 65535 / outer));
   const std::int64_t chunk = ((row + parts - 1) / parts + V - 1) / V * V;
   const std::int64_t per_row = (row + chunk - 1) / chunk;  // what the kernel computes from chunk
   const std::int64_t splits = outer * per_row;
@@ -81,7 +82,8 @@ int outer_vector_width(const ReduceLayout& L, int np, int main) {
   for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst_out[d] % V == 0;
   for (int p = 0; p < np && ok; ++p) {
     if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-    ok = L.kst[p][rk - 1] == 1 && L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
+    ok = L.kst[p][rk - 1] == 1 &&
+         L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
     for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst[p][d] % V == 0;
     for (std::int64_t x : L.rst[p]) ok = ok && x % V == 0;
   }
@@ -148,8 +150,8 @@ void size_split(ReduceLayout& L, std::int64_t target) {
   std::int64_t S = 1;
   const std::int64_t tiles = inner ? L.n_out : L.blocks;  // counters needed
   // (no outputs: nothing to split; fz::inspect describes such a reduction too)
-  if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target && static_cast<std::size_t>(tiles) <= kMaxCounters &&
-      L.n_red > 1) {
+  if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target &&
+      static_cast<std::size_t>(tiles) <= kMaxCounters && L.n_red > 1) {
     const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32 * v.row_groups;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * L.per_block;
@@ -195,8 +197,9 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   for (int p = 0; p < np; ++p) st[p] = broadcast_strides(*L.params[p], in);
   st[np] = result_strides(out, in, shapes.mask);
   Strides rst_out;
-  split_kept_reduced(in, shapes.mask, st, np + 1, L.kshape, L.rshape, [&](int p) -> Strides& { return p < np ? L.kst[p] : L.kst_out; },
-                     [&](int p) -> Strides& { return p < np ? L.rst[p] : rst_out; });
+  split_kept_reduced(
+      in, shapes.mask, st, np + 1, L.kshape, L.rshape, [&](int p) -> Strides& { return p < np ? L.kst[p] : L.kst_out; },
+      [&](int p) -> Strides& { return p < np ? L.rst[p] : rst_out; });
   v.rank_kept = static_cast<std::uint8_t>(L.kshape.size());
   v.rank_reduced = static_cast<std::uint8_t>(L.rshape.size());
   L.n_out = numel(L.kshape);
@@ -222,7 +225,8 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   }
   if (!inner && L.n_out < 64 && v.rank_reduced > 0) inner = true;  // too few outputs for a thread each
   v.mode = inner ? ReduceMode::inner : ReduceMode::outer;
-  v.group = static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);  // refined below
+  v.group =
+      static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);  // refined below
 
   // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
   const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;

@@ -64,7 +64,8 @@ void fit_split_to_kernel(ReduceLayout& L, int registers, int device);
 
 /// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
 /// (`outs`: one output, or a multi-reduction's several with equal kept strides.)
-void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L, std::span<const ScalarArg> scalars,
-                      std::span<const ArrayBase* const> outs, const std::shared_ptr<StreamState>& stream);
+void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L,
+                      std::span<const ScalarArg> scalars, std::span<const ArrayBase* const> outs,
+                      const std::shared_ptr<StreamState>& stream);
 
 }  // namespace fusion::detail

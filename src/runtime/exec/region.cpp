@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// fz::Lazy: statements recorded on a thread, then joined into graphs of several outputs.
+// fz::Lazy: statements recorded on a thread, then run as groups, each group one graph of several outputs.
 //
-// The region decides only which statements can share one graph (memory order: what each statement reads
-// and writes); the graph then goes to the same scheduler as any fz::tie, which picks the kernel. A
-// statement joins the graph before it when its results have the graph's shape and each array it touches is
-// either untouched by the graph's writes or the very view written there (read as a value, written over).
+// Which statements share a graph is decided in region_grouping.cpp (memory order: what each statement
+// reads and writes); this file records, plans once per pattern, and runs. Each graph goes to the same
+// scheduler as any fz::tie, which picks the kernel.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,117 +18,20 @@
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/layout.hpp"
+#include "runtime/exec/region_grouping.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/exec/launch.hpp"
 #include "runtime/measure/stats_counters.hpp"
 
 namespace fusion {
 namespace detail {
-
-thread_local Lazy::State* tls_region = nullptr;
-thread_local bool tls_region_busy = false;
-
 namespace {
-
-/// One recorded assignment: the expression as asked (functions resolved, fast math), its arguments by
-/// value (handles keep the memory alive), and its outputs as prepared when recorded (shapes final,
-/// fresh outputs allocated), so later statements see the arrays they will read.
-struct Statement {
-  const Lowered* lowered;
-  std::vector<ArrayBase> args;  // by input slot
-  std::vector<ScalarArg> scalars;
-  std::vector<ArrayBase> outs;
-  std::string name;
-  Shape space;  // every output's shape
-};
-
-/// Where a statement's input comes from inside a group: memory, or the value of an earlier output.
-constexpr int kFromMemory = -1;
-
-struct Value {
-  int statement, out;  // which output computed it
-  bool superseded = false;  // written over by a later statement of the group (same view)
-  bool stored = true;  // decided after grouping: false when nobody reads the memory afterwards
-};
-
-/// Statements [first, last) as one graph.
-struct Group {
-  int first = 0, last = 0;
-  std::vector<std::vector<int>> source;  // [statement - first][slot]: kFromMemory or a value index
-  std::vector<Value> values;             // every output of the group's statements, in order
-  std::string reason;                    // why it did not join the group before
-};
 
 struct Guard {
   bool previous = tls_region_busy;
   Guard() { tls_region_busy = true; }
   ~Guard() { tls_region_busy = previous; }
 };
-
-std::string describe(const ArrayBase& a) { return fmt::format("{} {}", dtype_name(a.dtype()), to_string(a.shape())); }
-
-/// Why `s` cannot join group `g` (and how its inputs read when it can: `source`); empty when it joins.
-/// `may_store(statement, out)`: whether that output may have to be written (counted against the
-/// kernel's output limit).
-template <class MayStore>
-std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::vector<int>& source, bool fast_math,
-                     const MayStore& may_store) {
-  const Statement& s = all[static_cast<std::size_t>(i)];
-  const Statement& head = all[static_cast<std::size_t>(g.first)];
-  if (s.space != head.space) return fmt::format("its results have shape {}, the kernel before {}", to_string(s.space), to_string(head.space));
-  if (s.lowered->graph.fast_math != fast_math) return "fast math differs";
-  int live = 0;
-  for (std::size_t o = 0; o < s.outs.size(); ++o) live += may_store(i, static_cast<int>(o));
-  for (const Value& v : g.values) live += !v.superseded && may_store(v.statement, v.out);
-  if (live > codegen::kMaxOutputs) return fmt::format("a kernel writes at most {} arrays", codegen::kMaxOutputs);
-  auto out_of = [&](const Value& v) -> const ArrayBase& {
-    return all[static_cast<std::size_t>(v.statement)].outs[static_cast<std::size_t>(v.out)];
-  };
-  auto whole = [&](const ArrayBase& a, const ArrayBase& w) { return a.shape() == s.space && same_view(a, w); };
-  int reads = 0;
-  for (std::size_t k = 0; k < g.source.size(); ++k)
-    for (int from : g.source[k]) reads += from == kFromMemory;
-  source.assign(s.args.size(), kFromMemory);
-  for (std::size_t slot = 0; slot < s.args.size(); ++slot) {
-    const ArrayBase& a = s.args[slot];
-    for (int v = static_cast<int>(g.values.size()) - 1; v >= 0 && source[slot] == kFromMemory; --v) {
-      const Value& val = g.values[static_cast<std::size_t>(v)];
-      if (!shares_memory(a, out_of(val))) continue;
-      if (val.superseded || !whole(a, out_of(val)))
-        return fmt::format("it reads a {} view of memory the kernel before writes as {}", describe(a), describe(out_of(val)));
-      source[slot] = v;
-    }
-    reads += source[slot] == kFromMemory;
-  }
-  if (reads > codegen::kMaxParams) return fmt::format("a kernel reads at most {} arrays", codegen::kMaxParams);
-  for (const ArrayBase& o : s.outs) {
-    // Reads from memory by the group (and by this statement): the same view is read before it is written
-    // in every element; another view of the same memory could be read after.
-    for (int k = g.first; k <= i; ++k) {
-      const auto& src = k == i ? source : g.source[static_cast<std::size_t>(k - g.first)];
-      const Statement& r = all[static_cast<std::size_t>(k)];
-      for (std::size_t slot = 0; slot < r.args.size(); ++slot)
-        if (src[slot] == kFromMemory && shares_memory(o, r.args[slot]) && !whole(r.args[slot], o))
-          return fmt::format("it writes {} over memory the kernel before reads as {}", describe(o), describe(r.args[slot]));
-    }
-    for (const Value& val : g.values)
-      if (!val.superseded && shares_memory(o, out_of(val)) && !whole(o, out_of(val)))
-        return fmt::format("it writes {} over memory the kernel before writes as {}", describe(o), describe(out_of(val)));
-  }
-  return {};
-}
-
-/// Adds statement i (whose inputs read as `source`) to g.
-void join(const std::vector<Statement>& all, Group& g, int i, std::vector<int> source) {
-  const Statement& s = all[static_cast<std::size_t>(i)];
-  for (std::size_t o = 0; o < s.outs.size(); ++o)
-    for (Value& val : g.values)
-      if (!val.superseded && same_view(s.outs[o], all[static_cast<std::size_t>(val.statement)].outs[static_cast<std::size_t>(val.out)]))
-        val.superseded = true;
-  for (std::size_t o = 0; o < s.outs.size(); ++o) g.values.push_back({i, static_cast<int>(o)});
-  g.source.push_back(std::move(source));
-  g.last = i + 1;
-}
 
 }  // namespace
 
@@ -148,114 +50,6 @@ struct Lazy::State : detail::RegionState {};
 namespace detail {
 namespace {
 
-/// The statements in groups, in order, each output marked stored or not. `strict`: every output counts
-/// against a kernel's output limit (else only those the program still holds, which is exact unless a
-/// later group reads a dropped temporary from memory: group() then groups again, strictly).
-std::vector<Group> group(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch_arrays, bool strict = false) {
-  // Handles the region itself holds on each memory: more than these means the program still holds it.
-  // (A flat list: a region touches tens of arrays, and this runs on every region.)
-  std::vector<std::pair<const void*, long>> held;
-  auto count = [&](const ArrayBase& a) {
-    for (auto& [id, n] : held)
-      if (id == a.memory_identity()) return void(++n);
-    held.emplace_back(a.memory_identity(), 1);
-  };
-  auto held_by_region = [&](const ArrayBase& a) {
-    for (const auto& [id, n] : held)
-      if (id == a.memory_identity()) return n;
-    return 0L;
-  };
-  for (const Statement& s : all) {
-    for (const ArrayBase& a : s.args) count(a);
-    for (const ArrayBase& a : s.outs) count(a);
-  }
-  for (const ArrayBase& a : scratch_arrays) count(a);
-  auto out_of = [&](int statement, int out) -> const ArrayBase& {
-    return all[static_cast<std::size_t>(statement)].outs[static_cast<std::size_t>(out)];
-  };
-  auto wanted_after = [&](const ArrayBase& o) {  // the program may read it after the region
-    for (const ArrayBase& a : scratch_arrays)
-      if (shares_memory(a, o)) return false;
-    return o.memory_references() > held_by_region(o);
-  };
-  auto may_store = [&](int statement, int out) { return strict || wanted_after(out_of(statement, out)); };
-  std::vector<Group> groups;
-  std::vector<int> source;
-  for (int i = 0; i < static_cast<int>(all.size()); ++i) {
-    std::string why = "the region starts";
-    if (!groups.empty()) {
-      Group& g = groups.back();
-      why = try_join(all, g, i, source, all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math, may_store);
-      if (why.empty()) {
-        join(all, g, i, std::move(source));
-        continue;
-      }
-    }
-    Group g;
-    g.first = i;
-    g.reason = std::move(why);
-    source.assign(all[static_cast<std::size_t>(i)].args.size(), kFromMemory);
-    join(all, g, i, std::move(source));
-    groups.push_back(std::move(g));
-  }
-  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-    int stored = 0;
-    for (Value& v : groups[gi].values) {
-      const ArrayBase& o = out_of(v.statement, v.out);
-      if (v.superseded) {
-        v.stored = false;
-        continue;
-      }
-      bool read_later = false;  // from memory, by a later group
-      for (std::size_t gj = gi + 1; gj < groups.size() && !read_later; ++gj)
-        for (int k = groups[gj].first; k < groups[gj].last && !read_later; ++k)
-          for (const ArrayBase& a : all[static_cast<std::size_t>(k)].args) read_later = read_later || shares_memory(a, o);
-      v.stored = read_later || wanted_after(o);
-      stored += v.stored;
-    }
-    if (stored > codegen::kMaxOutputs && !strict) return group(all, scratch_arrays, true);
-  }
-  return groups;
-}
-
-/// A group's statements as one graph: inputs in (statement, slot) order for those read from memory,
-/// scalars concatenated, one output per stored value.
-ir::Graph merge(const std::vector<Statement>& all, const Group& g) {
-  ir::Graph m;
-  m.fast_math = all[static_cast<std::size_t>(g.first)].lowered->graph.fast_math;
-  std::vector<std::uint32_t> value_node;
-  for (int i = g.first; i < g.last; ++i) {
-    const Statement& s = all[static_cast<std::size_t>(i)];
-    const ir::Graph& sg = s.lowered->graph;
-    const std::vector<int>& source = g.source[static_cast<std::size_t>(i - g.first)];
-    std::vector<std::uint32_t> at(sg.nodes.size());
-    auto mapped = [&](std::uint32_t x) { return x == ir::kNone ? x : at[x]; };
-    for (std::size_t j = 0; j < sg.nodes.size(); ++j) {
-      ir::Node n = sg.nodes[j];
-      if (n.op == ir::Op::input && source[n.slot] != kFromMemory) {
-        at[j] = m.cast(value_node[static_cast<std::size_t>(source[n.slot])], n.dtype);
-        continue;
-      }
-      if (n.op == ir::Op::input) n.slot = m.n_inputs++;
-      if (n.op == ir::Op::scalar) n.slot += m.n_scalars;
-      n.a = mapped(n.a);
-      n.b = mapped(n.b);
-      n.c = mapped(n.c);
-      at[j] = m.append(n);
-    }
-    m.n_scalars += sg.n_scalars;
-    for (std::size_t o = 0; o < s.outs.size(); ++o) {
-      const Value& v = g.values[value_node.size()];
-      // (A product handed to the next statement stays rounded on its own: generated code never fuses a
-      // multiply into an add, codegen::spell.)
-      const std::uint32_t x = m.explicit_cast(at[sg.outputs[o]], s.outs[o].dtype());
-      value_node.push_back(x);
-      if (v.stored) m.outputs.push_back(x);
-    }
-  }
-  return m;
-}
-
 /// What tells one group's graph from another's: the statements' expression types, where each input
 /// comes from, which outputs are stored, the output dtypes.
 std::vector<std::uintptr_t> key_of(const std::vector<Statement>& all, const Group& g) {
@@ -264,7 +58,8 @@ std::vector<std::uintptr_t> key_of(const std::vector<Statement>& all, const Grou
   for (int i = g.first; i < g.last; ++i) {
     const Statement& s = all[static_cast<std::size_t>(i)];
     key.push_back(reinterpret_cast<std::uintptr_t>(s.lowered));
-    for (int from : g.source[static_cast<std::size_t>(i - g.first)]) key.push_back(static_cast<std::uintptr_t>(from + 1));
+    for (int from : g.source[static_cast<std::size_t>(i - g.first)])
+      key.push_back(static_cast<std::uintptr_t>(from + 1));
     for (const ArrayBase& o : s.outs) {
       const Value& val = g.values[v++];
       key.push_back(static_cast<std::uintptr_t>(o.dtype()) << 1 | (val.stored ? 1u : 0u));
@@ -309,7 +104,8 @@ const Lowered* group_graph(const std::vector<Statement>& all, const Group& g) {
 }
 
 /// Fills `p` to run group g as `graph`: the arrays it reads from memory, its scalars, its stored outputs.
-void bind_group(std::vector<Statement>& all, std::string_view region_name, const Group& g, const Lowered* graph, Prepared& p) {
+void bind_group(std::vector<Statement>& all, std::string_view region_name, const Group& g, const Lowered* graph,
+                Prepared& p) {
   p.outs.clear();
   p.arrays.clear();
   p.scalars.clear();
@@ -353,7 +149,8 @@ struct RegionPlan {
 /// view within it (bytes from that memory's first view, dtype, shape, strides); per memory at the end,
 /// whether the program still holds it. Regions with one signature group alike and run the same graphs, so
 /// a loop body recorded again finds its plan without grouping again.
-void signature(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch, std::vector<std::uint64_t>& sig) {
+void signature(const std::vector<Statement>& all, const std::vector<ArrayBase>& scratch,
+               std::vector<std::uint64_t>& sig) {
   struct Memory {
     const void* id;
     const ArrayBase* any;
@@ -437,9 +234,11 @@ void record(std::vector<Statement>& pending, const Call& c, ArrayBase* const* ou
 
 /// Prepares placeholder outputs as prepare_output prepares arrays (no memory, no device).
 bool prepare_placeholder_output(ArrayBase& out, AssignMode mode, const Shape& shape) {
-  if (mode == AssignMode::replace) mode = out.shape() == shape && (out.is_placeholder() || out.has_storage()) ? AssignMode::into : AssignMode::fresh;
+  if (mode == AssignMode::replace)
+    mode = out.shape() == shape && (out.is_placeholder() || out.has_storage()) ? AssignMode::into : AssignMode::fresh;
   if (mode == AssignMode::into && broadcast_shapes(shape, out.shape()) != out.shape())
-    throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape), to_string(out.shape())));
+    throw ShapeError(fmt::format("cannot write a result of shape {} into an array of shape {}", to_string(shape),
+                                 to_string(out.shape())));
   if (mode != AssignMode::into) out = ArrayBase::make_placeholder(out.dtype(), shape);
   return out.size() > 0;
 }
@@ -468,9 +267,11 @@ bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMod
     st.placeholders = true;
   } else {
     const auto& stream = current_stream_state();
-    if (!st.pending.empty() && st.stream && st.stream != stream) run_region(st);  // another stream: what came before runs first
+    if (!st.pending.empty() && st.stream && st.stream != stream)
+      run_region(st);  // another stream: what came before runs first
     st.stream = stream;
-    for (int k = 0; k < K; ++k) any = prepare_output(c, *outs[k], mode, stream->device, output_shape(c, k), true) || any;
+    for (int k = 0; k < K; ++k)
+      any = prepare_output(c, *outs[k], mode, stream->device, output_shape(c, k), true) || any;
   }
   if (any) record(st.pending, c, outs, K);
   return true;
@@ -509,7 +310,8 @@ void run_region(Lazy::State& st) {
   if (kernels > 1 && !plan.compiled) {
     std::vector<std::future<KernelInfo>> builds;
     for (std::size_t i = 0; i < plan.groups.size(); ++i)
-      if (plan.graphs[i]) builds.push_back(std::async(std::launch::async, [&p = prepared[i]] { return inspect(p.call); }));
+      if (plan.graphs[i])
+        builds.push_back(std::async(std::launch::async, [&p = prepared[i]] { return inspect(p.call); }));
     for (auto& b : builds) b.wait();
     for (auto& b : builds) b.get();  // the first error, if any
   }
@@ -534,7 +336,8 @@ KernelInfo inspect_region(Lazy::State& st) {
     if (!graph) continue;  // nothing it computes is needed: no kernel (said in the next entry's note)
     std::string note = fmt::format(": statement{} {}{}", g.last - g.first > 1 ? "s" : "", g.first + 1,
                                    g.last - g.first > 1 ? fmt::format("-{}", g.last) : "");
-    if (const auto kept = kept_in_registers(st.pending, g); !kept.empty()) note += fmt::format("; not written: {}", fmt::join(kept, ", "));
+    if (const auto kept = kept_in_registers(st.pending, g); !kept.empty())
+      note += fmt::format("; not written: {}", fmt::join(kept, ", "));
     if (g.first > 0) note += fmt::format("; a kernel of its own because {}", g.reason);
     bind_group(st.pending, st.name, g, graph, p);
     steps.push_back(inspect(p.call));
@@ -558,10 +361,12 @@ thread_local std::unique_ptr<Lazy::State> spare_state;
 }  // namespace
 }  // namespace detail
 
-Lazy::Lazy(std::string_view name) : state_(nullptr), previous_(detail::tls_region), uncaught_(std::uncaught_exceptions()) {
+Lazy::Lazy(std::string_view name)
+    : state_(nullptr), previous_(detail::tls_region), uncaught_(std::uncaught_exceptions()) {
   if (previous_ != nullptr) return;  // nested: part of the region outside
   state_ = detail::spare_state ? detail::spare_state.release() : new State;
   state_->name.assign(name);
+  detail::run_held_region = &detail::run_region;
   detail::tls_region = state_;
 }
 

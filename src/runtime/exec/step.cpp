@@ -21,8 +21,6 @@
 namespace fusion {
 namespace detail {
 
-thread_local StepRecorder* tls_step = nullptr;
-
 namespace {
 
 /// A kernel's parameter layout (offset and size of each), asked of the driver once per function.
@@ -58,12 +56,6 @@ void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x
     r.bytes.insert(r.bytes.end(), p, p + l.size[i]);
   }
   rec.launches.push_back(std::move(r));
-}
-
-void outside_step(const char* what) {
-  if (tls_step != nullptr)
-    throw Error(fmt::format("{} inside an fz::Step body: a step becomes a CUDA graph of fusion's kernels; do it "
-                            "before or after the step", what));
 }
 
 }  // namespace detail
@@ -144,7 +136,8 @@ void Step::operator()() {
   }
   detail::tls_step = nullptr;
   std::vector<void*> argv;
-  if (s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) && same_kernels(rec.launches, s.current.launches)) {
+  if (s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) &&
+      same_kernels(rec.launches, s.current.launches)) {
     // The same kernels: write what changed (scalars, addresses, sizes) into the executable graph.
     for (std::size_t i = 0; i < rec.launches.size(); ++i) {
       if (rec.launches[i].bytes == s.current.launches[i].bytes) continue;
@@ -160,7 +153,8 @@ void Step::operator()() {
     for (const detail::RecordedLaunch& r : rec.launches) {
       const CUDA_KERNEL_NODE_PARAMS p = node_params(r, argv);
       CUgraphNode node = nullptr;
-      FUSION_CU(cuGraphAddKernelNode, &node, s.graph, s.nodes.empty() ? nullptr : &s.nodes.back(), s.nodes.empty() ? 0 : 1, &p);
+      FUSION_CU(cuGraphAddKernelNode, &node, s.graph, s.nodes.empty() ? nullptr : &s.nodes.back(),
+                s.nodes.empty() ? 0 : 1, &p);
       s.nodes.push_back(node);
     }
     FUSION_CU(cuGraphInstantiateWithFlags, &s.exec, s.graph, 0);
@@ -179,7 +173,8 @@ void Step::replay(const Stream& stream) const {
   const CUstream h = detail::live(*stream.state()).handle;
   detail::check_not_reset(s.generation, s.device, "this step's graph");
   if (stream.state()->device != s.device)
-    throw Error(fmt::format("Step::replay on device {}: the step was recorded on device {}", stream.state()->device, s.device));
+    throw Error(
+        fmt::format("Step::replay on device {}: the step was recorded on device {}", stream.state()->device, s.device));
   if (!s.nodes.empty()) FUSION_CU(cuGraphLaunch, s.exec, h);
   for (const auto& m : s.current.memory) m->note_write();  // the graph may write any of them: cached copies are stale
 }

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/cuda/held_work.hpp"
+
 namespace fusion::detail {
 
 struct Storage;
@@ -23,14 +25,8 @@ struct StepRecorder {
   std::vector<std::shared_ptr<Storage>> memory;  // every array the launches read or write
 };
 
-/// The step recording on this thread, or null.
-extern thread_local StepRecorder* tls_step;
-
 /// Records a launch of `f` with `argv` (as cuLaunchKernel takes it).
 void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x, unsigned grid_y, unsigned block,
                    unsigned shared_bytes);
-
-/// Throws an fz::Error naming `what` when a step records on this thread (it cannot be part of a graph).
-void outside_step(const char* what);
 
 }  // namespace fusion::detail

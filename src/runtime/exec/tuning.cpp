@@ -25,19 +25,29 @@ void set_tuning(std::string_view assignment) {
     throw Error(fmt::format("tuning '{}': expected name=value with a non-negative integer value", assignment));
   Tuning& t = tuning();
   if (name == "cluster_slice" && value > 0) t.cluster_slice = value;
-  else if (name == "max_cluster" && value >= 1 && value <= 8 && (value & (value - 1)) == 0) t.max_cluster = static_cast<int>(value);
+  else if (name == "max_cluster" && value >= 1 && value <= 8 && (value & (value - 1)) == 0)
+    t.max_cluster = static_cast<int>(value);
   else if (name == "layer_fit_blocks" && value >= 0 && value <= 2) t.layer_fit_blocks = static_cast<int>(value);
   else if (name == "layer_resident" && value >= 0 && value <= 1) t.layer_resident = value == 1;
   else if (name == "layer_spare_block" && value >= 0 && value <= 1) t.layer_spare_block = value == 1;
   else if (name == "row_split_accesses" && value >= 1 && value <= 64) t.row_split_accesses = static_cast<int>(value);
-  else if (name == "reduce_blocks_per_sm" && value >= 1 && value <= 32) t.reduce_blocks_per_sm = static_cast<int>(value);
-  else if (name == "reduce_row_groups" && value >= 1 && value <= 32 && (value & (value - 1)) == 0) t.reduce_row_groups = static_cast<int>(value);
-  else if (name == "reduce_grouped_blocks_per_sm" && value >= 1 && value <= 32) t.reduce_grouped_blocks_per_sm = static_cast<int>(value);
+  else if (name == "reduce_blocks_per_sm" && value >= 1 && value <= 32)
+    t.reduce_blocks_per_sm = static_cast<int>(value);
+  else if (name == "reduce_row_groups" && value >= 1 && value <= 32 && (value & (value - 1)) == 0)
+    t.reduce_row_groups = static_cast<int>(value);
+  else if (name == "reduce_grouped_blocks_per_sm" && value >= 1 && value <= 32)
+    t.reduce_grouped_blocks_per_sm = static_cast<int>(value);
   else if (name == "reduce_outer_vectors" && value <= 1) t.reduce_outer_vectors = value == 1;
   else if (name == "linear_blocks_per_sm" && value <= 64) t.linear_blocks_per_sm = static_cast<int>(value);
-  else if (name == "layer_block" && (value == 0 || (value >= 64 && value <= 1024 && (value & (value - 1)) == 0))) t.layer_block = static_cast<int>(value);
+  else if (name == "layer_block" && (value == 0 || (value >= 64 && value <= 1024 && (value & (value - 1)) == 0)))
+    t.layer_block = static_cast<int>(value);
   else
-    throw Error(fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a power of two), layer_fit_blocks=0|1|2, layer_resident=0|1, layer_spare_block=0|1, row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, linear_blocks_per_sm=0..64", assignment));
+    throw Error(
+        fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a "
+                    "power of two), layer_fit_blocks=0|1|2, layer_resident=0|1, layer_spare_block=0|1, "
+                    "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
+                    "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, linear_blocks_per_sm=0..64",
+                    assignment));
 }
 
 }  // namespace fusion::detail

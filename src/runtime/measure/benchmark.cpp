@@ -167,12 +167,14 @@ std::string compare_arrays(const ArrayBase& a, const ArrayBase& b) {
 }  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const FusionComparison& c) {
-  os << fmt::format("{}{}\n", c.name, c.checked ? (c.agree ? "  (fused and unfused results agree)" : "  RESULTS DIFFER: " + c.mismatch) : "");
-  os << fmt::format("  {:<8} {:>8} {:>14} {:>14} {:>12} {:>10} {:>9}\n", "mode", "kernels", "bytes moved", "at least", "GPU us",
-                    "GB/s", "% limit");
+  os << fmt::format(
+      "{}{}\n", c.name,
+      c.checked ? (c.agree ? "  (fused and unfused results agree)" : "  RESULTS DIFFER: " + c.mismatch) : "");
+  os << fmt::format("  {:<8} {:>8} {:>14} {:>14} {:>12} {:>10} {:>9}\n", "mode", "kernels", "bytes moved", "at least",
+                    "GPU us", "GB/s", "% limit");
   for (const auto& [label, m] : {std::pair{"fused", &c.fused}, std::pair{"unfused", &c.unfused}})
-    os << fmt::format("  {:<8} {:>8} {:>14.0f} {:>14.0f} {:>12.1f} {:>10.0f} {:>8.1f}%\n", label, m->kernels, m->bytes, m->min_bytes,
-                      m->gpu_us, m->gbs, m->pct_of_limit);
+    os << fmt::format("  {:<8} {:>8} {:>14.0f} {:>14.0f} {:>12.1f} {:>10.0f} {:>8.1f}%\n", label, m->kernels, m->bytes,
+                      m->min_bytes, m->gpu_us, m->gbs, m->pct_of_limit);
   os << "  (% limit: the least bytes, each input read and each output written once, over the time, against the\n"
         "   device-to-device copy bandwidth; a plan that re-reads its input moves more but never counts it)\n";
   return os << fmt::format("  speedup {:.2f}x\n", c.speedup);

@@ -15,7 +15,8 @@ detail::Counters& detail::counters() {
 
 Stats stats() {
   const auto& c = detail::counters();
-  return Stats{c.compiles, c.memory_hits, c.disk_hits, c.launches, c.bytes_read, c.bytes_written, c.compile_ms, c.min_bytes};
+  return Stats{c.compiles,   c.memory_hits,   c.disk_hits,  c.launches,
+               c.bytes_read, c.bytes_written, c.compile_ms, c.min_bytes};
 }
 
 void reset_stats() {

@@ -7,11 +7,10 @@
 
 #include "fusion/array_base.hpp"
 #include "fusion/error.hpp"
-#include "runtime/exec/step_hook.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/region_hook.hpp"
+#include "runtime/memory/array_copy.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/memory/storage.hpp"
 
@@ -45,11 +44,13 @@ ArrayBase ArrayBase::make_deferred(DType d, const Shape& shape) {
   ArrayBase a(d);
   a.shape_ = shape;
   a.strides_ = contiguous_strides(shape);
-  a.storage_ = std::make_shared<detail::Storage>(a.nbytes(), detail::current_stream_state(), detail::Storage::Deferred{});
+  a.storage_ =
+      std::make_shared<detail::Storage>(a.nbytes(), detail::current_stream_state(), detail::Storage::Deferred{});
   return a;
 }
 
-ArrayBase ArrayBase::make_external(DType d, const Shape& shape, const Strides& strides, std::shared_ptr<detail::Storage> storage) {
+ArrayBase ArrayBase::make_external(DType d, const Shape& shape, const Strides& strides,
+                                   std::shared_ptr<detail::Storage> storage) {
   ArrayBase a(d);
   a.shape_ = shape;
   a.strides_ = strides;

@@ -17,8 +17,8 @@
 #include "fusion/transfer.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/stream_state.hpp"
-#include "runtime/exec/step_hook.hpp"
 #include "runtime/memory/device_copy.hpp"
 #include "runtime/memory/storage.hpp"
 
@@ -116,7 +116,8 @@ std::string describe_copy_route(int from, int to, CopyRoute route) {
   switch (resolve(from, to, route)) {
     case Route::same: return fmt::format("same device: one device-to-device copy on device {}'s current stream", to);
     case Route::peer:
-      return fmt::format("peer: device {} reads device {}'s memory directly (peer access, over NVLink or PCIe)", to, from);
+      return fmt::format("peer: device {} reads device {}'s memory directly (peer access, over NVLink or PCIe)", to,
+                         from);
     case Route::staged: break;
   }
   return fmt::format("staged: through page-locked host memory in {} MiB chunks, device {} copying out while device {} "

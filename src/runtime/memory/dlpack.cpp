@@ -34,9 +34,10 @@ DType from_dlpack_dtype(DataType t) {
     const DataType c = to_dlpack_dtype(static_cast<DType>(i));
     if (c.code == t.code && c.bits == t.bits && t.lanes == 1) return static_cast<DType>(i);
   }
-  throw TypeError(fmt::format("DLPack dtype (code {}, {} bits, {} lanes) has no fusion dtype: fusion takes bool, signed and "
-                              "unsigned integers, float16, bfloat16, float32 and float64 with one lane",
-                              t.code, t.bits, t.lanes));
+  throw TypeError(
+      fmt::format("DLPack dtype (code {}, {} bits, {} lanes) has no fusion dtype: fusion takes bool, signed and "
+                  "unsigned integers, float16, bfloat16, float32 and float64 with one lane",
+                  t.code, t.bits, t.lanes));
 }
 
 namespace {
@@ -53,7 +54,8 @@ void delete_export(ManagedTensorVersioned* t) {
   auto* e = static_cast<Export*>(t->manager_ctx);
   try {
     // the consumer's work enqueued so far may still read the memory: free it only after that work
-    if (e->consumer && e->array.has_storage()) e->array.record_stream(Stream::from_external(e->consumer, e->array.device()));
+    if (e->consumer && e->array.has_storage())
+      e->array.record_stream(Stream::from_external(e->consumer, e->array.device()));
   } catch (...) {  // a deleter must not throw; the memory is then freed in fusion's stream order
   }
   delete e;
@@ -64,14 +66,17 @@ void delete_export(ManagedTensorVersioned* t) {
 template <class Managed>
 ArrayBase import(Managed* t, const Tensor& dl, CUstream_st* producer) {
   if (dl.device.device_type != kCUDA && dl.device.device_type != kCUDAManaged)
-    throw TypeError(fmt::format("from_dlpack: the tensor is on device type {} (CPU is 1, CUDA host memory 3); fusion takes "
-                                "CUDA device memory (2) or managed memory (13)", dl.device.device_type));
+    throw TypeError(
+        fmt::format("from_dlpack: the tensor is on device type {} (CPU is 1, CUDA host memory 3); fusion takes "
+                    "CUDA device memory (2) or managed memory (13)",
+                    dl.device.device_type));
   const DType d = from_dlpack_dtype(dl.dtype);
   if (dl.ndim < 0 || (dl.ndim > 0 && !dl.shape)) throw TypeError("from_dlpack: the tensor has no shape");
   const int current = fusion::Device::current().id();
   if (dl.device.device_type == kCUDA && dl.device.device_id != current)
-    throw TypeError(fmt::format("from_dlpack: the tensor is on CUDA device {} but device {} is current; use fz::DeviceScope",
-                                dl.device.device_id, current));
+    throw TypeError(
+        fmt::format("from_dlpack: the tensor is on CUDA device {} but device {} is current; use fz::DeviceScope",
+                    dl.device.device_id, current));
   ExternalView view;
   for (int i = 0; i < dl.ndim; ++i) view.shape.push_back(dl.shape[i]);
   if (dl.strides)
@@ -92,7 +97,8 @@ ArrayBase import(Managed* t, const Tensor& dl, CUstream_st* producer) {
 
 ManagedTensorVersioned* to_dlpack(const ArrayBase& a, CUstream_st* consumer) {
   if (a.is_placeholder()) throw Error("to_dlpack: a placeholder array has no memory; it exists for fz::inspect");
-  if (!a.has_storage() && a.size() > 0) throw Error("to_dlpack: the array has no memory (default-constructed, never assigned)");
+  if (!a.has_storage() && a.size() > 0)
+    throw Error("to_dlpack: the array has no memory (default-constructed, never assigned)");
   a.note_escape();  // the other library may write it whenever it likes
   auto* e = new Export{a, {a.shape().begin(), a.shape().end()}, {a.strides().begin(), a.strides().end()}, consumer, {}};
   ManagedTensorVersioned& t = e->tensor;
@@ -133,8 +139,9 @@ ManagedTensor* to_dlpack_unversioned(const ArrayBase& a, CUstream_st* consumer) 
 ArrayBase from_dlpack(ManagedTensorVersioned* t, CUstream_st* producer) {
   if (!t) throw Error("from_dlpack: a null tensor");
   if (t->version.major > 1)
-    throw TypeError(fmt::format("from_dlpack: DLPack {}.{} is newer than fusion knows (1.x); the producer can export 1.0",
-                                t->version.major, t->version.minor));
+    throw TypeError(
+        fmt::format("from_dlpack: DLPack {}.{} is newer than fusion knows (1.x); the producer can export 1.0",
+                    t->version.major, t->version.minor));
   if (t->flags & kFlagReadOnly)
     throw TypeError("from_dlpack: the tensor is read-only, and fusion arrays may be written; copy it first");
   return import(t, t->dl_tensor, producer);

@@ -41,7 +41,8 @@ Strides strides_from_bytes(const std::vector<std::int64_t>& byte_strides, DType 
   Strides st;
   for (std::int64_t b : byte_strides) {
     if (b % w != 0)
-      throw ShapeError(fmt::format("a byte stride of {} is not a multiple of the {}-byte {} element", b, w, dtype_name(d)));
+      throw ShapeError(
+          fmt::format("a byte stride of {} is not a multiple of the {}-byte {} element", b, w, dtype_name(d)));
     st.push_back(b / w);
   }
   return st;
@@ -52,12 +53,13 @@ ArrayBase from_device(DType d, const ExternalView& v) {
     if (e < 0) throw ShapeError(fmt::format("from_device: shape {} has a negative extent", to_string(v.shape)));
   const Strides strides = v.strides.empty() ? contiguous_strides(v.shape) : v.strides;
   if (strides.size() != v.shape.size())
-    throw ShapeError(fmt::format("from_device: {} strides for a shape of {} dimensions ({})", strides.size(), v.shape.size(),
-                                 to_string(v.shape)));
+    throw ShapeError(fmt::format("from_device: {} strides for a shape of {} dimensions ({})", strides.size(),
+                                 v.shape.size(), to_string(v.shape)));
   const auto address = reinterpret_cast<std::uintptr_t>(v.data);
   if (numel(v.shape) > 0 && address == 0) throw Error("from_device: a null pointer for a non-empty array");
   if (address % itemsize(d) != 0)
-    throw Error(fmt::format("from_device: {:#x} is not aligned for {} ({}-byte elements)", address, dtype_name(d), itemsize(d)));
+    throw Error(fmt::format("from_device: {:#x} is not aligned for {} ({}-byte elements)", address, dtype_name(d),
+                            itemsize(d)));
 
   const int device = detail::enter_current_device();
   if (address != 0) check_device_memory(static_cast<CUdeviceptr>(address), device);
@@ -72,8 +74,8 @@ ArrayBase from_device(DType d, const ExternalView& v) {
       FUSION_CU(cuEventDestroy, ready);  // (destroyed once the wait is enqueued: the driver keeps what it needs)
     }
   }
-  return ArrayBase::make_external(d, v.shape, strides,
-                                  std::make_shared<detail::Storage>(static_cast<CUdeviceptr>(address), device, v.owner));
+  return ArrayBase::make_external(
+      d, v.shape, strides, std::make_shared<detail::Storage>(static_cast<CUdeviceptr>(address), device, v.owner));
 }
 
 }  // namespace fusion

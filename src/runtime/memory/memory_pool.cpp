@@ -124,8 +124,10 @@ void MemoryPool::allow_access_from(int device) {
   int can = 0;
   FUSION_CU(cuDeviceCanAccessPeer, &can, accessor, owner);
   if (!can)
-    throw Error(fmt::format("MemoryPool::allow_access_from: device {} cannot reach device {}'s memory (no peer access "
-                            "between them); copy through the host instead (fz::to_device picks that route itself)", device, device_));
+    throw Error(
+        fmt::format("MemoryPool::allow_access_from: device {} cannot reach device {}'s memory (no peer access "
+                    "between them); copy through the host instead (fz::to_device picks that route itself)",
+                    device, device_));
   grant_access(state_->pool.load(), device);
   state_->peers |= std::uint64_t{1} << device;
 }

@@ -10,7 +10,7 @@
 #include "fusion/device.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/memory/array_copy.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion {
@@ -44,10 +44,12 @@ void PinnedMemory::synchronize() const {
 
 namespace {
 void check_size(const ArrayBase& a, const PinnedMemory& host, const char* what) {
-  if (a.is_placeholder()) throw Error(fmt::format("{}: a placeholder array has no data; it exists for fz::inspect", what));
+  if (a.is_placeholder())
+    throw Error(fmt::format("{}: a placeholder array has no data; it exists for fz::inspect", what));
   if (host.bytes() != static_cast<std::size_t>(a.nbytes()))
-    throw ShapeError(fmt::format("{}: the pinned buffer holds {} bytes; the {} array of shape {} needs {} (one element per array element)",
-                                 what, host.bytes(), dtype_name(a.dtype()), to_string(a.shape()), a.nbytes()));
+    throw ShapeError(fmt::format(
+        "{}: the pinned buffer holds {} bytes; the {} array of shape {} needs {} (one element per array element)", what,
+        host.bytes(), dtype_name(a.dtype()), to_string(a.shape()), a.nbytes()));
 }
 }  // namespace
 

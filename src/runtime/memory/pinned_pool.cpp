@@ -29,7 +29,8 @@ PinnedState& state() {
 
 /// Drops the free blocks a reset of their device freed (ensure_context on that device noticed it).
 void forget_reset_blocks(PinnedState& s) {
-  std::erase_if(s.free, [](const auto& entry) { return detail::is_stale(entry.second.generation, entry.second.device); });
+  std::erase_if(s.free,
+                [](const auto& entry) { return detail::is_stale(entry.second.generation, entry.second.device); });
 }
 
 std::size_t round_up(std::size_t n) {  // power-of-two bins above 4 KiB keep reuse high

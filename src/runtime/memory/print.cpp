@@ -118,7 +118,8 @@ std::string format_array(const Shape& shape, const std::function<std::string(std
     return at;
   };
   std::vector<std::int64_t> stride(static_cast<std::size_t>(rank), 1);
-  for (int d = rank - 2; d >= 0; --d) stride[static_cast<std::size_t>(d)] = stride[static_cast<std::size_t>(d) + 1] * shape[d + 1];
+  for (int d = rank - 2; d >= 0; --d)
+    stride[static_cast<std::size_t>(d)] = stride[static_cast<std::size_t>(d) + 1] * shape[d + 1];
 
   // Every shown element's text first: columns align to the widest.
   std::vector<std::pair<std::int64_t, std::string>> texts;
@@ -138,11 +139,14 @@ std::string format_array(const Shape& shape, const std::function<std::string(std
   collect(collect, 0, 0);
   // Decimal numbers align on their points, as NumPy's (1.5 over 2.), the rest to the right.
   bool points = true;
-  for (const auto& [at, t] : texts) points = points && t.find('.') != std::string::npos && t.find_first_of("en") == std::string::npos;
+  for (const auto& [at, t] : texts)
+    points = points && t.find('.') != std::string::npos && t.find_first_of("en") == std::string::npos;
   if (points) {
     std::size_t whole = 0, fraction = 0;
-    for (const auto& [at, t] : texts) whole = std::max(whole, t.find('.')), fraction = std::max(fraction, t.size() - t.find('.'));
-    for (auto& [at, t] : texts) t = std::string(whole - t.find('.'), ' ') + t + std::string(fraction - (t.size() - t.find('.')), ' ');
+    for (const auto& [at, t] : texts)
+      whole = std::max(whole, t.find('.')), fraction = std::max(fraction, t.size() - t.find('.'));
+    for (auto& [at, t] : texts)
+      t = std::string(whole - t.find('.'), ' ') + t + std::string(fraction - (t.size() - t.find('.')), ' ');
     width = whole + fraction;
   }
   std::size_t next = 0;  // texts are consumed in the order they were collected
@@ -182,7 +186,8 @@ PrintOptions print_options() {
 }
 
 void set_print_options(const PrintOptions& options) {
-  if (options.precision < -1) throw Error(fmt::format("print precision {}: give -1 (shortest) or digits >= 0", options.precision));
+  if (options.precision < -1)
+    throw Error(fmt::format("print precision {}: give -1 (shortest) or digits >= 0", options.precision));
   if (options.threshold < 0 || options.edge_items < 0)
     throw Error("print threshold and edge_items must not be negative");
   std::lock_guard lock(options_mutex);
@@ -198,7 +203,10 @@ std::string to_string(const ArrayBase& a) {
   a.download(bytes.data());
   const std::size_t w = itemsize(a.dtype());
   return detail::format_array(
-      a.shape(), [&](std::int64_t i) { return detail::element_text(a.dtype(), bytes.data() + static_cast<std::size_t>(i) * w, options.precision); },
+      a.shape(),
+      [&](std::int64_t i) {
+        return detail::element_text(a.dtype(), bytes.data() + static_cast<std::size_t>(i) * w, options.precision);
+      },
       options);
 }
 

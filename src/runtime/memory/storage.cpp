@@ -74,8 +74,8 @@ void Storage::allocate(const std::shared_ptr<StreamState>& stream) {
   } else if (n > 0) {
     ptr = allocator->allocate(n, stream->handle);
     if (!ptr)
-      throw OutOfMemoryError(fmt::format("the program's allocator (fz::set_allocator) returned no memory for {} bytes on device {}",
-                                         n, device));
+      throw OutOfMemoryError(fmt::format(
+          "the program's allocator (fz::set_allocator) returned no memory for {} bytes on device {}", n, device));
   }
   generation = context_generation(device);
   // Memory allocated on another library's stream is freed on fusion's own stream, after an event of the

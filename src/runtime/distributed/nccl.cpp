@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "runtime/cuda/nccl.hpp"
+#include "runtime/distributed/nccl.hpp"
 
 #include <dlfcn.h>
 #include <glob.h>
@@ -40,7 +40,8 @@ std::vector<std::string> default_candidates() {
                                        "/usr/lib/python3*/dist-packages"};
   for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"})
     if (const char* p = std::getenv(env); p && *p) patterns.push_back(std::string(p) + "/lib/python3*/site-packages");
-  if (const char* home = std::getenv("HOME"); home && *home) patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
   for (const std::string& pattern : patterns) {
     glob_t found{};
     if (glob((pattern + "/nvidia/nccl/lib/libnccl.so.2").c_str(), 0, nullptr, &found) == 0)
@@ -125,7 +126,8 @@ DataType data_type(DType d) {
     case DType::float64: return DataType::float64;
     default: break;
   }
-  throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)", dtype_name(d)));
+  throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)",
+                              dtype_name(d)));
 }
 
 RedOp red_op(Combine how) {

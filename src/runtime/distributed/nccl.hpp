@@ -20,7 +20,18 @@ using Comm = CommOpaque*;  // ncclComm_t
 struct UniqueId {
   char internal[128];  // NCCL_UNIQUE_ID_BYTES
 };
-enum class DataType : int { int8 = 0, uint8 = 1, int32 = 2, uint32 = 3, int64 = 4, uint64 = 5, float16 = 6, float32 = 7, float64 = 8, bfloat16 = 9 };
+enum class DataType : int {
+  int8 = 0,
+  uint8 = 1,
+  int32 = 2,
+  uint32 = 3,
+  int64 = 4,
+  uint64 = 5,
+  float16 = 6,
+  float32 = 7,
+  float64 = 8,
+  bfloat16 = 9
+};
 enum class RedOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
 
 #define FUSION_NCCL_FUNCTIONS(X)                                                                               \

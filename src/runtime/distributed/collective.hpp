@@ -4,7 +4,7 @@
 #pragma once
 #include "fusion/array_base.hpp"
 #include "fusion/distributed.hpp"
-#include "runtime/cuda/nccl.hpp"
+#include "runtime/distributed/nccl.hpp"
 
 namespace fusion::detail {
 

@@ -12,8 +12,8 @@
 
 #include "fusion/process_group.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/cuda/nccl.hpp"
-#include "runtime/exec/collective.hpp"
+#include "runtime/distributed/nccl.hpp"
+#include "runtime/distributed/collective.hpp"
 
 namespace fusion {
 
@@ -25,11 +25,15 @@ std::string read_unique_id(const std::string& path, double timeout_s) {
     std::ifstream f(path, std::ios::binary);
     if (f) {
       std::string id(sizeof(nccl::UniqueId), '\0');
-      if (f.read(id.data(), static_cast<std::streamsize>(id.size())) && f.gcount() == static_cast<std::streamsize>(id.size())) return id;
+      if (f.read(id.data(), static_cast<std::streamsize>(id.size())) &&
+          f.gcount() == static_cast<std::streamsize>(id.size()))
+        return id;
     }
     if (std::chrono::steady_clock::now() >= until)
-      throw Error(fmt::format("ProcessGroup: no NCCL id in '{}' after {} s: rank 0 writes it when it starts; is rank 0 running "
-                              "and does every process see the same path?", path, timeout_s));
+      throw Error(
+          fmt::format("ProcessGroup: no NCCL id in '{}' after {} s: rank 0 writes it when it starts; is rank 0 running "
+                      "and does every process see the same path?",
+                      path, timeout_s));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -84,7 +88,8 @@ ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int d
   if (rank == 0) std::remove(id_file.c_str());  // read by all: a later job cannot pick up this one's id
 }
 
-ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device) : rank_(rank), size_(size), device_(device) {
+ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device)
+    : rank_(rank), size_(size), device_(device) {
   check_rank(rank, size);
   Device(device).use();  // this process's GPU: its arrays and kernels go there, as each rank expects
   const detail::nccl::Api& api = detail::nccl::api();
@@ -95,13 +100,15 @@ ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device) : r
   // the group ("invalid usage": two ranks on one GPU).
   detail::make_context_current(device);
   detail::nccl::Comm comm = nullptr;
-  detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank), "ncclCommInitRank");  // returns once every rank joined
+  detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank),
+                      "ncclCommInitRank");  // returns once every rank joined
   comm_ = comm;
   int on = -1;
   if (api.ncclCommCuDevice(comm, &on) != 0 || on != device) {
     api.ncclCommDestroy(comm);
     comm_ = nullptr;
-    throw NcclError(fmt::format("ProcessGroup: NCCL put rank {} on device {}, not on device {} as asked", rank, on, device));
+    throw NcclError(
+        fmt::format("ProcessGroup: NCCL put rank {} on device {}, not on device {} as asked", rank, on, device));
   }
 }
 
@@ -115,13 +122,16 @@ ProcessGroup ProcessGroup::from_environment(double timeout_s) {
   const char* size = get({"FUSION_WORLD_SIZE", "WORLD_SIZE"});
   const char* file = get({"FUSION_NCCL_ID_FILE"});
   if (!rank || !size || !file)
-    throw Error(fmt::format("ProcessGroup::from_environment: set FUSION_RANK (or RANK), FUSION_WORLD_SIZE (or WORLD_SIZE) and "
-                            "FUSION_NCCL_ID_FILE; missing: {}{}{}", rank ? "" : "rank ", size ? "" : "world size ", file ? "" : "id file"));
+    throw Error(
+        fmt::format("ProcessGroup::from_environment: set FUSION_RANK (or RANK), FUSION_WORLD_SIZE (or WORLD_SIZE) and "
+                    "FUSION_NCCL_ID_FILE; missing: {}{}{}",
+                    rank ? "" : "rank ", size ? "" : "world size ", file ? "" : "id file"));
   const char* device = get({"FUSION_DEVICE", "LOCAL_RANK"});
   return ProcessGroup(file, std::atoi(rank), std::atoi(size), device ? std::atoi(device) : 0, timeout_s);
 }
 
-ProcessGroup::ProcessGroup(ProcessGroup&& o) noexcept : comm_(o.comm_), rank_(o.rank_), size_(o.size_), device_(o.device_) {
+ProcessGroup::ProcessGroup(ProcessGroup&& o) noexcept
+    : comm_(o.comm_), rank_(o.rank_), size_(o.size_), device_(o.device_) {
   o.comm_ = nullptr;
 }
 
@@ -132,7 +142,8 @@ ProcessGroup::~ProcessGroup() {
 void ProcessGroup::combine(ArrayBase& a, Combine how, int root) {
   const char* who = root < 0 ? "ProcessGroup::all_reduce" : "ProcessGroup::reduce_to";
   if (a.device() != device_)
-    throw Error(fmt::format("{}: the array is on device {}, this process's group runs on device {}", who, a.device(), device_));
+    throw Error(
+        fmt::format("{}: the array is on device {}, this process's group runs on device {}", who, a.device(), device_));
   if (root >= size_) throw Error(fmt::format("{}: root {} is not a rank of this group of {}", who, root, size_));
   detail::nccl::check(detail::enqueue_collective(a, static_cast<detail::nccl::Comm>(comm_), how, root, who),
                       root < 0 ? "ncclAllReduce" : "ncclReduce");

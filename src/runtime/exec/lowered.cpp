@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The registry of lowered graphs: one Lowered per expression type (built once by the front end) or per
+// distinct graph made at run time (plans, regions, the unfused path), alive for the process. Kernel lists,
+// plans and derived graphs hang off it.
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/plan.hpp"  // Lowered owns its plans
+
+namespace fusion::detail {
+
+std::mutex& build_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+const Lowered* register_lowered(ir::Graph g) {
+  auto* l = new Lowered;  // one per expression type, alive for the process
+  l->canonical = ir::canonicalize(g);
+  for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
+  l->graph = std::move(g);
+  // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
+  // and leak checkers then see the lifetime as intended.
+  static std::mutex mu;
+  static auto& all = *new std::vector<const Lowered*>;
+  std::lock_guard lock(mu);
+  all.push_back(l);
+  return l;
+}
+
+const Lowered* lowered_for_graph(ir::Graph g) {
+  static std::mutex mu;
+  static auto& registry = *new std::multimap<std::uint64_t, const Lowered*>;  // never destroyed, as above
+  const std::uint64_t h = ir::hash(g);
+  std::lock_guard lock(mu);
+  for (auto [it, end] = registry.equal_range(h); it != end; ++it)
+    if (it->second->graph.nodes == g.nodes && it->second->graph.outputs == g.outputs &&
+        it->second->graph.fast_math == g.fast_math)
+      return it->second;
+  const Lowered* l = register_lowered(std::move(g));
+  registry.emplace(h, l);
+  return l;
+}
+
+ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot) {
+  std::vector<std::uint32_t> representative(lw.graph.n_inputs);
+  for (std::uint32_t s = 0; s < lw.graph.n_inputs; ++s) {
+    std::uint32_t r = 0;
+    while (param_of_slot[r] != param_of_slot[s]) ++r;
+    representative[s] = r;
+  }
+  return ir::canonicalize(lw.graph, representative);
+}
+
+}  // namespace fusion::detail
