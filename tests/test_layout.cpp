@@ -20,7 +20,9 @@ template <class E> fz::detail::Layout layout_of(const E& e, fz::DType out_dtype,
 }
 
 /// The layout of reducing `x` over `axes` (keepdims false).
-fz::detail::ReduceLayout reduce_layout_of(const fz::ArrayBase& x, std::vector<int> axes) {
+/// (`device`: the one planned for; by default the H100 fusion plans for without a GPU.)
+fz::detail::ReduceLayout reduce_layout_of(const fz::ArrayBase& x, std::vector<int> axes,
+                                          const fz::codegen::TargetDevice& device = {}) {
   fz::detail::ReduceArg arg;
   arg.n_axes = static_cast<std::int8_t>(axes.size());
   for (std::size_t i = 0; i < axes.size(); ++i) arg.axes[i] = static_cast<std::int8_t>(axes[i]);
@@ -28,7 +30,7 @@ fz::detail::ReduceLayout reduce_layout_of(const fz::ArrayBase& x, std::vector<in
   const fz::ArrayBase out = fz::ArrayBase::make_placeholder(x.dtype(), shapes.out);
   fz::detail::ReduceLayout L;
   L.params[0] = &x;
-  fz::detail::analyze_reduction(1, out, shapes, arg, fz::itemsize(x.dtype()), /*device=*/-1, L);
+  fz::detail::analyze_reduction(1, out, shapes, arg, fz::itemsize(x.dtype()), device, L);
   return L;
 }
 
@@ -198,4 +200,26 @@ TEST_CASE("layout: transposed operands take tiles through shared memory", "[layo
   CHECK(across == 3);
   CHECK(strided == 2);
   CHECK(Q.v.tiles);
+}
+
+TEST_CASE("reduction layout: the decisions take a plain description of the device, no runtime", "[layout][reductions]") {
+  // One output over 2^26 elements: the reduced range is split so that the blocks fill the device once, so a
+  // device of half the SMs gets half the splits (about), and one read off no GPU is the H100 planned for.
+  const auto x = fz::ArrayBase::make_placeholder(fz::DType::float32, {std::int64_t{1} << 26});
+  const fz::codegen::TargetDevice h100, half{.sms = 66};
+  CHECK_FALSE(h100.real);
+  CHECK(h100.sms == 132);
+  const auto full = reduce_layout_of(x, {0}, h100), smaller = reduce_layout_of(x, {0}, half);
+  REQUIRE(full.v.split);
+  REQUIRE(smaller.v.split);
+  CHECK(smaller.splits < full.splits);
+  CHECK(smaller.splits * 2 >= full.splits - 2);
+  CHECK(smaller.splits * 2 <= full.splits + 2);
+  // a split fitted to the compiled kernel's registers needs a real device: the planned one is left as it is
+  auto fitted = full;
+  fz::detail::fit_split_to_kernel(fitted, 255, h100);
+  CHECK(fitted.splits == full.splits);
+  auto real = full;
+  fz::detail::fit_split_to_kernel(real, 255, fz::codegen::TargetDevice{.real = true});
+  CHECK(real.splits < full.splits);  // 255 registers a thread: fewer blocks fit an SM than the layout assumed
 }

@@ -57,6 +57,12 @@ const DeviceProperties& properties_of(int id) {
   return *cache[id].load(std::memory_order_relaxed);
 }
 
+codegen::TargetDevice target_device(int id) {
+  if (id < 0) return {};
+  const DeviceProperties& p = properties_of(id);
+  return {p.multiprocessor_count, p.max_shared_bytes_per_block, p.max_shared_bytes_per_sm, p.compute_capability_major, true};
+}
+
 }  // namespace detail
 
 int device_count() { return detail::driver_unavailable_reason().empty() ? detail::driver().device_count : 0; }

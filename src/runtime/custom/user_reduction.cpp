@@ -64,7 +64,7 @@ ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, con
   }
   const DType rd = b.types.resolve(s.reduce_type, "reduce_type");
   const std::size_t acc_bytes = codegen::compute_type(rd) == "float" ? 4 : itemsize(rd);
-  analyze_reduction(np, c.out, shapes, arg, acc_bytes, device, c.L);
+  analyze_reduction(np, c.out, shapes, arg, acc_bytes, target_device(device), c.L);
   c.v.reduce = c.L.v;
   return c;
 }

@@ -11,7 +11,6 @@
 #include "codegen/emit_layer.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
-#include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/layout.hpp"
 #include "runtime/exec/reduce_layout.hpp"
@@ -125,7 +124,7 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
   return true;
 }
 
-bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, int device, LayerLayout& L,
+bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, const codegen::TargetDevice& device, LayerLayout& L,
                    std::string* why_not) {
   const ir::Graph& g = c.lowered->graph;
   codegen::LayerVariant& v = L.v;
@@ -199,12 +198,11 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   }
   v.vector_width = static_cast<std::uint8_t>(V);
 
-  // Without a device (fz::inspect on a machine without a GPU) plan for an H100.
-  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
-  const std::size_t limit = (device >= 0 ? properties_of(device).max_shared_bytes_per_block : 227 * 1024) - 1024;
+  const std::int64_t sms = device.sms;
+  const std::size_t limit = device.max_shared_per_block - 1024;
   // (clusters need sm_90: the device's, or the architecture fz::precompile compiles for)
   const bool clusters = tls_precompile_arch > 0 ? tls_precompile_arch >= 90
-                                                : device < 0 || properties_of(device).compute_capability_major >= 9;
+                                                : device.compute_major >= 9;
   std::size_t cached_bytes = 0;  // per element of the row
   for (int p = 0; p < np; ++p)
     if (v.role[p] == LayerRole::cached) cached_bytes += itemsize(L.params[p]->dtype());
@@ -255,7 +253,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = bytes > 0 && bytes <= limit && tuning().layer_resident;
   L.keep = (span + 15) / 16 * 16;
-  const std::size_t per_sm = (device >= 0 ? properties_of(device).max_shared_bytes_per_sm : 228 * 1024);
+  const std::size_t per_sm = device.max_shared_per_sm;
   // A grid of clusters meant to run in one wave may not: a cluster is placed whole within a GPC, so slots
   // stay empty (H100, batch norm over (8, 64, 112, 112): 64 clusters of 8 blocks keeping 50 KB each, 4
   // blocks per SM, yet only 62 clusters at once, and the last 2 ran as a second wave: 59% of the limit at

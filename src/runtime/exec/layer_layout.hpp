@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/layer_variant.hpp"
+#include "codegen/target_device.hpp"
 #include "fusion/evaluate.hpp"
 
 namespace fusion::detail {
@@ -43,7 +44,7 @@ struct LayerLayout {
 
 /// The layout of the layer kernel writing `outs` (prepared with S's shapes) for `device` (-1: an H100).
 /// False, with `why_not`, when one kernel would not pay or cannot walk the rows (then a plan runs).
-bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, int device, LayerLayout& L,
+bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, const codegen::TargetDevice& device, LayerLayout& L,
                    std::string* why_not = nullptr);
 
 }  // namespace fusion::detail

@@ -9,7 +9,6 @@
 
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
-#include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/layout.hpp"
 #include "runtime/exec/tuning.hpp"
 
@@ -166,8 +165,8 @@ void size_split(ReduceLayout& L, std::int64_t target) {
 
 }  // namespace
 
-void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
-  if (!L.v.split || L.rows_split || registers <= 0 || device < 0) return;
+void fit_split_to_kernel(ReduceLayout& L, int registers, const codegen::TargetDevice& device) {
+  if (!L.v.split || L.rows_split || registers <= 0 || !device.real) return;
   // Registers are allocated per warp in units of 256 (8 a thread).
   const int per_block = (registers + 7) / 8 * 8 * kBlockThreads;
   const int resident = std::min(codegen::kBlocksPerSm, codegen::kRegistersPerSm / per_block);
@@ -176,7 +175,7 @@ void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
   // One wave of the blocks that really fit, not of those the layout assumed (var(x) over 2^26 float32:
   // 40 registers, 6 blocks an SM: 1,056 blocks were 1.33 waves).
   const std::int64_t chunk = L.chunk, splits = L.splits;
-  size_split(L, std::int64_t{properties_of(device).multiprocessor_count} * resident);
+  size_split(L, device.sms * resident);
   if (!L.v.split) {  // the compiled kernel is a split one: keep the planned split
     L.chunk = chunk;
     L.splits = splits;
@@ -185,7 +184,7 @@ void fit_split_to_kernel(ReduceLayout& L, int registers, int device) {
 }
 
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
-                       int device, ReduceLayout& L) {
+                       const codegen::TargetDevice& device, ReduceLayout& L) {
   ReduceVariant& v = L.v;
   v.out_dtype = out.dtype();
   v.n_params = static_cast<std::uint8_t>(np);
@@ -228,8 +227,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   v.group =
       static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);  // refined below
 
-  // Without a device (fz::inspect on a machine without a GPU) plan for an H100's 132 SMs.
-  const std::int64_t sms = device >= 0 ? properties_of(device).multiprocessor_count : 132;
+  const std::int64_t sms = device.sms;
   const std::int64_t target = sms * tuning().reduce_blocks_per_sm;  // blocks that fill the device once
   // Outer mode: V neighbouring outputs per thread where every operand and the result run contiguously
   // along the last kept dimension, and a thread's outputs share one row of it.

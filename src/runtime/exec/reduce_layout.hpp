@@ -10,6 +10,7 @@
 #include <span>
 
 #include "codegen/reduce_variant.hpp"
+#include "codegen/target_device.hpp"
 #include "codegen/signature.hpp"
 #include "fusion/evaluate.hpp"
 
@@ -54,13 +55,13 @@ struct ReduceLayout {
 };
 
 /// Fills `L` for reducing `L.params[0..np)` (set by the caller, with `L.v.param_of_slot`) into `out`:
-/// accumulators of `acc_bytes` each; without a device (-1) it plans for an H100.
+/// accumulators of `acc_bytes` each, on `device`.
 void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, const ReduceArg& arg, std::size_t acc_bytes,
-                       int device, ReduceLayout& L);
+                       const codegen::TargetDevice& device, ReduceLayout& L);
 
 /// Resizes a split reduction's blocks to one wave of those that fit an SM at the compiled kernel's
 /// `registers` (the layout assumed codegen::kBlocksPerSm); the kernel stays the same.
-void fit_split_to_kernel(ReduceLayout& L, int registers, int device);
+void fit_split_to_kernel(ReduceLayout& L, int registers, const codegen::TargetDevice& device);
 
 /// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
 /// (`outs`: one output, or a multi-reduction's several with equal kept strides.)
