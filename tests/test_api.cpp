@@ -2,8 +2,11 @@
 // Sharp edges of the public API, without a GPU: inspecting ties and plans shows every kernel, typed
 // device pointers check their type, CUDA's 16-bit host types convert bit for bit.
 #include <sstream>
+#include <thread>
+#include <type_traits>
 
 #include "fusion/cuda_types.hpp"
+#include "fusion/region.hpp"  // fz::Lazy's header under its earlier name still works
 #include "support.hpp"
 
 TEST_CASE("inspect shows every kernel of a tie and of a plan, with its hash and strategy", "[api][plan]") {
@@ -106,4 +109,26 @@ TEST_CASE("expressions read back as arrays do: to_host() and item() types", "[ap
   STATIC_REQUIRE(std::is_same_v<decltype(fz::mean(i).item()), double>);
   // a placeholder has no data: evaluating it is an error, with or without a GPU
   CHECK_THROWS_AS((p + 1.f).to_host(), fz::Error);
+}
+
+TEST_CASE("modes are per-thread switches that nest, one type for all (fz::ScopedMode)", "[api]") {
+  static_assert(std::is_same_v<fz::Unfused, fz::ScopedMode<fz::detail::Mode::unfused>>);
+  CHECK_FALSE(fz::Unfused::active());
+  {
+    const fz::Unfused outer;
+    CHECK(fz::Unfused::active());
+    CHECK_FALSE(fz::FastMath::active());  // each mode its own switch
+    CHECK_FALSE(fz::SeparateReductions::active());
+    {
+      const fz::Unfused inner;
+      const fz::FastMath fast;
+      CHECK(fz::FastMath::active());
+    }
+    CHECK(fz::Unfused::active());  // the inner one restored what it found
+    CHECK_FALSE(fz::FastMath::active());
+    bool elsewhere = true;
+    std::thread([&] { elsewhere = fz::Unfused::active(); }).join();
+    CHECK_FALSE(elsewhere);  // another thread's switch is its own
+  }
+  CHECK_FALSE(fz::Unfused::active());
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/modes.hpp"  // Unfused, FastMath, SeparateReductions (declared here before)
 #include "fusion/evaluate.hpp"
 
 namespace fusion {
@@ -78,52 +79,6 @@ std::vector<KernelInfo> precompile(std::initializer_list<int> archs, const E& e,
   }
   return compiled;
 }
-
-/// RAII, per thread: while alive every operation runs as its own kernel into temporaries, through the
-/// same code generator and caches. The honest baseline for measuring what fusion buys.
-class Unfused {
- public:
-  Unfused();
-  ~Unfused();
-  Unfused(const Unfused&) = delete;
-  Unfused& operator=(const Unfused&) = delete;
-  static bool active();
-
- private:
-  bool previous_;
-};
-
-/// RAII, per thread: while alive, kernels compile with NVRTC's -use_fast_math: float32 (and the float
-/// math of half and bfloat16) division, square root, exp, log, sin, cos, pow and their kin use the
-/// hardware's approximate instructions, denormals flush to zero, multiply-adds fuse. Float64 math and
-/// integer math do not change. The kernel's hash and name differ from the precise kernel's (both stay
-/// cached); `inspect(e).variant` says "fast math". fz::fast_math(e) does the same for one expression.
-class FastMath {
- public:
-  FastMath();
-  ~FastMath();
-  FastMath(const FastMath&) = delete;
-  FastMath& operator=(const FastMath&) = delete;
-  static bool active();
-
- private:
-  bool previous_;
-};
-
-/// RAII, per thread: while alive every reduction that is not at the root of its kernel runs as a kernel
-/// of its own, one at a time (no layer kernels, no sibling reductions in one pass): the plans fusion ran
-/// before it fused whole layers, kept for comparisons (examples/layers.cpp).
-class SeparateReductions {
- public:
-  SeparateReductions();
-  ~SeparateReductions();
-  SeparateReductions(const SeparateReductions&) = delete;
-  SeparateReductions& operator=(const SeparateReductions&) = delete;
-  static bool active();
-
- private:
-  bool previous_;
-};
 
 /// Process-wide counters.
 struct Stats {

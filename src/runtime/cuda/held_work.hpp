@@ -5,7 +5,7 @@
 // The state lives here and the layers above fill it in (exec/region.cpp, exec/step.cpp), so this layer
 // never includes theirs. Both checks are one thread-local load when nothing is held.
 #pragma once
-#include "fusion/region.hpp"
+#include "fusion/lazy.hpp"
 
 namespace fusion::detail {
 

@@ -35,9 +35,8 @@ using codegen::Variant;
 
 namespace {
 
-thread_local bool tls_unfused = false;
-thread_local bool tls_separate = false;
-thread_local bool tls_fast_math = false;
+thread_local bool tls_mode[static_cast<int>(Mode::count_)] = {};  // fz::ScopedMode's switches
+bool on(Mode m) { return tls_mode[static_cast<int>(m)]; }
 
 }  // namespace
 
@@ -221,10 +220,10 @@ const Lowered& identity_lowered(DType d) {
 
 /// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
 void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
-  if (!tls_unfused && !call.lowered->has_reduction) return evaluate_elementwise(call, outs, K, mode);
-  const Call c = tls_unfused ? call : with_shared_reductions(call);
+  if (!on(Mode::unfused) && !call.lowered->has_reduction) return evaluate_elementwise(call, outs, K, mode);
+  const Call c = on(Mode::unfused) ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  const Plan& p = plan_of(lw, tls_unfused ? PlanMode::unfused : tls_separate ? PlanMode::separate : PlanMode::fused);
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PlanMode::unfused : on(Mode::separate_reductions) ? PlanMode::separate : PlanMode::fused);
   if (p.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
@@ -239,7 +238,7 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
 Call with_functions_resolved(const Call& c);
 Call as_asked(const Call& call) {
   Call c = with_functions_resolved(call);
-  if (tls_fast_math && !c.lowered->graph.fast_math)
+  if (on(Mode::fast_math) && !c.lowered->graph.fast_math)
     c.lowered = &derived(*c.lowered, {2},
                          [&] {  // key {2}: the fast twin ({0, ...}: functions resolved; {1, ...}: reductions merged)
                            ir::Graph g = c.lowered->graph;
@@ -338,8 +337,8 @@ namespace {
 /// fz::SeparateReductions included).
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
-  if (!tls_unfused && !lw.has_reduction) return {inspect_elementwise(c)};
-  const Plan& p = plan_of(lw, tls_unfused ? PlanMode::unfused : tls_separate ? PlanMode::separate : PlanMode::fused);
+  if (!on(Mode::unfused) && !lw.has_reduction) return {inspect_elementwise(c)};
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PlanMode::unfused : on(Mode::separate_reductions) ? PlanMode::separate : PlanMode::fused);
   if (p.direct)
     return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);
@@ -364,12 +363,12 @@ KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string
 
 KernelInfo inspect(const Call& call) {
   const Call c = as_asked(call);
-  return assemble(kernels_of(tls_unfused ? c : with_shared_reductions(c)));
+  return assemble(kernels_of(on(Mode::unfused) ? c : with_shared_reductions(c)));
 }
 
 KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
   const Call asked = as_asked(call);
-  const Call c = tls_unfused ? asked : with_shared_reductions(asked);
+  const Call c = on(Mode::unfused) ? asked : with_shared_reductions(asked);
   std::vector<KernelInfo> steps = kernels_of(c);
   // The result's shape: `out = e` writes into `out` only when it has that shape (else `out` is replaced).
   const ir::Graph& g = c.lowered->graph;
@@ -393,15 +392,9 @@ KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
   return assemble(std::move(steps), notes);
 }
 
+bool& mode_flag(Mode m) { return tls_mode[static_cast<int>(m)]; }
+
 }  // namespace detail
-
-Unfused::Unfused() : previous_(detail::tls_unfused) { detail::tls_unfused = true; }
-Unfused::~Unfused() { detail::tls_unfused = previous_; }
-bool Unfused::active() { return detail::tls_unfused; }
-
-SeparateReductions::SeparateReductions() : previous_(detail::tls_separate) { detail::tls_separate = true; }
-SeparateReductions::~SeparateReductions() { detail::tls_separate = previous_; }
-bool SeparateReductions::active() { return detail::tls_separate; }
 
 detail::PrecompileScope::PrecompileScope(int arch) : previous_(detail::tls_precompile_arch) {
   if (arch <= 0)
@@ -409,9 +402,5 @@ detail::PrecompileScope::PrecompileScope(int arch) : previous_(detail::tls_preco
   detail::tls_precompile_arch = arch;
 }
 detail::PrecompileScope::~PrecompileScope() { detail::tls_precompile_arch = previous_; }
-
-FastMath::FastMath() : previous_(detail::tls_fast_math) { detail::tls_fast_math = true; }
-FastMath::~FastMath() { detail::tls_fast_math = previous_; }
-bool FastMath::active() { return detail::tls_fast_math; }
 
 }  // namespace fusion

@@ -4,7 +4,7 @@
 // operation) first runs what the region recorded. Both checks are one thread-local load when no region records.
 #pragma once
 #include "fusion/evaluate.hpp"
-#include "fusion/region.hpp"
+#include "fusion/lazy.hpp"
 #include "runtime/cuda/held_work.hpp"
 
 namespace fusion::detail {

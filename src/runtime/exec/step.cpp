@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "fusion/error.hpp"
-#include "fusion/region.hpp"
+#include "fusion/lazy.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"

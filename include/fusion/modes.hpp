@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Modes: per-thread switches that change how expressions run while an object lives. One type for all of
+// them (fz::ScopedMode), so a new mode is a name in detail::Mode and an alias here.
+//
+//   { fz::Unfused baseline; out = fz::sin(x) + y; }   // one kernel per operation, for comparisons
+//   { fz::FastMath fast; out = fz::exp(x) / y; }       // NVRTC's -use_fast_math
+#pragma once
+#include <cstdint>
+
+namespace fusion {
+
+namespace detail {
+enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, count_ };
+/// This thread's switch for `m` (defined in the library, read on every assignment).
+bool& mode_flag(Mode m);
+}  // namespace detail
+
+/// RAII, per thread: mode `M` is on while an instance lives; nested instances restore what they found.
+template <detail::Mode M> class ScopedMode {
+ public:
+  ScopedMode() : previous_(detail::mode_flag(M)) { detail::mode_flag(M) = true; }
+  ~ScopedMode() { detail::mode_flag(M) = previous_; }
+  ScopedMode(const ScopedMode&) = delete;
+  ScopedMode& operator=(const ScopedMode&) = delete;
+  /// Whether the mode is on for this thread.
+  static bool active() { return detail::mode_flag(M); }
+
+ private:
+  bool previous_;
+};
+
+/// While alive every operation runs as its own kernel into temporaries, through the same code generator
+/// and caches. The honest baseline for measuring what fusion buys.
+using Unfused = ScopedMode<detail::Mode::unfused>;
+
+/// While alive, kernels compile with NVRTC's -use_fast_math: float32 (and the float math of half and
+/// bfloat16) division, square root, exp, log, sin, cos, pow and their kin use the hardware's approximate
+/// instructions, denormals flush to zero, multiply-adds fuse. Float64 math and integer math do not change.
+/// The kernel's hash and name differ from the precise kernel's (both stay cached); `inspect(e).variant`
+/// says "fast math". fz::fast_math(e) does the same for one expression.
+using FastMath = ScopedMode<detail::Mode::fast_math>;
+
+/// While alive every reduction that is not at the root of its kernel runs as a kernel of its own, one at a
+/// time (no layer kernels, no sibling reductions in one pass): the plans fusion ran before it fused whole
+/// layers, kept for comparisons (examples/layers.cpp).
+using SeparateReductions = ScopedMode<detail::Mode::separate_reductions>;
+
+}  // namespace fusion
