@@ -9,7 +9,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/launch.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "runtime/exec/reduce_launch.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/custom/user_kernel.hpp"
 
@@ -64,7 +64,7 @@ ReductionCall analyze(const UserKernel& k, const std::vector<UserArg>& args, con
   }
   const DType rd = b.types.resolve(s.reduce_type, "reduce_type");
   const std::size_t acc_bytes = codegen::compute_type(rd) == "float" ? 4 : itemsize(rd);
-  analyze_reduction(np, c.out, shapes, arg, acc_bytes, target_device(device), c.L);
+  analyze_reduction(np, c.out, shapes, arg, acc_bytes, planned_device(device), c.L);
   c.v.reduce = c.L.v;
   return c;
 }

@@ -14,6 +14,7 @@
 #include "codegen/reduce_variant.hpp"
 #include "fusion/evaluate.hpp"
 #include "fusion/inspect.hpp"
+#include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/layout.hpp"
 #include "runtime/compile/kernel_cache.hpp"
@@ -70,6 +71,14 @@ struct Lowered {
 
 /// fz::precompile's architecture on this thread (0: compile for the current device and load).
 extern thread_local int tls_precompile_arch;
+
+/// The device the layout decisions plan for: `device` as it is (-1: an H100), with the compute capability
+/// of the architecture fz::precompile compiles for, when it does.
+inline codegen::TargetDevice planned_device(int device) {
+  codegen::TargetDevice t = target_device(device);
+  if (tls_precompile_arch > 0) t.compute_major = tls_precompile_arch / 10;
+  return t;
+}
 
 /// The Lowered of a graph built at run time (plans, the unfused path): one per distinct graph.
 const Lowered* lowered_for_graph(ir::Graph g);

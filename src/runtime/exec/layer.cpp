@@ -134,7 +134,7 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
     any = prepare_output(c, *outs[k], mode, stream->device, S.out[static_cast<std::size_t>(k)]) || any;
   if (!any || S.n_rows == 0) return true;  // nothing to compute: no launch
   LayerLayout L;
-  if (!analyze_layer(c, S, outs, K, target_device(stream->device), L)) return false;
+  if (!analyze_layer(c, S, outs, K, planned_device(stream->device), L)) return false;
   launch(kernel_for(*c.lowered, L.v, stream->device, c.name), L, c, outs, K, stream);
   return true;
 }
@@ -154,7 +154,7 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
   LayerLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;
-  if (!analyze_layer(c, S, ptrs, K, target_device(device), L)) return false;
+  if (!analyze_layer(c, S, ptrs, K, planned_device(device), L)) return false;
   info = finish_inspect(codegen::emit_layer(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;

@@ -200,9 +200,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
 
   const std::int64_t sms = device.sms;
   const std::size_t limit = device.max_shared_per_block - 1024;
-  // (clusters need sm_90: the device's, or the architecture fz::precompile compiles for)
-  const bool clusters = tls_precompile_arch > 0 ? tls_precompile_arch >= 90
-                                                : device.compute_major >= 9;
+  const bool clusters = device.compute_major >= 9;  // thread-block clusters need sm_90
   std::size_t cached_bytes = 0;  // per element of the row
   for (int p = 0; p < np; ++p)
     if (v.role[p] == LayerRole::cached) cached_bytes += itemsize(L.params[p]->dtype());

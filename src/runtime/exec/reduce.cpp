@@ -11,7 +11,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "runtime/exec/reduce_launch.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
 #include "runtime/memory/storage.hpp"
@@ -90,7 +90,7 @@ void analyze(const Call& c, const ArrayBase& out, const Reduced& shapes, int dev
   const ir::Node& rn = first_reduction(g);
   L.v = ReduceVariant{};
   const int np = distinct_params(c, L.params, L.v.param_of_slot);
-  analyze_reduction(np, out, shapes, c.reductions[rn.slot], codegen::accumulator_bytes(g), target_device(device), L);
+  analyze_reduction(np, out, shapes, c.reductions[rn.slot], codegen::accumulator_bytes(g), planned_device(device), L);
 }
 
 /// Checks that a reduction without an identity has something to reduce.
@@ -137,7 +137,7 @@ void evaluate_reduction(const Call& c, ArrayBase& out, AssignMode mode) {
   ReduceLayout L;
   analyze(c, out, shapes, stream->device, L);
   const ReduceSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  fit_split_to_kernel(L, k.kernel->registers, target_device(stream->device));
+  fit_split_to_kernel(L, k.kernel->registers, planned_device(stream->device));
   const ArrayBase* written[1] = {&out};
   launch_reduction(k.kernel->function, k.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)}, written,
                    stream);
@@ -181,7 +181,7 @@ bool evaluate_reductions(const Call& c, ArrayBase* const* outs, int K, AssignMod
   L.v.n_outputs = static_cast<std::uint8_t>(K);
   for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = outs[k]->dtype();
   const ReduceSlot& kernel = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  fit_split_to_kernel(L, kernel.kernel->registers, target_device(stream->device));
+  fit_split_to_kernel(L, kernel.kernel->registers, planned_device(stream->device));
   launch_reduction(kernel.kernel->function, kernel.signature, L, {c.scalars, static_cast<std::size_t>(c.n_scalars)},
                    {outs, static_cast<std::size_t>(K)}, stream);
   return true;

@@ -1,22 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The layout and launch of one reduction kernel, shared by fused reductions and ReductionKernel: the
-// reduced axes, the kept/reduced split with collapsed dimensions, the thread layout, the split
-// workspace, the launch.
+// The layout of one reduction kernel, shared by fused reductions and ReductionKernel: the reduced axes,
+// the kept/reduced split with collapsed dimensions, the thread layout, the split workspace's size. Its
+// launch is reduce_launch.hpp.
 #pragma once
-#include <cuda.h>
-
 #include <functional>
-#include <memory>
 #include <span>
 
 #include "codegen/reduce_variant.hpp"
 #include "codegen/target_device.hpp"
-#include "codegen/signature.hpp"
 #include "fusion/evaluate.hpp"
 
 namespace fusion::detail {
 
-struct StreamState;
 
 // The per-stream workspace of split reductions: one counter per output (or output tile), then partials.
 inline constexpr std::size_t kMaxCounters = 4096;
@@ -62,11 +57,5 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
 /// Resizes a split reduction's blocks to one wave of those that fit an SM at the compiled kernel's
 /// `registers` (the layout assumed codegen::kBlocksPerSm); the kernel stays the same.
 void fit_split_to_kernel(ReduceLayout& L, int registers, const codegen::TargetDevice& device);
-
-/// Launches a kernel written by write_reduce_kernel (its signature `sig`); `scalars` by scalar index.
-/// (`outs`: one output, or a multi-reduction's several with equal kept strides.)
-void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L,
-                      std::span<const ScalarArg> scalars, std::span<const ArrayBase* const> outs,
-                      const std::shared_ptr<StreamState>& stream);
 
 }  // namespace fusion::detail
