@@ -176,12 +176,23 @@ void write_user_vectors(SourceWriter& w, const UserKernelSpec& s, const UserVari
            param(p).name);
 }
 
-GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant& v) {
+namespace {
+
+/// What every user kernel starts from: the hash of its spec and variant, the user's name with that hash,
+/// the user's compile options; the user's code and preamble may use any device header.
+GeneratedKernel user_kernel_frame(const UserKernelSpec& s, const UserVariant& v) {
   GeneratedKernel k;
   k.hash = spec_hash(s, v);
   k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
   k.options = s.options;
-  k.full_headers = true;  // the user's code and preamble may use any device header
+  k.full_headers = true;
+  return k;
+}
+
+}  // namespace
+
+GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant& v) {
+  GeneratedKernel k = user_kernel_frame(s, v);
   const std::size_t n_in = s.in.size(), n = n_in + s.out.size();
   auto param = [&](std::size_t p) -> const UserParam& { return p < n_in ? s.in[p] : s.out[p - n_in]; };
   bool raw = false, strided = false;
@@ -275,11 +286,7 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
 }
 
 GeneratedKernel emit_user_reduction(const UserKernelSpec& s, const UserVariant& v) {
-  GeneratedKernel k;
-  k.hash = spec_hash(s, v);
-  k.name = fmt::format("{}_{}", s.name, hex16(k.hash));
-  k.options = s.options;
-  k.full_headers = true;  // the user's code and preamble may use any device header
+  GeneratedKernel k = user_kernel_frame(s, v);
   const std::size_t n_in = s.in.size();
   TypeBinding b;
   for (const auto& [name, d] : v.types) b.set(name, d);

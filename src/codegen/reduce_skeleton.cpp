@@ -102,6 +102,17 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     return fmt::format("fz_expr({})", fmt::join(in, ", "));
   };
   auto strided_element = [&](int p) { return load_conversion(s.params[p], fmt::format("in{0}[k{0} + q{0}]", p)); };
+  // One 16-byte vector of V elements per (not broadcast) operand p, from `in{p} + k{p} + offset` (`offset`
+  // may name p as {0}: "q{0}"); then a loop over the vector's lanes, whose body the caller writes.
+  auto vector_loads = [&](int V, const char* offset) {
+    for (int p = 0; p < v.n_params; ++p)
+      if (!v.broadcast[p])
+        w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + {3});",
+               storage_type(s.params[p]), V, p, fmt::format(fmt::runtime(offset), p));
+    w.line("#pragma unroll");
+    return w.block("for (int j = 0; j < {}; ++j)", V);
+  };
+  auto vector_element = [&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); };
   auto scalar_loop = [&](const std::string& head) {
     auto loop = w.block("{}", head);
     decode("r", "rshape", rr, reduced_targets);
@@ -177,14 +188,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       {
         w.line("#pragma unroll 4");
         auto loop = w.block("for (long long r = r0 + lane * {0}; r < r_vec; r += {1} * {0})", V, v.group);
-        for (int p = 0; p < v.n_params; ++p)
-          if (!v.broadcast[p])
-            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + r);",
-                   storage_type(s.params[p]), V, p);
-        w.line("#pragma unroll");
-        auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-        w.line("{0} = fz_step({0}, {1}, {2} + j);", one ? "a" : "acc[j]",
-               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }), flat);
+        auto lanes = vector_loads(V, "r");
+        w.line("{0} = fz_step({0}, {1}, {2} + j);", one ? "a" : "acc[j]", inputs(vector_element), flat);
       }
       if (!one) {
         w.line("a = fz_settle(acc[0]);");
@@ -215,14 +220,8 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       if (V == 1) {
         w.line("acc[0] = fz_step(acc[0], {}, r);", inputs(strided_element));
       } else {
-        for (int p = 0; p < v.n_params; ++p)
-          if (!v.broadcast[p])
-            w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + k{2} + q{2});",
-                   storage_type(s.params[p]), V, p);
-        w.line("#pragma unroll");
-        auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-        w.line("acc[j] = fz_step(acc[j], {}, r);",
-               inputs([&](int p) { return load_conversion(s.params[p], fmt::format("v{}.v[j]", p)); }));
+        auto lanes = vector_loads(V, "q{0}");
+        w.line("acc[j] = fz_step(acc[j], {}, r);", inputs(vector_element));
       }
     } else {
       w.line("#pragma unroll 4");
