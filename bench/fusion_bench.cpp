@@ -12,7 +12,7 @@
 //                                                 the bfloat16 suite precise and fast at 2^26
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
-//                                                 layout thresholds changed (runtime/exec/tuning.hpp)
+//                                                 layout thresholds changed (schedule/tuning.hpp)
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -34,7 +34,7 @@
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/compile/kernel_cache.hpp"
-#include "runtime/exec/tuning.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fz = fusion;
 using Clock = std::chrono::steady_clock;

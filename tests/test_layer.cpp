@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Layer kernels without a GPU: which expressions run as one kernel (and which stay plans), the
 // strategies chosen, equal reductions computed once, and NVRTC compiling every layer x dtype x strategy.
-#include "runtime/exec/tuning.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {

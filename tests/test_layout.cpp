@@ -2,8 +2,8 @@
 // Layout analysis without a GPU: which variant a call gets from its arrays' shapes, strides and
 // alignment (placeholders are enough), for elementwise and reduction kernels.
 #include "codegen/launch_shape.hpp"
-#include "runtime/exec/layout.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/reduce_layout.hpp"
 #include "support.hpp"
 
 using fz::codegen::Access;

@@ -9,7 +9,7 @@
 namespace fusion::codegen {
 
 /// CUDA source of a layer kernel for a canonical graph whose reductions all run over the row (the
-/// runtime checked that; see runtime/exec/layer_layout.hpp). Reductions run in waves, one pass over
+/// layer layout checked that; see schedule/layer_layout.hpp). Reductions run in waves, one pass over
 /// the row each (a reduction reading another's result runs a wave later; independent ones share a
 /// pass), then a last pass writes the per-element outputs; per-row outputs are written once per row.
 /// Parameters: the input arrays, the outputs, the scalars (by slot), n_rows, n_red, a divisor per

@@ -13,7 +13,7 @@
 
 #include "runtime/distributed/nccl.hpp"
 #include "runtime/distributed/collective.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "schedule/reduce_layout.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
 namespace fusion::detail {

@@ -20,8 +20,8 @@
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
-#include "runtime/exec/layout.hpp"
-#include "runtime/exec/tuning.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/tuning.hpp"
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
 

@@ -16,7 +16,7 @@
 #include "fusion/inspect.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
-#include "runtime/exec/layout.hpp"
+#include "schedule/layout.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/memory/array_copy.hpp"
 
@@ -159,7 +159,7 @@ KernelInfo inspect_elementwise(const Call& c);
 /// A generated kernel compiled through the caches (not launched; no GPU needed) and described.
 KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
 KernelInfo inspect_reduction(const Call& c);
-/// One layer kernel for the whole call (see runtime/exec/layer_layout.hpp); false when it does not
+/// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
 /// apply (nothing written then: a plan runs instead).
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
 bool inspect_layer(const Call& c, KernelInfo& info);

@@ -12,7 +12,7 @@
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
 #include "runtime/cuda/stream_state.hpp"
-#include "runtime/exec/layout.hpp"
+#include "schedule/layout.hpp"
 
 namespace fusion::detail {
 

@@ -7,7 +7,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/launch.hpp"
-#include "runtime/exec/layer_layout.hpp"
+#include "schedule/layer_layout.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion::detail {

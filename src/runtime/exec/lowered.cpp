@@ -8,6 +8,7 @@
 
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/plan.hpp"  // Lowered owns its plans
+#include "schedule/call_graph.hpp"
 
 namespace fusion::detail {
 
@@ -53,5 +54,7 @@ ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen
   }
   return ir::canonicalize(lw.graph, representative);
 }
+
+const ir::Graph& graph_of(const Call& c) { return c.lowered->graph; }
 
 }  // namespace fusion::detail

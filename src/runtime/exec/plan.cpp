@@ -11,7 +11,7 @@
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/device_state.hpp"
-#include "runtime/exec/layout.hpp"
+#include "schedule/layout.hpp"
 
 namespace fusion::detail {
 namespace {

@@ -32,7 +32,7 @@ struct PlanStep {
 
 struct Plan {
   bool direct = false;  // one kernel over the expression's own graph: no remapping needed
-  bool layer = false;   // try one layer kernel first (runtime/exec/layer_layout.hpp decides per call)
+  bool layer = false;   // try one layer kernel first (schedule/layer_layout.hpp decides per call)
   std::vector<PlanStep> steps;
   std::vector<DType> temp_dtypes;
   mutable std::once_flag compiled_together;  // run_plan's first run compiles every step's kernel in parallel

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "codegen/signature.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "schedule/reduce_layout.hpp"
 
 namespace fusion::detail {
 

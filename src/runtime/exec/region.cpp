@@ -17,7 +17,7 @@
 #include "fusion/stream.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/layout.hpp"
+#include "schedule/layout.hpp"
 #include "runtime/exec/region_grouping.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/exec/launch.hpp"

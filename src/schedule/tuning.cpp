@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "runtime/exec/tuning.hpp"
+#include "schedule/tuning.hpp"
 
 #include <fmt/format.h>
 

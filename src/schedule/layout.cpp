@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "runtime/exec/layout.hpp"
+#include "schedule/layout.hpp"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
-#include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/reduce_layout.hpp"
+#include "schedule/call_graph.hpp"
+#include "schedule/reduce_layout.hpp"
 
 namespace fusion::detail {
 
@@ -251,7 +251,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
 }
 
 std::vector<Shape> node_shapes(const Call& c) {
-  const ir::Graph& g = c.lowered->graph;
+  const ir::Graph& g = graph_of(c);
   std::vector<Shape> shape(g.nodes.size());
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The layout of one reduction (fused or ReductionKernel): which axes are reduced, the kept/reduced split
 // with collapsed dimensions, the thread layout and the split over blocks. Pure logic: no GPU needed.
-#include "runtime/exec/reduce_layout.hpp"
+#include "schedule/reduce_layout.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
-#include "runtime/exec/layout.hpp"
-#include "runtime/exec/tuning.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fusion::detail {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // When an expression runs as one layer kernel, and the layout of that kernel. The thresholds below were
 // chosen from measurements on an H100 (bench/results/layers).
-#include "runtime/exec/layer_layout.hpp"
+#include "schedule/layer_layout.hpp"
 
 #include <fmt/format.h>
 
@@ -11,10 +11,10 @@
 #include "codegen/emit_layer.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
-#include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/layout.hpp"
-#include "runtime/exec/reduce_layout.hpp"
-#include "runtime/exec/tuning.hpp"
+#include "schedule/call_graph.hpp"
+#include "schedule/layout.hpp"
+#include "schedule/reduce_layout.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -44,7 +44,7 @@ bool fail(std::string* why_not, std::string reason) {
 }  // namespace
 
 bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
-  const ir::Graph& g = c.lowered->graph;
+  const ir::Graph& g = graph_of(c);
   const std::size_t n = g.nodes.size();
   const int K = static_cast<int>(g.outputs.size());
   std::vector<bool> is_reduction(n, false);
@@ -126,7 +126,7 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
 
 bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, const codegen::TargetDevice& device, LayerLayout& L,
                    std::string* why_not) {
-  const ir::Graph& g = c.lowered->graph;
+  const ir::Graph& g = graph_of(c);
   codegen::LayerVariant& v = L.v;
   v = codegen::LayerVariant{};
   const int np = distinct_params(c, L.params, v.param_of_slot);
