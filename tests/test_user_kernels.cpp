@@ -3,8 +3,10 @@
 // compiled by NVRTC (through fz::inspect on placeholder arrays).
 #include "codegen/emit_user.hpp"
 #include "codegen/user_params.hpp"
+#include "runtime/custom/user_kernel.hpp"
 #include "runtime/compile/disk_cache.hpp"
 
+#include <cstring>
 #include <filesystem>
 #include "support.hpp"
 
@@ -390,4 +392,47 @@ TEST_CASE("ElementwiseKernel code that reads no index streams 16-byte vectors, a
   CHECK(!m.arch.empty());
   CHECK(diff.inspect(fz::placeholder<float>({3}), fz::placeholder<float>({3})).variant ==
         "linear, 32-bit index");  // under one vector
+}
+
+TEST_CASE("a user kernel's scalar argument converts to its parameter's dtype, or is refused", "[user]") {
+  using fz::DType;
+  auto from_int = [](std::int64_t v) {
+    fz::detail::ScalarArg a{0, DType::int64};
+    std::memcpy(&a.bits, &v, 8);
+    return a;
+  };
+  auto from_double = [](double v) {
+    fz::detail::ScalarArg a{0, DType::float64};
+    std::memcpy(&a.bits, &v, 8);
+    return a;
+  };
+  auto bits = [](const fz::detail::ScalarArg& a, DType to) { return fz::detail::scalar_bits(a, to, "test"); };
+  // every integer dtype takes what fits, in its own width, and refuses one past its range
+  CHECK(bits(from_int(-128), DType::int8) == 0x80);
+  CHECK_THROWS_WITH(bits(from_int(-129), DType::int8), Catch::Contains("-129 does not fit the parameter's dtype int8"));
+  CHECK(bits(from_int(32767), DType::int16) == 0x7fff);
+  CHECK_THROWS_AS(bits(from_int(32768), DType::int16), fz::TypeError);
+  CHECK(bits(from_int(-1), DType::int32) == 0xffffffffu);
+  CHECK(bits(from_int(-1), DType::int64) == ~std::uint64_t{0});
+  CHECK(bits(from_int(255), DType::uint8) == 255);
+  CHECK_THROWS_AS(bits(from_int(-1), DType::uint8), fz::TypeError);
+  CHECK_THROWS_AS(bits(from_int(65536), DType::uint16), fz::TypeError);
+  CHECK(bits(from_int(4294967295), DType::uint32) == 0xffffffffu);
+  CHECK(bits(from_double(1e19), DType::uint64) == 10000000000000000000ull);
+  // bool takes 0 and 1 only; a whole float converts to an integer, a fraction never does
+  CHECK(bits(from_int(1), DType::bool_) == 1);
+  CHECK_THROWS_AS(bits(from_int(2), DType::bool_), fz::TypeError);
+  CHECK(bits(from_double(-3.0), DType::int8) == 0xfd);
+  CHECK_THROWS_AS(bits(from_double(2.5), DType::int32), fz::TypeError);
+  // floats: float64 as it is, every other floating dtype (16-bit ones too) travels as float32
+  const std::uint64_t as_double = bits(from_int(3), DType::float64);
+  double d;
+  std::memcpy(&d, &as_double, 8);
+  CHECK(d == 3.0);
+  for (DType f : {DType::float32, DType::float16, DType::bfloat16}) {
+    const std::uint64_t b = bits(from_double(0.5), f);
+    float x;
+    std::memcpy(&x, &b, 4);
+    CHECK(x == 0.5f);
+  }
 }

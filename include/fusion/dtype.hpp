@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "fusion/half.hpp"
 
@@ -156,6 +157,16 @@ template <> struct TypeOfT<DType::bfloat16> { using type = bfloat16; };
 template <> struct TypeOfT<DType::float32> { using type = float; };
 template <> struct TypeOfT<DType::float64> { using type = double; };
 template <DType D> using TypeOf = typename TypeOfT<D>::type;
+
+namespace detail {
+/// `f(T{})` with T the C++ element type of `d` (bool, the fixed-width integers, half, bfloat16, float,
+/// double): code that works per element type is written once, and a new dtype reaches it by its TypeOf.
+template <int I = 0, class F> decltype(auto) visit_dtype(DType d, F&& f) {
+  if constexpr (I + 1 < static_cast<int>(sizeof(kDTypes) / sizeof(kDTypes[0])))
+    if (static_cast<int>(d) != I) return visit_dtype<I + 1>(d, std::forward<F>(f));
+  return f(TypeOf<static_cast<DType>(I)>{});
+}
+}  // namespace detail
 
 /// The kind of a plain C++ scalar (`2.5f`, `1`, `true`); `long`, `char` etc. count by their category.
 template <class S> constexpr ScalarKind scalar_kind() {

@@ -126,17 +126,14 @@ std::uint64_t scalar_bits(const ScalarArg& s, DType to, const std::string& what)
     if (!fits(zero)) throw refuse(text);
     put(kind == signed_ ? static_cast<T>(i) : static_cast<T>(u));
   };
-  switch (to) {
-    case DType::bool_: put_int(std::uint8_t{}); if (out > 1) throw refuse(text); break;
-    case DType::int8: put_int(std::int8_t{}); break;
-    case DType::int16: put_int(std::int16_t{}); break;
-    case DType::int32: put_int(std::int32_t{}); break;
-    case DType::int64: put_int(std::int64_t{}); break;
-    case DType::uint8: put_int(std::uint8_t{}); break;
-    case DType::uint16: put_int(std::uint16_t{}); break;
-    case DType::uint32: put_int(std::uint32_t{}); break;
-    default: put_int(std::uint64_t{});
-  }
+  visit_dtype(to, [&]<class T>(T) {
+    if constexpr (std::is_same_v<T, bool>) {
+      put_int(std::uint8_t{});
+      if (out > 1) throw refuse(text);
+    } else if constexpr (std::is_integral_v<T>) {
+      put_int(T{});
+    }  // (floating types returned above)
+  });
   return out;
 }
 

@@ -67,34 +67,19 @@ std::string element_text(DType d, const void* bytes, int precision) {
     std::memcpy(&v, bytes, sizeof v);
     return v;
   };
-  switch (d) {
-    case DType::bool_: return as(std::uint8_t{}) ? "True" : "False";
-    case DType::int8: return fmt::format("{}", as(std::int8_t{}));
-    case DType::int16: return fmt::format("{}", as(std::int16_t{}));
-    case DType::int32: return fmt::format("{}", as(std::int32_t{}));
-    case DType::int64: return fmt::format("{}", as(std::int64_t{}));
-    case DType::uint8: return fmt::format("{}", as(std::uint8_t{}));
-    case DType::uint16: return fmt::format("{}", as(std::uint16_t{}));
-    case DType::uint32: return fmt::format("{}", as(std::uint32_t{}));
-    case DType::uint64: return fmt::format("{}", as(std::uint64_t{}));
-    case DType::float16: {
-      const float v = half::from_bits(as(std::uint16_t{}));
-      return float_text(v, shortest_16bit(v, [](float x) { return half(x).bits; }), precision);
-    }
-    case DType::bfloat16: {
-      const float v = bfloat16::from_bits(as(std::uint16_t{}));
-      return float_text(v, shortest_16bit(v, [](float x) { return bfloat16(x).bits; }), precision);
-    }
-    case DType::float32: {
-      const float v = as(float{});
+  return visit_dtype(d, [&]<class T>(T) -> std::string {
+    if constexpr (std::is_same_v<T, bool>) {
+      return as(std::uint8_t{}) ? "True" : "False";  // (read as a byte: any nonzero byte is True)
+    } else if constexpr (std::is_integral_v<T>) {
+      return fmt::format("{}", as(T{}));
+    } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+      const float v = T::from_bits(as(std::uint16_t{}));
+      return float_text(v, shortest_16bit(v, [](float x) { return T(x).bits; }), precision);
+    } else {
+      const T v = as(T{});
       return float_text(v, fmt::format("{}", v), precision);  // fmt's shortest round trip
     }
-    case DType::float64: {
-      const double v = as(double{});
-      return float_text(v, fmt::format("{}", v), precision);
-    }
-  }
-  return "?";
+  });
 }
 
 std::string format_array(const Shape& shape, const std::function<std::string(std::int64_t)>& cell,
