@@ -9,7 +9,6 @@ namespace fusion::detail {
 
 thread_local Lazy::State* tls_region = nullptr;
 thread_local bool tls_region_busy = false;
-void (*run_held_region)(Lazy::State&) = nullptr;
 thread_local StepRecorder* tls_step = nullptr;
 
 void outside_step(const char* what) {

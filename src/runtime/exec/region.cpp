@@ -366,7 +366,6 @@ Lazy::Lazy(std::string_view name)
   if (previous_ != nullptr) return;  // nested: part of the region outside
   state_ = detail::spare_state ? detail::spare_state.release() : new State;
   state_->name.assign(name);
-  detail::run_held_region = &detail::run_region;
   detail::tls_region = state_;
 }
 

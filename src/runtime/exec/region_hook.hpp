@@ -9,7 +9,6 @@
 
 namespace fusion::detail {
 
-void run_region(Lazy::State& region);
 /// Records `outs = call` into the region when one records on this thread; false: run it now.
 bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMode mode);
 
