@@ -2,7 +2,10 @@
 // Layout analysis without a GPU: which variant a call gets from its arrays' shapes, strides and
 // alignment (placeholders are enough), for elementwise and reduction kernels.
 #include "codegen/launch_shape.hpp"
+#include "runtime/exec/plan.hpp"
+#include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
+#include "schedule/partition.hpp"
 #include "schedule/reduce_layout.hpp"
 #include "support.hpp"
 
@@ -34,7 +37,53 @@ fz::detail::ReduceLayout reduce_layout_of(const fz::ArrayBase& x, std::vector<in
   return L;
 }
 
+/// The kernels the expressions `e...` split into (their canonical graph, equal reduction arguments merged
+/// as a call's are before it runs, partitioned in `mode`).
+template <class... E>
+fz::detail::Partition partition_of(fz::detail::PartitionMode mode, const E&... e) {
+  fz::detail::Partition p;
+  fz::detail::with_call_multi(
+      [&](const fz::detail::Call& c) {
+        p = fz::detail::partition(fz::ir::canonicalize(fz::detail::graph_of(fz::detail::with_shared_reductions(c))),
+                                  mode);
+      },
+      fz::detail::to_node(e)...);
+  return p;
+}
+
 }  // namespace
+
+TEST_CASE("partition: the kernels a graph splits into, decided from the graph alone", "[layout]") {
+  using fz::detail::PartitionMode;
+  auto x = fz::placeholder<float>({64, 1024}), y = fz::placeholder<float>({64, 1024});
+  SECTION("elementwise math and a reduction at the root are one kernel over the expression's own graph") {
+    CHECK(partition_of(PartitionMode::fused, fz::sin(x) + fz::cos(y)).direct);
+    CHECK(partition_of(PartitionMode::fused, fz::sum((x - y) * (x - y))).direct);
+  }
+  SECTION("a reduction that meets its rows again: a layer kernel to try, else its own kernel, then the division") {
+    const auto p = partition_of(PartitionMode::fused, x / fz::sum(x, -1, true));
+    CHECK(p.layer);
+    REQUIRE(p.steps.size() == 2);
+    CHECK(p.temp_dtypes == std::vector<fz::DType>{fz::DType::float32});
+    CHECK(p.steps[0].targets == std::vector<int>{0});   // the sum, into temporary 0
+    CHECK(p.steps[1].targets == std::vector<int>{~0});  // the division, into the call's output 0
+    CHECK(p.steps[1].arrays == std::vector<int>{0, ~0});  // reading x and the temporary
+    CHECK(partition_of(PartitionMode::separate, x / fz::sum(x, -1, true)).layer == false);
+  }
+  SECTION("sibling reductions with equal axes share one kernel, each kept alone for when they cannot") {
+    const auto p = partition_of(PartitionMode::fused, fz::sum(x, -1), fz::sum(x * x, -1));
+    REQUIRE(p.steps.size() == 1);
+    CHECK(p.steps[0].graph.outputs.size() == 2);
+    CHECK(p.steps[0].alone.size() == 2);
+    CHECK(p.kernels == 3);
+    CHECK(partition_of(PartitionMode::separate, fz::sum(x, -1), fz::sum(x * x, -1)).steps.size() == 2);
+  }
+  SECTION("unfused: a kernel per operation, numbered in order") {
+    const auto p = partition_of(PartitionMode::unfused, fz::sin(x) * 2.0f + y);
+    REQUIRE(p.steps.size() == 3);
+    for (int k = 0; k < 3; ++k) CHECK(p.steps[static_cast<std::size_t>(k)].kernel == k);
+  }
+}
 
 TEST_CASE("layout: contiguous arrays of any rank become one linear loop with 16-byte vectors", "[layout]") {
   auto a = fz::placeholder<float>({64, 32, 8}), b = fz::placeholder<float>({64, 32, 8});

@@ -10,12 +10,12 @@
 #include <map>
 #include <mutex>
 
-#include "codegen/emit_elementwise.hpp"
 #include "fusion/error.hpp"
 #include "fusion/inspect.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/compile/kernel_cache.hpp"
@@ -85,14 +85,6 @@ Shape output_shape(const Call& c, int k) {
 }
 
 namespace {
-
-codegen::GeneratedKernel generate(const Lowered& lw, const Variant& v, std::string_view name) {
-  return codegen::emit_elementwise(merged_graph(lw, v.param_of_slot), v, name);
-}
-
-const ElementwiseSlot& kernel_for(const Lowered& lw, const Variant& v, int device, std::string_view name) {
-  return find_or_build(lw.slots, v, device, name, [&] { return new_slot(v, device, name, generate(lw, v, name)); });
-}
 
 /// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
 /// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
@@ -223,8 +215,8 @@ void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) 
   if (!on(Mode::unfused) && !call.lowered->has_reduction) return evaluate_elementwise(call, outs, K, mode);
   const Call c = on(Mode::unfused) ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  const Plan& p = plan_of(lw, on(Mode::unfused) ? PlanMode::unfused : on(Mode::separate_reductions) ? PlanMode::separate : PlanMode::fused);
-  if (p.direct) {
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
+  if (p.part.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
   }
@@ -338,8 +330,8 @@ namespace {
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!on(Mode::unfused) && !lw.has_reduction) return {inspect_elementwise(c)};
-  const Plan& p = plan_of(lw, on(Mode::unfused) ? PlanMode::unfused : on(Mode::separate_reductions) ? PlanMode::separate : PlanMode::fused);
-  if (p.direct)
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
+  if (p.part.direct)
     return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);
 }
@@ -378,7 +370,7 @@ KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
   // overlap, for a reduction) is computed aside, then copied — every input read before anything is written.
   const ArrayBase* outs[1] = {&out};
   bool aside = false;
-  if (c.lowered->has_reduction && plan_of(*c.lowered, PlanMode::fused).direct)
+  if (c.lowered->has_reduction && plan_of(*c.lowered, PartitionMode::fused).part.direct)
     for (int i = 0; i < c.n_arrays; ++i) aside = aside || shares_memory(*c.arrays[i], out);
   else
     aside = overlaps_harmfully(c, outs, 1, shape);

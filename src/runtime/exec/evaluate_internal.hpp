@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -58,12 +59,13 @@ struct Lowered {
   ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
   ir::Graph canonical;  // without merging inputs (plans walk this)
   bool has_reduction = false;
-  std::atomic<KernelSlot<codegen::Variant>*> slots{nullptr};
-  std::atomic<KernelSlot<codegen::ReduceVariant>*> reduce_slots{nullptr};
-  std::atomic<KernelSlot<codegen::LayerVariant>*> layer_slots{nullptr};
+  // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
+  std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
+             std::atomic<KernelSlot<codegen::LayerVariant>*>>
+      slots{nullptr, nullptr, nullptr};
   // How the expression runs when it is more than one elementwise kernel.
   mutable std::once_flag plan_once[3];
-  mutable std::unique_ptr<Plan> plans[3];  // by PlanMode
+  mutable std::unique_ptr<Plan> plans[3];  // by PartitionMode
   // Graphs derived from this one per run-time pattern (see derived()): found without a lock.
   mutable std::atomic<Derived*> derived{nullptr};
 };

@@ -3,9 +3,9 @@
 // outputs prepared, the layout analyzed, the kernel found or built, launched.
 #include <algorithm>
 
-#include "codegen/emit_layer.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/launch.hpp"
 #include "schedule/layer_layout.hpp"
 #include "runtime/memory/storage.hpp"
@@ -16,12 +16,6 @@ using codegen::LayerVariant;
 using LayerSlot = KernelSlot<LayerVariant>;
 
 namespace {
-
-const LayerSlot& kernel_for(const Lowered& lw, const LayerVariant& v, int device, std::string_view name) {
-  return find_or_build(lw.layer_slots, v, device, name, [&] {
-    return new_slot(v, device, name, codegen::emit_layer(merged_graph(lw, v.param_of_slot), v, name));
-  });
-}
 
 void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* const* outs, int K,
             const std::shared_ptr<StreamState>& stream) {
@@ -155,7 +149,7 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   LayerLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_layer(c, S, ptrs, K, planned_device(device), L)) return false;
-  info = finish_inspect(codegen::emit_layer(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
+  info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
 }

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 
-#include "codegen/emit_reduction.hpp"
 #include "codegen/reduce_skeleton.hpp"
 #include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/reduce_launch.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
@@ -25,12 +25,6 @@ using codegen::ReduceVariant;
 using ReduceSlot = KernelSlot<ReduceVariant>;
 
 namespace {
-
-const ReduceSlot& kernel_for(const Lowered& lw, const ReduceVariant& v, int device, std::string_view name) {
-  return find_or_build(lw.reduce_slots, v, device, name, [&] {
-    return new_slot(v, device, name, codegen::emit_reduction(merged_graph(lw, v.param_of_slot), v, name));
-  });
-}
 
 CUdeviceptr workspace(StreamState& s) {
   if (!s.reduce_workspace || is_stale(s.workspace_generation, s.device)) {  // a device reset freed the old one
@@ -198,7 +192,7 @@ KernelInfo inspect_reductions(const Call& c) {
   analyze(c, out, shapes, device, L);
   L.v.n_outputs = static_cast<std::uint8_t>(K);
   for (int k = 0; k < K; ++k) L.v.out_dtypes[k] = g.dtype(g.outputs[static_cast<std::size_t>(k)]);
-  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
+  return finish_inspect(generate(*c.lowered, L.v, c.name),
                         L.v.describe());
 }
 
@@ -211,7 +205,7 @@ KernelInfo inspect_reduction(const Call& c) {
   ReduceLayout L;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   analyze(c, out, shapes, device, L);
-  return finish_inspect(codegen::emit_reduction(merged_graph(*c.lowered, L.v.param_of_slot), L.v, c.name),
+  return finish_inspect(generate(*c.lowered, L.v, c.name),
                         L.v.describe());
 }
 

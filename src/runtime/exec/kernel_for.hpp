@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kinds of fused kernel and the one lookup for all of them: a kind is a variant type (how its
+// kernel is laid out), an emitter and a slot list in Lowered. A new kind of kernel is a row of
+// KernelKind and a list in Lowered::Slots; kernel_for and generate serve it unchanged.
+#pragma once
+#include <string_view>
+#include <tuple>
+
+#include "codegen/emit_elementwise.hpp"
+#include "codegen/emit_layer.hpp"
+#include "codegen/emit_reduction.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+
+namespace fusion::detail {
+
+template <class V> struct KernelKind;
+template <> struct KernelKind<codegen::Variant> {  // elementwise: linear, vectorized or strided
+  static constexpr auto emit = &codegen::emit_elementwise;
+};
+template <> struct KernelKind<codegen::ReduceVariant> {  // one or several reductions over the same axes
+  static constexpr auto emit = &codegen::emit_reduction;
+};
+template <> struct KernelKind<codegen::LayerVariant> {  // row layers: reductions that meet their rows again
+  static constexpr auto emit = &codegen::emit_layer;
+};
+
+/// The source of `lw`'s kernel in variant `v` (its inputs merged as the variant reads them).
+template <class V> codegen::GeneratedKernel generate(const Lowered& lw, const V& v, std::string_view name) {
+  return KernelKind<V>::emit(merged_graph(lw, v.param_of_slot), v, name);
+}
+
+/// `lw`'s kernel in variant `v` on `device`, compiled and loaded once, then found without a lock.
+template <class V>
+const KernelSlot<V>& kernel_for(const Lowered& lw, const V& v, int device, std::string_view name) {
+  return find_or_build(std::get<std::atomic<KernelSlot<V>*>>(lw.slots), v, device, name,
+                       [&] { return new_slot(v, device, name, generate(lw, v, name)); });
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "schedule/partition.hpp"
+
+#include <algorithm>
+
+#include "codegen/variant.hpp"
+
+namespace fusion::detail {
+namespace {
+
+bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
+
+/// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
+template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<std::uint32_t> stack{root};
+  while (!stack.empty()) {
+    const std::uint32_t i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    if (!visit(i)) continue;
+    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
+      if (o != ir::kNone) stack.push_back(o);
+  }
+}
+
+/// The reduction that can run at the root of the kernel computing `root`: the only one reachable
+/// without passing through a reduction, with no array read outside it (its epilogue takes scalars only).
+std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
+  std::uint32_t found = ir::kNone;
+  bool fits = true;
+  walk_below(g, root, [&](std::uint32_t i) {
+    const ir::Node& n = g.nodes[i];
+    if (ir::is_reduction(n.op)) {
+      fits = fits && found == ir::kNone;
+      found = i;
+      return false;
+    }
+    fits = fits && n.op != ir::Op::input;
+    return fits;
+  });
+  return fits ? found : ir::kNone;
+}
+
+/// The step computing nodes `roots` of `g` (one kernel, an output each), reading temporaries for the
+/// nodes in `temp_of` (>= 0).
+KernelStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, const std::vector<int>& temp_of,
+                   std::vector<int> targets, int& kernels) {
+  KernelStep step;
+  step.kernel = kernels++;
+  step.targets = std::move(targets);
+  ir::Graph sub;
+  sub.fast_math = g.fast_math;
+  std::vector<std::uint32_t> memo(g.nodes.size(), ir::kNone);
+  auto visit = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
+    if (memo[i] != ir::kNone) return memo[i];
+    ir::Node n = g.nodes[i];
+    if (std::find(roots.begin(), roots.end(), i) == roots.end() && temp_of[i] >= 0) {
+      step.arrays.push_back(~temp_of[i]);
+      return memo[i] = sub.input(n.dtype);
+    }
+    switch (n.op) {
+      case ir::Op::input: step.arrays.push_back(static_cast<int>(n.slot)); return memo[i] = sub.input(n.dtype);
+      case ir::Op::scalar: step.scalars.push_back(n.slot); return memo[i] = sub.scalar(n.dtype);
+      default: break;
+    }
+    for (std::uint32_t* o : {&n.a, &n.b, &n.c})
+      if (*o != ir::kNone) *o = self(self, *o);
+    if (ir::is_reduction(n.op)) {
+      // Reductions of one step share their descriptor (make_plan groups them so): one slot serves all.
+      const auto at = std::find(step.reductions.begin(), step.reductions.end(), n.slot);
+      n.slot = static_cast<std::uint32_t>(at - step.reductions.begin());
+      if (at == step.reductions.end()) step.reductions.push_back(g.nodes[i].slot), sub.n_reductions++;
+    }
+    return memo[i] = sub.append(n);
+  };
+  for (std::uint32_t r : roots) sub.outputs.push_back(visit(visit, r));
+  step.graph = std::move(sub);
+  return step;
+}
+
+/// The temporaries that computing `root` reads.
+std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::vector<int>& temp_of) {
+  std::vector<int> read;
+  walk_below(g, root, [&](std::uint32_t i) {
+    if (i == root || temp_of[i] < 0) return true;
+    read.push_back(temp_of[i]);
+    return false;
+  });
+  return read;
+}
+
+/// Whether the value of node `root` depends on the flat index of the result (an iota leaf below it).
+bool reads_index(const ir::Graph& g, std::uint32_t root) {
+  bool found = false;
+  walk_below(g, root, [&](std::uint32_t i) {
+    found = found || g.nodes[i].op == ir::Op::iota;
+    return !ir::is_reduction(g.nodes[i].op);  // a reduction's result has its own shape
+  });
+  return found;
+}
+
+/// Marks `step` (computing elementwise node `root`) as spanning its region's index space: the region is
+/// the elementwise part of the graph around `root` (the tree below an output or a reduction's operand,
+/// not entering reductions) that reaches it.
+void set_index_region(const ir::Graph& g, std::uint32_t root, KernelStep& step) {
+  std::vector<std::pair<std::uint32_t, int>> tops;  // (node, output k or -1)
+  for (std::size_t k = 0; k < g.outputs.size(); ++k) tops.emplace_back(g.outputs[k], static_cast<int>(k));
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op)) tops.emplace_back(n.a, -1);
+  for (const auto& [top, k] : tops) {
+    bool reaches = false;
+    std::vector<int> arrays;
+    walk_below(g, top, [&](std::uint32_t i) {
+      reaches = reaches || i == root;
+      if (g.nodes[i].op == ir::Op::input) arrays.push_back(static_cast<int>(g.nodes[i].slot));
+      return !ir::is_reduction(g.nodes[i].op);
+    });
+    if (!reaches) continue;
+    step.whole_index = true;
+    step.index_arrays = std::move(arrays);
+    step.index_output = k;
+    return;
+  }
+}
+
+}  // namespace
+
+Partition partition(const ir::Graph& g, PartitionMode mode) {
+  const bool unfused = mode == PartitionMode::unfused;
+  bool has_reduction = false;
+  for (const ir::Node& n : g.nodes) has_reduction = has_reduction || ir::is_reduction(n.op);
+  Partition plan;
+  std::vector<bool> own_kernel(g.nodes.size(), false);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    own_kernel[i] = unfused ? is_op(g.nodes[i]) : ir::is_reduction(g.nodes[i].op);
+  // A reduction reads its operand through its own layout, which has no flat index of the result: an
+  // operand that needs one (fz::random's generators) is computed first, into a temporary.
+  if (!unfused)
+    for (const ir::Node& n : g.nodes)
+      if (ir::is_reduction(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
+  for (std::uint32_t o : g.outputs) own_kernel[o] = false;  // the outputs' steps come last
+  if (!unfused && g.outputs.size() == 1) {
+    const std::uint32_t r = root_reduction(g, g.outputs[0]);
+    if (r != ir::kNone) own_kernel[r] = false;
+  }
+  bool any = false;
+  for (bool b : own_kernel) any = any || b;
+  // A layer kernel can take an expression whose reductions meet their rows again; whether they do
+  // depends on the call's shapes and axes, so the plan only says when to ask.
+  plan.layer = mode == PartitionMode::fused && has_reduction;
+  for (const ir::Node& n : g.nodes)
+    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
+  // One kernel over the expression's own graph: the evaluators take the call as it is.
+  if (!any && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
+    plan.direct = true;
+    return plan;
+  }
+  std::vector<int> temp_of(g.nodes.size(), -1);
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    if (!own_kernel[i]) continue;
+    temp_of[i] = static_cast<int>(plan.temp_dtypes.size());
+    plan.temp_dtypes.push_back(g.nodes[i].dtype);
+  }
+  // The kernels in order: each reduction with its own kernel, then the outputs. A kernel joins the one
+  // before it when both are reductions (with scalar-only epilogues) of the same descriptor slot and the
+  // same kind (temporaries or outputs), and it reads nothing the one before writes: one pass, several
+  // results (a batch norm's mean and variance; fz::tie(sum(x), sum(x * x))).
+  struct Group {
+    std::vector<std::uint32_t> roots;
+    std::vector<int> targets;
+    std::uint32_t slot = ir::kNone;  // the shared reduction descriptor; kNone: takes no other
+  };
+  std::vector<Group> groups;
+  auto add = [&](std::uint32_t root, int target) {
+    std::uint32_t r = ir::is_reduction(g.nodes[root].op) ? root : root_reduction(g, root);
+    // A reduction with its own kernel is a temporary here: the step computing `root` is elementwise
+    // (tie(max(x), cast(prod(y))) runs prod alone, then the cast; it must not join max's kernel).
+    if (r != root && r != ir::kNone && temp_of[r] >= 0) r = ir::kNone;
+    const bool arg = r != ir::kNone && ir::is_arg_reduction(g.nodes[r].op);
+    const std::uint32_t slot = mode != PartitionMode::fused || r == ir::kNone || arg ? ir::kNone : g.nodes[r].slot;
+    if (!groups.empty() && slot != ir::kNone && groups.back().slot == slot &&
+        (groups.back().targets[0] < 0) == (target < 0) &&
+        groups.back().roots.size() < static_cast<std::size_t>(codegen::kMaxOutputs)) {
+      bool reads_group = false;
+      for (int t : temps_read(g, root, temp_of))
+        for (int gt : groups.back().targets) reads_group = reads_group || t == gt;
+      if (!reads_group) {
+        groups.back().roots.push_back(root);
+        groups.back().targets.push_back(target);
+        return;
+      }
+    }
+    groups.push_back({{root}, {target}, slot});
+  };
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i)
+    if (own_kernel[i]) add(i, temp_of[i]);
+  for (std::size_t k = 0; k < g.outputs.size(); ++k) add(g.outputs[k], ~static_cast<int>(k));
+  for (Group& gr : groups) {
+    plan.steps.push_back(extract(g, gr.roots, temp_of, gr.targets, plan.kernels));
+    // fz::Unfused splits `random::bits(s) + x` into the generator's kernel, which reads no array (its
+    // own shape is a scalar's), and the addition: the generator's temporary must be as large as the
+    // index space the fused kernel numbers, or every element would see index 0.
+    const std::uint32_t r = gr.roots[0];
+    if (gr.targets[0] >= 0 && !ir::is_reduction(g.nodes[r].op) && reads_index(g, r))
+      set_index_region(g, r, plan.steps.back());
+    if (gr.roots.size() > 1)
+      for (std::size_t k = 0; k < gr.roots.size(); ++k)
+        plan.steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}, plan.kernels));
+  }
+  return plan;
+}
+
+}  // namespace fusion::detail
