@@ -77,5 +77,25 @@ TEST_CASE("NCCL's types as fusion declares them match nccl.h", "[distributed]") 
   STATIC_REQUIRE(static_cast<int>(nccl::RedOp::max) == ncclMax);
   STATIC_REQUIRE(static_cast<int>(nccl::RedOp::avg) == ncclAvg);
   STATIC_REQUIRE(ncclSuccess == 0);
+  // the dtype table's NCCL column, which the collectives pass as it is
+  using fz::DType, fz::dtype_info;
+  STATIC_REQUIRE(dtype_info(DType::int8).nccl == ncclInt8);
+  STATIC_REQUIRE(dtype_info(DType::uint8).nccl == ncclUint8);
+  STATIC_REQUIRE(dtype_info(DType::int32).nccl == ncclInt32);
+  STATIC_REQUIRE(dtype_info(DType::uint32).nccl == ncclUint32);
+  STATIC_REQUIRE(dtype_info(DType::int64).nccl == ncclInt64);
+  STATIC_REQUIRE(dtype_info(DType::uint64).nccl == ncclUint64);
+  STATIC_REQUIRE(dtype_info(DType::float16).nccl == ncclFloat16);
+  STATIC_REQUIRE(dtype_info(DType::bfloat16).nccl == ncclBfloat16);
+  STATIC_REQUIRE(dtype_info(DType::float32).nccl == ncclFloat32);
+  STATIC_REQUIRE(dtype_info(DType::float64).nccl == ncclFloat64);
 }
 #endif
+
+TEST_CASE("collectives take the dtypes NCCL has and name the others in a TypeError", "[distributed]") {
+  namespace nccl = fz::detail::nccl;
+  CHECK(nccl::data_type(fz::DType::bfloat16) == nccl::DataType::bfloat16);
+  CHECK(nccl::data_type(fz::DType::uint64) == nccl::DataType::uint64);
+  for (fz::DType d : {fz::DType::bool_, fz::DType::int16, fz::DType::uint16})
+    CHECK_THROWS_WITH(nccl::data_type(d), Catch::Contains("NCCL has no") && Catch::Contains(std::string(fz::dtype_name(d))));
+}

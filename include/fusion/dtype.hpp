@@ -18,7 +18,8 @@ enum class DType : std::uint8_t {
 enum class DKind : std::uint8_t { boolean, signed_int, unsigned_int, floating };
 
 /// Everything fusion knows about a dtype, in one row. Adding a dtype is a row here, a DTypeOf/TypeOfT
-/// pair below, its promotion rules and its host reference.
+/// pair below and its promotion rules (a new 16-bit float also needs its host type in half.hpp and its
+/// device conversions in codegen/spell.cpp), and its host reference in the tests.
 struct DTypeInfo {
   DType dtype;
   const char* name;     ///< NumPy's name: "float32", "int8", "bool"
@@ -28,27 +29,46 @@ struct DTypeInfo {
   DType compute;        ///< the dtype values live in while computing: 16-bit floats compute in float32
   const char* cuda;     ///< the CUDA type of a computed value
   const char* storage;  ///< the CUDA type of an element in memory (16-bit floats are raw bits)
+  const char* lowest;   ///< the lowest value as a CUDA literal (-inf for floats): max's identity
+  const char* highest;  ///< the highest value as a CUDA literal (+inf for floats): min's identity
+  double epsilon;       ///< the gap from 1 to the next value (0 for integers)
+  std::int8_t dlpack;   ///< DLPack's type code (DLDataTypeCode): int 0, uint 1, float 2, bfloat 4, bool 6
+  std::int8_t nccl;     ///< NCCL's ncclDataType_t, -1 where NCCL has none
   const char* to_float = "";    ///< the device function widening a stored element (16-bit floats)
   const char* from_float = "";  ///< the device function rounding a float to storage (16-bit floats)
 };
 
+// clang-format off
 inline constexpr DTypeInfo kDTypes[] = {
-    {DType::bool_, "bool", "b1", 1, DKind::boolean, DType::bool_, "bool", "bool"},
-    {DType::int8, "int8", "i8", 1, DKind::signed_int, DType::int8, "signed char", "signed char"},
-    {DType::int16, "int16", "i16", 2, DKind::signed_int, DType::int16, "short", "short"},
-    {DType::int32, "int32", "i32", 4, DKind::signed_int, DType::int32, "int", "int"},
-    {DType::int64, "int64", "i64", 8, DKind::signed_int, DType::int64, "long long", "long long"},
-    {DType::uint8, "uint8", "u8", 1, DKind::unsigned_int, DType::uint8, "unsigned char", "unsigned char"},
-    {DType::uint16, "uint16", "u16", 2, DKind::unsigned_int, DType::uint16, "unsigned short", "unsigned short"},
-    {DType::uint32, "uint32", "u32", 4, DKind::unsigned_int, DType::uint32, "unsigned int", "unsigned int"},
-    {DType::uint64, "uint64", "u64", 8, DKind::unsigned_int, DType::uint64, "unsigned long long", "unsigned long long"},
+    {DType::bool_, "bool", "b1", 1, DKind::boolean, DType::bool_, "bool", "bool", "false", "true", 0, 6, -1},
+    {DType::int8, "int8", "i8", 1, DKind::signed_int, DType::int8, "signed char", "signed char",
+     "(signed char)-128", "(signed char)127", 0, 0, 0},
+    {DType::int16, "int16", "i16", 2, DKind::signed_int, DType::int16, "short", "short",
+     "(short)-32768", "(short)32767", 0, 0, -1},
+    {DType::int32, "int32", "i32", 4, DKind::signed_int, DType::int32, "int", "int",
+     "(-2147483647 - 1)", "2147483647", 0, 0, 2},
+    {DType::int64, "int64", "i64", 8, DKind::signed_int, DType::int64, "long long", "long long",
+     "(-9223372036854775807ll - 1)", "9223372036854775807ll", 0, 0, 4},
+    {DType::uint8, "uint8", "u8", 1, DKind::unsigned_int, DType::uint8, "unsigned char", "unsigned char",
+     "(unsigned char)0", "(unsigned char)255", 0, 1, 1},
+    {DType::uint16, "uint16", "u16", 2, DKind::unsigned_int, DType::uint16, "unsigned short", "unsigned short",
+     "(unsigned short)0", "(unsigned short)65535", 0, 1, -1},
+    {DType::uint32, "uint32", "u32", 4, DKind::unsigned_int, DType::uint32, "unsigned int", "unsigned int",
+     "0u", "4294967295u", 0, 1, 3},
+    {DType::uint64, "uint64", "u64", 8, DKind::unsigned_int, DType::uint64, "unsigned long long", "unsigned long long",
+     "0ull", "18446744073709551615ull", 0, 1, 5},
     {DType::float16, "float16", "f16", 2, DKind::floating, DType::float32, "float", "unsigned short",
+     "__int_as_float(0xff800000)", "__int_as_float(0x7f800000)", 0x1p-10, 2, 6,
      "fz_half_to_float", "fz_float_to_half"},
     {DType::bfloat16, "bfloat16", "bf16", 2, DKind::floating, DType::float32, "float", "unsigned short",
+     "__int_as_float(0xff800000)", "__int_as_float(0x7f800000)", 0x1p-7, 4, 9,
      "fz_bfloat16_to_float", "fz_float_to_bfloat16"},
-    {DType::float32, "float32", "f32", 4, DKind::floating, DType::float32, "float", "float"},
-    {DType::float64, "float64", "f64", 8, DKind::floating, DType::float64, "double", "double"},
+    {DType::float32, "float32", "f32", 4, DKind::floating, DType::float32, "float", "float",
+     "__int_as_float(0xff800000)", "__int_as_float(0x7f800000)", 0x1p-23, 2, 7},
+    {DType::float64, "float64", "f64", 8, DKind::floating, DType::float64, "double", "double",
+     "__longlong_as_double(0xfff0000000000000ll)", "__longlong_as_double(0x7ff0000000000000ll)", 0x1p-52, 2, 8},
 };
+// clang-format on
 inline constexpr int kNumDTypes = static_cast<int>(sizeof(kDTypes) / sizeof(kDTypes[0]));
 constexpr bool dtype_rows_in_enum_order() {
   for (int i = 0; i < kNumDTypes; ++i)

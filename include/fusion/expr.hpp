@@ -48,7 +48,7 @@ struct ArgSink {
 template <class T> ScalarArg to_scalar_arg(T v) {
   ScalarArg s;
   s.dtype = dtype_of<T>;
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+  if constexpr (NarrowFloat<T>) {
     const float f = v;
     std::memcpy(&s.bits, &f, sizeof f);
   } else {
@@ -115,7 +115,7 @@ template <Element T> struct Scalar : Node<Scalar<T>> {
                         std::string(dtype_name(dtype)) + "; cast the array first with fz::cast<T>()");
     }
     Scalar s;
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) s.value = T(static_cast<float>(v));
+    if constexpr (NarrowFloat<T>) s.value = T(static_cast<float>(v));
     else s.value = static_cast<T>(v);
     return s;
   }

@@ -53,8 +53,7 @@ template <class R, class... P> class Function<R(P...)> {
   static_assert(sizeof...(P) >= 1 && sizeof...(P) <= ir::kMaxCallArgs, "fusion: fz::function takes 1 to 3 parameters");
   static_assert(Element<R> && (Element<P> && ...),
                 "fusion: fz::function types are fusion dtypes (float, int32_t, ...)");
-  static_assert(!std::is_same_v<R, half> && !std::is_same_v<R, bfloat16> &&
-                    ((!std::is_same_v<P, half> && !std::is_same_v<P, bfloat16>)&&...),
+  static_assert(!NarrowFloat<R> && (!NarrowFloat<P> && ...),
                 "fusion: write fz::function with float where data is 16-bit: such arrays convert to float and back");
 
  public:

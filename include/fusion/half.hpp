@@ -4,6 +4,7 @@
 #include "fusion/cpp20.hpp"
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 namespace fusion {
 
@@ -57,5 +58,8 @@ struct bfloat16 {
     return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
 };
+
+/// The host types of 16-bit floats: kept as raw bits, computed in float (a new narrow float joins here).
+template <class T> concept NarrowFloat = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 }  // namespace fusion

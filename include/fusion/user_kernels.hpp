@@ -82,7 +82,7 @@ template <class A> UserArg user_arg(A&& a) {
   if constexpr (ArrayLike<D>) {
     return UserArg{const_cast<ArrayBase*>(static_cast<const ArrayBase*>(&a)), {}};
   } else {
-    static_assert(CppScalar<D> || std::is_same_v<D, half> || std::is_same_v<D, bfloat16>,
+    static_assert(CppScalar<D> || NarrowFloat<D>,
                   "fusion: user kernels take Arrays and C++ scalars; evaluate an expression first with fz::eval(e)");
     if constexpr (std::is_same_v<D, long double>) return user_arg(static_cast<double>(a));
     else if constexpr (Element<D>) return UserArg{nullptr, to_scalar_arg(a)};

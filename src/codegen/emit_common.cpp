@@ -113,6 +113,7 @@ int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DTy
 }
 
 void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy) {
+  for (DType d : ctx.conversions) w.line("{}", conversion_source(d)).blank();
   for (Helper hp : ctx.helpers) w.line("{}", helper_source(hp)).blank();
   std::set<std::string> names;
   for (std::uint32_t id : ctx.functions) {

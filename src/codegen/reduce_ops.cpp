@@ -13,22 +13,7 @@ using ir::Op;
 namespace {
 
 /// The extreme value of a dtype as a CUDA literal: `high` the largest (+inf for floats), else the lowest.
-std::string extreme(DType d, bool high) {
-  switch (d) {
-    case DType::bool_: return high ? "true" : "false";
-    case DType::int8: return high ? "(signed char)127" : "(signed char)-128";
-    case DType::int16: return high ? "(short)32767" : "(short)-32768";
-    case DType::int32: return high ? "2147483647" : "(-2147483647 - 1)";
-    case DType::int64: return high ? "9223372036854775807ll" : "(-9223372036854775807ll - 1)";
-    case DType::uint8: return high ? "(unsigned char)255" : "(unsigned char)0";
-    case DType::uint16: return high ? "(unsigned short)65535" : "(unsigned short)0";
-    case DType::uint32: return high ? "4294967295u" : "0u";
-    case DType::uint64: return high ? "18446744073709551615ull" : "0ull";
-    case DType::float64:
-      return high ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(0xfff0000000000000ll)";
-    default: return high ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  }
-}
+std::string extreme(DType d, bool high) { return high ? dtype_info(d).highest : dtype_info(d).lowest; }
 
 std::string nan_of(DType d) {
   return d == DType::float64 ? "__longlong_as_double(0x7ff8000000000000ll)" : "__int_as_float(0x7fc00000)";

@@ -24,17 +24,16 @@ std::string store_conversion(DType from, DType to, const std::string& v) {
 }
 
 void need_conversions(SpellContext& ctx, DType d) {
-  if (d == DType::float16) ctx.helpers.insert(Helper::half);
-  if (d == DType::bfloat16) ctx.helpers.insert(Helper::bfloat16);
+  if (is_16bit_float(d)) ctx.conversions.insert(d);
 }
 
-const char* helper_source(Helper h) {
-  switch (h) {
-    case Helper::half:
+const char* conversion_source(DType d) {
+  switch (d) {
+    case DType::float16:
       return R"(// IEEE half <-> float, rounding to nearest even (PTX cvt), without cuda_fp16.h.
 __device__ __forceinline__ float fz_half_to_float(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short fz_float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; })";
-    case Helper::bfloat16:
+    case DType::bfloat16:
       // The PTX cvt (sm_80 and later) and not integer arithmetic: with the arithmetic, the compiler split a
       // rows kernel's 16-byte stores of 8 results into 2-byte ones (m + row in bfloat16 ran at 27% of the
       // copy bandwidth, float16 at 92%).
@@ -49,6 +48,12 @@ __device__ __forceinline__ unsigned short fz_float_to_bfloat16(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 #endif
 })";
+    default: throw Error(fmt::format("internal: no conversion functions for {}", dtype_name(d)));
+  }
+}
+
+const char* helper_source(Helper h) {
+  switch (h) {
     case Helper::floor_divide:
       return R"(// NumPy's floor_divide: rounds toward -inf; integer division by zero gives 0.
 template <class T> __device__ __forceinline__ T fz_floor_divide_int(T a, T b) {

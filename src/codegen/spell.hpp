@@ -21,8 +21,6 @@ std::string store_conversion(DType from, DType to, const std::string& value);
 
 /// Helper functions an op may need; emitted once per kernel, only when used.
 enum class Helper {
-  half,
-  bfloat16,
   floor_divide,
   remainder,
   fmod_int,
@@ -36,6 +34,8 @@ enum class Helper {
   log1p_fast
 };
 const char* helper_source(Helper h);
+/// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
+const char* conversion_source(DType d);
 
 struct SpellContext;
 /// Records the conversion helpers loading and storing dtype `d` needs (16-bit floats).
@@ -43,6 +43,7 @@ void need_conversions(SpellContext& ctx, DType d);
 
 /// What spelling a kernel's ops needs around them.
 struct SpellContext {
+  std::set<DType> conversions;       ///< dtypes whose load/store conversions to emit (16-bit floats)
   std::set<Helper> helpers;          ///< helper functions to emit
   std::set<std::string> outlined;    ///< math functions called through a __noinline__ wrapper
   bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)

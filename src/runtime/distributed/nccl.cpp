@@ -113,19 +113,7 @@ void check(Result r, const char* call) {
 }
 
 DataType data_type(DType d) {
-  switch (d) {
-    case DType::int8: return DataType::int8;
-    case DType::uint8: return DataType::uint8;
-    case DType::int32: return DataType::int32;
-    case DType::uint32: return DataType::uint32;
-    case DType::int64: return DataType::int64;
-    case DType::uint64: return DataType::uint64;
-    case DType::float16: return DataType::float16;
-    case DType::bfloat16: return DataType::bfloat16;
-    case DType::float32: return DataType::float32;
-    case DType::float64: return DataType::float64;
-    default: break;
-  }
+  if (dtype_info(d).nccl >= 0) return static_cast<DataType>(dtype_info(d).nccl);
   throw TypeError(fmt::format("all_reduce: NCCL has no {} (use int8, uint8, 32- or 64-bit integers, or a float type)",
                               dtype_name(d)));
 }

@@ -134,18 +134,22 @@ std::string compare_arrays(const ArrayBase& a, const ArrayBase& b) {
   b.download(y.data());
   const DType d = a.dtype();
   auto value = [&](const std::vector<unsigned char>& v, std::size_t i) -> double {
-    const unsigned char* p = v.data() + i * w;
-    switch (d) {
-      case DType::float64: { double f; std::memcpy(&f, p, 8); return f; }
-      case DType::float32: { float f; std::memcpy(&f, p, 4); return f; }
-      case DType::float16: { std::uint16_t h; std::memcpy(&h, p, 2); return half::from_bits(h); }
-      case DType::bfloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return bfloat16::from_bits(h); }
-      default: return 0;
-    }
+    return detail::visit_dtype(d, [&]<class T>(T) -> double {
+      if constexpr (std::is_floating_point_v<T> || NarrowFloat<T>) {
+        T f;
+        std::memcpy(&f, v.data() + i * w, sizeof f);
+        if constexpr (NarrowFloat<T>) return static_cast<float>(f);
+        else return f;
+      } else {
+        return 0;  // integers compare bit for bit below
+      }
+    });
   };
   // Fused code keeps 16-bit intermediates in float while unfused rounds each one, and either may
-  // cancel differently near zero: the tolerance is relative, plus a part scaled to the largest value.
-  const double rtol = d == DType::float64 ? 1e-12 : d == DType::float32 ? 1e-5 : d == DType::float16 ? 1e-2 : 5e-2;
+  // cancel differently near zero: the tolerance is relative, plus a part scaled to the largest value
+  // (16-bit: 10 epsilons, float32: 100; float64 1e-12, as its math functions may differ in the last bits).
+  const double eps = dtype_info(d).epsilon;
+  const double rtol = is_16bit_float(d) ? 10 * eps : std::max(1e-12, 100 * eps);
   double scale = 0;
   if (is_floating(d))
     for (std::size_t i = 0; i < n; ++i)

@@ -16,17 +16,7 @@
 namespace fusion::dlpack {
 
 DataType to_dlpack_dtype(DType d) {
-  switch (d) {
-    case DType::bool_: return {kBool, 8, 1};
-    case DType::int8: case DType::int16: case DType::int32: case DType::int64:
-      return {kInt, static_cast<std::uint8_t>(8 * itemsize(d)), 1};
-    case DType::uint8: case DType::uint16: case DType::uint32: case DType::uint64:
-      return {kUInt, static_cast<std::uint8_t>(8 * itemsize(d)), 1};
-    case DType::bfloat16: return {kBfloat, 16, 1};
-    case DType::float16: case DType::float32: case DType::float64:
-      return {kFloat, static_cast<std::uint8_t>(8 * itemsize(d)), 1};
-  }
-  throw Error("internal: a dtype without a DLPack code");
+  return {static_cast<std::uint8_t>(dtype_info(d).dlpack), static_cast<std::uint8_t>(8 * itemsize(d)), 1};
 }
 
 DType from_dlpack_dtype(DataType t) {

@@ -72,7 +72,7 @@ std::string element_text(DType d, const void* bytes, int precision) {
       return as(std::uint8_t{}) ? "True" : "False";  // (read as a byte: any nonzero byte is True)
     } else if constexpr (std::is_integral_v<T>) {
       return fmt::format("{}", as(T{}));
-    } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    } else if constexpr (NarrowFloat<T>) {
       const float v = T::from_bits(as(std::uint16_t{}));
       return float_text(v, shortest_16bit(v, [](float x) { return T(x).bits; }), precision);
     } else {
