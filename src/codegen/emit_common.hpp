@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,7 +18,6 @@
 #include "codegen/variant.hpp"
 
 namespace fusion::codegen {
-
 
 /// The kernel symbol for a graph: readable op names (or the user's) and the hash.
 std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::string_view name_given);
@@ -46,13 +46,13 @@ std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g);
 /// Nodes reachable from `root`, not looking past `stop` (kNone: no stop).
 std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_t stop = ir::kNone);
 
-/// Writes `const T tN = <spelling>;` for every wanted node whose `value` is still empty, in graph order,
-/// and names it tN. Leaves must already be named by the caller.
 /// The value to store for output node `node` into an array of dtype `out`: the node's value, except that a
 /// cast to a 16-bit float stored in that same dtype stores the cast's float operand (rounding once, on
 /// store, gives the same bits as rounding twice; the cast's own rounding is then dead code).
 std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, const std::vector<std::string>& value);
 
+/// Writes `const T tN = <spelling>;` for every wanted node whose `value` is still empty, in graph order,
+/// and names it tN. Leaves must already be named by the caller.
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
                   SpellContext& ctx);
 
@@ -64,6 +64,26 @@ void write_decode(SourceWriter& w, const std::string& index, const std::string& 
 /// Prepares `ctx` for a kernel: heavy-math outlining and the 16-bit conversion helpers its parameters need.
 /// Returns the number of costly math calls.
 int prepare_context(SpellContext& ctx, const ir::Graph& g, const std::vector<DType>& params, DType out);
+
+/// What every emitter starts from, built once per kernel by emit_context: the kernel with its hash and
+/// name (the emitter adds source and signature), each parameter's dtype, the scalar slots the graph reads,
+/// and the spelling context (the conversions its dtypes need, heavy math outlined past the budget).
+struct EmitContext {
+  GeneratedKernel kernel;
+  std::vector<DType> params;
+  std::vector<std::pair<std::uint32_t, DType>> scalars;
+  SpellContext spell;
+  int heavy = 0;  ///< costly math calls in the graph
+};
+
+/// The context of graph `g`'s kernel in variant `v` writing outputs of dtypes `outs` (the name carries the first).
+template <class V>
+EmitContext emit_context(const ir::Graph& g, const V& v, std::string_view name_given, std::span<const DType> outs) {
+  EmitContext e{hashed_and_named(g, v, outs[0], name_given), param_dtypes(g, v.param_of_slot, v.n_params),
+                scalar_slots(g), {}, 0};
+  for (DType o : outs) e.heavy = prepare_context(e.spell, g, e.params, o);
+  return e;
+}
 
 /// The kernel text before the device functions: helpers and outlined math wrappers.
 void write_prelude(SourceWriter& w, const SpellContext& ctx, int heavy);

@@ -23,10 +23,7 @@ using ir::Op;
 GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::string_view name_given) {
   const int K = v.n_outputs;
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the variant's differ");
-  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype[0], name_given);
-
-  const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
-  const auto scalars = scalar_slots(g);
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
   bool iota = false;
   for (const Node& n : g.nodes) iota = iota || n.op == Op::iota;
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
@@ -39,10 +36,6 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto out_suffix = [&](int o) { return K == 1 ? std::string("_out") : fmt::format("_out{}", o); };
 
   // Body first: it tells which helpers the kernel needs.
-  SpellContext ctx;
-  int heavy = 0;
-  for (int o = 0; o < K; ++o) heavy = prepare_context(ctx, g, pdt, v.out_dtype[o]);
-
   SourceWriter body;
   if (K > 1) {
     std::vector<std::string> fields;

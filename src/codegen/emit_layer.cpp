@@ -96,13 +96,7 @@ GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::strin
   if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
   if (static_cast<int>(g.outputs.size()) != K)
     throw Error("internal: the graph's outputs and the layer variant's differ");
-  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype[0], name_given);
-
-  const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, np);
-  const auto scalars = scalar_slots(g);
-  SpellContext ctx;
-  int heavy = 0;
-  for (int o = 0; o < K; ++o) heavy = prepare_context(ctx, g, pdt, v.out_dtype[o]);
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
   auto param_of = [&](std::uint32_t node) { return v.param_of_slot[g.nodes[node].slot]; };
   auto varies = [&](int p) { return v.role[p] != LayerRole::row; };
 

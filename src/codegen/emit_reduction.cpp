@@ -78,13 +78,7 @@ GeneratedKernel emit_multi_reduction(const ir::Graph& g, const ReduceVariant& v,
         throw Error("internal: arg-reductions do not share a multi-reduction kernel");
       reds.push_back(i);
     }
-  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype, name_given);
-
-  const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
-  const auto scalars = scalar_slots(g);
-  SpellContext ctx;
-  int heavy = 0;
-  for (int o = 0; o < K; ++o) heavy = prepare_context(ctx, g, pdt, v.out_dtypes[o]);
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtypes.data(), K));
   const ScalarLists sl(scalars);
   const std::vector<std::string>& scalar_params = sl.params;
   std::vector<ReduceOpSpelling> ops;
@@ -228,12 +222,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
   const std::string& Acc = op.acc;
   const std::uint32_t result = g.outputs[0];
 
-  GeneratedKernel k = hashed_and_named(g, v, v.out_dtype, name_given);
-
-  const std::vector<DType> pdt = param_dtypes(g, v.param_of_slot, v.n_params);
-  const auto scalars = scalar_slots(g);
-  SpellContext ctx;
-  const int heavy = prepare_context(ctx, g, pdt, v.out_dtype);
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(&v.out_dtype, 1));
 
   const ScalarLists sl(scalars);
   const std::vector<std::string>& scalar_params = sl.params;

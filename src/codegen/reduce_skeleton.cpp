@@ -48,6 +48,23 @@ void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op) {
   fn.line("return a;");
 }
 
+namespace {
+
+/// The end of a split reduction, after each block wrote its partials: the last block of an output tile to
+/// arrive runs `combine` (every block's partial, in order), then resets the tile's counter.
+template <class Combine> void write_last_block_combines(SourceWriter& w, Combine&& combine) {
+  w.line("__threadfence();");
+  w.line("__syncthreads();");
+  w.line("__shared__ bool last;");
+  w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
+  w.line("__syncthreads();");
+  auto l = w.block("if (last)");
+  combine();
+  w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+}
+
+}  // namespace
+
 void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s,
                          const std::string& functions) {
   const int rk = v.rank_kept, rr = v.rank_reduced;
@@ -289,13 +306,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
       w.line("// Partials split-major (the block's outputs side by side): written and read back in whole lines.");
       w.line("if ({}) for (int j = 0; j < {}; ++j) partials[(long long)blockIdx.y * n_out + o + j] = {};", owner, V,
              settled);
-      w.line("__threadfence();");
-      w.line("__syncthreads();");
-      w.line("__shared__ bool last;");
-      w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
-      w.line("__syncthreads();");
-      auto l = w.block("if (last)");
-      {
+      write_last_block_combines(w, [&] {
         auto act = w.block("if ({})", owner);
         w.line("#pragma unroll");
         w.line("for (int j = 0; j < {}; ++j) acc[j] = fz_identity();", V);
@@ -311,8 +322,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
         }
         w.line("#pragma unroll");
         w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
-      }
-      w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+      });
     }
   } else if (!v.split) {
     w.line("if (o < n_out) {}", store);
@@ -320,13 +330,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     w.line("// Blocks of one output tile meet here: the last to arrive combines every block's partial in order.");
     w.line("// Partials split-major (neighbouring outputs side by side): written and read back in whole lines.");
     w.line("if (o < n_out) partials[(long long)blockIdx.y * n_out + o] = a;");
-    w.line("__threadfence();");
-    w.line("__syncthreads();");
-    w.line("__shared__ bool last;");
-    w.line("if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;");
-    w.line("__syncthreads();");
-    auto l = w.block("if (last)");
-    {
+    write_last_block_combines(w, [&] {
       auto act = w.block("if (o < n_out)");
       w.line("a = fz_identity();");
       w.line("#pragma unroll 8");
@@ -334,8 +338,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
           "for (unsigned s = 0; s < gridDim.y; ++s) a = fz_combine(a, fz_load_partial(&partials[(long long)s * n_out + "
           "o]));");
       w.line("{}", store);
-    }
-    w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
+    });
   }
   }
 }
