@@ -16,8 +16,4 @@ namespace fusion::codegen {
 /// mean/var (by reduction), then the dims entries of layer_variant.hpp.
 GeneratedKernel emit_layer(const ir::Graph& g, const LayerVariant& v, std::string_view name_given);
 
-/// The nodes each pass of a layer kernel computes: its reduction waves in order, then (when some output is
-/// per element) the last pass. The runtime reads it to see which inputs several passes read (cached ones).
-std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row);
-
 }  // namespace fusion::codegen

@@ -65,6 +65,24 @@ template <class Combine> void write_last_block_combines(SourceWriter& w, Combine
 
 }  // namespace
 
+/// Hopper's thread block clusters in inline PTX (no cooperative_groups header to find at run time).
+void write_cluster_helpers(SourceWriter& w) {
+  w.line(
+      "__device__ __forceinline__ unsigned fz_cluster_rank() {{ unsigned r; asm volatile(\"mov.u32 %0, "
+      "%%cluster_ctarank;\" : \"=r\"(r)); return r; }}");
+  w.line("// Every thread of every block of the cluster arrives; shared-memory writes before it are seen after it.");
+  w.line(
+      "__device__ __forceinline__ void fz_cluster_sync() {{ asm "
+      "volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+      "\"memory\"); }}");
+  w.line("// The same shared variable in block `rank` of the cluster (a generic address).");
+  w.line("template <class T> __device__ __forceinline__ const T* fz_cluster_peer(const T* p, unsigned rank) {{");
+  w.line("  unsigned long long q;");
+  w.line("  asm volatile(\"mapa.u64 %0, %1, %2;\" : \"=l\"(q) : \"l\"(p), \"r\"(rank));");
+  w.line("  return reinterpret_cast<const T*>(q);");
+  w.line("}}");
+}
+
 void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSkeleton& s,
                          const std::string& functions) {
   const int rk = v.rank_kept, rr = v.rank_reduced;

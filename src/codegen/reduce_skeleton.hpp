@@ -22,6 +22,11 @@ void write_step_and_settle(SourceWriter& fn, const ReduceOpSpelling& op, const s
 /// accumulator of `op`.
 void write_reduce_helpers(SourceWriter& fn, const ReduceOpSpelling& op);
 
+/// Hopper's thread block clusters in inline PTX (no cooperative_groups header to find at run time): a
+/// block's rank, a barrier over the cluster, and a peer block's shared variable (for layer kernels whose
+/// row is split over a cluster).
+void write_cluster_helpers(SourceWriter& w);
+
 /// The dims entries of a reduction kernel (extents and strides), as ReduceLayout::dims() lists them.
 inline constexpr std::uint32_t kKeptShape = 0, kReducedShape = 1, kOutKeptStrides = 2;
 constexpr std::uint32_t kept_strides(int p) { return 3 + 2 * static_cast<std::uint32_t>(p); }

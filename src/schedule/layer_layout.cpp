@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "codegen/emit_layer.hpp"
+#include "codegen/layer_passes.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
