@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # The library's layers point one way: a file in src/ includes only from its own layer or the layers below it
 # (the pipeline order: common, codegen, schedule (the decisions: layouts, tuning), then the runtime's cuda, memory, measure, compile, exec, custom and
-# distributed, then the command-line tool). Public headers (include/fusion/) are the front end every layer
+# distributed, then the command-line tool; runtime/blas (cuBLASLt) sits below exec). Public headers (include/fusion/) are the front end every layer
 # implements. Also: no file in src/ over 450 lines without a reason at its top ("Longer than 450 lines:").
 #   cmake -DSOURCE=<repo>/src -P tests/layers.cmake
 cmake_minimum_required(VERSION 3.20)
-set(layers common codegen schedule runtime/cuda runtime/memory runtime/measure runtime/compile runtime/exec runtime/custom
+set(layers common codegen schedule runtime/cuda runtime/memory runtime/measure runtime/compile runtime/blas runtime/exec runtime/custom
     runtime/distributed cli)
 function(layer_of path out)  # path relative to src/
   set(rank -1)

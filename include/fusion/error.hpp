@@ -56,4 +56,7 @@ class DeviceResetError : public Error { using Error::Error; };
 /// NCCL (the collectives behind arrays over several GPUs) could not be loaded, is too old, or failed.
 class NcclError : public Error { using Error::Error; };
 
+/// cuBLASLt (the engine of matrix products) could not be loaded, is of another major version, or failed.
+class BlasError : public Error { using Error::Error; };
+
 }  // namespace fusion

@@ -22,6 +22,9 @@ struct StreamState {
   /// one stream run in order, so they can share it. Allocated on first use, zeroed counters.
   CUdeviceptr reduce_workspace = 0;
   unsigned workspace_generation = 0;
+  /// cuBLASLt's workspace for matrix products on this stream (kBlasWorkspaceBytes), allocated on first use.
+  CUdeviceptr blas_workspace = 0;
+  unsigned blas_workspace_generation = 0;
   /// Whether a device reset destroyed the handle (never for the built-in ones).
   bool reset_destroyed() const { return generation && is_stale(generation, device); }
   ~StreamState();

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "runtime/distributed/nccl.hpp"
 
-#include <dlfcn.h>
-#include <glob.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 
 #include "fusion/error.hpp"
+#include "runtime/cuda/shared_library.hpp"
 
 namespace fusion::detail::nccl {
 
@@ -24,55 +23,23 @@ Version decode(int code) {
 }  // namespace
 
 std::vector<std::string> default_candidates() {
-  std::vector<std::string> c;
-  if (const char* p = std::getenv("FUSION_NCCL_LIBRARY"); p && *p) return {p};  // exactly this one
-  c.push_back("libnccl.so.2");
-  std::vector<std::string> roots;
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* p = std::getenv(env); p && *p) roots.push_back(p);
-  std::string include = FUSION_CUDA_INCLUDE_DIR;  // the toolkit fusion was built with
-  if (const auto at = include.rfind("/include"); at != std::string::npos) roots.push_back(include.substr(0, at));
-  roots.push_back("/usr/local/cuda");
-  for (const std::string& r : roots)
-    for (const char* lib : {"/lib64/libnccl.so.2", "/lib/libnccl.so.2"}) c.push_back(r + lib);
-  // the nvidia-nccl wheel PyTorch and JAX install (pip): site-packages/nvidia/nccl/lib
-  std::vector<std::string> patterns = {"/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
-                                       "/usr/lib/python3*/dist-packages"};
-  for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-    if (const char* p = std::getenv(env); p && *p) patterns.push_back(std::string(p) + "/lib/python3*/site-packages");
-  if (const char* home = std::getenv("HOME"); home && *home)
-    patterns.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
-  for (const std::string& pattern : patterns) {
-    glob_t found{};
-    if (glob((pattern + "/nvidia/nccl/lib/libnccl.so.2").c_str(), 0, nullptr, &found) == 0)
-      for (std::size_t i = 0; i < found.gl_pathc; ++i) c.push_back(found.gl_pathv[i]);
-    globfree(&found);
-  }
-  return c;
+  return library_candidates("FUSION_NCCL_LIBRARY", "libnccl.so.2", "nccl");
 }
 
 Loaded load(const std::vector<std::string>& candidates) {
   Loaded l;
-  std::string tried;
-  void* lib = nullptr;
-  for (const std::string& c : candidates) {
-    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.api.path = c;
-      break;
-    }
-    const char* why = dlerror();
-    tried += fmt::format("\n  {}: {}", c, why ? why : "not loadable");
-  }
+  const OpenedLibrary opened = open_first(candidates);
+  void* lib = opened.handle;
+  l.api.path = opened.path;
   if (!lib) {
     l.error = fmt::format("NCCL could not be loaded; arrays over several GPUs need it (libnccl.so.2 from the "
                           "CUDA toolkit, Debian's libnccl2 or the nvidia-nccl wheel; FUSION_NCCL_LIBRARY may "
-                          "name the file). Tried:{}", tried);
+                          "name the file). Tried:{}", opened.tried);
     return l;
   }
   std::string missing;
 #define FUSION_NCCL_RESOLVE(name, type)                                  \
-  l.api.name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, #name));                \
+  l.api.name = reinterpret_cast<std::add_pointer_t<type>>(find_symbol(lib, #name));                \
   if (!l.api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
   FUSION_NCCL_FUNCTIONS(FUSION_NCCL_RESOLVE)
 #undef FUSION_NCCL_RESOLVE

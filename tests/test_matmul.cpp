@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// Matrix products without a GPU: NumPy's shape rules and how each operand's memory reaches cuBLASLt
+// (transpose flags, leading dimensions, batch strides, copies), the errors, describe_matmul, and loading
+// cuBLASLt at run time (a missing library is a clear error; the toolkit's one loads).
+#include "runtime/blas/cublaslt.hpp"
+#include "schedule/matmul_layout.hpp"
+#include "support.hpp"
+
+namespace {
+fz::detail::MatmulLayout layout(const fz::ArrayBase& a, const fz::ArrayBase& b) {
+  return fz::detail::matmul_layout(a.shape(), a.strides(), b.shape(), b.strides());
+}
+}  // namespace
+
+TEST_CASE("matmul layout: row-major operands reach cuBLASLt as they lie, as the transposed product", "[matmul]") {
+  const auto a = fz::placeholder<float>({64, 32}), b = fz::placeholder<float>({32, 16});
+  const auto L = layout(a, b);
+  CHECK(L.out_shape == fz::Shape{64, 16});
+  CHECK((L.m == 64 && L.n == 16 && L.k == 32 && L.batch == 1));
+  CHECK(L.outer_shape.empty());
+  // cuBLASLt computes Cᵀ = Bᵀ·Aᵀ column-major: its first operand is b's memory (n × k, ld n), its second a's
+  CHECK((!L.first.transpose && L.first.rows == 16 && L.first.cols == 32 && L.first.ld == 16));
+  CHECK((!L.second.transpose && L.second.rows == 32 && L.second.cols == 64 && L.second.ld == 32));
+  CHECK((L.out.rows == 16 && L.out.cols == 64 && L.out.ld == 16));
+  CHECK_FALSE((L.copy_a || L.copy_b));
+}
+
+TEST_CASE("matmul layout: transposed views take a transpose flag, not a copy; gapped ones are copied", "[matmul]") {
+  const auto at = fz::placeholder<float>({32, 64}).transpose(), bt = fz::placeholder<float>({16, 32}).transpose();
+  const auto L = layout(at, bt);  // (64, 32) @ (32, 16), both column-major in memory
+  CHECK(L.out_shape == fz::Shape{64, 16});
+  CHECK((L.second.transpose && L.second.rows == 64 && L.second.cols == 32 && L.second.ld == 64));
+  CHECK((L.first.transpose && L.first.rows == 32 && L.first.cols == 16 && L.first.ld == 32));
+  CHECK_FALSE((L.copy_a || L.copy_b));
+  // a slice of a wider matrix keeps its row stride as the leading dimension
+  const auto wide = fz::placeholder<float>({64, 100}).slice({fz::Slice{}, fz::Slice{0, 32}});
+  const auto Ls = layout(wide, fz::placeholder<float>({32, 16}));
+  CHECK((!Ls.copy_a && Ls.second.ld == 100));
+  // every other column: no matrix layout describes it
+  const auto gapped = fz::placeholder<float>({64, 64}).slice({fz::Slice{}, fz::Slice{0, 64, 2}});
+  CHECK(layout(gapped, fz::placeholder<float>({32, 16})).copy_a);
+  // a broadcast matrix (stride 0 inside it) is copied too
+  CHECK(layout(fz::placeholder<float>({32}).broadcast_to({64, 32}), fz::placeholder<float>({32, 16})).copy_a);
+}
+
+TEST_CASE("matmul layout: 1-D operands are a row on the left, a column on the right, and leave the result", "[matmul]") {
+  const auto v = fz::placeholder<float>({32}), m = fz::placeholder<float>({32, 16}), w = fz::placeholder<float>({16});
+  CHECK(layout(v, m).out_shape == fz::Shape{16});
+  CHECK(layout(m, w).out_shape == fz::Shape{32});
+  CHECK(layout(v, fz::placeholder<float>({32})).out_shape == fz::Shape{});
+  CHECK((layout(v, m).m == 1 && layout(m, w).n == 1));
+  CHECK(layout(fz::placeholder<float>({5, 4, 16}), w).out_shape == fz::Shape{5, 4});  // batched matrix · vector
+}
+
+TEST_CASE("matmul layout: batch axes broadcast; the innermost ones that share a stride become one batched call",
+          "[matmul]") {
+  const auto a = fz::placeholder<float>({6, 5, 8, 4}), b = fz::placeholder<float>({4, 3});
+  const auto L = layout(a, b);  // b broadcast over every batch item
+  CHECK(L.out_shape == fz::Shape{6, 5, 8, 3});
+  CHECK((L.batch == 30 && L.outer_shape.empty()));
+  CHECK(L.second.batch_stride == 32);
+  CHECK(L.first.batch_stride == 0);
+  CHECK(L.out.batch_stride == 24);
+  // a batch axis broadcast in the middle cannot join its neighbour: one call per outer index
+  const auto L2 = layout(fz::placeholder<float>({6, 1, 8, 4}), fz::placeholder<float>({5, 4, 3}));
+  CHECK(L2.out_shape == fz::Shape{6, 5, 8, 3});
+  CHECK((L2.batch == 5 && L2.outer_shape == fz::Shape{6}));
+  CHECK((L2.second.batch_stride == 0 && L2.first.batch_stride == 12 && L2.outer_a == fz::Strides{32}));
+}
+
+TEST_CASE("matmul: shapes that do not line up are ShapeErrors naming both", "[matmul][errors]") {
+  const auto a = fz::placeholder<float>({2, 3}), b = fz::placeholder<float>({4, 5});
+  CHECK_THROWS_WITH(layout(a, b), Catch::Contains("(2, 3)") && Catch::Contains("(4, 5)") &&
+                                      Catch::Contains("a's last axis (3) must equal b's second to last (4)"));
+  CHECK_THROWS_AS(layout(fz::placeholder<float>({3, 2, 4}), fz::placeholder<float>({2, 4, 5})), fz::ShapeError);
+  CHECK_THROWS_WITH(layout(fz::placeholder<float>({3, 2, 4}), fz::placeholder<float>({2, 4, 5})),
+                    Catch::Contains("batch axes (3,) and (2,) do not broadcast"));
+  CHECK_THROWS_WITH(layout(fz::placeholder<float>({}), b), Catch::Contains("0-d operand"));
+  CHECK_THROWS_AS(fz::detail::matmul(fz::placeholder<float>({2, 3}), fz::placeholder<double>({3, 2})), fz::TypeError);
+  CHECK_THROWS_WITH(fz::detail::matmul(fz::placeholder<int>({2, 3}), fz::placeholder<int>({3, 2})),
+                    Catch::Contains("not int32"));
+}
+
+TEST_CASE("describe_matmul says what runs, without a GPU", "[matmul]") {
+  const auto x = fz::placeholder<fz::bfloat16>({8, 64, 32}), w = fz::placeholder<fz::bfloat16>({16, 32});
+  const std::string d = fz::describe_matmul(x, w.transpose());
+  CHECK_THAT(d, Catch::Contains("-> bfloat16 (8, 64, 16)") && Catch::Contains("(m, n, k) = (64, 16, 32)") &&
+                    Catch::Contains("8 batch(es) per call, 1 call(s)") && Catch::Contains("b transposed") &&
+                    Catch::Contains("float32 compute"));
+  CHECK_THAT(fz::describe_matmul(fz::placeholder<float>({4, 4}), fz::placeholder<fz::half>({4, 4})),
+             Catch::Contains("b cast to float32 first"));
+  fz::TF32Products tf32;
+  CHECK_THAT(fz::describe_matmul(fz::placeholder<float>({4, 4}), fz::placeholder<float>({4, 4})),
+             Catch::Contains("TF32"));
+}
+
+TEST_CASE("cuBLASLt loads at run time: a missing library is a clear error", "[matmul]") {
+  namespace lt = fz::detail::cublaslt;
+  const lt::Loaded missing = lt::load({"/nonexistent/libcublasLt.so.13"});
+  CHECK_THAT(missing.error, Catch::Contains("/nonexistent/libcublasLt.so.13") &&
+                                Catch::Contains("FUSION_CUBLASLT_LIBRARY") && Catch::Contains("matrix products"));
+  const lt::Loaded wrong = lt::load({"libm.so.6"});
+  CHECK_THAT(wrong.error, Catch::Contains("not a usable cuBLASLt") && Catch::Contains("cublasLtMatmul"));
+  setenv("FUSION_CUBLASLT_LIBRARY", "/opt/mine/libcublasLt.so.13", 1);
+  CHECK(lt::default_candidates() == std::vector<std::string>{"/opt/mine/libcublasLt.so.13"});
+  unsetenv("FUSION_CUBLASLT_LIBRARY");
+  const lt::Loaded real = lt::load(lt::default_candidates());
+  if (real.error.empty()) {
+    CHECK(real.api.version / 10000 == CUBLAS_VER_MAJOR);
+  } else {
+    WARN("no cuBLASLt on this machine: " << real.error);
+  }
+}

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// Matrix products on the GPU against a float64 host reference: every floating dtype, every layout (NN, NT,
+// TN, TT through transposed views), batched and broadcast batches, 1-D operands, mixed dtypes, TF32, an
+// empty inner dimension, a non-default stream and a captured CUDA graph.
+#include "support.hpp"
+
+namespace {
+
+/// Row-major float64 product of A (batch_a..., m, k) and B (batch_b..., k, n) with NumPy's broadcast of
+/// the batch axes (each at most 2-D here), as the reference.
+std::vector<double> reference(const std::vector<double>& A, const fz::Shape& as, const std::vector<double>& B,
+                              const fz::Shape& bs, fz::Shape& out_shape, std::vector<double>* scale = nullptr) {
+  const int ra = as.size(), rb = bs.size();
+  const std::int64_t m = as[ra - 2], k = as[ra - 1], n = bs[rb - 1];
+  const fz::Shape ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  const fz::Shape batch = fz::broadcast_shapes(ba, bb);
+  out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  const std::int64_t items = fz::numel(batch);
+  auto item_of = [&](std::int64_t i, const fz::Shape& own) {  // the operand's batch item for result item i
+    std::int64_t at = 0, stride = 1, rest = i;
+    for (int d = batch.size() - 1, o = own.size() - 1; d >= 0; --d, --o) {
+      const std::int64_t idx = rest % batch[d];
+      rest /= batch[d];
+      if (o >= 0) {
+        at += (own[o] == 1 ? 0 : idx) * stride;
+        stride *= own[o];
+      }
+    }
+    return at;
+  };
+  std::vector<double> C(static_cast<std::size_t>(items * m * n));
+  if (scale) scale->assign(C.size(), 0);
+  for (std::int64_t i = 0; i < items; ++i) {
+    const double* a = &A[static_cast<std::size_t>(item_of(i, ba) * m * k)];
+    const double* b = &B[static_cast<std::size_t>(item_of(i, bb) * k * n)];
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t c = 0; c < n; ++c) {
+        double s = 0, sa = 0;
+        for (std::int64_t j = 0; j < k; ++j) s += a[r * k + j] * b[j * n + c], sa += std::abs(a[r * k + j] * b[j * n + c]);
+        C[static_cast<std::size_t>((i * m + r) * n + c)] = s;
+        if (scale) (*scale)[static_cast<std::size_t>((i * m + r) * n + c)] = sa;
+      }
+  }
+  return C;
+}
+
+/// The bound on a product's error relative to sum |a_ij b_jk| (inputs exact in their dtype; float32 accumulation
+/// for 16-bit inputs, rounding once on store).
+double product_tolerance(fz::DType d, bool tf32 = false) {
+  switch (d) {
+    case fz::DType::float64: return 1e-13;
+    case fz::DType::float32: return tf32 ? 4e-3 : 2e-6;
+    case fz::DType::float16: return 2e-3;
+    default: return 1.6e-2;  // bfloat16
+  }
+}
+
+/// A device array of logical shape `shape` holding `values` (row-major); `transposed`: stored as the
+/// transpose of its last two axes (a column-major view, as `w.transpose()` gives).
+template <class T> fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, bool transposed) {
+  if (!transposed || shape.size() < 2) return fz::asarray(values, shape);
+  const int r = shape.size();
+  const std::int64_t R = shape[r - 2], C = shape[r - 1], items = fz::numel(shape) / (R * C);
+  std::vector<T> t(values.size());
+  for (std::int64_t i = 0; i < items; ++i)
+    for (std::int64_t a = 0; a < R; ++a)
+      for (std::int64_t b = 0; b < C; ++b) t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
+  fz::Shape stored = shape;
+  std::swap(stored[r - 2], stored[r - 1]);
+  std::vector<int> axes;
+  for (int i = 0; i < r; ++i) axes.push_back(i);
+  std::swap(axes[static_cast<std::size_t>(r - 2)], axes[static_cast<std::size_t>(r - 1)]);
+  return fz::asarray(t, stored).transpose(axes);
+}
+
+/// Counts result elements off the reference by more than the dtype's bound.
+template <class T>
+std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const std::vector<double>& scale, double tol) {
+  const std::vector<T> g = got.to_host();
+  REQUIRE(g.size() == want.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    if (!(std::abs(test::as_double(g[i]) - want[i]) <= tol * scale[i] + 1e-30)) {
+      if (bad < 5) UNSCOPED_INFO("element " << i << ": got " << test::as_double(g[i]) << ", want " << want[i]);
+      ++bad;
+    }
+  return bad;
+}
+
+template <class T> void check_product(const fz::Shape& as, const fz::Shape& bs, bool ta, bool tb, unsigned seed) {
+  const fz::DType d = fz::dtype_of<T>;
+  INFO(fz::dtype_name(d) << " " << fz::to_string(as) << (ta ? "ᵀ" : "") << " @ " << fz::to_string(bs) << (tb ? "ᵀ" : ""));
+  const auto ha = test::random<T>(static_cast<std::size_t>(fz::numel(as)), -1, 1, seed);
+  const auto hb = test::random<T>(static_cast<std::size_t>(fz::numel(bs)), -1, 1, seed + 1);
+  std::vector<double> ra, rb, scale;
+  for (T v : ha) ra.push_back(test::as_double(v));
+  for (T v : hb) rb.push_back(test::as_double(v));
+  fz::Shape out_shape;
+  const std::vector<double> want = reference(ra, as, rb, bs, out_shape, &scale);
+  const fz::Array<T> a = device_array(ha, as, ta), b = device_array(hb, bs, tb);
+  fz::Array<T> c = fz::matmul(a, b);
+  CHECK(c.shape() == out_shape);
+  CHECK(off(c, want, scale, product_tolerance(d)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches float64 for every floating dtype and every transpose of its operands", "[gpu][matmul]") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_product<float>({96, 80}, {80, 72}, ta, tb, 1);
+      check_product<double>({33, 17}, {17, 65}, ta, tb, 2);
+      check_product<fz::half>({128, 64}, {64, 40}, ta, tb, 3);
+      check_product<fz::bfloat16>({64, 256}, {256, 48}, ta, tb, 4);
+    }
+  check_product<float>({1, 1}, {1, 1}, false, false, 5);
+  check_product<float>({7, 3}, {3, 5}, true, false, 6);  // odd sizes: alignments below 16 bytes
+}
+
+TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[gpu][matmul]") {
+  check_product<float>({4, 32, 24}, {4, 24, 16}, false, false, 11);      // one strided-batched call
+  check_product<float>({3, 2, 16, 8}, {8, 12}, false, true, 12);        // b broadcast over every item
+  check_product<fz::bfloat16>({2, 1, 16, 32}, {3, 32, 8}, true, false, 13);  // middle axis broadcast: outer loop
+  check_product<double>({5, 8, 4}, {1, 4, 6}, false, false, 14);
+  // 1-D: a row on the left, a column on the right, their axis dropped from the result
+  const auto v = fz::asarray(test::random<float>(24, -1, 1, 15), {24});
+  const auto hm = test::random<float>(24 * 10, -1, 1, 16);
+  const auto m = fz::asarray(hm, {24, 10});
+  const auto hv = v.to_host();
+  const fz::Array<float> vm = fz::matmul(v, m);
+  REQUIRE(vm.shape() == fz::Shape{10});
+  const auto got = vm.to_host();
+  for (int j = 0; j < 10; ++j) {
+    double s = 0;
+    for (int i = 0; i < 24; ++i) s += double(hv[static_cast<std::size_t>(i)]) * hm[static_cast<std::size_t>(i * 10 + j)];
+    CHECK(std::abs(got[static_cast<std::size_t>(j)] - s) <= 1e-5);
+  }
+  const fz::Array<float> dot = fz::matmul(v, v);
+  CHECK(dot.shape() == fz::Shape{});
+  double s = 0;
+  for (float x : hv) s += double(x) * x;
+  CHECK(std::abs(dot.to_host()[0] - s) <= 1e-5);
+  CHECK(fz::matmul(m.transpose(), v).shape() == fz::Shape{10});
+}
+
+TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis gives zeros", "[gpu][matmul]") {
+  const auto hx = test::random<float>(64 * 128, -1, 1, 21);
+  const auto hw = test::random<fz::half>(128 * 32, -1, 1, 22);
+  const auto x = fz::asarray(hx, {64, 128});
+  const auto w = fz::asarray(hw, {128, 32});
+  const auto y = fz::matmul(x, w);  // float32 result: w cast by one fused kernel first
+  static_assert(std::is_same_v<decltype(y), const fz::Array<float>>);
+  std::vector<double> rx(hx.begin(), hx.end()), rw, scale;
+  for (fz::half h : hw) rw.push_back(test::as_double(h));
+  fz::Shape shape;
+  const auto want = reference(rx, {64, 128}, rw, {128, 32}, shape, &scale);
+  CHECK(off(y, want, scale, product_tolerance(fz::DType::float32)) == 0);
+  {
+    const auto w32 = w.astype<float>();
+    fz::TF32Products tf32;
+    const fz::Array<float> t = fz::matmul(x, fz::Array<float>(w32));
+    CHECK(off(t, want, scale, product_tolerance(fz::DType::float32, true)) == 0);
+  }
+  const fz::Array<float> z = fz::matmul(fz::zeros<float>({5, 0}), fz::zeros<float>({0, 7}) + 1.0f);
+  CHECK(z.shape() == fz::Shape{5, 7});
+  for (float v : z.to_host()) CHECK(v == 0.0f);
+  CHECK(fz::matmul(fz::zeros<float>({0, 4}), fz::zeros<float>({4, 3})).shape() == fz::Shape{0, 3});
+}
+
+TEST_CASE("matmul runs on the current stream and is captured into a replayable CUDA graph", "[gpu][matmul]") {
+  const auto ha = test::random<fz::bfloat16>(256 * 128, -1, 1, 31), hb = test::random<fz::bfloat16>(128 * 64, -1, 1, 32);
+  const auto a = fz::asarray(ha, {256, 128}), b = fz::asarray(hb, {128, 64});
+  std::vector<double> ra, rb, scale;
+  for (auto v : ha) ra.push_back(test::as_double(v));
+  for (auto v : hb) rb.push_back(test::as_double(v));
+  fz::Shape shape;
+  const auto want = reference(ra, {256, 128}, rb, {128, 64}, shape, &scale);
+  fz::Stream s(fz::StreamOptions{.non_blocking = true});
+  fz::Array<fz::bfloat16> c;
+  {
+    fz::StreamScope on(s);
+    c = fz::matmul(a, b);
+  }
+  s.synchronize();
+  CHECK(off(c, want, scale, product_tolerance(fz::DType::bfloat16)) == 0);
+  // captured: the first call plans and allocates outside the capture; the graph replays the product
+  auto out = fz::empty<fz::bfloat16>({256, 64});
+  fz::Graph g;
+  {
+    fz::StreamScope on(s);
+    out = fz::matmul(a, b);  // warm: descriptors, heuristic and workspace exist before the capture
+    s.synchronize();
+    fz::copyto(out, fz::bfloat16(7.0f));
+    s.begin_capture();
+    fz::copyto(out, fz::matmul(a, b));
+    g = s.end_capture();
+  }
+  s.synchronize();
+  for (auto v : out.to_host()) REQUIRE(test::as_double(v) == 7.0);  // capturing ran nothing
+  g.launch(s);
+  s.synchronize();
+  CHECK(off(out, want, scale, product_tolerance(fz::DType::bfloat16)) == 0);
+}
