@@ -25,18 +25,22 @@ struct Case {
   bool tf32;
 };
 
-template <class F> double median_ms(F&& run, int calls) {
+/// Medians (ms per call) of `first` and `second`, timed in alternating runs so that clock and thermal
+/// drift fall on both alike.
+template <class F, class G> std::pair<double, double> median_ms(F&& first, G&& second, int calls) {
   fz::Event start, stop;
-  std::vector<double> ms;
-  for (int rep = 0; rep < 7; ++rep) {
+  std::vector<double> a, b;
+  auto time = [&](auto&& run) {
     start.record();
     for (int i = 0; i < calls; ++i) run();
     stop.record();
     stop.synchronize();
-    ms.push_back(fz::elapsed_time(start, stop) / calls);
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+    return fz::elapsed_time(start, stop) / calls;
+  };
+  for (int rep = 0; rep < 9; ++rep) a.push_back(time(first)), b.push_back(time(second));
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return {a[a.size() / 2], b[b.size() / 2]};
 }
 
 /// The same product through cuBLASLt directly: row-major C = A·B as column-major Cᵀ = Bᵀ·Aᵀ, the
@@ -87,20 +91,25 @@ template <class T> void bench(const Case& c) {
   if (c.tf32) tf32.emplace();
   const int calls = c.m * c.n * c.k > (std::int64_t{1} << 36) ? 10 : 50;
   for (int i = 0; i < 3; ++i) out = fz::matmul(a, b);  // warm: descriptors, heuristic, workspace
-  const double fused = median_ms([&] { out = fz::matmul(a, b); }, calls);
   Direct d(c);
   d.run(a, b, out);
-  const double direct = median_ms([&] { d.run(a, b, out); }, calls);
+  const auto [fused, direct] = median_ms([&] { out = fz::matmul(a, b); }, [&] { d.run(a, b, out); }, calls);
   // host time per call, queue not waited on: fz::matmul's whole path (allocation of the result included)
   fz::current_stream().synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
   const int host_calls = 200;
-  for (int i = 0; i < host_calls; ++i) out = fz::matmul(a, b);
-  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / host_calls;
-  fz::current_stream().synchronize();
+  auto host_us = [&](auto&& run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < host_calls; ++i) run();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    fz::current_stream().synchronize();
+    return us / host_calls;
+  };
+  const double fused_host = host_us([&] { out = fz::matmul(a, b); });
+  const double direct_host = host_us([&] { d.run(a, b, out); });
   const double flop = 2.0 * double(c.m) * double(c.n) * double(c.k);
-  fmt::print("{:<28} {:>9} {:>9.3f} {:>8.1f} {:>11.3f} {:>8.1f} {:>7.1f}% {:>9.1f}\n", c.name, fz::dtype_name(c.dtype),
-             fused, flop / fused / 1e9, direct, flop / direct / 1e9, 100 * direct / fused, host_us);
+  fmt::print("{:<28} {:>9} {:>9.3f} {:>8.1f} {:>11.3f} {:>8.1f} {:>7.1f}% {:>9.1f} {:>10.1f}\n", c.name,
+             fz::dtype_name(c.dtype), fused, flop / fused / 1e9, direct, flop / direct / 1e9, 100 * direct / fused,
+             fused_host, direct_host);
 }
 
 }  // namespace
@@ -109,10 +118,10 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
              fz::Device(0).properties().name);
-  fmt::print("(GPU time per call: median of 7 runs of 10-50 calls between events; host us: the host time of one\n"
-             " fz::matmul call, queueing only, result allocation included)\n");
-  fmt::print("{:<28} {:>9} {:>9} {:>8} {:>11} {:>8} {:>8} {:>9}\n", "product (m, n, k)", "dtype", "fused ms", "TFLOPS",
-             "direct ms", "TFLOPS", "of direct", "host us");
+  fmt::print("(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"
+             " the host time of one fz::matmul call, result allocation included, beside the direct call's)\n");
+  fmt::print("{:<28} {:>9} {:>9} {:>8} {:>11} {:>8} {:>8} {:>9} {:>10}\n", "product (m, n, k)", "dtype", "fused ms",
+             "TFLOPS", "direct ms", "TFLOPS", "of direct", "host us", "direct us");
   std::vector<Case> cases = {{"8192^3", 8192, 8192, 8192, fz::DType::bfloat16, false},
                              {"8192x14336x4096 (MLP up)", 8192, 14336, 4096, fz::DType::bfloat16, false},
                              {"8192x4096x14336 (MLP down)", 8192, 4096, 14336, fz::DType::bfloat16, false},

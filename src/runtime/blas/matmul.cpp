@@ -156,9 +156,8 @@ CUdeviceptr blas_workspace(StreamState& s) {
   return s.blas_workspace;
 }
 
-/// The layout for `a @ b`, with operands no layout describes replaced by C-ordered copies (`held`).
-MatmulLayout layout_with_copies(const ArrayBase*& a, const ArrayBase*& b, ArrayBase (&held)[2]) {
-  MatmulLayout L = matmul_layout(a->shape(), a->strides(), b->shape(), b->strides());
+/// Layout `L` of `a @ b`, with operands no layout describes replaced by C-ordered copies (`held`).
+MatmulLayout with_copies(MatmulLayout L, const ArrayBase*& a, const ArrayBase*& b, ArrayBase (&held)[2]) {
   if (L.copy_a) held[0] = a->contiguous_copy(), a = &held[0];
   if (L.copy_b) held[1] = b->contiguous_copy(), b = &held[1];
   if (L.copy_a || L.copy_b) L = matmul_layout(a->shape(), a->strides(), b->shape(), b->strides());
@@ -184,7 +183,7 @@ ArrayBase matmul(const ArrayBase& a_in, const ArrayBase& b_in) {
               current_stream_state()->handle);
     return out;
   }
-  const MatmulLayout L = layout_with_copies(a, b, held);
+  const MatmulLayout L = with_copies(probe, a, b, held);
   const std::shared_ptr<StreamState>& stream = current_stream_state();
   PlanKey key{};  // (zeroed: the key is compared and hashed bytewise, padding included)
   key.device = stream->device;
