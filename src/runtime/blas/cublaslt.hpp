@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda/shared_library.hpp"
+
 namespace fusion::detail::cublaslt {
 
 #define FUSION_CUBLASLT_FUNCTIONS(X)  \
@@ -35,11 +37,8 @@ struct Api {
   std::string path;         // the library that was loaded
 };
 
-/// One attempt over `candidates` (paths or sonames, in order): the API, or a non-empty `error` saying why not.
-struct Loaded {
-  Api api;
-  std::string error;
-};
+/// One attempt over `candidates` (paths or sonames, in order).
+using Loaded = LoadedLibrary<Api>;
 Loaded load(const std::vector<std::string>& candidates);
 
 /// Where fusion looks, in order (FUSION_CUBLASLT_LIBRARY, libcublasLt.so.<major of the toolkit fusion

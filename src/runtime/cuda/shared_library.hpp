@@ -22,6 +22,12 @@ struct OpenedLibrary {
 /// The first candidate that opens (RTLD_LOCAL: its symbols stay out of the process's namespace).
 OpenedLibrary open_first(const std::vector<std::string>& candidates);
 
+/// A library's functions after one attempt to load it: `api`, or a non-empty `error` saying why not.
+template <class Api> struct LoadedLibrary {
+  Api api;
+  std::string error;
+};
+
 /// The address of `name` in `lib`, or null.
 void* find_symbol(void* lib, const char* name);
 

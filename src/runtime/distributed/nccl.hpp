@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/cuda/shared_library.hpp"
+
 #include "fusion/distributed.hpp"
 #include "fusion/dtype.hpp"
 
@@ -59,11 +61,8 @@ struct Api {
   std::string path;  // the library that was loaded
 };
 
-/// One attempt over `candidates` (paths or sonames, in order): the API, or an empty `error` saying why not.
-struct Loaded {
-  Api api;
-  std::string error;
-};
+/// One attempt over `candidates` (paths or sonames, in order).
+using Loaded = LoadedLibrary<Api>;
 Loaded load(const std::vector<std::string>& candidates);
 
 /// Where fusion looks, in order (FUSION_NCCL_LIBRARY, libnccl.so.2, the toolkit's lib64/ and lib/).
