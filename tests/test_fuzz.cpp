@@ -64,8 +64,9 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
     zero_d += b->out_shape.size() == 0;
   }
   CHECK(invalid == 0);
-  // every op but the leaves and fz::function calls
-  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 4);
+  // every op but the leaves, fz::function calls and matmul (products have their own tests against a float64
+  // reference, tests/test_matmul*.cpp; the fuzzer does not generate them yet)
+  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 5);
   CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(layouts.size() == 4);

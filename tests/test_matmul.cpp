@@ -111,3 +111,17 @@ TEST_CASE("cuBLASLt loads at run time: a missing library is a clear error", "[ma
     WARN("no cuBLASLt on this machine: " << real.error);
   }
 }
+
+TEST_CASE("a product in an expression is a plan: its library call, then fused kernels around it", "[matmul]") {
+  const auto x = fz::placeholder<fz::bfloat16>({64, 32}), w = fz::placeholder<fz::bfloat16>({32, 16});
+  const auto b = fz::placeholder<fz::bfloat16>({16});
+  const auto gelu_like = fz::inspect(fz::tanh(fz::matmul(x, w) + b) * 0.5f);
+  REQUIRE(gelu_like.kernels == 2);
+  CHECK_THAT(gelu_like.plan[0], Catch::Contains("cublasLtMatmul") && Catch::Contains("(m, n, k) = (64, 16, 32)"));
+  CHECK_THAT(gelu_like.plan[1], Catch::Contains("fz_"));
+  CHECK(fz::inspect(fz::matmul(x, w)).kernels == 1);
+  CHECK(fz::inspect(fz::matmul(x.astype<float>(), w)).kernels == 3);  // two casts (w promoted too), the product
+  CHECK_THROWS_AS(fz::inspect(fz::matmul(x, x)), fz::ShapeError);
+  using R = decltype(fz::matmul(x, fz::placeholder<float>({32, 16})));
+  STATIC_REQUIRE(R::dtype == fz::DType::float32);
+}

@@ -142,7 +142,7 @@ TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[
   double s = 0;
   for (float x : hv) s += double(x) * x;
   CHECK(std::abs(dot.to_host()[0] - s) <= 1e-5);
-  CHECK(fz::matmul(m.transpose(), v).shape() == fz::Shape{10});
+  CHECK(fz::eval(fz::matmul(m.transpose(), v)).shape() == fz::Shape{10});
 }
 
 TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis gives zeros", "[gpu][matmul]") {
@@ -150,7 +150,7 @@ TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis giv
   const auto hw = test::random<fz::half>(128 * 32, -1, 1, 22);
   const auto x = fz::asarray(hx, {64, 128});
   const auto w = fz::asarray(hw, {128, 32});
-  const auto y = fz::matmul(x, w);  // float32 result: w cast by one fused kernel first
+  const auto y = fz::eval(fz::matmul(x, w));  // float32 result: w cast by one fused kernel first
   static_assert(std::is_same_v<decltype(y), const fz::Array<float>>);
   std::vector<double> rx(hx.begin(), hx.end()), rw, scale;
   for (fz::half h : hw) rw.push_back(test::as_double(h));
@@ -166,7 +166,7 @@ TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis giv
   const fz::Array<float> z = fz::matmul(fz::zeros<float>({5, 0}), fz::zeros<float>({0, 7}) + 1.0f);
   CHECK(z.shape() == fz::Shape{5, 7});
   for (float v : z.to_host()) CHECK(v == 0.0f);
-  CHECK(fz::matmul(fz::zeros<float>({0, 4}), fz::zeros<float>({4, 3})).shape() == fz::Shape{0, 3});
+  CHECK(fz::eval(fz::matmul(fz::zeros<float>({0, 4}), fz::zeros<float>({4, 3}))).shape() == fz::Shape{0, 3});
 }
 
 TEST_CASE("matmul runs on the current stream and is captured into a replayable CUDA graph", "[gpu][matmul]") {
@@ -202,4 +202,64 @@ TEST_CASE("matmul runs on the current stream and is captured into a replayable C
   g.launch(s);
   s.synchronize();
   CHECK(off(out, want, scale, product_tolerance(fz::DType::bfloat16)) == 0);
+}
+
+TEST_CASE("the math around a product fuses: the product, then one kernel reading it once", "[gpu][matmul]") {
+  const std::int64_t M = 96, K = 64, N = 80;
+  const auto ha = test::random<float>(M * K, -1, 1, 41), hb = test::random<float>(K * N, -1, 1, 42);
+  const auto hbias = test::random<float>(N, -1, 1, 43), hres = test::random<float>(M * N, -1, 1, 44);
+  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N});
+  const auto bias = fz::asarray(hbias, {N}), residual = fz::asarray(hres, {M, N});
+  std::vector<double> ra(ha.begin(), ha.end()), rb(hb.begin(), hb.end()), scale;
+  fz::Shape shape;
+  const auto p = reference(ra, {M, K}, rb, {K, N}, shape, &scale);
+  auto epilogue = [&](const auto& prod) { return fz::maximum(prod + bias, 0.0f) * 0.5f + residual; };
+  const auto info = fz::inspect(epilogue(fz::matmul(a, b)));
+  REQUIRE(info.kernels == 2);
+  CHECK_THAT(info.plan[0], Catch::Contains("cublasLtMatmul"));
+  CHECK_THAT(info.plan[1], Catch::StartsWith("fz_"));
+  fz::Array<float> y = epilogue(fz::matmul(a, b));
+  const auto got = y.to_host();
+  for (std::int64_t i = 0; i < M * N; ++i) {
+    const double want = std::max(p[static_cast<std::size_t>(i)] + hbias[static_cast<std::size_t>(i % N)], 0.0) * 0.5 +
+                        hres[static_cast<std::size_t>(i)];
+    REQUIRE(std::abs(got[static_cast<std::size_t>(i)] - want) <= 2e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
+  }
+  // a reduction of the product: the product, then the reduction over it
+  const float total = fz::eval(fz::sum(fz::matmul(a, b))).item();
+  double want_total = 0;
+  for (double v : p) want_total += v;
+  CHECK(std::abs(total - want_total) <= 1e-3 * (1 + std::abs(want_total)));
+  // an expression operand: one fused kernel computes it first
+  const auto scaled = fz::eval(fz::matmul(a * 2.0f, b));
+  CHECK(fz::inspect(fz::matmul(a * 2.0f, b)).kernels == 2);
+  const auto hs = scaled.to_host();
+  for (std::int64_t i = 0; i < M * N; ++i)
+    REQUIRE(std::abs(hs[static_cast<std::size_t>(i)] - 2 * p[static_cast<std::size_t>(i)]) <= 4e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
+}
+
+TEST_CASE("a product written into existing arrays: in place where it can, aside where it overlaps", "[gpu][matmul]") {
+  const std::int64_t N = 48;
+  const auto ha = test::random<double>(N * N, -1, 1, 51), hb = test::random<double>(N * N, -1, 1, 52);
+  std::vector<double> scale;
+  fz::Shape shape;
+  const auto p = reference(ha, {N, N}, hb, {N, N}, shape, &scale);
+  auto a = fz::asarray(ha, {N, N});
+  const auto b = fz::asarray(hb, {N, N});
+  auto out = fz::full<double>({N, N}, -7.0);
+  const auto view = out;  // shares out's memory only if assignment writes in place: it does (same shape)
+  const std::uint64_t where = out.data_ptr();
+  out = fz::matmul(a, b);
+  CHECK(out.data_ptr() == where);
+  auto check = [&](const fz::Array<double>& got) {
+    const auto h = got.to_host();
+    for (std::size_t i = 0; i < h.size(); ++i) REQUIRE(std::abs(h[i] - p[i]) <= 1e-13 * scale[i] + 1e-15);
+  };
+  check(out);
+  a = fz::matmul(a, b);  // reads a while it is written: computed aside, then copied in
+  check(a);
+  auto wide = fz::zeros<double>({N, 2 * N});
+  auto left = wide.slice({fz::Slice{}, fz::Slice{0, N}});  // not C-ordered: aside, then copied in
+  fz::copyto(left, fz::matmul(fz::asarray(ha, {N, N}), b));
+  check(fz::eval(left + 0.0));
 }

@@ -114,10 +114,13 @@ enum class Op : std::uint8_t {
   all,
   mean,
   var,
+  // a library call, not spelled in fused code: the matrix product of a and b (NumPy's matmul; operands
+  // already converted to the result dtype), run by cuBLASLt as a step of its own (schedule/partition)
+  matmul,
   count_
 };
 
-enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction };
+enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction, product };
 /// The dtype an op computes in, from its operands' promoted dtype p.
 enum class Operands : std::uint8_t {
   promoted,  ///< p itself
@@ -246,6 +249,7 @@ inline constexpr OpInfo kOps[] = {
     {Op::all, "all", Arity::reduction},
     {Op::mean, "mean", Arity::reduction},
     {Op::var, "var", Arity::reduction},
+    {Op::matmul, "matmul", Arity::product},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -258,6 +262,8 @@ static_assert(rows_in_enum_order(), "kOps has one row per Op, in the enum's orde
 constexpr const OpInfo& op_info(Op op) { return kOps[static_cast<int>(op)]; }
 constexpr Arity arity(Op op) { return op_info(op).arity; }
 constexpr bool is_reduction(Op op) { return op < Op::count_ && arity(op) == Arity::reduction; }
+/// A matrix product: a library call with a step of its own, its result read by the fused code around it.
+constexpr bool is_product(Op op) { return op < Op::count_ && arity(op) == Arity::product; }
 constexpr bool is_elementwise(Op op) {
   return arity(op) == Arity::unary || arity(op) == Arity::binary || arity(op) == Arity::ternary;
 }
@@ -348,10 +354,10 @@ constexpr bool reductions_in_enum_order() {
   int i = static_cast<int>(Op::sum);
   for (const ReduceInfo& r : kReductions)
     if (static_cast<int>(r.op) != i++ || !is_reduction(r.op)) return false;
-  return i == static_cast<int>(Op::count_);
+  return i == static_cast<int>(Op::var) + 1;
 }
 static_assert(reductions_in_enum_order(),
-              "kReductions has one row per reduction Op, in the enum's order, the last ops");
+              "kReductions has one row per reduction Op, in the enum's order, sum to var");
 
 constexpr const ReduceInfo& reduce_info(Op op) { return kReductions[static_cast<int>(op) - static_cast<int>(Op::sum)]; }
 
@@ -420,6 +426,8 @@ struct Graph {
   /// A call of the next function slot with result dtype `result`; each argument is converted to its
   /// parameter's dtype first.
   std::uint32_t call(DType result, const std::uint32_t* args, const DType* params, int n);
+  /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.
+  std::uint32_t product(std::uint32_t x, std::uint32_t y, DType result);
   /// Appends a node exactly as given (operands already in this graph), for graphs rebuilt from others.
   std::uint32_t append(const Node& n) {
     nodes.push_back(n);

@@ -7,8 +7,8 @@
 //
 // 2-D × 2-D; a 1-D operand is a row (on the left) or a column (on the right) and its axis leaves the
 // result; leading batch axes broadcast. float16 and bfloat16 accumulate in float32; operands of two dtypes
-// promote (the other one is cast by one fused kernel first). The product runs at the call, on the current
-// stream, and is captured by streams' graphs and fz::Step like every kernel.
+// promote (the other one is cast by one fused kernel first). Nothing runs until the expression is
+// assigned: then the product is a cuBLASLt call on the current stream, and the math around it fuses.
 #pragma once
 #include <string>
 
@@ -25,36 +25,49 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b);
 std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result);
 }  // namespace detail
 
-namespace detail {
-template <class X> constexpr DType operand_dtype() {
-  if constexpr (ArrayLike<X>) return dtype_of<typename std::decay_t<X>::value_type>;
-  else return std::decay_t<X>::dtype;
-}
-/// Operand `x` as an array of dtype R: an Array<R> as it is (a view, not copied), anything else evaluated
-/// by one fused kernel (an expression, with the cast to R if it needs one).
-template <Element R, class X> decltype(auto) operand_as(const X& x) {
-  if constexpr (std::is_same_v<std::decay_t<X>, Array<R>>) return static_cast<const ArrayBase&>(x);
-  else return ArrayBase(Array<R>(x.template astype<R>()));
-}
-}  // namespace detail
+namespace expr {
+/// The matrix product of two nodes, in dtype D (each operand converted to D first). In a plan it is a
+/// step of its own (cuBLASLt); what it reads is computed first, what reads it is fused code.
+template <class A, class B, DType D> struct MatMul : Node<MatMul<A, B, D>> {
+  static constexpr DType dtype = D;
+  static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
+  static constexpr int n_reductions = A::n_reductions + B::n_reductions, n_functions = A::n_functions + B::n_functions;
+  A a;
+  B b;
+  static std::uint32_t lower(ir::Graph& g) {
+    const std::uint32_t x = A::lower(g);  // operands lower in the order pack() visits them
+    const std::uint32_t y = B::lower(g);
+    return g.product(x, y, D);
+  }
+  void pack(detail::ArgSink& s) const {
+    a.pack(s);
+    b.pack(s);
+  }
+};
+}  // namespace expr
 
 /// The dtype of `fz::matmul(a, b)`: NumPy's promotion of the operands' dtypes.
-template <class A, class B> using MatmulResult = TypeOf<promote_types(detail::operand_dtype<A>(), detail::operand_dtype<B>())>;
+template <class A, class B>
+using MatmulResult = TypeOf<promote_types(detail::node_t<A>::dtype, detail::node_t<B>::dtype)>;
 
-/// The matrix product of `a` and `b` (NumPy's matmul): arrays or expressions (evaluated first, by one fused
-/// kernel each). ShapeError naming both shapes when the inner dimensions differ or the batch axes do not
-/// broadcast; BlasError when cuBLASLt cannot be loaded.
-template <Operand A, Operand B> Array<MatmulResult<A, B>> matmul(const A& a, const B& b) {
+/// The matrix product of `a` and `b` (NumPy's matmul), arrays or expressions: an expression like any other,
+/// run when assigned. Its surroundings fuse: `relu(matmul(x, w) + b) * s` is the product, then one fused
+/// kernel reading it once; an expression operand (`x * mask`) is one fused kernel before it. ShapeError
+/// naming both shapes when the inner dimensions differ or the batch axes do not broadcast; BlasError when
+/// cuBLASLt cannot be loaded.
+template <Operand A, Operand B> auto matmul(A&& a, B&& b) {
   using R = MatmulResult<A, B>;
   static_assert(is_floating(dtype_of<R>),
                 "fusion: fz::matmul multiplies float16, bfloat16, float32 or float64 matrices; cast integer "
                 "arrays first (x.astype<float>())");
-  return Array<R>(detail::matmul(detail::operand_as<R>(a), detail::operand_as<R>(b)));
+  auto x = detail::to_node(std::forward<A>(a));
+  auto y = detail::to_node(std::forward<B>(b));
+  return expr::MatMul<decltype(x), decltype(y), dtype_of<R>>{{}, std::move(x), std::move(y)};
 }
 
 /// What fz::matmul(a, b) runs, in words (compiles nothing, launches nothing; placeholders work).
 template <Element A, Element B> std::string describe_matmul(const Array<A>& a, const Array<B>& b) {
-  return detail::describe_matmul(a, b, dtype_of<MatmulResult<Array<A>, Array<B>>>);
+  return detail::describe_matmul(a, b, dtype_of<MatmulResult<const Array<A>&, const Array<B>&>>);
 }
 
 }  // namespace fusion

@@ -50,6 +50,13 @@ std::uint32_t Graph::binary(Op op, std::uint32_t x, std::uint32_t y) {
   return push(*this, {op, result_dtype(op, dx, dy), cx, cy});
 }
 
+std::uint32_t Graph::product(std::uint32_t x, std::uint32_t y, DType result) {
+  if (!is_floating(result)) throw TypeError(fmt::format("matmul does not accept {}", dtype_name(result)));
+  const std::uint32_t cx = cast(x, result);
+  const std::uint32_t cy = cast(y, result);
+  return push(*this, {Op::matmul, result, cx, cy});
+}
+
 std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
   const DType d = promote_types(dtype(x), dtype(y));
   const std::uint32_t c = cast(cond, DType::bool_);

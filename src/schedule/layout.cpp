@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "schedule/layout.hpp"
 
+#include "schedule/matmul_layout.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -259,6 +261,7 @@ std::vector<Shape> node_shapes(const Call& c) {
     else if (n.op == ir::Op::scalar) shape[i] = Shape();
     else if (n.op == ir::Op::iota) shape[i] = broadcast_shape_of(c);  // the index of the result (fz::random)
     else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
+    else if (ir::is_product(n.op)) shape[i] = matmul_shape(shape[n.a], shape[n.b]);
     else
       for (std::uint32_t o : {n.a, n.b, n.c})
         if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);

@@ -98,4 +98,8 @@ MatmulLayout matmul_layout(const Shape& a_shape, const Strides& a_strides, const
   return L;
 }
 
+Shape matmul_shape(const Shape& a, const Shape& b) {
+  return matmul_layout(a, contiguous_strides(a), b, contiguous_strides(b)).out_shape;
+}
+
 }  // namespace fusion::detail

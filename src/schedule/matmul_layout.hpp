@@ -32,6 +32,9 @@ struct MatmulLayout {
   bool copy_a = false, copy_b = false;  // an operand no layout describes: copy it C-ordered, then plan again
 };
 
+/// The shape of `a @ b` (the same errors as matmul_layout).
+Shape matmul_shape(const Shape& a, const Shape& b);
+
 /// The layout of `a @ b` (element strides, as ArrayBase holds them). ShapeError for 0-d operands, inner
 /// dimensions that differ or batch axes that do not broadcast, naming both shapes.
 MatmulLayout matmul_layout(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,

@@ -129,8 +129,11 @@ void set_index_region(const ir::Graph& g, std::uint32_t root, KernelStep& step) 
 
 Partition partition(const ir::Graph& g, PartitionMode mode) {
   const bool unfused = mode == PartitionMode::unfused;
-  bool has_reduction = false;
-  for (const ir::Node& n : g.nodes) has_reduction = has_reduction || ir::is_reduction(n.op);
+  bool has_reduction = false, has_product = false;
+  for (const ir::Node& n : g.nodes) {
+    has_reduction = has_reduction || ir::is_reduction(n.op);
+    has_product = has_product || ir::is_product(n.op);
+  }
   Partition plan;
   std::vector<bool> own_kernel(g.nodes.size(), false);
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
@@ -140,6 +143,14 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
   if (!unfused)
     for (const ir::Node& n : g.nodes)
       if (ir::is_reduction(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
+  // A matrix product is a library call of its own, on arrays: what it reads is computed first, into
+  // temporaries (a cast, `x * mask`), and what reads it is fused code reading its result once.
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_product(n.op))
+      for (std::uint32_t o : {n.a, n.b})
+        if (g.nodes[o].op != ir::Op::input) own_kernel[o] = true;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (ir::is_product(g.nodes[i].op)) own_kernel[i] = true;
   for (std::uint32_t o : g.outputs) own_kernel[o] = false;  // the outputs' steps come last
   if (!unfused && g.outputs.size() == 1) {
     const std::uint32_t r = root_reduction(g, g.outputs[0]);
@@ -149,11 +160,11 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
   for (bool b : own_kernel) any = any || b;
   // A layer kernel can take an expression whose reductions meet their rows again; whether they do
   // depends on the call's shapes and axes, so the plan only says when to ask.
-  plan.layer = mode == PartitionMode::fused && has_reduction;
+  plan.layer = mode == PartitionMode::fused && has_reduction && !has_product;
   for (const ir::Node& n : g.nodes)
     plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
-  if (!any && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
+  if (!any && !has_product && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
     plan.direct = true;
     return plan;
   }

@@ -12,6 +12,7 @@
 #include "fusion/error.hpp"
 #include "fusion/matmul.hpp"
 #include "runtime/blas/cublaslt.hpp"
+#include "runtime/blas/matmul.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "schedule/matmul_layout.hpp"
@@ -166,22 +167,30 @@ MatmulLayout with_copies(MatmulLayout L, const ArrayBase*& a, const ArrayBase*& 
 
 }  // namespace
 
-ArrayBase matmul(const ArrayBase& a_in, const ArrayBase& b_in) {
-  if (a_in.dtype() != b_in.dtype())
+ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
+  if (a.dtype() != b.dtype())
     throw TypeError(fmt::format("matmul: operands of {} and {}; promote one first (fz::matmul does)",
-                                dtype_name(a_in.dtype()), dtype_name(b_in.dtype())));
+                                dtype_name(a.dtype()), dtype_name(b.dtype())));
+  (void)blas_type(a.dtype());  // a TypeError for other dtypes, before any work
+  ArrayBase out = ArrayBase::make_empty(a.dtype(), matmul_shape(a.shape(), b.shape()));
+  matmul_into(a, b, out);
+  return out;
+}
+
+void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out) {
   const DType d = a_in.dtype();
-  (void)blas_type(d);  // a TypeError for other dtypes, before any work
+  if (b_in.dtype() != d || out.dtype() != d) throw Error("internal: matmul_into takes operands and result of one dtype");
   const ArrayBase* a = &a_in;
   const ArrayBase* b = &b_in;
   ArrayBase held[2]{ArrayBase(d), ArrayBase(d)};
   const MatmulLayout probe = matmul_layout(a->shape(), a->strides(), b->shape(), b->strides());  // shape errors first
-  ArrayBase out = ArrayBase::make_empty(d, probe.out_shape);
-  if (numel(probe.out_shape) == 0) return out;
+  if (!(out.shape() == probe.out_shape) || !out.is_contiguous())
+    throw Error("internal: matmul_into writes a C-ordered result of the product's shape");
+  if (numel(probe.out_shape) == 0) return;
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
     FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d),
               current_stream_state()->handle);
-    return out;
+    return;
   }
   const MatmulLayout L = with_copies(probe, a, b, held);
   const std::shared_ptr<StreamState>& stream = current_stream_state();
@@ -219,7 +228,6 @@ ArrayBase matmul(const ArrayBase& a_in, const ArrayBase& b_in) {
                                       kBlasWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream->handle)),
                     "cublasLtMatmul");
   }
-  return out;
 }
 
 std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result) {

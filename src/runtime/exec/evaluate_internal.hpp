@@ -59,6 +59,7 @@ struct Lowered {
   ir::Graph graph;      // as lowered: one input slot per array leaf, in pack() order
   ir::Graph canonical;  // without merging inputs (plans walk this)
   bool has_reduction = false;
+  bool has_product = false;  // a matrix product (a library call): runs as a plan of steps
   // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
   std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
              std::atomic<KernelSlot<codegen::LayerVariant>*>>
@@ -161,6 +162,12 @@ KernelInfo inspect_elementwise(const Call& c);
 /// A generated kernel compiled through the caches (not launched; no GPU needed) and described.
 KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
 KernelInfo inspect_reduction(const Call& c);
+/// A plan's product step (its graph: matmul of its two arrays): cuBLASLt into `out` (exec/product.cpp).
+void evaluate_product(const Call& c, ArrayBase& out, AssignMode mode);
+/// The shape such a step writes (ShapeError for operands that do not line up).
+Shape product_output_shape(const Call& c);
+/// The cuBLASLt call such a step makes, described (nothing compiled or launched).
+KernelInfo inspect_product(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
 /// apply (nothing written then: a plan runs instead).
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);

@@ -20,7 +20,10 @@ std::mutex& build_mutex() {
 const Lowered* register_lowered(ir::Graph g) {
   auto* l = new Lowered;  // one per expression type, alive for the process
   l->canonical = ir::canonicalize(g);
-  for (const ir::Node& n : g.nodes) l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
+  for (const ir::Node& n : g.nodes) {
+    l->has_reduction = l->has_reduction || ir::is_reduction(n.op);
+    l->has_product = l->has_product || ir::is_product(n.op);
+  }
   l->graph = std::move(g);
   // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
   // and leak checkers then see the lifetime as intended.

@@ -107,10 +107,12 @@ void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, Ass
   auto walk = [&](const KernelStep& s) {
     const StepCall sc(p, s, c, temps);
     const std::size_t K = s.targets.size();
-    const std::vector<Shape> shapes = s.whole_index ? std::vector<Shape>(K, index_space(s, c, outs, mode))
-                                      : !p.lowered_of(s).has_reduction
-                                          ? std::vector<Shape>(K, broadcast_shape_of(sc.call))
-                                          : std::vector<Shape>(K, reduction_output_shape(sc.call));
+    const Lowered& lw = p.lowered_of(s);
+    const std::vector<Shape> shapes =
+        s.whole_index     ? std::vector<Shape>(K, index_space(s, c, outs, mode))
+        : lw.has_product  ? std::vector<Shape>(K, product_output_shape(sc.call))
+        : lw.has_reduction ? std::vector<Shape>(K, reduction_output_shape(sc.call))
+                          : std::vector<Shape>(K, broadcast_shape_of(sc.call));
     visit(s, sc.call, shapes);
     for (std::size_t k = 0; k < K; ++k) {
       const int t = s.targets[k];
@@ -175,7 +177,8 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
       *targets[0] = ArrayBase::make_empty(targets[0]->dtype(), index_space(s, c, outs, mode));
       m = AssignMode::into;
     }
-    if (!p.lowered_of(s).has_reduction) evaluate_elementwise(sc.call, targets, K, m);
+    if (p.lowered_of(s).has_product) evaluate_product(sc.call, *targets[0], m);
+    else if (!p.lowered_of(s).has_reduction) evaluate_elementwise(sc.call, targets, K, m);
     else if (K == 1) evaluate_reduction(sc.call, *targets[0], m);
     else return evaluate_reductions(sc.call, targets, K, m);
     return true;
@@ -216,6 +219,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   auto inspect_step = [device, arch](const Step& o) {
     tls_current_device = device;  // the caller's device and fz::precompile target, on this thread too
     tls_precompile_arch = arch;
+    if (o.call.lowered->has_product) return inspect_product(o.call);
     if (!o.call.lowered->has_reduction) return inspect_elementwise(o.call);
     if (o.step->targets.size() == 1) return inspect_reduction(o.call);
     return inspect_reductions(o.call);
