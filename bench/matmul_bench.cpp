@@ -112,6 +112,61 @@ template <class T> void bench(const Case& c) {
              fused_host, direct_host);
 }
 
+/// Products with math around them (bfloat16): the product then one fused kernel reading it once, against
+/// the bare product; and the MLP layer gelu(x @ w1 + b1) @ w2 + b2 + x over both products.
+void epilogues() {
+  using T = fz::bfloat16;
+  fmt::print("\nproducts with their surroundings (bfloat16; the product, then one fused kernel reading it once):\n");
+  fmt::print("{:<52} {:>9} {:>8} {:>8} {:>12}\n", "expression", "ms", "TFLOPS", "kernels", "x bare");
+  const std::int64_t M = 8192, N = 8192, K = 8192;
+  auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(M * K), T(0.01f)), {M, K});
+  auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(K * N), T(0.02f)), {K, N});
+  auto bias = fz::asarray(std::vector<T>(static_cast<std::size_t>(N), T(0.5f)), {N});
+  auto residual = fz::asarray(std::vector<T>(static_cast<std::size_t>(M * N), T(1.0f)), {M, N});
+  auto out = fz::empty<T>({M, N});
+  auto bare = [&] { out = fz::matmul(a, b); };
+  auto relu_scale = [&] { out = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual; };
+  auto gelu_bias = [&] {
+    auto h = fz::matmul(a, b) + bias;
+    out = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
+  };
+  for (int i = 0; i < 2; ++i) bare(), relu_scale(), gelu_bias();
+  const double flop = 2.0 * double(M) * double(N) * double(K);
+  const auto [t_bare, t_relu] = median_ms(bare, relu_scale, 10);
+  const auto [t_bare2, t_gelu] = median_ms(bare, gelu_bias, 10);
+  auto row = [&](const char* name, double ms, int kernels, double base) {
+    fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8} {:>11.3f}x\n", name, ms, flop / ms / 1e9, kernels, ms / base);
+  };
+  row("a @ b (8192^3)", t_bare, 1, t_bare);
+  row("relu(a @ b + bias) * 0.5 + residual", t_relu,
+      fz::inspect(fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual).kernels, t_bare);
+  row("gelu_tanh(a @ b + bias)", t_gelu, 2, t_bare2);
+  // The MLP layer: batch 8192, 4096 -> 14336 -> 4096.
+  const std::int64_t B = 8192, D = 4096, H = 14336;
+  auto x = fz::asarray(std::vector<T>(static_cast<std::size_t>(B * D), T(0.01f)), {B, D});
+  auto w1 = fz::asarray(std::vector<T>(static_cast<std::size_t>(D * H), T(0.01f)), {D, H});
+  auto w2 = fz::asarray(std::vector<T>(static_cast<std::size_t>(H * D), T(0.01f)), {H, D});
+  auto b1 = fz::asarray(std::vector<T>(static_cast<std::size_t>(H), T(0.1f)), {H});
+  auto b2 = fz::asarray(std::vector<T>(static_cast<std::size_t>(D), T(0.1f)), {D});
+  auto y = fz::empty<T>({B, D});
+  fz::Array<T> hidden;
+  auto mlp = [&] {
+    auto h = fz::matmul(x, w1) + b1;
+    hidden = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
+    y = fz::matmul(hidden, w2) + b2 + x;
+  };
+  auto products = [&] {
+    hidden = fz::matmul(x, w1);
+    y = fz::matmul(hidden, w2);
+  };
+  for (int i = 0; i < 2; ++i) mlp(), products();
+  const auto [t_mlp, t_products] = median_ms(mlp, products, 5);
+  const double mlp_flop = 2.0 * 2.0 * double(B) * double(D) * double(H);
+  fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8} {:>11.3f}x\n", "MLP gelu(x@w1+b1)@w2+b2+x (8192, 4096->14336->4096)",
+             t_mlp, mlp_flop / t_mlp / 1e9, 4, t_mlp / t_products);
+  fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8}\n", "  its two bare products", t_products, mlp_flop / t_products / 1e9, 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,4 +191,5 @@ int main(int argc, char** argv) {
     else if (c.dtype == fz::DType::float16) bench<fz::half>(c);
     else bench<float>(c);
   }
+  epilogues();
 }

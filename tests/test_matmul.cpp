@@ -122,6 +122,9 @@ TEST_CASE("a product in an expression is a plan: its library call, then fused ke
   CHECK(fz::inspect(fz::matmul(x, w)).kernels == 1);
   CHECK(fz::inspect(fz::matmul(x.astype<float>(), w)).kernels == 3);  // two casts (w promoted too), the product
   CHECK_THROWS_AS(fz::inspect(fz::matmul(x, x)), fz::ShapeError);
+  // the same product used several times (a GELU of it) is computed once
+  const auto h = fz::matmul(x, w) + b;
+  CHECK(fz::inspect(0.5f * h * (1.0f + fz::tanh(0.79788456f * (h + 0.044715f * h * h * h)))).kernels == 2);
   using R = decltype(fz::matmul(x, fz::placeholder<float>({32, 16})));
   STATIC_REQUIRE(R::dtype == fz::DType::float32);
 }

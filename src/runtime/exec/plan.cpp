@@ -34,7 +34,8 @@ struct StepCall {
 }  // namespace
 
 Call with_shared_reductions(const Call& c) {
-  if (c.n_reductions < 2) return c;
+  // (a product's operands too: `h = x @ w + b` used five times in a GELU is one product, not five)
+  if (c.n_reductions < 2 && !c.lowered->has_product) return c;
   const auto equal = [](const ReduceArg& a, const ReduceArg& b) {
     if (a.n_axes != b.n_axes || a.keepdims != b.keepdims || a.ddof != b.ddof) return false;
     for (int i = 0; i < a.n_axes; ++i)
@@ -50,6 +51,7 @@ Call with_shared_reductions(const Call& c) {
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;
+  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s) any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
   for (int j = 0; j < c.n_reductions; ++j) {
     int r = 0;
     while (!equal(c.reductions[r], c.reductions[j])) ++r;

@@ -23,7 +23,8 @@ struct Plan {
 const Plan& plan_of(const Lowered& lw, PartitionMode mode);
 
 /// The call with its equal reductions merged: the same reduction of the same arrays with the same axes
-/// (softmax's two `max(x, -1, true)`, var's mean inside layer norm) computed once. `c` itself when none are.
+/// (softmax's two `max(x, -1, true)`, var's mean inside layer norm) computed once; in a call with a matrix
+/// product, every same-view input merged, so that equal products are one. `c` itself when none are.
 Call with_shared_reductions(const Call& c);
 
 /// Runs a plan: one layer kernel when the call allows it, else the steps in order on the current
