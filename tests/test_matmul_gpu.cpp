@@ -263,3 +263,38 @@ TEST_CASE("a product written into existing arrays: in place where it can, aside 
   fz::copyto(left, fz::matmul(fz::asarray(ha, {N, N}), b));
   check(fz::eval(left + 0.0));
 }
+
+TEST_CASE("a product inside fz::Lazy and fz::Step runs in order with the statements around it", "[gpu][matmul]") {
+  const std::int64_t M = 64, K = 32, N = 48;
+  const auto ha = test::random<float>(M * K, -1, 1, 61), hb = test::random<float>(K * N, -1, 1, 62);
+  auto a = fz::asarray(ha, {M, K});
+  const auto b = fz::asarray(hb, {K, N});
+  auto expect = [&](const std::vector<float>& av, const fz::Array<float>& y, double twice) {
+    std::vector<double> ra, rb(hb.begin(), hb.end()), scale;
+    for (float v : av) ra.push_back(twice * v);
+    fz::Shape shape;
+    const auto p = reference(ra, {M, K}, rb, {K, N}, shape, &scale);
+    const auto h = y.to_host();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) bad += !(std::abs(h[i] - (std::max(p[i], 0.0) + 1)) <= 2e-6 * scale[i] + 1e-6);
+    return bad;
+  };
+  fz::Array<float> t = fz::zeros<float>({M, K}), y;
+  {
+    fz::Lazy region;
+    t = a * 2.0f;  // recorded: the product must read it written
+    y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
+  }
+  CHECK(expect(ha, y, 2) == 0);
+  fz::Step step([&] {
+    t = a * 2.0f;
+    y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
+  });
+  step();
+  CHECK(expect(ha, y, 2) == 0);
+  const auto ha2 = test::random<float>(M * K, -1, 1, 63);
+  fz::copyto(a, fz::asarray(ha2, {M, K}));
+  step.replay();
+  fz::current_stream().synchronize();
+  CHECK(expect(ha2, y, 2) == 0);
+}
