@@ -14,6 +14,7 @@
 #include "runtime/blas/cublaslt.hpp"
 #include "runtime/blas/matmul.hpp"
 #include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "schedule/matmul_layout.hpp"
 
@@ -178,6 +179,9 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
 }
 
 void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out) {
+  // A step's graph holds fusion's kernel launches; a cuBLASLt call made while recording would run once and
+  // be missing from every replay. Refused until products are recorded as graph nodes of their own.
+  outside_step("fz::matmul (a cuBLASLt call)");
   const DType d = a_in.dtype();
   if (b_in.dtype() != d || out.dtype() != d) throw Error("internal: matmul_into takes operands and result of one dtype");
   const ArrayBase* a = &a_in;
