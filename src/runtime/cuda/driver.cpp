@@ -100,7 +100,6 @@ struct PrimaryContext {
   std::atomic<unsigned long long> incarnation{0};
   std::atomic<unsigned> generation{0};
 };
-constexpr int kMaxDevices = 64;
 PrimaryContext primary[kMaxDevices];
 std::mutex primary_mu;
 

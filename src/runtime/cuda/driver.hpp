@@ -45,6 +45,9 @@ const std::string& driver_unavailable_reason();
 /// Throws CudaError (OutOfMemoryError for CUDA_ERROR_OUT_OF_MEMORY) naming `call` when `r` is not success.
 void check(CUresult r, const char* call);
 
+/// Devices fusion keeps per-device state for (contexts, built-in streams).
+inline constexpr int kMaxDevices = 64;
+
 /// Makes device `id`'s primary context current on this thread, first noticing whether another library
 /// reset it (cuDevicePrimaryCtxReset, cudaDeviceReset): that destroys every handle made in it, so the
 /// context is brought back and its generation advances. One cuCtxGetId call (~15 ns) when nothing changed.

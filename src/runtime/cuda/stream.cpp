@@ -17,7 +17,6 @@ namespace fusion {
 namespace detail {
 namespace {
 
-constexpr int kMaxDevices = 64;
 
 std::shared_ptr<StreamState> make_builtin(CUstream handle, int device) {
   auto s = std::make_shared<StreamState>();
