@@ -126,6 +126,7 @@ void epilogues() {
   auto out = fz::empty<T>({M, N});
   auto bare = [&] { out = fz::matmul(a, b); };
   auto relu_scale = [&] { out = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual; };
+  auto relu_bias = [&] { out = fz::maximum(fz::matmul(a, b) + bias, 0.0f); };
   auto gelu_bias = [&] {
     auto h = fz::matmul(a, b) + bias;
     out = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
@@ -134,6 +135,7 @@ void epilogues() {
   const double flop = 2.0 * double(M) * double(N) * double(K);
   const auto [t_bare, t_relu] = median_ms(bare, relu_scale, 10);
   const auto [t_bare2, t_gelu] = median_ms(bare, gelu_bias, 10);
+  const auto [t_bare3, t_relu_bias] = median_ms(bare, relu_bias, 10);
   auto row = [&](const char* name, double ms, int kernels, double base) {
     fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8} {:>11.3f}x\n", name, ms, flop / ms / 1e9, kernels, ms / base);
   };
@@ -141,6 +143,8 @@ void epilogues() {
   row("relu(a @ b + bias) * 0.5 + residual", t_relu,
       fz::inspect(fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual).kernels, t_bare);
   row("gelu_tanh(a @ b + bias)", t_gelu, 2, t_bare2);
+  row("relu(a @ b + bias) (cuBLASLt's bias+ReLU epilogue)", t_relu_bias,
+      fz::inspect(fz::maximum(fz::matmul(a, b) + bias, 0.0f)).kernels, t_bare3);
   // The MLP layer: batch 8192, 4096 -> 14336 -> 4096.
   const std::int64_t B = 8192, D = 4096, H = 14336;
   auto x = fz::asarray(std::vector<T>(static_cast<std::size_t>(B * D), T(0.01f)), {B, D});

@@ -128,3 +128,22 @@ TEST_CASE("a product in an expression is a plan: its library call, then fused ke
   using R = decltype(fz::matmul(x, fz::placeholder<float>({32, 16})));
   STATIC_REQUIRE(R::dtype == fz::DType::float32);
 }
+
+TEST_CASE("bias, ReLU and bias+ReLU after a product run inside its cuBLASLt call", "[matmul]") {
+  const auto x = fz::placeholder<fz::bfloat16>({64, 32}), w = fz::placeholder<fz::bfloat16>({32, 16});
+  const auto b = fz::placeholder<fz::bfloat16>({16});
+  auto one_call = [](const fz::KernelInfo& k, const char* epilogue) {
+    INFO(k);
+    CHECK(k.kernels == 1);
+    CHECK_THAT(k.plan[0], Catch::Contains("cublasLtMatmul") && Catch::Contains(epilogue));
+  };
+  one_call(fz::inspect(fz::matmul(x, w) + b), "with cuBLASLt's bias epilogue");
+  one_call(fz::inspect(b + fz::matmul(x, w)), "with cuBLASLt's bias epilogue");
+  one_call(fz::inspect(fz::maximum(fz::matmul(x, w) + b, 0.0f)), "with cuBLASLt's bias+relu epilogue");
+  one_call(fz::inspect(fz::maximum(fz::matmul(x, w), 0.0f)), "with cuBLASLt's relu epilogue");
+  // what cuBLASLt's epilogues do not express stays the product plus one fused kernel
+  CHECK(fz::inspect(fz::maximum(fz::matmul(x, w) + b, 1.0f)).kernels == 2);            // not a ReLU
+  CHECK(fz::inspect(fz::matmul(x, w) + fz::placeholder<fz::bfloat16>({64, 16})).kernels == 2);  // not a bias vector
+  CHECK(fz::inspect(fz::matmul(x, w) + fz::placeholder<float>({16})).kernels == 2);     // a float32 result
+  CHECK(fz::inspect(fz::matmul(x, w) * 2.0f + b).kernels == 2);
+}

@@ -299,3 +299,38 @@ TEST_CASE("a product inside fz::Lazy runs in order with the statements around it
   y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
   CHECK(expect(ha2, y, 2) == 0);
 }
+
+TEST_CASE("cuBLASLt's epilogues give what the fused kernel would: bias, ReLU, bias+ReLU", "[gpu][matmul]") {
+  const std::int64_t M = 128, K = 64, N = 96;
+  const auto ha = test::random<fz::bfloat16>(M * K, -1, 1, 71), hb = test::random<fz::bfloat16>(K * N, -1, 1, 72);
+  const auto hbias = test::random<fz::bfloat16>(N, -1, 1, 73);
+  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
+  std::vector<double> ra, rb, scale;
+  for (auto v : ha) ra.push_back(test::as_double(v));
+  for (auto v : hb) rb.push_back(test::as_double(v));
+  fz::Shape shape;
+  const auto p = reference(ra, {M, K}, rb, {K, N}, shape, &scale);
+  auto check = [&](const fz::Array<fz::bfloat16>& got, bool with_bias, bool relu) {
+    const auto h = got.to_host();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      double want = p[i] + (with_bias ? test::as_double(hbias[i % N]) : 0.0);
+      if (relu) want = std::max(want, 0.0);
+      bad += !(std::abs(test::as_double(h[i]) - want) <= 1.6e-2 * (scale[i] + 1));
+    }
+    return bad;
+  };
+  fz::Array<fz::bfloat16> y = fz::matmul(a, b) + bias;
+  CHECK(check(y, true, false) == 0);
+  y = fz::maximum(fz::matmul(a, b) + bias, 0.0f);
+  CHECK(check(y, true, true) == 0);
+  y = fz::maximum(fz::matmul(a, b), 0.0f);
+  CHECK(check(y, false, true) == 0);
+  // the same through the fused kernel (fz::Unfused runs every operation on its own) agrees
+  fz::Array<fz::bfloat16> unfused;
+  {
+    fz::Unfused baseline;
+    unfused = fz::maximum(fz::matmul(a, b) + bias, 0.0f);
+  }
+  CHECK(check(unfused, true, true) == 0);
+}

@@ -57,6 +57,7 @@ struct PlanKey {
   std::int64_t m, n, k, batch;
   BlasMatrix first, second, out;
   std::uint32_t align[3];
+  EpilogueKind epilogue;
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
 struct PlanKeyHash {
@@ -74,6 +75,7 @@ struct BlasPlan {
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo{};
   std::size_t workspace = 0;
+  std::mutex bias_mutex;  // the bias pointer is an attribute of the shared descriptor: set and used under it
 };
 
 cublasLtMatrixLayout_t make_layout(const cublaslt::Api& lt, cudaDataType_t t, const BlasMatrix& m,
@@ -102,7 +104,7 @@ cublasLtHandle_t handle_for(int device) {
   return h;
 }
 
-const BlasPlan& plan_for(const PlanKey& key) {
+BlasPlan& plan_for(const PlanKey& key) {
   static std::mutex mu;
   static auto& plans = *new std::unordered_map<PlanKey, std::unique_ptr<BlasPlan>, PlanKeyHash>;
   {
@@ -120,6 +122,13 @@ const BlasPlan& plan_for(const PlanKey& key) {
                   "cublasLtMatmulDescSetAttribute");
   cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
                   "cublasLtMatmulDescSetAttribute");
+  if (key.epilogue != EpilogueKind::none) {
+    const cublasLtEpilogue_t e = key.epilogue == EpilogueKind::bias   ? CUBLASLT_EPILOGUE_BIAS
+                                 : key.epilogue == EpilogueKind::relu ? CUBLASLT_EPILOGUE_RELU
+                                                                      : CUBLASLT_EPILOGUE_RELU_BIAS;
+    cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+                    "cublasLtMatmulDescSetAttribute");
+  }
   p->first = make_layout(lt, t, key.first, key.batch);
   p->second = make_layout(lt, t, key.second, key.batch);
   p->out = make_layout(lt, t, key.out, key.batch);
@@ -178,7 +187,7 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
   return out;
 }
 
-void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out) {
+void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
   // A step's graph holds fusion's kernel launches; a cuBLASLt call made while recording would run once and
   // be missing from every replay. Refused until products are recorded as graph nodes of their own.
   outside_step("fz::matmul (a cuBLASLt call)");
@@ -192,6 +201,7 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out) {
     throw Error("internal: matmul_into writes a C-ordered result of the product's shape");
   if (numel(probe.out_shape) == 0) return;
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
+    if (epilogue.kind != EpilogueKind::none) throw Error("internal: no epilogue for an empty product");
     FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d),
               current_stream_state()->handle);
     return;
@@ -206,7 +216,20 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out) {
   key.m = L.m, key.n = L.n, key.k = L.k, key.batch = L.batch;
   key.first = L.first, key.second = L.second, key.out = L.out;
   key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr()), key.align[2] = alignment(out.data_ptr());
-  const BlasPlan& plan = plan_for(key);
+  key.epilogue = epilogue.kind;
+  const bool has_bias = epilogue.kind == EpilogueKind::bias || epilogue.kind == EpilogueKind::relu_bias;
+  if (has_bias && (!epilogue.bias || epilogue.bias->dtype() != d || epilogue.bias->size() != L.n ||
+                   !epilogue.bias->is_contiguous() || epilogue.bias->data_ptr() % 16 != 0))
+    throw Error("internal: a product's bias is a 16-byte aligned vector of its last extent and dtype");
+  BlasPlan& plan = plan_for(key);
+  std::unique_lock<std::mutex> bias_lock(plan.bias_mutex, std::defer_lock);
+  if (has_bias) {
+    bias_lock.lock();
+    const void* bias = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(epilogue.bias->data_ptr()));
+    cublaslt::check(cublaslt::api().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                                   &bias, sizeof bias),
+                    "cublasLtMatmulDescSetAttribute");
+  }
   const cublaslt::Api& lt = cublaslt::api();
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;

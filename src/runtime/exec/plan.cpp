@@ -11,7 +11,9 @@
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/device_state.hpp"
+#include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
+#include "schedule/product_epilogue.hpp"
 
 namespace fusion::detail {
 namespace {
@@ -30,6 +32,50 @@ struct StepCall {
                 static_cast<int>(scalars.size()), static_cast<int>(reductions.size()), c.name};
   }
 };
+
+/// A product step merged with the step after it: cuBLASLt runs that step's math as the epilogue of its call.
+struct Merged {
+  EpilogueKind kind = EpilogueKind::none;
+  const ArrayBase* bias = nullptr;
+};
+
+/// Whether a floating scalar argument is +0 or -0 (16-bit floats travel as float32 bits).
+bool is_zero(const ScalarArg& s) {
+  const std::uint64_t magnitude =
+      itemsize(dtype_info(s.dtype).compute) == 8 ? ~(std::uint64_t{1} << 63) : std::uint64_t{0x7fffffff};
+  return is_floating(s.dtype) && (s.bits & magnitude) == 0;
+}
+
+/// Whether steps i (a product into a temporary) and i + 1 run as one cuBLASLt call: step i + 1 is the
+/// product's epilogue alone (schedule/product_epilogue), writes a call output of the product's dtype, its
+/// bias is a C-ordered 16-byte aligned vector of the product's last extent, its zero is zero, the product
+/// is not empty, and no later step reads the product. `product` and `next` are the two steps' calls.
+Merged merged_epilogue(const Plan& p, std::size_t i, const Call& product, const Call& next, DType out_dtype) {
+  const std::vector<KernelStep>& steps = p.part.steps;
+  if (i + 1 >= steps.size()) return {};
+  const KernelStep& s = steps[i];
+  const KernelStep& n = steps[i + 1];
+  if (!p.lowered_of(s).has_product || s.targets.size() != 1 || s.targets[0] < 0) return {};
+  if (n.targets.size() != 1 || n.targets[0] >= 0 || n.whole_index || !n.alone.empty()) return {};
+  EpilogueMatch m = match_epilogue(p.lowered_of(n).graph);
+  if (m.kind == EpilogueKind::none || m.dtype != out_dtype) return {};
+  const int t = ~s.targets[0];
+  const bool with_bias = m.kind != EpilogueKind::relu;
+  if (with_bias && n.arrays[m.bias] == t) std::swap(m.product, m.bias);
+  if (n.arrays[m.product] != t || (with_bias && n.arrays[m.bias] < 0)) return {};
+  for (std::size_t j = i + 2; j < steps.size(); ++j)
+    for (int a : steps[j].arrays)
+      if (a == t) return {};
+  const Shape shape = product_output_shape(product);
+  if (shape.empty() || product.arrays[0]->shape().empty() || product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
+    return {};
+  if (m.kind != EpilogueKind::bias && !is_zero(next.scalars[m.zero])) return {};
+  const ArrayBase* bias = with_bias ? next.arrays[m.bias] : nullptr;
+  if (bias && (bias->ndim() != 1 || bias->shape()[0] != shape[shape.size() - 1] || !bias->is_contiguous() ||
+               bias->dtype() != out_dtype || bias->data_ptr() % 16 != 0))
+    return {};
+  return {m.kind, bias};
+}
 
 }  // namespace
 
@@ -185,9 +231,20 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
     else return evaluate_reductions(sc.call, targets, K, m);
     return true;
   };
-  for (const KernelStep& s : p.part.steps)
-    if (!run(s))
-      for (const KernelStep& one : s.alone) run(one);  // the grouped reductions one by one
+  const std::vector<KernelStep>& steps = p.part.steps;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (p.lowered_of(steps[i]).has_product && i + 1 < steps.size() && steps[i + 1].targets[0] < 0) {
+      const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
+      ArrayBase& out = *outs[~steps[i + 1].targets[0]];
+      if (const Merged e = merged_epilogue(p, i, product.call, next.call, out.dtype()); e.kind != EpilogueKind::none) {
+        evaluate_product(product.call, out, mode, e.kind, e.bias);  // the next step's math inside the call
+        ++i;
+        continue;
+      }
+    }
+    if (!run(steps[i]))
+      for (const KernelStep& one : steps[i].alone) run(one);  // the grouped reductions one by one
+  }
 }
 
 std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
@@ -202,6 +259,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     std::vector<ScalarArg> scalars;
     std::vector<ReduceArg> reductions;
     Call call;
+    EpilogueKind epilogue = EpilogueKind::none;
   };
   std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const KernelStep& s, const Call& call, const std::vector<Shape>&) {
@@ -221,11 +279,26 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   auto inspect_step = [device, arch](const Step& o) {
     tls_current_device = device;  // the caller's device and fz::precompile target, on this thread too
     tls_precompile_arch = arch;
-    if (o.call.lowered->has_product) return inspect_product(o.call);
+    if (o.call.lowered->has_product) {
+      KernelInfo info = inspect_product(o.call);
+      if (o.epilogue != EpilogueKind::none) info.variant += fmt::format(", with cuBLASLt's {} epilogue", epilogue_name(o.epilogue));
+      return info;
+    }
     if (!o.call.lowered->has_reduction) return inspect_elementwise(o.call);
     if (o.step->targets.size() == 1) return inspect_reduction(o.call);
     return inspect_reductions(o.call);
   };
+  // A product and its epilogue step that run as one cuBLASLt call show as that one call.
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (!steps[i]->call.lowered->has_product || steps[i + 1]->step->targets[0] >= 0) continue;
+    const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
+    if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
+    const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
+    if (const Merged e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype); e.kind != EpilogueKind::none) {
+      steps[i]->epilogue = e.kind;
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
+  }
   std::vector<std::future<KernelInfo>> compiled;
   for (std::size_t i = 1; i < steps.size(); ++i)
     compiled.push_back(std::async(std::launch::async, inspect_step, std::cref(*steps[i])));

@@ -32,17 +32,22 @@ Shape product_output_shape(const Call& c) {
   return matmul_shape(a->shape(), b->shape());
 }
 
-void evaluate_product(const Call& c, ArrayBase& out, AssignMode mode) {
+void evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, EpilogueKind epilogue, const ArrayBase* bias) {
   const auto [a, b] = operands(c);
   const Shape shape = matmul_shape(a->shape(), b->shape());
   if (!prepare_output(c, out, mode, current_stream_state()->device, shape)) return;
   // cuBLASLt writes the result in place when it can: the whole of a C-ordered output apart from the
   // operands. Else (a broadcast `+=`-style target, another layout, an operand's own memory) it is computed
   // aside and copied in.
-  if (out.shape() == shape && out.is_contiguous() && !shares_memory(out, *a) && !shares_memory(out, *b))
-    matmul_into(*a, *b, out);
-  else
-    copy_array(matmul(*a, *b), out, AssignMode::into);
+  const Epilogue e{epilogue, bias};
+  if (out.shape() == shape && out.is_contiguous() && !shares_memory(out, *a) && !shares_memory(out, *b) &&
+      !(bias && shares_memory(out, *bias))) {
+    matmul_into(*a, *b, out, e);
+  } else {
+    ArrayBase aside = ArrayBase::make_empty(out.dtype(), shape);
+    matmul_into(*a, *b, aside, e);
+    copy_array(aside, out, AssignMode::into);
+  }
 }
 
 KernelInfo inspect_product(const Call& c) {
