@@ -152,25 +152,30 @@ template <ir::Op OP, class A> struct Unary : Node<Unary<OP, A>> {
   void pack(detail::ArgSink& s) const { a.pack(s); }
 };
 
-template <ir::Op OP, class A, class B> struct Binary : Node<Binary<OP, A, B>> {
+/// What every node of two operands shares: their argument counts, the operands, and packing them in the
+/// order lower() numbers them (a, then b). Built as `Derived{{{}, a, b}}`.
+template <class Derived, class A, class B> struct TwoOperands : Node<Derived> {
+  static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
+  static constexpr int n_reductions = A::n_reductions + B::n_reductions, n_functions = A::n_functions + B::n_functions;
+  A a;
+  B b;
+  void pack(detail::ArgSink& s) const {
+    a.pack(s);
+    b.pack(s);
+  }
+};
+
+template <ir::Op OP, class A, class B> struct Binary : TwoOperands<Binary<OP, A, B>, A, B> {
   static_assert(!ir::is_bitwise(OP) || ir::accepts(OP, A::dtype, B::dtype),
                 "fusion: bitwise operators and shifts need integer or bool operands; "
                 "convert floats first with fz::cast<std::int32_t>(e)");
   static_assert(ir::is_bitwise(OP) || ir::accepts(OP, A::dtype, B::dtype),
                 "fusion: '-' is not defined between bool arrays (as in NumPy); use != or cast to an integer first");
   static constexpr DType dtype = ir::result_dtype(OP, A::dtype, B::dtype);
-  static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
-  static constexpr int n_reductions = A::n_reductions + B::n_reductions, n_functions = A::n_functions + B::n_functions;
-  A a;
-  B b;
   static std::uint32_t lower(ir::Graph& g) {
     const std::uint32_t x = A::lower(g);  // operands lower in the order pack() visits them
     const std::uint32_t y = B::lower(g);
     return g.binary(OP, x, y);
-  }
-  void pack(detail::ArgSink& s) const {
-    a.pack(s);
-    b.pack(s);
   }
 };
 
@@ -283,11 +288,11 @@ template <ir::Op OP, class A, class B> auto make_binary(A&& a, B&& b) {
   if constexpr (CppScalar<std::decay_t<A>>) {
     auto y = to_node(std::forward<B>(b));
     auto x = to_node_beside<decltype(y)::dtype>(a);
-    return expr::Binary<OP, decltype(x), decltype(y)>{{}, std::move(x), std::move(y)};
+    return expr::Binary<OP, decltype(x), decltype(y)>{{{}, std::move(x), std::move(y)}};
   } else {
     auto x = to_node(std::forward<A>(a));
     auto y = to_node_beside<decltype(x)::dtype>(std::forward<B>(b));
-    return expr::Binary<OP, decltype(x), decltype(y)>{{}, std::move(x), std::move(y)};
+    return expr::Binary<OP, decltype(x), decltype(y)>{{{}, std::move(x), std::move(y)}};
   }
 }
 

@@ -28,20 +28,12 @@ std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result
 namespace expr {
 /// The matrix product of two nodes, in dtype D (each operand converted to D first). In a plan it is a
 /// step of its own (cuBLASLt); what it reads is computed first, what reads it is fused code.
-template <class A, class B, DType D> struct MatMul : Node<MatMul<A, B, D>> {
+template <class A, class B, DType D> struct MatMul : TwoOperands<MatMul<A, B, D>, A, B> {
   static constexpr DType dtype = D;
-  static constexpr int n_arrays = A::n_arrays + B::n_arrays, n_scalars = A::n_scalars + B::n_scalars;
-  static constexpr int n_reductions = A::n_reductions + B::n_reductions, n_functions = A::n_functions + B::n_functions;
-  A a;
-  B b;
   static std::uint32_t lower(ir::Graph& g) {
     const std::uint32_t x = A::lower(g);  // operands lower in the order pack() visits them
     const std::uint32_t y = B::lower(g);
     return g.product(x, y, D);
-  }
-  void pack(detail::ArgSink& s) const {
-    a.pack(s);
-    b.pack(s);
   }
 };
 }  // namespace expr
@@ -62,7 +54,7 @@ template <Operand A, Operand B> auto matmul(A&& a, B&& b) {
                 "arrays first (x.astype<float>())");
   auto x = detail::to_node(std::forward<A>(a));
   auto y = detail::to_node(std::forward<B>(b));
-  return expr::MatMul<decltype(x), decltype(y), dtype_of<R>>{{}, std::move(x), std::move(y)};
+  return expr::MatMul<decltype(x), decltype(y), dtype_of<R>>{{{}, std::move(x), std::move(y)}};
 }
 
 /// What fz::matmul(a, b) runs, in words (compiles nothing, launches nothing; placeholders work).
