@@ -264,40 +264,64 @@ TEST_CASE("a product written into existing arrays: in place where it can, aside 
   check(fz::eval(left + 0.0));
 }
 
-TEST_CASE("a product inside fz::Lazy runs in order with the statements around it; fz::Step refuses one", "[gpu][matmul]") {
+TEST_CASE("a product inside fz::Lazy runs in order with the statements around it, and a step replays it", "[gpu][matmul]") {
   const std::int64_t M = 64, K = 32, N = 48;
   const auto ha = test::random<float>(M * K, -1, 1, 61), hb = test::random<float>(K * N, -1, 1, 62);
+  const auto hbias = test::random<float>(N, -1, 1, 64);
   auto a = fz::asarray(ha, {M, K});
   const auto b = fz::asarray(hb, {K, N});
-  auto expect = [&](const std::vector<float>& av, const fz::Array<float>& y, double twice) {
+  const auto bias = fz::asarray(hbias, {N});
+  // `with_bias`: relu(2a @ b + bias) (cuBLASLt's epilogue); otherwise relu(2a @ b) + 1 (a kernel of fusion's)
+  auto expect = [&](const std::vector<float>& av, const fz::Array<float>& y, bool with_bias) {
     std::vector<double> ra, rb(hb.begin(), hb.end()), scale;
-    for (float v : av) ra.push_back(twice * v);
+    for (float v : av) ra.push_back(2.0 * v);
     fz::Shape shape;
     const auto p = reference(ra, {M, K}, rb, {K, N}, shape, &scale);
     const auto h = y.to_host();
     std::size_t bad = 0;
-    for (std::size_t i = 0; i < h.size(); ++i) bad += !(std::abs(h[i] - (std::max(p[i], 0.0) + 1)) <= 2e-6 * scale[i] + 1e-6);
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const double want = with_bias ? std::max(p[i] + hbias[i % N], 0.0) : std::max(p[i], 0.0) + 1;
+      bad += !(std::abs(h[i] - want) <= 2e-6 * scale[i] + 1e-6);
+    }
     return bad;
   };
-  fz::Array<float> t = fz::zeros<float>({M, K}), y;
+  fz::Array<float> t = fz::zeros<float>({M, K}), y, z;
   {
     fz::Lazy region;
     t = a * 2.0f;  // recorded: the product must read it written
     y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
   }
-  CHECK(expect(ha, y, 2) == 0);
-  // A step replays the kernels it recorded; a cuBLASLt call is not one of them yet: refused, not skipped.
+  CHECK(expect(ha, y, false) == 0);
+  // A step records each product as a node of its graph (a captured cuBLASLt call) between its kernels.
   fz::Step step([&] {
     t = a * 2.0f;
     y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
+    z = fz::maximum(fz::matmul(t, b) + bias, 0.0f);  // one node: the product with its bias+ReLU epilogue
   });
-  CHECK_THROWS_WITH(step(), Catch::Contains("fz::matmul") && Catch::Contains("inside an fz::Step body"));
-  // outside the step, the same statements still run
+  step();
+  CHECK(step.kernels() == 4);  // 2a, the product, relu(..) + 1, the product with its epilogue
+  CHECK(expect(ha, y, false) == 0);
+  CHECK(expect(ha, z, true) == 0);
+  // A replay reads what the arrays hold now (results poisoned first).
   const auto ha2 = test::random<float>(M * K, -1, 1, 63);
   fz::copyto(a, fz::asarray(ha2, {M, K}));
-  t = a * 2.0f;
-  y = fz::maximum(fz::matmul(t, b), 0.0f) + 1.0f;
-  CHECK(expect(ha2, y, 2) == 0);
+  y.fill(std::nanf(""));
+  z.fill(std::nanf(""));
+  step.replay();
+  CHECK(expect(ha2, y, false) == 0);
+  CHECK(expect(ha2, z, true) == 0);
+  // Run again with `a` another array: the graph is updated in place, not rebuilt; on another stream.
+  const auto ha3 = test::random<float>(M * K, -1, 1, 65);
+  a = fz::asarray(ha3, {M, K});
+  fz::Stream other;
+  {
+    fz::StreamScope on(other);  // (a blocking stream: ordered after the copy into `a`)
+    step();
+  }
+  other.synchronize();
+  CHECK(step.builds() == 1);
+  CHECK(expect(ha3, y, false) == 0);
+  CHECK(expect(ha3, z, true) == 0);
 }
 
 TEST_CASE("cuBLASLt's epilogues give what the fused kernel would: bias, ReLU, bias+ReLU", "[gpu][matmul]") {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -26,12 +27,19 @@ constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
 
 cudaDataType_t blas_type(DType d) {
   switch (d) {
-    case DType::float16: return CUDA_R_16F;
-    case DType::bfloat16: return CUDA_R_16BF;
-    case DType::float32: return CUDA_R_32F;
-    case DType::float64: return CUDA_R_64F;
-    default: throw TypeError(fmt::format("matmul: cuBLASLt multiplies float16, bfloat16, float32 and float64 "
-                                         "matrices, not {}", dtype_name(d)));
+    case DType::float16:
+      return CUDA_R_16F;
+    case DType::bfloat16:
+      return CUDA_R_16BF;
+    case DType::float32:
+      return CUDA_R_32F;
+    case DType::float64:
+      return CUDA_R_64F;
+    default:
+      throw TypeError(
+          fmt::format("matmul: cuBLASLt multiplies float16, bfloat16, float32 and float64 "
+                      "matrices, not {}",
+                      dtype_name(d)));
   }
 }
 
@@ -78,18 +86,17 @@ struct BlasPlan {
   std::mutex bias_mutex;  // the bias pointer is an attribute of the shared descriptor: set and used under it
 };
 
-cublasLtMatrixLayout_t make_layout(const cublaslt::Api& lt, cudaDataType_t t, const BlasMatrix& m,
-                                   std::int64_t batch) {
+cublasLtMatrixLayout_t make_layout(const cublaslt::Api& lt, cudaDataType_t t, const BlasMatrix& m, std::int64_t batch) {
   cublasLtMatrixLayout_t l = nullptr;
   cublaslt::check(lt.cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(m.rows),
-                                                 static_cast<std::uint64_t>(m.cols), m.ld),
+                                                static_cast<std::uint64_t>(m.cols), m.ld),
                   "cublasLtMatrixLayoutCreate");
   if (batch > 1) {
     const std::int32_t count = static_cast<std::int32_t>(batch);
     cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
                     "cublasLtMatrixLayoutSetAttribute");
-    cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                         &m.batch_stride, sizeof m.batch_stride),
+    cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
+                                                        sizeof m.batch_stride),
                     "cublasLtMatrixLayoutSetAttribute");
   }
   return l;
@@ -167,6 +174,34 @@ CUdeviceptr blas_workspace(StreamState& s) {
   return s.blas_workspace;
 }
 
+/// Runs `launch(stream, workspace)`: on the current stream with its workspace, or, while an fz::Step
+/// records, captured as a node of the step's graph with a workspace of its own (a replay on another
+/// stream must not share one with that stream's products). `kind` (bytes) names what runs, for the step
+/// to tell an update from a rebuild; `read` and `written` are kept alive by the step's graph.
+void in_order(std::vector<const ArrayBase*> read, std::vector<ArrayBase*> written,
+              const std::function<void(CUstream, CUdeviceptr)>& launch, const void* kind = nullptr,
+              std::size_t kind_bytes = 0) {
+  if (tls_step == nullptr) {
+    StreamState& s = *current_stream_state();
+    return launch(s.handle, blas_workspace(s));
+  }
+  const ArrayBase workspace = ArrayBase::make_empty(DType::uint8, {static_cast<std::int64_t>(kBlasWorkspaceBytes)});
+  std::vector<std::shared_ptr<Storage>> memory{workspace.storage()};
+  std::vector<unsigned char> arguments;
+  auto note = [&](const ArrayBase& x) {
+    memory.push_back(x.storage());
+    const std::uint64_t at = x.data_ptr();
+    arguments.insert(arguments.end(), reinterpret_cast<const unsigned char*>(&at),
+                     reinterpret_cast<const unsigned char*>(&at) + sizeof at);
+  };
+  note(workspace);
+  for (const ArrayBase* x : read) note(*x);
+  for (const ArrayBase* x : written) note(*x);
+  const auto* k = static_cast<const unsigned char*>(kind);
+  record_library_call(std::vector<unsigned char>(k, k + kind_bytes), std::move(arguments), std::move(memory),
+                      [&](CUstream h) { launch(h, workspace.data_ptr()); });
+}
+
 /// Layout `L` of `a @ b`, with operands no layout describes replaced by C-ordered copies (`held`).
 MatmulLayout with_copies(MatmulLayout L, const ArrayBase*& a, const ArrayBase*& b, ArrayBase (&held)[2]) {
   if (L.copy_a) held[0] = a->contiguous_copy(), a = &held[0];
@@ -188,11 +223,9 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
 }
 
 void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
-  // A step's graph holds fusion's kernel launches; a cuBLASLt call made while recording would run once and
-  // be missing from every replay. Refused until products are recorded as graph nodes of their own.
-  outside_step("fz::matmul (a cuBLASLt call)");
   const DType d = a_in.dtype();
-  if (b_in.dtype() != d || out.dtype() != d) throw Error("internal: matmul_into takes operands and result of one dtype");
+  if (b_in.dtype() != d || out.dtype() != d)
+    throw Error("internal: matmul_into takes operands and result of one dtype");
   const ArrayBase* a = &a_in;
   const ArrayBase* b = &b_in;
   ArrayBase held[2]{ArrayBase(d), ArrayBase(d)};
@@ -200,14 +233,14 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   if (!(out.shape() == probe.out_shape) || !out.is_contiguous())
     throw Error("internal: matmul_into writes a C-ordered result of the product's shape");
   if (numel(probe.out_shape) == 0) return;
+  const std::shared_ptr<StreamState>& stream = current_stream_state();
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
     if (epilogue.kind != EpilogueKind::none) throw Error("internal: no epilogue for an empty product");
-    FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d),
-              current_stream_state()->handle);
+    const std::size_t bytes = static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d);
+    in_order({}, {&out}, [&](CUstream h, CUdeviceptr) { FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, bytes, h); });
     return;
   }
   const MatmulLayout L = with_copies(probe, a, b, held);
-  const std::shared_ptr<StreamState>& stream = current_stream_state();
   PlanKey key{};  // (zeroed: the key is compared and hashed bytewise, padding included)
   key.device = stream->device;
   key.generation = context_generation(stream->device);
@@ -215,7 +248,8 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   key.compute = compute_type(d);
   key.m = L.m, key.n = L.n, key.k = L.k, key.batch = L.batch;
   key.first = L.first, key.second = L.second, key.out = L.out;
-  key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr()), key.align[2] = alignment(out.data_ptr());
+  key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr()),
+  key.align[2] = alignment(out.data_ptr());
   key.epilogue = epilogue.kind;
   const bool has_bias = epilogue.kind == EpilogueKind::bias || epilogue.kind == EpilogueKind::relu_bias;
   if (has_bias && (!epilogue.bias || epilogue.bias->dtype() != d || epilogue.bias->size() != L.n ||
@@ -226,8 +260,8 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   if (has_bias) {
     bias_lock.lock();
     const void* bias = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(epilogue.bias->data_ptr()));
-    cublaslt::check(cublaslt::api().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                                   &bias, sizeof bias),
+    cublaslt::check(cublaslt::api().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                                   sizeof bias),
                     "cublasLtMatmulDescSetAttribute");
   }
   const cublaslt::Api& lt = cublaslt::api();
@@ -235,26 +269,33 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   const double one_d = 1, zero_d = 0;
   const void* alpha = d == DType::float64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = d == DType::float64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  const CUdeviceptr workspace = blas_workspace(*stream);
   const std::size_t item = itemsize(d);
   // One strided-batched call per index of the outer batch axes (none: one call).
   const std::int64_t outer = numel(L.outer_shape);
-  for (std::int64_t i = 0; i < outer; ++i) {
-    std::int64_t rest = i, oa = 0, ob = 0, oo = 0;
-    for (int ax = L.outer_shape.size() - 1; ax >= 0; --ax) {
-      const std::int64_t at = rest % L.outer_shape[ax];
-      rest /= L.outer_shape[ax];
-      oa += at * L.outer_a[ax], ob += at * L.outer_b[ax], oo += at * L.outer_out[ax];
-    }
-    auto ptr = [&](const ArrayBase& x, std::int64_t offset) {
-      return reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.data_ptr() + offset * item));
-    };
-    cublaslt::check(lt.cublasLtMatmul(handle_for(stream->device), plan.desc, alpha, ptr(*b, ob), plan.first,
-                                      ptr(*a, oa), plan.second, beta, ptr(out, oo), plan.out, ptr(out, oo), plan.out,
-                                      &plan.algo, reinterpret_cast<void*>(static_cast<std::uintptr_t>(workspace)),
-                                      kBlasWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream->handle)),
-                    "cublasLtMatmul");
-  }
+  std::vector<const ArrayBase*> read{a, b};
+  if (has_bias) read.push_back(epilogue.bias);
+  in_order(
+      read, {&out},
+      [&](CUstream h, CUdeviceptr workspace) {
+        for (std::int64_t i = 0; i < outer; ++i) {
+          std::int64_t rest = i, oa = 0, ob = 0, oo = 0;
+          for (int ax = L.outer_shape.size() - 1; ax >= 0; --ax) {
+            const std::int64_t at = rest % L.outer_shape[ax];
+            rest /= L.outer_shape[ax];
+            oa += at * L.outer_a[ax], ob += at * L.outer_b[ax], oo += at * L.outer_out[ax];
+          }
+          auto ptr = [&](const ArrayBase& x, std::int64_t offset) {
+            return reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.data_ptr() + offset * item));
+          };
+          cublaslt::check(
+              lt.cublasLtMatmul(handle_for(stream->device), plan.desc, alpha, ptr(*b, ob), plan.first, ptr(*a, oa),
+                                plan.second, beta, ptr(out, oo), plan.out, ptr(out, oo), plan.out, &plan.algo,
+                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(workspace)), kBlasWorkspaceBytes,
+                                reinterpret_cast<cudaStream_t>(h)),
+              "cublasLtMatmul");
+        }
+      },
+      &key, sizeof key);
 }
 
 std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result) {
@@ -273,12 +314,13 @@ std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result
     L = matmul_layout(as, L.copy_a ? contiguous_strides(as) : ast, bs, L.copy_b ? contiguous_strides(bs) : bst);
   const char* compute = result == DType::float64                                     ? "float64"
                         : result == DType::float32 && mode_flag(Mode::tf32_products) ? "TF32 (float32 accumulate)"
-                                                                                    : "float32";
-  return fmt::format("matmul {} @ {} -> {} {}: cuBLASLt, (m, n, k) = ({}, {}, {}), {} batch(es) per call, {} call(s), "
-                     "a {}, b {}, {} compute{}",
-                     to_string(as), to_string(bs), dtype_name(result), to_string(L.out_shape), L.m, L.n, L.k, L.batch,
-                     numel(L.outer_shape), L.second.transpose ? "transposed (column-major view)" : "row-major",
-                     L.first.transpose ? "transposed (column-major view)" : "row-major", compute, copies);
+                                                                                     : "float32";
+  return fmt::format(
+      "matmul {} @ {} -> {} {}: cuBLASLt, (m, n, k) = ({}, {}, {}), {} batch(es) per call, {} call(s), "
+      "a {}, b {}, {} compute{}",
+      to_string(as), to_string(bs), dtype_name(result), to_string(L.out_shape), L.m, L.n, L.k, L.batch,
+      numel(L.outer_shape), L.second.transpose ? "transposed (column-major view)" : "row-major",
+      L.first.transpose ? "transposed (column-major view)" : "row-major", compute, copies);
 }
 
 }  // namespace fusion::detail

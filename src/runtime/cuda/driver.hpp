@@ -27,7 +27,8 @@ namespace fusion::detail {
   X(cuModuleUnload) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)    \
   X(cuPointerGetAttribute) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
   X(cuFuncGetParamInfo) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)            \
-  X(cuStreamGetCtx) X(cuMemPoolSetAccess) X(cuMemPoolGetAccess)
+  X(cuStreamGetCtx) X(cuMemPoolSetAccess) X(cuMemPoolGetAccess) X(cuGraphAddChildGraphNode)             \
+  X(cuGraphExecChildGraphNodeSetParams)
 
 struct Driver {
 #define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

@@ -6,11 +6,18 @@
 // exec/step.cpp), so this layer never includes theirs. Each check is one thread-local load when nothing
 // is held.
 #pragma once
+#include <cuda.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include "fusion/lazy.hpp"
 
 namespace fusion::detail {
 
 struct StepRecorder;  // exec/step_hook.hpp
+struct Storage;       // memory/storage.hpp
 
 /// The region recording on this thread, or null.
 extern thread_local Lazy::State* tls_region;
@@ -29,5 +36,12 @@ inline void region_barrier() {
 
 /// Throws an fz::Error naming `what` when a step records on this thread (it cannot be part of a graph).
 void outside_step(const char* what);
+
+/// While a step records on this thread: a library's work (a cuBLASLt call) becomes one node of the step's
+/// graph. `launch(stream)` issues it on a stream that is captured, not run; `kind` identifies what runs
+/// (equal kinds update the built graph in place, others rebuild it), `arguments` the addresses it uses
+/// (equal ones need no update), `memory` what the graph must keep alive. Defined by exec/step.cpp.
+void record_library_call(std::vector<unsigned char> kind, std::vector<unsigned char> arguments,
+                         std::vector<std::shared_ptr<Storage>> memory, const std::function<void(CUstream)>& launch);
 
 }  // namespace fusion::detail

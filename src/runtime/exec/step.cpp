@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// fz::Step: a body recorded as kernel launches, built once into a CUDA graph of kernel nodes (a chain,
-// in launch order), then kept current by writing changed parameters into the executable graph.
+// fz::Step: a body recorded as kernel launches (and library calls, captured into graphs of their own),
+// built once into a CUDA graph of kernel and child-graph nodes (a chain, in launch order), then kept
+// current by writing changed parameters into the executable graph.
 #include "fusion/step.hpp"
 
 #include <fmt/format.h>
@@ -49,13 +50,54 @@ const ParamLayout& layout_of(CUfunction f) {
 void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x, unsigned grid_y, unsigned block,
                    unsigned shared_bytes) {
   const ParamLayout& l = layout_of(f);
-  RecordedLaunch r{f, grid_x, grid_y, block, shared_bytes, {}, {}};
+  RecordedLaunch r;
+  r.function = f, r.grid_x = grid_x, r.grid_y = grid_y, r.block = block, r.shared_bytes = shared_bytes;
   for (std::size_t i = 0; i < l.size.size(); ++i) {
     r.offsets.push_back(r.bytes.size());
     const auto* p = static_cast<const unsigned char*>(argv[i]);
     r.bytes.insert(r.bytes.end(), p, p + l.size[i]);
   }
   rec.launches.push_back(std::move(r));
+}
+
+namespace {
+
+/// The calling thread's stream for capturing library calls on device `device`: capture records, runs
+/// nothing, so one stream per thread and device serves every step. (Kept for the thread: a stream is a
+/// few bytes of driver state, and destroying it at thread exit could outlive the driver.)
+CUstream capture_stream(int device) {
+  thread_local CUstream streams[kMaxDevices] = {};
+  thread_local unsigned generations[kMaxDevices] = {};
+  CUstream& s = streams[device];
+  if (!s || is_stale(generations[device], device)) {
+    FUSION_CU(cuStreamCreateWithPriority, &s, CU_STREAM_NON_BLOCKING, 0);
+    generations[device] = context_generation(device);
+  }
+  return s;
+}
+
+}  // namespace
+
+void record_library_call(std::vector<unsigned char> kind, std::vector<unsigned char> arguments,
+                         std::vector<std::shared_ptr<Storage>> memory, const std::function<void(CUstream)>& launch) {
+  StepRecorder& rec = *tls_step;
+  const CUstream s = capture_stream(current_stream_state()->device);
+  // Thread-local capture: other threads' driver calls go on as usual while this one records.
+  FUSION_CU(cuStreamBeginCapture, s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  CUgraph graph = nullptr;
+  try {
+    launch(s);
+  } catch (...) {
+    if (driver().cuStreamEndCapture(s, &graph) == CUDA_SUCCESS && graph) driver().cuGraphDestroy(graph);
+    throw;
+  }
+  FUSION_CU(cuStreamEndCapture, s, &graph);
+  RecordedLaunch r;
+  r.library = std::shared_ptr<CUgraph_st>(graph, [](CUgraph g) { driver().cuGraphDestroy(g); });
+  r.library_kind = std::move(kind);
+  r.bytes = std::move(arguments);
+  rec.launches.push_back(std::move(r));
+  for (auto& m : memory) rec.memory.push_back(std::move(m));
 }
 
 }  // namespace detail
@@ -104,8 +146,18 @@ bool same_kernels(const std::vector<detail::RecordedLaunch>& a, const std::vecto
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].function != b[i].function || a[i].grid_x != b[i].grid_x || a[i].grid_y != b[i].grid_y ||
-        a[i].block != b[i].block || a[i].shared_bytes != b[i].shared_bytes)
+        a[i].block != b[i].block || a[i].shared_bytes != b[i].shared_bytes || a[i].library_kind != b[i].library_kind)
       return false;
+  return true;
+}
+
+/// Writes launch `r`'s parameters into `node` of `exec`; false when the driver cannot (a library call
+/// whose captured graph changed shape: the caller rebuilds).
+bool update_node(CUgraphExec exec, CUgraphNode node, const detail::RecordedLaunch& r, std::vector<void*>& argv) {
+  if (r.library)
+    return detail::driver().cuGraphExecChildGraphNodeSetParams(exec, node, r.library.get()) == CUDA_SUCCESS;
+  const CUDA_KERNEL_NODE_PARAMS p = node_params(r, argv);
+  FUSION_CU(cuGraphExecKernelNodeSetParams, exec, node, &p);
   return true;
 }
 
@@ -136,25 +188,28 @@ void Step::operator()() {
   }
   detail::tls_step = nullptr;
   std::vector<void*> argv;
-  if (s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) &&
-      same_kernels(rec.launches, s.current.launches)) {
-    // The same kernels: write what changed (scalars, addresses, sizes) into the executable graph.
-    for (std::size_t i = 0; i < rec.launches.size(); ++i) {
-      if (rec.launches[i].bytes == s.current.launches[i].bytes) continue;
-      const CUDA_KERNEL_NODE_PARAMS p = node_params(rec.launches[i], argv);
-      FUSION_CU(cuGraphExecKernelNodeSetParams, s.exec, s.nodes[i], &p);
-    }
-  } else {
+  bool updated = s.exec && s.device == stream->device && !detail::is_stale(s.generation, s.device) &&
+                 same_kernels(rec.launches, s.current.launches);
+  // The same kernels: write what changed (scalars, addresses, sizes) into the executable graph.
+  for (std::size_t i = 0; updated && i < rec.launches.size(); ++i)
+    if (rec.launches[i].bytes != s.current.launches[i].bytes)
+      updated = update_node(s.exec, s.nodes[i], rec.launches[i], argv);
+  if (!updated) {
     if (s.device >= 0) s.release();
     s.nodes.clear();
     s.device = stream->device;
     s.generation = detail::context_generation(s.device);
     FUSION_CU(cuGraphCreate, &s.graph, 0);
     for (const detail::RecordedLaunch& r : rec.launches) {
-      const CUDA_KERNEL_NODE_PARAMS p = node_params(r, argv);
       CUgraphNode node = nullptr;
-      FUSION_CU(cuGraphAddKernelNode, &node, s.graph, s.nodes.empty() ? nullptr : &s.nodes.back(),
-                s.nodes.empty() ? 0 : 1, &p);
+      const CUgraphNode* after = s.nodes.empty() ? nullptr : &s.nodes.back();
+      const std::size_t n_after = s.nodes.empty() ? 0 : 1;
+      if (r.library) {
+        FUSION_CU(cuGraphAddChildGraphNode, &node, s.graph, after, n_after, r.library.get());  // (a copy of it)
+      } else {
+        const CUDA_KERNEL_NODE_PARAMS p = node_params(r, argv);
+        FUSION_CU(cuGraphAddKernelNode, &node, s.graph, after, n_after, &p);
+      }
       s.nodes.push_back(node);
     }
     FUSION_CU(cuGraphInstantiateWithFlags, &s.exec, s.graph, 0);

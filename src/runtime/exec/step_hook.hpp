@@ -14,10 +14,14 @@ namespace fusion::detail {
 struct Storage;
 
 struct RecordedLaunch {
-  CUfunction function;
-  unsigned grid_x, grid_y, block, shared_bytes;
+  CUfunction function = nullptr;
+  unsigned grid_x = 0, grid_y = 0, block = 0, shared_bytes = 0;
   std::vector<std::size_t> offsets;  // parameter i starts at bytes[offsets[i]]
-  std::vector<unsigned char> bytes;
+  std::vector<unsigned char> bytes;  // (a library call: the addresses it uses)
+  /// A library call instead of a kernel (function null): its captured graph, a child-graph node of the
+  /// step, and what identifies the call (see record_library_call).
+  std::shared_ptr<CUgraph_st> library;
+  std::vector<unsigned char> library_kind;
 };
 
 struct StepRecorder {
