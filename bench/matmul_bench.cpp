@@ -27,7 +27,8 @@ struct Case {
 
 /// Medians (ms per call) of `first` and `second`, timed in alternating runs so that clock and thermal
 /// drift fall on both alike.
-template <class F, class G> std::pair<double, double> median_ms(F&& first, G&& second, int calls) {
+template <class F, class G>
+std::pair<double, double> median_ms(F&& first, G&& second, int calls) {
   fz::Event start, stop;
   std::vector<double> a, b;
   auto time = [&](auto&& run) {
@@ -52,16 +53,32 @@ struct Direct {
   cublasLtMatmulAlgo_t algo{};
   void* workspace = nullptr;
   fz::ArrayBase ws{fz::DType::uint8};
-  Direct(const Case& c) {
+  /// `epilogue`: cuBLASLt's own (bias ones read `bias`), as a hand-written call would pick it.
+  Direct(const Case& c, cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, const fz::ArrayBase* bias = nullptr) {
     const lt::Api& api = lt::api();
-    const cudaDataType_t t = c.dtype == fz::DType::bfloat16 ? CUDA_R_16BF
+    const cudaDataType_t t = c.dtype == fz::DType::bfloat16  ? CUDA_R_16BF
                              : c.dtype == fz::DType::float16 ? CUDA_R_16F
                                                              : CUDA_R_32F;
     lt::check(api.cublasLtCreate(&handle), "create");
-    lt::check(api.cublasLtMatmulDescCreate(&desc, c.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-    lt::check(api.cublasLtMatrixLayoutCreate(&lb, t, static_cast<std::uint64_t>(c.n), static_cast<std::uint64_t>(c.k), c.n), "layout");
-    lt::check(api.cublasLtMatrixLayoutCreate(&la, t, static_cast<std::uint64_t>(c.k), static_cast<std::uint64_t>(c.m), c.k), "layout");
-    lt::check(api.cublasLtMatrixLayoutCreate(&lc, t, static_cast<std::uint64_t>(c.n), static_cast<std::uint64_t>(c.m), c.n), "layout");
+    lt::check(
+        api.cublasLtMatmulDescCreate(&desc, c.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "desc");
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+      lt::check(api.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+                "epilogue");
+    if (bias) {
+      const void* at = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(bias->data_ptr()));
+      lt::check(api.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &at, sizeof at), "bias");
+    }
+    lt::check(
+        api.cublasLtMatrixLayoutCreate(&lb, t, static_cast<std::uint64_t>(c.n), static_cast<std::uint64_t>(c.k), c.n),
+        "layout");
+    lt::check(
+        api.cublasLtMatrixLayoutCreate(&la, t, static_cast<std::uint64_t>(c.k), static_cast<std::uint64_t>(c.m), c.k),
+        "layout");
+    lt::check(
+        api.cublasLtMatrixLayoutCreate(&lc, t, static_cast<std::uint64_t>(c.n), static_cast<std::uint64_t>(c.m), c.n),
+        "layout");
     cublasLtMatmulPreference_t pref{};
     lt::check(api.cublasLtMatmulPreferenceCreate(&pref), "pref");
     const std::uint64_t most = std::uint64_t{32} << 20;
@@ -83,7 +100,8 @@ struct Direct {
   }
 };
 
-template <class T> void bench(const Case& c) {
+template <class T>
+void bench(const Case& c) {
   auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(c.m * c.k), T(0.01f)), {c.m, c.k});
   auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(c.k * c.n), T(0.02f)), {c.k, c.n});
   auto out = fz::empty<T>({c.m, c.n});
@@ -112,39 +130,50 @@ template <class T> void bench(const Case& c) {
              fused_host, direct_host);
 }
 
-/// Products with math around them (bfloat16): the product then one fused kernel reading it once, against
-/// the bare product; and the MLP layer gelu(x @ w1 + b1) @ w2 + b2 + x over both products.
+/// Products with math around them (bfloat16): what cuBLASLt's epilogues express against the same epilogue
+/// called directly; other math as the product then one fused kernel reading it once, against the bare
+/// product; and the MLP layer gelu(x @ w1 + b1) @ w2 + b2 + x over both products.
 void epilogues() {
   using T = fz::bfloat16;
-  fmt::print("\nproducts with their surroundings (bfloat16; the product, then one fused kernel reading it once):\n");
-  fmt::print("{:<52} {:>9} {:>8} {:>8} {:>12}\n", "expression", "ms", "TFLOPS", "kernels", "x bare");
+  fmt::print("\nproducts with their surroundings (bfloat16):\n");
+  fmt::print("{:<56} {:>9} {:>8} {:>8} {:>10} {:>12}\n", "expression", "ms", "TFLOPS", "kernels", "against", "ratio");
   const std::int64_t M = 8192, N = 8192, K = 8192;
   auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(M * K), T(0.01f)), {M, K});
   auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(K * N), T(0.02f)), {K, N});
   auto bias = fz::asarray(std::vector<T>(static_cast<std::size_t>(N), T(0.5f)), {N});
   auto residual = fz::asarray(std::vector<T>(static_cast<std::size_t>(M * N), T(1.0f)), {M, N});
   auto out = fz::empty<T>({M, N});
-  auto bare = [&] { out = fz::matmul(a, b); };
-  auto relu_scale = [&] { out = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual; };
-  auto relu_bias = [&] { out = fz::maximum(fz::matmul(a, b) + bias, 0.0f); };
-  auto gelu_bias = [&] {
-    auto h = fz::matmul(a, b) + bias;
-    out = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
-  };
-  for (int i = 0; i < 2; ++i) bare(), relu_scale(), gelu_bias();
+  const auto p = fz::matmul(a, b);
+  const Case shape{"", M, N, K, fz::DType::bfloat16, false};
+  Direct bare_call(shape), gelu_call(shape, CUBLASLT_EPILOGUE_GELU_BIAS, &bias),
+      relu_call(shape, CUBLASLT_EPILOGUE_RELU_BIAS, &bias);
   const double flop = 2.0 * double(M) * double(N) * double(K);
-  const auto [t_bare, t_relu] = median_ms(bare, relu_scale, 10);
-  const auto [t_bare2, t_gelu] = median_ms(bare, gelu_bias, 10);
-  const auto [t_bare3, t_relu_bias] = median_ms(bare, relu_bias, 10);
-  auto row = [&](const char* name, double ms, int kernels, double base) {
-    fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8} {:>11.3f}x\n", name, ms, flop / ms / 1e9, kernels, ms / base);
+  auto row = [&](const char* name, auto&& run, const auto& expr, const char* against, auto&& base) {
+    for (int i = 0; i < 2; ++i) run(), base();
+    const auto [ms, base_ms] = median_ms(run, base, 10);
+    fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8} {:>10} {:>11.3f}x\n", name, ms, flop / ms / 1e9,
+               fz::inspect(expr).kernels, against, ms / base_ms);
   };
-  row("a @ b (8192^3)", t_bare, 1, t_bare);
-  row("relu(a @ b + bias) * 0.5 + residual", t_relu,
-      fz::inspect(fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual).kernels, t_bare);
-  row("gelu_tanh(a @ b + bias)", t_gelu, 2, t_bare2);
-  row("relu(a @ b + bias) (cuBLASLt's bias+ReLU epilogue)", t_relu_bias,
-      fz::inspect(fz::maximum(fz::matmul(a, b) + bias, 0.0f)).kernels, t_bare3);
+  auto bare = [&] { bare_call.run(a, b, out); };
+  row(
+      "a @ b (8192^3)", [&] { out = p; }, p, "direct", bare);
+  row(
+      "gelu_tanh(a @ b + bias)", [&] { out = fz::gelu_tanh(p + bias); }, fz::gelu_tanh(p + bias), "direct",
+      [&] { gelu_call.run(a, b, out); });
+  row(
+      "maximum(a @ b + bias, 0)", [&] { out = fz::maximum(p + bias, 0.0f); }, fz::maximum(p + bias, 0.0f), "direct",
+      [&] { relu_call.run(a, b, out); });
+  row(
+      "a @ b + bias + residual", [&] { out = p + bias + residual; }, p + bias + residual, "bare", bare);
+  row(
+      "relu(a @ b + bias) * 0.5 + residual", [&] { out = fz::maximum(p + bias, 0.0f) * 0.5f + residual; },
+      fz::maximum(p + bias, 0.0f) * 0.5f + residual, "bare", bare);
+  const auto h = p + bias;
+  const auto formula = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
+  row(
+      "GELU's tanh formula written out (a @ b + bias)", [&] { out = formula; }, formula, "bare", bare);
+  row(
+      "gelu(a @ b + bias) (through erf)", [&] { out = fz::gelu(p + bias); }, fz::gelu(p + bias), "bare", bare);
   // The MLP layer: batch 8192, 4096 -> 14336 -> 4096.
   const std::int64_t B = 8192, D = 4096, H = 14336;
   auto x = fz::asarray(std::vector<T>(static_cast<std::size_t>(B * D), T(0.01f)), {B, D});
@@ -155,20 +184,31 @@ void epilogues() {
   auto y = fz::empty<T>({B, D});
   fz::Array<T> hidden;
   auto mlp = [&] {
-    auto h = fz::matmul(x, w1) + b1;
-    hidden = 0.5f * h * (1.0f + fz::tanh(0.7978845608f * (h + 0.044715f * h * h * h)));
+    hidden = fz::gelu_tanh(fz::matmul(x, w1) + b1);
+    y = fz::matmul(hidden, w2) + b2 + x;
+  };
+  auto mlp_erf = [&] {
+    hidden = fz::gelu(fz::matmul(x, w1) + b1);
     y = fz::matmul(hidden, w2) + b2 + x;
   };
   auto products = [&] {
     hidden = fz::matmul(x, w1);
     y = fz::matmul(hidden, w2);
   };
-  for (int i = 0; i < 2; ++i) mlp(), products();
-  const auto [t_mlp, t_products] = median_ms(mlp, products, 5);
   const double mlp_flop = 2.0 * 2.0 * double(B) * double(D) * double(H);
-  fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8} {:>11.3f}x\n", "MLP gelu(x@w1+b1)@w2+b2+x (8192, 4096->14336->4096)",
-             t_mlp, mlp_flop / t_mlp / 1e9, 4, t_mlp / t_products);
-  fmt::print("{:<52} {:>9.3f} {:>8.1f} {:>8}\n", "  its two bare products", t_products, mlp_flop / t_products / 1e9, 2);
+  for (int i = 0; i < 2; ++i) mlp(), mlp_erf(), products();
+  const auto [t_mlp, t_products] = median_ms(mlp, products, 5);
+  const auto [t_erf, t_products2] = median_ms(mlp_erf, products, 5);
+  const int kernels =
+      fz::inspect(fz::gelu_tanh(fz::matmul(x, w1) + b1)).kernels + fz::inspect(fz::matmul(hidden, w2) + b2 + x).kernels;
+  const int kernels_erf =
+      fz::inspect(fz::gelu(fz::matmul(x, w1) + b1)).kernels + fz::inspect(fz::matmul(hidden, w2) + b2 + x).kernels;
+  fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8} {:>10} {:>11.3f}x\n",
+             "MLP gelu_tanh(x@w1+b1)@w2+b2+x (8192, 4096->14336->4096)", t_mlp, mlp_flop / t_mlp / 1e9, kernels, "bare",
+             t_mlp / t_products);
+  fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8} {:>10} {:>11.3f}x\n", "MLP with gelu through erf", t_erf,
+             mlp_flop / t_erf / 1e9, kernels_erf, "bare", t_erf / t_products2);
+  fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8}\n", "  its two bare products", t_products, mlp_flop / t_products / 1e9, 2);
 }
 
 }  // namespace
@@ -177,8 +217,9 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
              fz::Device(0).properties().name);
-  fmt::print("(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"
-             " the host time of one fz::matmul call, result allocation included, beside the direct call's)\n");
+  fmt::print(
+      "(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"
+      " the host time of one fz::matmul call, result allocation included, beside the direct call's)\n");
   fmt::print("{:<28} {:>9} {:>9} {:>8} {:>11} {:>8} {:>8} {:>9} {:>10}\n", "product (m, n, k)", "dtype", "fused ms",
              "TFLOPS", "direct ms", "TFLOPS", "of direct", "host us", "direct us");
   std::vector<Case> cases = {{"8192^3", 8192, 8192, 8192, fz::DType::bfloat16, false},
@@ -191,9 +232,12 @@ int main(int argc, char** argv) {
                              {"256x256x256", 256, 256, 256, fz::DType::bfloat16, false}};
   if (quick) cases.resize(2);
   for (const Case& c : cases) {
-    if (c.dtype == fz::DType::bfloat16) bench<fz::bfloat16>(c);
-    else if (c.dtype == fz::DType::float16) bench<fz::half>(c);
-    else bench<float>(c);
+    if (c.dtype == fz::DType::bfloat16)
+      bench<fz::bfloat16>(c);
+    else if (c.dtype == fz::DType::float16)
+      bench<fz::half>(c);
+    else
+      bench<float>(c);
   }
   epilogues();
 }

@@ -128,6 +128,8 @@ double float_op(Op op, double a, double b, double c) {
       return ::lgamma_r(a, &sign);
     }
     case Op::tgamma: return std::tgamma(a);
+    case Op::gelu: return 0.5 * a * (1 + std::erf(a * 0.707106781186547524));
+    case Op::gelu_tanh: return 0.5 * a * (1 + std::tanh(0.797884560802865355 * (a + 0.044715 * a * a * a)));
     case Op::add: return a + b;
     case Op::sub: return a - b;
     case Op::mul: return a * b;

@@ -43,7 +43,8 @@ TEST_CASE("matmul layout: transposed views take a transpose flag, not a copy; ga
   CHECK(layout(fz::placeholder<float>({32}).broadcast_to({64, 32}), fz::placeholder<float>({32, 16})).copy_a);
 }
 
-TEST_CASE("matmul layout: 1-D operands are a row on the left, a column on the right, and leave the result", "[matmul]") {
+TEST_CASE("matmul layout: 1-D operands are a row on the left, a column on the right, and leave the result",
+          "[matmul]") {
   const auto v = fz::placeholder<float>({32}), m = fz::placeholder<float>({32, 16}), w = fz::placeholder<float>({16});
   CHECK(layout(v, m).out_shape == fz::Shape{16});
   CHECK(layout(m, w).out_shape == fz::Shape{32});
@@ -129,21 +130,39 @@ TEST_CASE("a product in an expression is a plan: its library call, then fused ke
   STATIC_REQUIRE(R::dtype == fz::DType::float32);
 }
 
-TEST_CASE("bias, ReLU and bias+ReLU after a product run inside its cuBLASLt call", "[matmul]") {
+TEST_CASE("bias, residual, ReLU and GELU after a product run inside its cuBLASLt call", "[matmul]") {
   const auto x = fz::placeholder<fz::bfloat16>({64, 32}), w = fz::placeholder<fz::bfloat16>({32, 16});
-  const auto b = fz::placeholder<fz::bfloat16>({16});
+  const auto b = fz::placeholder<fz::bfloat16>({16}), r = fz::placeholder<fz::bfloat16>({64, 16});
   auto one_call = [](const fz::KernelInfo& k, const char* epilogue) {
     INFO(k);
     CHECK(k.kernels == 1);
     CHECK_THAT(k.plan[0], Catch::Contains("cublasLtMatmul") && Catch::Contains(epilogue));
   };
-  one_call(fz::inspect(fz::matmul(x, w) + b), "with cuBLASLt's bias epilogue");
-  one_call(fz::inspect(b + fz::matmul(x, w)), "with cuBLASLt's bias epilogue");
-  one_call(fz::inspect(fz::maximum(fz::matmul(x, w) + b, 0.0f)), "with cuBLASLt's bias+relu epilogue");
-  one_call(fz::inspect(fz::maximum(fz::matmul(x, w), 0.0f)), "with cuBLASLt's relu epilogue");
+  const auto p = fz::matmul(x, w);
+  one_call(fz::inspect(p + b), "with cuBLASLt's bias epilogue");
+  one_call(fz::inspect(b + p), "with cuBLASLt's bias epilogue");
+  one_call(fz::inspect(fz::maximum(p + b, 0.0f)), "with cuBLASLt's bias+relu epilogue");
+  one_call(fz::inspect(fz::maximum(p, 0.0f)), "with cuBLASLt's relu epilogue");
+  one_call(fz::inspect(fz::gelu_tanh(p + b)), "with cuBLASLt's bias+gelu_tanh epilogue");
+  one_call(fz::inspect(fz::gelu_tanh(p)), "with cuBLASLt's gelu_tanh epilogue");
+  // a residual of the result's shape is cuBLASLt's C (beta = 1), with or without a bias, in any order
+  one_call(fz::inspect(p + r), "with cuBLASLt's residual epilogue");
+  one_call(fz::inspect(p + b + r), "with cuBLASLt's residual+bias epilogue");
+  one_call(fz::inspect(r + (b + p)), "with cuBLASLt's residual+bias epilogue");
+  one_call(fz::inspect(fz::maximum(r + p + b, 0.0f)), "with cuBLASLt's residual+bias+relu epilogue");
   // what cuBLASLt's epilogues do not express stays the product plus one fused kernel
-  CHECK(fz::inspect(fz::maximum(fz::matmul(x, w) + b, 1.0f)).kernels == 2);            // not a ReLU
-  CHECK(fz::inspect(fz::matmul(x, w) + fz::placeholder<fz::bfloat16>({64, 16})).kernels == 2);  // not a bias vector
-  CHECK(fz::inspect(fz::matmul(x, w) + fz::placeholder<float>({16})).kernels == 2);     // a float32 result
-  CHECK(fz::inspect(fz::matmul(x, w) * 2.0f + b).kernels == 2);
+  CHECK(fz::inspect(fz::maximum(p + b, 1.0f)).kernels == 2);                    // not a ReLU
+  CHECK(fz::inspect(fz::gelu(p + b)).kernels == 2);                             // GELU through erf
+  CHECK(fz::inspect(p + fz::placeholder<fz::bfloat16>({1, 16})).kernels == 2);  // neither bias nor residual
+  CHECK(fz::inspect(p + fz::placeholder<fz::bfloat16>({64, 1})).kernels == 2);  // a bias along the rows
+  CHECK(fz::inspect(p + r + r).kernels == 2);                                   // two residuals
+  CHECK(fz::inspect(p + b + b).kernels == 2);                                   // the same bias twice
+  CHECK(fz::inspect(p + fz::placeholder<float>({16})).kernels == 2);            // a float32 result
+  CHECK(fz::inspect(p * 2.0f + b).kernels == 2);
+  CHECK(fz::inspect(p + p).kernels == 2);                 // the product twice
+  CHECK(fz::inspect(fz::gelu_tanh(p) + b).kernels == 2);  // bias after the GELU
+  // the MLP layer's two statements: each one cuBLASLt call
+  const auto w2 = fz::placeholder<fz::bfloat16>({16, 32}), b2 = fz::placeholder<fz::bfloat16>({32});
+  one_call(fz::inspect(fz::gelu_tanh(p + b)), "bias+gelu_tanh");
+  one_call(fz::inspect(fz::matmul(fz::placeholder<fz::bfloat16>({64, 16}), w2) + b2 + x), "residual+bias");
 }

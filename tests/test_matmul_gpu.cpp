@@ -38,7 +38,8 @@ std::vector<double> reference(const std::vector<double>& A, const fz::Shape& as,
     for (std::int64_t r = 0; r < m; ++r)
       for (std::int64_t c = 0; c < n; ++c) {
         double s = 0, sa = 0;
-        for (std::int64_t j = 0; j < k; ++j) s += a[r * k + j] * b[j * n + c], sa += std::abs(a[r * k + j] * b[j * n + c]);
+        for (std::int64_t j = 0; j < k; ++j)
+          s += a[r * k + j] * b[j * n + c], sa += std::abs(a[r * k + j] * b[j * n + c]);
         C[static_cast<std::size_t>((i * m + r) * n + c)] = s;
         if (scale) (*scale)[static_cast<std::size_t>((i * m + r) * n + c)] = sa;
       }
@@ -50,23 +51,29 @@ std::vector<double> reference(const std::vector<double>& A, const fz::Shape& as,
 /// for 16-bit inputs, rounding once on store).
 double product_tolerance(fz::DType d, bool tf32 = false) {
   switch (d) {
-    case fz::DType::float64: return 1e-13;
-    case fz::DType::float32: return tf32 ? 4e-3 : 2e-6;
-    case fz::DType::float16: return 2e-3;
-    default: return 1.6e-2;  // bfloat16
+    case fz::DType::float64:
+      return 1e-13;
+    case fz::DType::float32:
+      return tf32 ? 4e-3 : 2e-6;
+    case fz::DType::float16:
+      return 2e-3;
+    default:
+      return 1.6e-2;  // bfloat16
   }
 }
 
 /// A device array of logical shape `shape` holding `values` (row-major); `transposed`: stored as the
 /// transpose of its last two axes (a column-major view, as `w.transpose()` gives).
-template <class T> fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, bool transposed) {
+template <class T>
+fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, bool transposed) {
   if (!transposed || shape.size() < 2) return fz::asarray(values, shape);
   const int r = shape.size();
   const std::int64_t R = shape[r - 2], C = shape[r - 1], items = fz::numel(shape) / (R * C);
   std::vector<T> t(values.size());
   for (std::int64_t i = 0; i < items; ++i)
     for (std::int64_t a = 0; a < R; ++a)
-      for (std::int64_t b = 0; b < C; ++b) t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
+      for (std::int64_t b = 0; b < C; ++b)
+        t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
   fz::Shape stored = shape;
   std::swap(stored[r - 2], stored[r - 1]);
   std::vector<int> axes;
@@ -77,7 +84,8 @@ template <class T> fz::Array<T> device_array(const std::vector<T>& values, const
 
 /// Counts result elements off the reference by more than the dtype's bound.
 template <class T>
-std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const std::vector<double>& scale, double tol) {
+std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const std::vector<double>& scale,
+                double tol) {
   const std::vector<T> g = got.to_host();
   REQUIRE(g.size() == want.size());
   std::size_t bad = 0;
@@ -89,9 +97,11 @@ std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const 
   return bad;
 }
 
-template <class T> void check_product(const fz::Shape& as, const fz::Shape& bs, bool ta, bool tb, unsigned seed) {
+template <class T>
+void check_product(const fz::Shape& as, const fz::Shape& bs, bool ta, bool tb, unsigned seed) {
   const fz::DType d = fz::dtype_of<T>;
-  INFO(fz::dtype_name(d) << " " << fz::to_string(as) << (ta ? "ᵀ" : "") << " @ " << fz::to_string(bs) << (tb ? "ᵀ" : ""));
+  INFO(fz::dtype_name(d) << " " << fz::to_string(as) << (ta ? "ᵀ" : "") << " @ " << fz::to_string(bs)
+                         << (tb ? "ᵀ" : ""));
   const auto ha = test::random<T>(static_cast<std::size_t>(fz::numel(as)), -1, 1, seed);
   const auto hb = test::random<T>(static_cast<std::size_t>(fz::numel(bs)), -1, 1, seed + 1);
   std::vector<double> ra, rb, scale;
@@ -120,8 +130,8 @@ TEST_CASE("matmul matches float64 for every floating dtype and every transpose o
 }
 
 TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[gpu][matmul]") {
-  check_product<float>({4, 32, 24}, {4, 24, 16}, false, false, 11);      // one strided-batched call
-  check_product<float>({3, 2, 16, 8}, {8, 12}, false, true, 12);        // b broadcast over every item
+  check_product<float>({4, 32, 24}, {4, 24, 16}, false, false, 11);          // one strided-batched call
+  check_product<float>({3, 2, 16, 8}, {8, 12}, false, true, 12);             // b broadcast over every item
   check_product<fz::bfloat16>({2, 1, 16, 32}, {3, 32, 8}, true, false, 13);  // middle axis broadcast: outer loop
   check_product<double>({5, 8, 4}, {1, 4, 6}, false, false, 14);
   // 1-D: a row on the left, a column on the right, their axis dropped from the result
@@ -134,7 +144,8 @@ TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[
   const auto got = vm.to_host();
   for (int j = 0; j < 10; ++j) {
     double s = 0;
-    for (int i = 0; i < 24; ++i) s += double(hv[static_cast<std::size_t>(i)]) * hm[static_cast<std::size_t>(i * 10 + j)];
+    for (int i = 0; i < 24; ++i)
+      s += double(hv[static_cast<std::size_t>(i)]) * hm[static_cast<std::size_t>(i * 10 + j)];
     CHECK(std::abs(got[static_cast<std::size_t>(j)] - s) <= 1e-5);
   }
   const fz::Array<float> dot = fz::matmul(v, v);
@@ -170,7 +181,8 @@ TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis giv
 }
 
 TEST_CASE("matmul runs on the current stream and is captured into a replayable CUDA graph", "[gpu][matmul]") {
-  const auto ha = test::random<fz::bfloat16>(256 * 128, -1, 1, 31), hb = test::random<fz::bfloat16>(128 * 64, -1, 1, 32);
+  const auto ha = test::random<fz::bfloat16>(256 * 128, -1, 1, 31),
+             hb = test::random<fz::bfloat16>(128 * 64, -1, 1, 32);
   const auto a = fz::asarray(ha, {256, 128}), b = fz::asarray(hb, {128, 64});
   std::vector<double> ra, rb, scale;
   for (auto v : ha) ra.push_back(test::as_double(v));
@@ -235,7 +247,8 @@ TEST_CASE("the math around a product fuses: the product, then one kernel reading
   CHECK(fz::inspect(fz::matmul(a * 2.0f, b)).kernels == 2);
   const auto hs = scaled.to_host();
   for (std::int64_t i = 0; i < M * N; ++i)
-    REQUIRE(std::abs(hs[static_cast<std::size_t>(i)] - 2 * p[static_cast<std::size_t>(i)]) <= 4e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
+    REQUIRE(std::abs(hs[static_cast<std::size_t>(i)] - 2 * p[static_cast<std::size_t>(i)]) <=
+            4e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
 }
 
 TEST_CASE("a product written into existing arrays: in place where it can, aside where it overlaps", "[gpu][matmul]") {
@@ -264,7 +277,8 @@ TEST_CASE("a product written into existing arrays: in place where it can, aside 
   check(fz::eval(left + 0.0));
 }
 
-TEST_CASE("a product inside fz::Lazy runs in order with the statements around it, and a step replays it", "[gpu][matmul]") {
+TEST_CASE("a product inside fz::Lazy runs in order with the statements around it, and a step replays it",
+          "[gpu][matmul]") {
   const std::int64_t M = 64, K = 32, N = 48;
   const auto ha = test::random<float>(M * K, -1, 1, 61), hb = test::random<float>(K * N, -1, 1, 62);
   const auto hbias = test::random<float>(N, -1, 1, 64);
@@ -324,37 +338,80 @@ TEST_CASE("a product inside fz::Lazy runs in order with the statements around it
   CHECK(expect(ha3, z, true) == 0);
 }
 
-TEST_CASE("cuBLASLt's epilogues give what the fused kernel would: bias, ReLU, bias+ReLU", "[gpu][matmul]") {
+namespace {
+
+double gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(0.797884560802865355 * (x + 0.044715 * x * x * x))); }
+
+/// Every epilogue route after a product of dtype T against float64: each expression is checked to run as
+/// one cuBLASLt call (or, where cuBLASLt has no such epilogue for T, falls back to the fused kernel), and
+/// its values against the reference of the same math; then the same through fz::Unfused.
+template <class T>
+void check_epilogues(unsigned seed) {
   const std::int64_t M = 128, K = 64, N = 96;
-  const auto ha = test::random<fz::bfloat16>(M * K, -1, 1, 71), hb = test::random<fz::bfloat16>(K * N, -1, 1, 72);
-  const auto hbias = test::random<fz::bfloat16>(N, -1, 1, 73);
+  const auto ha = test::random<T>(M * K, -1, 1, seed), hb = test::random<T>(K * N, -1, 1, seed + 1);
+  const auto hbias = test::random<T>(N, -1, 1, seed + 2), hres = test::random<T>(M * N, -1, 1, seed + 3);
   const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
+  const auto res = fz::asarray(hres, {M, N});
   std::vector<double> ra, rb, scale;
   for (auto v : ha) ra.push_back(test::as_double(v));
   for (auto v : hb) rb.push_back(test::as_double(v));
   fz::Shape shape;
   const auto p = reference(ra, {M, K}, rb, {K, N}, shape, &scale);
-  auto check = [&](const fz::Array<fz::bfloat16>& got, bool with_bias, bool relu) {
+  const double tol = product_tolerance(fz::dtype_of<T>);
+  enum Act { none, relu, gelu };
+  auto check = [&](const fz::Array<T>& got, bool with_bias, bool with_res, Act act, const char* what) {
+    INFO(what << " in " << fz::dtype_name(fz::dtype_of<T>));
     const auto h = got.to_host();
     std::size_t bad = 0;
     for (std::size_t i = 0; i < h.size(); ++i) {
-      double want = p[i] + (with_bias ? test::as_double(hbias[i % N]) : 0.0);
-      if (relu) want = std::max(want, 0.0);
-      bad += !(std::abs(test::as_double(h[i]) - want) <= 1.6e-2 * (scale[i] + 1));
+      double want =
+          p[i] + (with_bias ? test::as_double(hbias[i % N]) : 0.0) + (with_res ? test::as_double(hres[i]) : 0.0);
+      want = act == relu ? std::max(want, 0.0) : act == gelu ? gelu_tanh(want) : want;
+      // the product's bound, plus the result's own rounding and the activation's (GELU: 2 ulp of float32)
+      bad += !(std::abs(test::as_double(h[i]) - want) <= tol * (scale[i] + 2) + 2.4e-7 * std::abs(want));
     }
-    return bad;
+    CHECK(bad == 0);
   };
-  fz::Array<fz::bfloat16> y = fz::matmul(a, b) + bias;
-  CHECK(check(y, true, false) == 0);
-  y = fz::maximum(fz::matmul(a, b) + bias, 0.0f);
-  CHECK(check(y, true, true) == 0);
-  y = fz::maximum(fz::matmul(a, b), 0.0f);
-  CHECK(check(y, false, true) == 0);
-  // the same through the fused kernel (fz::Unfused runs every operation on its own) agrees
-  fz::Array<fz::bfloat16> unfused;
+  auto one_call = [&](const auto& e) {
+    const fz::KernelInfo k = fz::inspect(e);
+    INFO(k);
+    CHECK(k.kernels == 1);
+  };
+  const auto m = fz::matmul(a, b);
+  fz::Array<T> y = fz::empty<T>({M, N});
+  auto run = [&](const auto& e, bool with_bias, bool with_res, Act act, const char* what) {
+    one_call(e);
+    y.fill(T(std::nanf("")));  // poisoned: every element must be written
+    fz::copyto(y, e);
+    check(y, with_bias, with_res, act, what);
+  };
+  run(m + bias, true, false, none, "bias");
+  run(fz::maximum(m + bias, 0.0f), true, false, relu, "bias+relu");
+  run(fz::maximum(m, 0.0f), false, false, relu, "relu");
+  run(fz::gelu_tanh(m), false, false, gelu, "gelu_tanh");
+  run(fz::gelu_tanh(m + bias), true, false, gelu, "bias+gelu_tanh");
+  run(m + res, false, true, none, "residual");
+  run(m + bias + res, true, true, none, "residual+bias");
+  run(fz::maximum(res + m + bias, 0.0f), true, true, relu, "residual+bias+relu");
+  run(fz::gelu_tanh(m + bias + res), true, true, gelu, "residual+bias+gelu_tanh");
+  // into an existing array (the residual itself: computed aside, then copied in)
+  fz::Array<T> acc = fz::asarray(hres, {M, N});
+  acc = m + bias + acc;
+  check(acc, true, true, none, "acc = a @ b + bias + acc");
+  // the same through fusion's own kernels (fz::Unfused runs every operation on its own) agrees
+  fz::Array<T> unfused;
   {
     fz::Unfused baseline;
-    unfused = fz::maximum(fz::matmul(a, b) + bias, 0.0f);
+    unfused = fz::gelu_tanh(m + bias + res);
   }
-  CHECK(check(unfused, true, true) == 0);
+  check(unfused, true, true, gelu, "unfused");
+}
+
+}  // namespace
+
+TEST_CASE("cuBLASLt's epilogues give what the fused kernel would: bias, residual, ReLU, GELU", "[gpu][matmul]") {
+  check_epilogues<fz::bfloat16>(71);
+  check_epilogues<fz::half>(75);
+  check_epilogues<float>(79);
+  check_epilogues<double>(83);
 }

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """torch.matmul on the shapes of fusion-bench-matmul, timed as it times fusion (events around 10-50 calls,
-median of 7 runs): TFLOPS beside fusion's, in the same device session.
-    python3 bench/peers/matmul.py"""
+median of 7 runs): TFLOPS beside fusion's, in the same device session; then the epilogue expressions and
+the MLP layer of fusion-bench-matmul, eager and through torch.compile.
+    python3 bench/peers/matmul.py [--no-compile]"""
+import sys
+
 import torch
+import torch.nn.functional as F
 
 CASES = [("8192^3", 8192, 8192, 8192, torch.bfloat16, False),
          ("8192x14336x4096 (MLP up)", 8192, 14336, 4096, torch.bfloat16, False),
@@ -40,6 +44,41 @@ def main():
             torch.matmul(a, b, out=out)
         ms = median_ms(lambda: torch.matmul(a, b, out=out), calls)
         print(f"{name:<28} {str(dtype).replace('torch.', ''):>9} {ms:9.3f} {2 * m * n * k / ms / 1e9:8.1f}")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    epilogues("--no-compile" not in sys.argv)
+
+
+def epilogues(compile_too):
+    """The expressions fusion-bench-matmul times around an 8192^3 bfloat16 product, and the MLP layer."""
+    bf = dict(dtype=torch.bfloat16, device="cuda")
+    n = 8192
+    a, b = torch.full((n, n), 0.01, **bf), torch.full((n, n), 0.02, **bf)
+    bias, residual = torch.full((n,), 0.5, **bf), torch.full((n, n), 1.0, **bf)
+    flop = 2 * n ** 3
+    exprs = [("a @ b", lambda: a @ b),
+             ("gelu_tanh(a @ b + bias)", lambda: F.gelu(a @ b + bias, approximate="tanh")),
+             ("relu(a @ b + bias)", lambda: torch.relu(a @ b + bias)),
+             ("a @ b + bias + residual", lambda: a @ b + bias + residual),
+             ("relu(a @ b + bias) * 0.5 + residual", lambda: torch.relu(a @ b + bias) * 0.5 + residual)]
+    B, D, H = 8192, 4096, 14336
+    x = torch.full((B, D), 0.01, **bf)
+    w1, w2 = torch.full((D, H), 0.01, **bf), torch.full((H, D), 0.01, **bf)
+    b1, b2 = torch.full((H,), 0.1, **bf), torch.full((D,), 0.1, **bf)
+    mlp = ("MLP gelu_tanh(x@w1+b1)@w2+b2+x", lambda: F.gelu(x @ w1 + b1, approximate="tanh") @ w2 + b2 + x)
+    print(f"\n{'expression (bfloat16, 8192^3)':<40} {'eager ms':>9} {'TFLOPS':>8} {'compiled ms':>12} {'TFLOPS':>8}")
+    for name, fn in exprs + [mlp]:
+        f = flop if fn is not mlp[1] else 4 * B * D * H
+        for _ in range(3):
+            fn()
+        eager = median_ms(fn, 10 if fn is not mlp[1] else 5)
+        line = f"{name:<40} {eager:9.3f} {f / eager / 1e9:8.1f}"
+        if compile_too:
+            compiled = torch.compile(fn)
+            for _ in range(3):
+                compiled()
+            c = median_ms(compiled, 10 if fn is not mlp[1] else 5)
+            line += f" {c:12.3f} {f / c / 1e9:8.1f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,10 @@ enum class Op : std::uint8_t {
   // a library call, not spelled in fused code: the matrix product of a and b (NumPy's matmul; operands
   // already converted to the result dtype), run by cuBLASLt as a step of its own (schedule/partition)
   matmul,
+  // Ops added later go last: an op's number is part of every kernel's hash (names and cache entries stay).
+  // unary, floating result
+  gelu,       // x * Phi(x), Phi the normal distribution through erf
+  gelu_tanh,  // its tanh approximation (cuBLASLt's GELU epilogue computes this one)
   count_
 };
 
@@ -250,6 +254,8 @@ inline constexpr OpInfo kOps[] = {
     {Op::mean, "mean", Arity::reduction},
     {Op::var, "var", Arity::reduction},
     {Op::matmul, "matmul", Arity::product},
+    {Op::gelu, "gelu", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy},
+    {Op::gelu_tanh, "gelu_tanh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;

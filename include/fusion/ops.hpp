@@ -80,6 +80,11 @@ template <Operand A> auto erf(A&& a) { return detail::make_unary<ir::Op::erf>(st
 template <Operand A> auto erfc(A&& a) { return detail::make_unary<ir::Op::erfc>(std::forward<A>(a)); }
 template <Operand A> auto lgamma(A&& a) { return detail::make_unary<ir::Op::lgamma>(std::forward<A>(a)); }
 template <Operand A> auto tgamma(A&& a) { return detail::make_unary<ir::Op::tgamma>(std::forward<A>(a)); }
+/// GELU, x * Phi(x) (Phi the normal distribution: 0.5 * (1 + erf(x / sqrt 2))), as PyTorch's default gelu.
+template <Operand A> auto gelu(A&& a) { return detail::make_unary<ir::Op::gelu>(std::forward<A>(a)); }
+/// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): PyTorch's
+/// gelu(approximate="tanh"), JAX's default; after a product, cuBLASLt's GELU epilogue runs it in the call.
+template <Operand A> auto gelu_tanh(A&& a) { return detail::make_unary<ir::Op::gelu_tanh>(std::forward<A>(a)); }
 template <Operand A> auto isnan(A&& a) { return detail::make_unary<ir::Op::isnan>(std::forward<A>(a)); }
 template <Operand A> auto isinf(A&& a) { return detail::make_unary<ir::Op::isinf>(std::forward<A>(a)); }
 template <Operand A> auto isfinite(A&& a) { return detail::make_unary<ir::Op::isfinite>(std::forward<A>(a)); }

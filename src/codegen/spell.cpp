@@ -129,6 +129,22 @@ __device__ __forceinline__ float fz_log1p_fast(float x) {
   const float u = 1.f + x;
   return x > 16777216.f ? __logf(u) : __logf(u) * (x / (u - 1.f));
 })";
+    case Helper::gelu:
+      return R"(// GELU through erf, and its tanh approximation; each step rounded on its own, as fused code is.
+__device__ __forceinline__ float fz_gelu(float x) {
+  return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, erff(__fmul_rn(x, 0.707106781186547524f))));
+}
+__device__ __forceinline__ double fz_gelu(double x) {
+  return __dmul_rn(__dmul_rn(0.5, x), __dadd_rn(1.0, erf(__dmul_rn(x, 0.707106781186547524))));
+}
+__device__ __forceinline__ float fz_gelu_tanh(float x) {
+  const float cube = __fmul_rn(__fmul_rn(0.044715f, x), __fmul_rn(x, x));
+  return __fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.f, tanhf(__fmul_rn(0.797884560802865355f, __fadd_rn(x, cube)))));
+}
+__device__ __forceinline__ double fz_gelu_tanh(double x) {
+  const double cube = __dmul_rn(__dmul_rn(0.044715, x), __dmul_rn(x, x));
+  return __dmul_rn(__dmul_rn(0.5, x), __dadd_rn(1.0, tanh(__dmul_rn(0.797884560802865355, __dadd_rn(x, cube)))));
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
@@ -201,6 +217,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   if (fl && n.op == Op::tgamma) {
     needs.insert(Helper::tgamma);
     return call1("fz_tgamma");
+  }
+  if (fl && (n.op == Op::gelu || n.op == Op::gelu_tanh)) {
+    needs.insert(Helper::gelu);
+    return call1(n.op == Op::gelu ? "fz_gelu" : "fz_gelu_tanh");
   }
   if (fl && n.op == Op::log1p && ctx.fast_math && n.dtype != DType::float64) {
     needs.insert(Helper::log1p_fast);

@@ -31,7 +31,8 @@ enum class Helper {
   shifts,
   sign,
   tgamma,
-  log1p_fast
+  log1p_fast,
+  gelu
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).

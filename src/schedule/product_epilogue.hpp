@@ -1,29 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which math after a matrix product cuBLASLt runs inside the product's own call (its epilogues), decided
-// from the graph of the step that reads the product: `p + bias`, `maximum(p + bias, 0)`, `maximum(p, 0)`,
-// all in the product's dtype. The run time then checks what the graph cannot say (bias a vector along the
-// last axis, the scalar zero, nothing else reading the product) before it merges the two steps.
+// from the graph of the step that reads the product: a sum of the product and up to two more arrays (a
+// bias vector, a residual C added with beta = 1), then optionally ReLU (`maximum(x, 0)`) or GELU's tanh
+// form, all in the product's dtype. The run time then checks what the graph cannot say (which array is
+// the product, which the bias and which the residual; the scalar zero; nothing else reading the product)
+// before it merges the two steps.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "fusion/ir.hpp"
 
 namespace fusion::detail {
 
-enum class EpilogueKind : std::uint8_t { none, bias, relu, relu_bias };
+enum class Activation : std::uint8_t { none, relu, gelu_tanh };
 
 struct EpilogueMatch {
-  EpilogueKind kind = EpilogueKind::none;
-  std::uint32_t product = 0, bias = 0;  // input slots: the product's result, the bias (when there is one)
-  std::uint32_t zero = 0;               // scalar slot that must hold 0 (relu)
+  bool found = false;
+  Activation activation = Activation::none;
+  std::vector<std::uint32_t> terms;  // input slots summed before the activation (1 to 3, distinct)
+  std::uint32_t zero = 0;            // scalar slot that must hold 0 (relu)
   DType dtype = DType::float32;
 };
 
-/// The epilogue step graph `g` is, if any (kind none otherwise). Either input of `p + bias` may be the
-/// product: `product` and `bias` are one reading; the caller swaps them if its temporary is the other.
+/// The epilogue step graph `g` is, if any (found false otherwise).
 EpilogueMatch match_epilogue(const ir::Graph& g);
 
-/// "bias", "relu", "bias+relu" (for plans and messages).
-const char* epilogue_name(EpilogueKind k);
+/// What runs in the call, for plans and messages: "bias", "residual+bias+gelu_tanh", ...
+std::string epilogue_name(Activation a, bool bias, bool residual);
 
 }  // namespace fusion::detail

@@ -64,8 +64,9 @@ struct PlanKey {
   cublasComputeType_t compute;
   std::int64_t m, n, k, batch;
   BlasMatrix first, second, out;
-  std::uint32_t align[3];
-  EpilogueKind epilogue;
+  std::uint32_t align[4];  // b, a, out, residual C (cuBLASLt's A, B, D, C)
+  Activation activation;
+  bool bias, residual;
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
 struct PlanKeyHash {
@@ -83,6 +84,7 @@ struct BlasPlan {
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo{};
   std::size_t workspace = 0;
+  bool found = false;     // the heuristic returned an algorithm (none for some epilogues of some dtypes)
   std::mutex bias_mutex;  // the bias pointer is an attribute of the shared descriptor: set and used under it
 };
 
@@ -129,10 +131,12 @@ BlasPlan& plan_for(const PlanKey& key) {
                   "cublasLtMatmulDescSetAttribute");
   cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
                   "cublasLtMatmulDescSetAttribute");
-  if (key.epilogue != EpilogueKind::none) {
-    const cublasLtEpilogue_t e = key.epilogue == EpilogueKind::bias   ? CUBLASLT_EPILOGUE_BIAS
-                                 : key.epilogue == EpilogueKind::relu ? CUBLASLT_EPILOGUE_RELU
-                                                                      : CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (key.activation != Activation::none || key.bias) {
+    const bool bias = key.bias;
+    const cublasLtEpilogue_t e =
+        key.activation == Activation::relu        ? (bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
+        : key.activation == Activation::gelu_tanh ? (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                                  : CUBLASLT_EPILOGUE_BIAS;
     cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
                     "cublasLtMatmulDescSetAttribute");
   }
@@ -148,17 +152,16 @@ BlasPlan& plan_for(const PlanKey& key) {
                                                           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 3; ++i)
     lt.cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &key.align[i], sizeof key.align[i]);
-  lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align[2],
-                                          sizeof key.align[2]);
+  lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align[3],
+                                          sizeof key.align[3]);
   cublasLtMatmulHeuristicResult_t found{};
   int returned = 0;
   const cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(handle_for(key.device), p->desc, p->first, p->second,
                                                              p->out, p->out, pref, 1, &found, &returned);
   lt.cublasLtMatmulPreferenceDestroy(pref);
-  cublaslt::check(s, "cublasLtMatmulAlgoGetHeuristic");
-  if (returned == 0)
-    throw BlasError(fmt::format("cuBLASLt has no algorithm for a {} product of ({}, {}) by ({}, {}) ({} batches)",
-                                dtype_name(key.dtype), key.m, key.k, key.k, key.n, key.batch));
+  // (CUBLAS_STATUS_NOT_SUPPORTED: no algorithm for this epilogue with these types, as returned == 0)
+  if (s != CUBLAS_STATUS_NOT_SUPPORTED) cublaslt::check(s, "cublasLtMatmulAlgoGetHeuristic");
+  p->found = s == CUBLAS_STATUS_SUCCESS && returned > 0;
   p->algo = found.algo;
   p->workspace = found.workspaceSize;
   std::lock_guard lock(mu);
@@ -218,11 +221,11 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
                                 dtype_name(a.dtype()), dtype_name(b.dtype())));
   (void)blas_type(a.dtype());  // a TypeError for other dtypes, before any work
   ArrayBase out = ArrayBase::make_empty(a.dtype(), matmul_shape(a.shape(), b.shape()));
-  matmul_into(a, b, out);
+  (void)matmul_into(a, b, out);  // (no epilogue: true or an error)
   return out;
 }
 
-void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
+bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
   const DType d = a_in.dtype();
   if (b_in.dtype() != d || out.dtype() != d)
     throw Error("internal: matmul_into takes operands and result of one dtype");
@@ -232,13 +235,13 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   const MatmulLayout probe = matmul_layout(a->shape(), a->strides(), b->shape(), b->strides());  // shape errors first
   if (!(out.shape() == probe.out_shape) || !out.is_contiguous())
     throw Error("internal: matmul_into writes a C-ordered result of the product's shape");
-  if (numel(probe.out_shape) == 0) return;
+  if (numel(probe.out_shape) == 0) return true;
   const std::shared_ptr<StreamState>& stream = current_stream_state();
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
-    if (epilogue.kind != EpilogueKind::none) throw Error("internal: no epilogue for an empty product");
+    if (epilogue.any()) throw Error("internal: no epilogue for an empty product");
     const std::size_t bytes = static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d);
     in_order({}, {&out}, [&](CUstream h, CUdeviceptr) { FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, bytes, h); });
-    return;
+    return true;
   }
   const MatmulLayout L = with_copies(probe, a, b, held);
   PlanKey key{};  // (zeroed: the key is compared and hashed bytewise, padding included)
@@ -248,32 +251,43 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   key.compute = compute_type(d);
   key.m = L.m, key.n = L.n, key.k = L.k, key.batch = L.batch;
   key.first = L.first, key.second = L.second, key.out = L.out;
-  key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr()),
+  const ArrayBase* bias = epilogue.bias;
+  const ArrayBase* residual = epilogue.residual;
+  key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr());
   key.align[2] = alignment(out.data_ptr());
-  key.epilogue = epilogue.kind;
-  const bool has_bias = epilogue.kind == EpilogueKind::bias || epilogue.kind == EpilogueKind::relu_bias;
-  if (has_bias && (!epilogue.bias || epilogue.bias->dtype() != d || epilogue.bias->size() != L.n ||
-                   !epilogue.bias->is_contiguous() || epilogue.bias->data_ptr() % 16 != 0))
+  key.align[3] = residual ? alignment(residual->data_ptr()) : key.align[2];
+  key.activation = epilogue.activation;
+  key.bias = bias != nullptr, key.residual = residual != nullptr;
+  if (bias && (bias->dtype() != d || bias->size() != L.n || !bias->is_contiguous() || bias->data_ptr() % 16 != 0))
     throw Error("internal: a product's bias is a 16-byte aligned vector of its last extent and dtype");
+  if (residual && (residual->dtype() != d || !(residual->shape() == out.shape()) || !residual->is_contiguous()))
+    throw Error("internal: a product's residual is a C-ordered array of its shape and dtype");
   BlasPlan& plan = plan_for(key);
+  if (!plan.found && epilogue.any()) return false;  // the caller runs the epilogue itself
+  if (!plan.found)
+    throw BlasError(fmt::format("cuBLASLt has no algorithm for a {} product of ({}, {}) by ({}, {}) ({} batches)",
+                                dtype_name(d), L.m, L.k, L.k, L.n, L.batch));
   std::unique_lock<std::mutex> bias_lock(plan.bias_mutex, std::defer_lock);
-  if (has_bias) {
+  if (bias) {
     bias_lock.lock();
-    const void* bias = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(epilogue.bias->data_ptr()));
-    cublaslt::check(cublaslt::api().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                                   sizeof bias),
-                    "cublasLtMatmulDescSetAttribute");
+    const void* at = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(bias->data_ptr()));
+    cublaslt::check(
+        cublaslt::api().cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &at, sizeof at),
+        "cublasLtMatmulDescSetAttribute");
   }
   const cublaslt::Api& lt = cublaslt::api();
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;
   const void* alpha = d == DType::float64 ? static_cast<const void*>(&one_d) : &one_f;
-  const void* beta = d == DType::float64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const void* beta =
+      d == DType::float64 ? static_cast<const void*>(residual ? &one_d : &zero_d) : (residual ? &one_f : &zero_f);
+  const ArrayBase& c = residual ? *residual : out;  // (with beta = 0 cuBLASLt reads no C)
   const std::size_t item = itemsize(d);
   // One strided-batched call per index of the outer batch axes (none: one call).
   const std::int64_t outer = numel(L.outer_shape);
   std::vector<const ArrayBase*> read{a, b};
-  if (has_bias) read.push_back(epilogue.bias);
+  if (bias) read.push_back(bias);
+  if (residual) read.push_back(residual);
   in_order(
       read, {&out},
       [&](CUstream h, CUdeviceptr workspace) {
@@ -289,13 +303,14 @@ void matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
           };
           cublaslt::check(
               lt.cublasLtMatmul(handle_for(stream->device), plan.desc, alpha, ptr(*b, ob), plan.first, ptr(*a, oa),
-                                plan.second, beta, ptr(out, oo), plan.out, ptr(out, oo), plan.out, &plan.algo,
+                                plan.second, beta, ptr(c, oo), plan.out, ptr(out, oo), plan.out, &plan.algo,
                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(workspace)), kBlasWorkspaceBytes,
                                 reinterpret_cast<cudaStream_t>(h)),
               "cublasLtMatmul");
         }
       },
       &key, sizeof key);
+  return true;
 }
 
 std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result) {

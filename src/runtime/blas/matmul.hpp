@@ -8,12 +8,16 @@ namespace fusion::detail {
 
 /// `a @ b` written into `out`: operands of one floating dtype, `out` C-ordered of the product's shape and
 /// dtype, not overlapping them. On the current stream.
-/// `epilogue` (bias, ReLU, bias+ReLU) runs inside cuBLASLt's call: `bias` a C-ordered vector of the
-/// result's last extent and dtype, 16-byte aligned.
+/// `epilogue` runs inside cuBLASLt's call: act(a @ b + residual + bias), `bias` a C-ordered vector of the
+/// result's last extent and dtype, 16-byte aligned, `residual` (C, added with beta = 1) a C-ordered array
+/// of the result's shape and dtype; either may be null.
 struct Epilogue {
-  EpilogueKind kind = EpilogueKind::none;
+  Activation activation = Activation::none;
   const ArrayBase* bias = nullptr;
+  const ArrayBase* residual = nullptr;
+  bool any() const { return activation != Activation::none || bias || residual; }
 };
-void matmul_into(const ArrayBase& a, const ArrayBase& b, ArrayBase& out, Epilogue epilogue = {});
+/// False, with nothing launched, when cuBLASLt has no algorithm for the epilogue with these types.
+[[nodiscard]] bool matmul_into(const ArrayBase& a, const ArrayBase& b, ArrayBase& out, Epilogue epilogue = {});
 
 }  // namespace fusion::detail

@@ -18,6 +18,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "schedule/layout.hpp"
+#include "runtime/blas/matmul.hpp"
 #include "schedule/product_epilogue.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/memory/array_copy.hpp"
@@ -164,9 +165,9 @@ KernelInfo inspect_elementwise(const Call& c);
 KernelInfo finish_inspect(codegen::GeneratedKernel k, std::string variant);
 KernelInfo inspect_reduction(const Call& c);
 /// A plan's product step (its graph: matmul of its two arrays): cuBLASLt into `out` (exec/product.cpp).
-/// `epilogue`: the math of the next step, run inside the same cuBLASLt call (plan.cpp decides).
-void evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, EpilogueKind epilogue = EpilogueKind::none,
-                      const ArrayBase* bias = nullptr);
+/// `epilogue`: the math of the next step, run inside the same cuBLASLt call (plan.cpp decides); false
+/// when cuBLASLt has none for these types (nothing written: the caller runs the step itself).
+[[nodiscard]] bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& epilogue = {});
 /// The shape such a step writes (ShapeError for operands that do not line up).
 Shape product_output_shape(const Call& c);
 /// The cuBLASLt call such a step makes, described (nothing compiled or launched).

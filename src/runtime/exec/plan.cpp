@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <future>
 #include <memory>
+#include <optional>
 
 #include "codegen/emit_common.hpp"
 #include "fusion/error.hpp"
@@ -28,15 +29,15 @@ struct StepCall {
     for (int a : s.arrays) arrays.push_back(a >= 0 ? c.arrays[a] : &temps[static_cast<std::size_t>(~a)]);
     for (std::uint32_t i : s.scalars) scalars.push_back(c.scalars[i]);
     for (std::uint32_t i : s.reductions) reductions.push_back(c.reductions[i]);
-    call = Call{p.lowered[static_cast<std::size_t>(s.kernel)], arrays.data(), scalars.data(), reductions.data(), static_cast<int>(arrays.size()),
-                static_cast<int>(scalars.size()), static_cast<int>(reductions.size()), c.name};
+    call = Call{p.lowered[static_cast<std::size_t>(s.kernel)],
+                arrays.data(),
+                scalars.data(),
+                reductions.data(),
+                static_cast<int>(arrays.size()),
+                static_cast<int>(scalars.size()),
+                static_cast<int>(reductions.size()),
+                c.name};
   }
-};
-
-/// A product step merged with the step after it: cuBLASLt runs that step's math as the epilogue of its call.
-struct Merged {
-  EpilogueKind kind = EpilogueKind::none;
-  const ArrayBase* bias = nullptr;
 };
 
 /// Whether a floating scalar argument is +0 or -0 (16-bit floats travel as float32 bits).
@@ -46,35 +47,51 @@ bool is_zero(const ScalarArg& s) {
   return is_floating(s.dtype) && (s.bits & magnitude) == 0;
 }
 
-/// Whether steps i (a product into a temporary) and i + 1 run as one cuBLASLt call: step i + 1 is the
-/// product's epilogue alone (schedule/product_epilogue), writes a call output of the product's dtype, its
-/// bias is a C-ordered 16-byte aligned vector of the product's last extent, its zero is zero, the product
-/// is not empty, and no later step reads the product. `product` and `next` are the two steps' calls.
-Merged merged_epilogue(const Plan& p, std::size_t i, const Call& product, const Call& next, DType out_dtype) {
+/// Whether steps i (a product into a temporary) and i + 1 run as one cuBLASLt call, and with which
+/// epilogue: step i + 1 is the product's epilogue alone (schedule/product_epilogue), writes a call output
+/// of the product's dtype; of the arrays it adds, one is the product, the others a C-ordered 16-byte
+/// aligned vector of the product's last extent (the bias) and/or a C-ordered array of its shape (the
+/// residual); its zero is zero, the product is not empty, and no later step reads the product. `product`
+/// and `next` are the two steps' calls.
+std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call& product, const Call& next,
+                                        DType out_dtype) {
   const std::vector<KernelStep>& steps = p.part.steps;
   if (i + 1 >= steps.size()) return {};
   const KernelStep& s = steps[i];
   const KernelStep& n = steps[i + 1];
   if (!p.lowered_of(s).has_product || s.targets.size() != 1 || s.targets[0] < 0) return {};
   if (n.targets.size() != 1 || n.targets[0] >= 0 || n.whole_index || !n.alone.empty()) return {};
-  EpilogueMatch m = match_epilogue(p.lowered_of(n).graph);
-  if (m.kind == EpilogueKind::none || m.dtype != out_dtype) return {};
+  const EpilogueMatch m = match_epilogue(p.lowered_of(n).graph);
+  if (!m.found || m.dtype != out_dtype) return {};
   const int t = ~s.targets[0];
-  const bool with_bias = m.kind != EpilogueKind::relu;
-  if (with_bias && n.arrays[m.bias] == t) std::swap(m.product, m.bias);
-  if (n.arrays[m.product] != t || (with_bias && n.arrays[m.bias] < 0)) return {};
   for (std::size_t j = i + 2; j < steps.size(); ++j)
     for (int a : steps[j].arrays)
       if (a == t) return {};
   const Shape shape = product_output_shape(product);
-  if (shape.empty() || product.arrays[0]->shape().empty() || product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
+  if (shape.empty() || product.arrays[0]->shape().empty() ||
+      product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
     return {};
-  if (m.kind != EpilogueKind::bias && !is_zero(next.scalars[m.zero])) return {};
-  const ArrayBase* bias = with_bias ? next.arrays[m.bias] : nullptr;
-  if (bias && (bias->ndim() != 1 || bias->shape()[0] != shape[shape.size() - 1] || !bias->is_contiguous() ||
-               bias->dtype() != out_dtype || bias->data_ptr() % 16 != 0))
-    return {};
-  return {m.kind, bias};
+  if (m.activation == Activation::relu && !is_zero(next.scalars[m.zero])) return {};
+  Epilogue e;
+  e.activation = m.activation;
+  int products = 0;
+  for (std::uint32_t slot : m.terms) {
+    const int from = n.arrays[slot];
+    const ArrayBase& x = *next.arrays[slot];
+    const bool c_ordered = x.is_contiguous() && x.dtype() == out_dtype;
+    if (from == t)
+      ++products;
+    else if (from < 0)
+      return {};  // another temporary
+    else if (!e.bias && c_ordered && x.ndim() == 1 && x.shape()[0] == shape[shape.size() - 1] && x.data_ptr() % 16 == 0)
+      e.bias = &x;
+    else if (!e.residual && c_ordered && x.shape() == shape)
+      e.residual = &x;
+    else
+      return {};
+  }
+  if (products != 1) return {};
+  return e;
 }
 
 }  // namespace
@@ -97,7 +114,8 @@ Call with_shared_reductions(const Call& c) {
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;
-  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s) any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
+  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s)
+    any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
   for (int j = 0; j < c.n_reductions; ++j) {
     int r = 0;
     while (!equal(c.reductions[r], c.reductions[j])) ++r;
@@ -156,11 +174,10 @@ void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, Ass
     const StepCall sc(p, s, c, temps);
     const std::size_t K = s.targets.size();
     const Lowered& lw = p.lowered_of(s);
-    const std::vector<Shape> shapes =
-        s.whole_index     ? std::vector<Shape>(K, index_space(s, c, outs, mode))
-        : lw.has_product  ? std::vector<Shape>(K, product_output_shape(sc.call))
-        : lw.has_reduction ? std::vector<Shape>(K, reduction_output_shape(sc.call))
-                          : std::vector<Shape>(K, broadcast_shape_of(sc.call));
+    const std::vector<Shape> shapes = s.whole_index      ? std::vector<Shape>(K, index_space(s, c, outs, mode))
+                                      : lw.has_product   ? std::vector<Shape>(K, product_output_shape(sc.call))
+                                      : lw.has_reduction ? std::vector<Shape>(K, reduction_output_shape(sc.call))
+                                                         : std::vector<Shape>(K, broadcast_shape_of(sc.call));
     visit(s, sc.call, shapes);
     for (std::size_t k = 0; k < K; ++k) {
       const int t = s.targets[k];
@@ -184,12 +201,12 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // The first run of a plan of several kernels compiles them all at once (inspect_plan does, in parallel)
   // instead of one after another as the steps launch. Errors are the steps' to report, below. Not while
   // a graph is being captured: other threads' driver calls could break a global-mode capture.
-  if (p.part.steps.size() > 1 && !p.compiled.load(std::memory_order_acquire) && !fusion::current_stream().is_capturing())
+  if (p.part.steps.size() > 1 && !p.compiled.load(std::memory_order_acquire) &&
+      !fusion::current_stream().is_capturing())
     std::call_once(p.compiled_together, [&] {
       try {
         (void)inspect_plan(p, c);
-      } catch (...) {
-      }
+      } catch (...) {}
       p.compiled.store(true, std::memory_order_release);  // later runs skip even the capture query
     });
   if (p.part.layer && evaluate_layer(c, outs, K, mode)) return;
@@ -225,10 +242,14 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
       *targets[0] = ArrayBase::make_empty(targets[0]->dtype(), index_space(s, c, outs, mode));
       m = AssignMode::into;
     }
-    if (p.lowered_of(s).has_product) evaluate_product(sc.call, *targets[0], m);
-    else if (!p.lowered_of(s).has_reduction) evaluate_elementwise(sc.call, targets, K, m);
-    else if (K == 1) evaluate_reduction(sc.call, *targets[0], m);
-    else return evaluate_reductions(sc.call, targets, K, m);
+    if (p.lowered_of(s).has_product)
+      (void)evaluate_product(sc.call, *targets[0], m);  // (no epilogue: true)
+    else if (!p.lowered_of(s).has_reduction)
+      evaluate_elementwise(sc.call, targets, K, m);
+    else if (K == 1)
+      evaluate_reduction(sc.call, *targets[0], m);
+    else
+      return evaluate_reductions(sc.call, targets, K, m);
     return true;
   };
   const std::vector<KernelStep>& steps = p.part.steps;
@@ -236,8 +257,8 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
     if (p.lowered_of(steps[i]).has_product && i + 1 < steps.size() && steps[i + 1].targets[0] < 0) {
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
       ArrayBase& out = *outs[~steps[i + 1].targets[0]];
-      if (const Merged e = merged_epilogue(p, i, product.call, next.call, out.dtype()); e.kind != EpilogueKind::none) {
-        evaluate_product(product.call, out, mode, e.kind, e.bias);  // the next step's math inside the call
+      const auto e = merged_epilogue(p, i, product.call, next.call, out.dtype());
+      if (e && evaluate_product(product.call, out, mode, *e)) {  // the next step's math inside the call
         ++i;
         continue;
       }
@@ -259,7 +280,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     std::vector<ScalarArg> scalars;
     std::vector<ReduceArg> reductions;
     Call call;
-    EpilogueKind epilogue = EpilogueKind::none;
+    std::optional<Epilogue> epilogue;
   };
   std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const KernelStep& s, const Call& call, const std::vector<Shape>&) {
@@ -281,7 +302,9 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     tls_precompile_arch = arch;
     if (o.call.lowered->has_product) {
       KernelInfo info = inspect_product(o.call);
-      if (o.epilogue != EpilogueKind::none) info.variant += fmt::format(", with cuBLASLt's {} epilogue", epilogue_name(o.epilogue));
+      if (const auto& e = o.epilogue)
+        info.variant +=
+            fmt::format(", with cuBLASLt's {} epilogue", epilogue_name(e->activation, e->bias, e->residual));
       return info;
     }
     if (!o.call.lowered->has_reduction) return inspect_elementwise(o.call);
@@ -291,11 +314,12 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   // A product and its epilogue step that run as one cuBLASLt call show as that one call.
   for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
     if (!steps[i]->call.lowered->has_product || steps[i + 1]->step->targets[0] >= 0) continue;
-    const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
+    const std::size_t j =
+        static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
     if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
-    if (const Merged e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype); e.kind != EpilogueKind::none) {
-      steps[i]->epilogue = e.kind;
+    if (const auto e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype)) {
+      steps[i]->epilogue = e;
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
     }
   }

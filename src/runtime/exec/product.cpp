@@ -32,22 +32,21 @@ Shape product_output_shape(const Call& c) {
   return matmul_shape(a->shape(), b->shape());
 }
 
-void evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, EpilogueKind epilogue, const ArrayBase* bias) {
+bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& e) {
   const auto [a, b] = operands(c);
   const Shape shape = matmul_shape(a->shape(), b->shape());
-  if (!prepare_output(c, out, mode, current_stream_state()->device, shape)) return;
+  if (!prepare_output(c, out, mode, current_stream_state()->device, shape)) return true;
   // cuBLASLt writes the result in place when it can: the whole of a C-ordered output apart from the
   // operands. Else (a broadcast `+=`-style target, another layout, an operand's own memory) it is computed
   // aside and copied in.
-  const Epilogue e{epilogue, bias};
   if (out.shape() == shape && out.is_contiguous() && !shares_memory(out, *a) && !shares_memory(out, *b) &&
-      !(bias && shares_memory(out, *bias))) {
-    matmul_into(*a, *b, out, e);
-  } else {
-    ArrayBase aside = ArrayBase::make_empty(out.dtype(), shape);
-    matmul_into(*a, *b, aside, e);
-    copy_array(aside, out, AssignMode::into);
+      !(e.bias && shares_memory(out, *e.bias)) && !(e.residual && shares_memory(out, *e.residual))) {
+    return matmul_into(*a, *b, out, e);
   }
+  ArrayBase aside = ArrayBase::make_empty(out.dtype(), shape);
+  if (!matmul_into(*a, *b, aside, e)) return false;
+  copy_array(aside, out, AssignMode::into);
+  return true;
 }
 
 KernelInfo inspect_product(const Call& c) {
