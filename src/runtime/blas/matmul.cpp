@@ -4,6 +4,7 @@
 // the current stream. Without a GPU, describe_matmul still says what would run.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -56,14 +57,16 @@ std::uint32_t alignment(std::uint64_t address) {
   return a;
 }
 
-/// What selects a cuBLASLt plan: the call's shape, layouts, dtype, compute type and alignments.
+/// What selects a cuBLASLt plan: the call's shape, layouts, dtype, compute type and alignments. Compared
+/// and hashed bytewise: zeroed first, and no member with padding of its own (a struct copy need not
+/// copy padding: BlasMatrix members made equal keys unequal).
 struct PlanKey {
   int device;
   unsigned generation;
   DType dtype;
   cublasComputeType_t compute;
   std::int64_t m, n, k, batch;
-  BlasMatrix first, second, out;
+  std::int64_t layouts[3][5];  // first, second, out: transpose, rows, cols, ld, batch stride
   std::uint32_t align[4];  // b, a, out, residual C (cuBLASLt's A, B, D, C)
   Activation activation;
   bool bias, residual;
@@ -113,7 +116,7 @@ cublasLtHandle_t handle_for(int device) {
   return h;
 }
 
-BlasPlan& plan_for(const PlanKey& key) {
+BlasPlan& plan_for(const PlanKey& key, const MatmulLayout& L) {
   static std::mutex mu;
   static auto& plans = *new std::unordered_map<PlanKey, std::unique_ptr<BlasPlan>, PlanKeyHash>;
   {
@@ -125,8 +128,8 @@ BlasPlan& plan_for(const PlanKey& key) {
   const cudaDataType_t t = blas_type(key.dtype);
   const cudaDataType_t scale = key.dtype == DType::float64 ? CUDA_R_64F : CUDA_R_32F;
   cublaslt::check(lt.cublasLtMatmulDescCreate(&p->desc, key.compute, scale), "cublasLtMatmulDescCreate");
-  const cublasOperation_t ta = key.first.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t tb = key.second.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ta = L.first.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = L.second.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
                   "cublasLtMatmulDescSetAttribute");
   cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
@@ -140,9 +143,9 @@ BlasPlan& plan_for(const PlanKey& key) {
     cublaslt::check(lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
                     "cublasLtMatmulDescSetAttribute");
   }
-  p->first = make_layout(lt, t, key.first, key.batch);
-  p->second = make_layout(lt, t, key.second, key.batch);
-  p->out = make_layout(lt, t, key.out, key.batch);
+  p->first = make_layout(lt, t, L.first, key.batch);
+  p->second = make_layout(lt, t, L.second, key.batch);
+  p->out = make_layout(lt, t, L.out, key.batch);
   cublasLtMatmulPreference_t pref = nullptr;
   cublaslt::check(lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::uint64_t most = kBlasWorkspaceBytes;
@@ -250,7 +253,12 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   key.dtype = d;
   key.compute = compute_type(d);
   key.m = L.m, key.n = L.n, key.k = L.k, key.batch = L.batch;
-  key.first = L.first, key.second = L.second, key.out = L.out;
+  const BlasMatrix* matrices[3] = {&L.first, &L.second, &L.out};
+  for (int i = 0; i < 3; ++i) {
+    const BlasMatrix& x = *matrices[i];
+    const std::int64_t row[5] = {x.transpose, x.rows, x.cols, x.ld, x.batch_stride};
+    std::copy(row, row + 5, key.layouts[i]);
+  }
   const ArrayBase* bias = epilogue.bias;
   const ArrayBase* residual = epilogue.residual;
   key.align[0] = alignment(b->data_ptr()), key.align[1] = alignment(a->data_ptr());
@@ -262,7 +270,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
     throw Error("internal: a product's bias is a 16-byte aligned vector of its last extent and dtype");
   if (residual && (residual->dtype() != d || !(residual->shape() == out.shape()) || !residual->is_contiguous()))
     throw Error("internal: a product's residual is a C-ordered array of its shape and dtype");
-  BlasPlan& plan = plan_for(key);
+  BlasPlan& plan = plan_for(key, L);
   if (!plan.found && epilogue.any()) return false;  // the caller runs the epilogue itself
   if (!plan.found)
     throw BlasError(fmt::format("cuBLASLt has no algorithm for a {} product of ({}, {}) by ({}, {}) ({} batches)",
