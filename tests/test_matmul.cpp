@@ -130,6 +130,35 @@ TEST_CASE("a product in an expression is a plan: its library call, then fused ke
   STATIC_REQUIRE(R::dtype == fz::DType::float32);
 }
 
+TEST_CASE("the math reading a product is one kernel of its own kind: a layer, several outputs, a generator",
+          "[matmul]") {
+  const auto x = fz::placeholder<fz::bfloat16>({64, 32}), w = fz::placeholder<fz::bfloat16>({32, 16});
+  const auto p = fz::matmul(x, w);
+  auto after_product = [](const fz::KernelInfo& k, const char* kind) {
+    INFO(k);
+    REQUIRE(k.kernels == 2);
+    CHECK_THAT(k.plan[0], Catch::Contains("cublasLtMatmul"));
+    CHECK_THAT(k.plan[1], Catch::Contains(kind));
+  };
+  // a row softmax and a logsumexp of the product: one layer kernel reading it once
+  const auto row_max = fz::max(p, -1, true);
+  after_product(fz::inspect(fz::exp(p - row_max) / fz::sum(fz::exp(p - row_max), -1, true)), "(layer,");
+  after_product(fz::inspect(fz::max(p, -1) + fz::log(fz::sum(fz::exp(p - row_max), -1))), "(layer,");
+  // a tie with a second output: one kernel writing both
+  after_product(fz::inspect(p + 1.0f, fz::maximum(p, 0.0f)), "2 outputs");
+  // a dropout mask from fz::random, a cast to float64
+  after_product(fz::inspect(fz::where(fz::random::uniform<float>(7) < 0.1f, 0.0f, p / 0.9f)), "fz_random");
+  after_product(fz::inspect(p.astype<double>()), "fz_copy_f64");
+  // an operand that is a layer of its own: its kernel, then the product
+  const auto softmax_x = fz::inspect(fz::matmul(fz::exp(x - fz::max(x, -1, true)), w));
+  REQUIRE(softmax_x.kernels == 2);
+  CHECK_THAT(softmax_x.plan[0], Catch::Contains("(layer,"));
+  CHECK_THAT(softmax_x.plan[1], Catch::Contains("cublasLtMatmul"));
+  // a product of products: each its own call, the sum between them one kernel
+  const auto chain = fz::inspect(fz::matmul(fz::matmul(x, w) + 1.0f, fz::placeholder<fz::bfloat16>({16, 8})));
+  CHECK(chain.kernels == 3);
+}
+
 TEST_CASE("bias, residual, ReLU and GELU after a product run inside its cuBLASLt call", "[matmul]") {
   const auto x = fz::placeholder<fz::bfloat16>({64, 32}), w = fz::placeholder<fz::bfloat16>({32, 16});
   const auto b = fz::placeholder<fz::bfloat16>({16}), r = fz::placeholder<fz::bfloat16>({64, 16});
@@ -157,7 +186,17 @@ TEST_CASE("bias, residual, ReLU and GELU after a product run inside its cuBLASLt
   CHECK(fz::inspect(p + fz::placeholder<fz::bfloat16>({64, 1})).kernels == 2);  // a bias along the rows
   CHECK(fz::inspect(p + r + r).kernels == 2);                                   // two residuals
   CHECK(fz::inspect(p + b + b).kernels == 2);                                   // the same bias twice
-  CHECK(fz::inspect(p + fz::placeholder<float>({16})).kernels == 2);            // a float32 result
+  // a float32 result of 16-bit operands: cuBLASLt writes it (a cast epilogue), with the rest in float32
+  const auto bias32 = fz::placeholder<float>({16});
+  one_call(fz::inspect(p.astype<float>()), "the result written as float32");
+  one_call(fz::inspect(p + bias32), "bias epilogue, the result written as float32");
+  one_call(fz::inspect(fz::gelu_tanh(p + bias32 + fz::placeholder<float>({64, 16}))),
+           "residual+bias+gelu_tanh epilogue");
+  CHECK(fz::inspect(p.astype<float>() + p.astype<float>()).kernels == 2);  // the product twice
+  CHECK(fz::inspect(p + b.astype<float>()).kernels == 2);                  // a cast that is not the product's
+  CHECK(fz::inspect(p.astype<double>()).kernels == 2);                     // cuBLASLt writes no float64 of bfloat16
+  const auto f32 = fz::matmul(fz::placeholder<float>({8, 4}), fz::placeholder<float>({4, 2}));
+  CHECK(fz::inspect(f32.astype<fz::bfloat16>()).kernels == 2);  // nor bfloat16 of float32
   CHECK(fz::inspect(p * 2.0f + b).kernels == 2);
   CHECK(fz::inspect(p + p).kernels == 2);                 // the product twice
   CHECK(fz::inspect(fz::gelu_tanh(p) + b).kernels == 2);  // bias after the GELU

@@ -237,6 +237,24 @@ TEST_CASE("the math around a product fuses: the product, then one kernel reading
                         hres[static_cast<std::size_t>(i)];
     REQUIRE(std::abs(got[static_cast<std::size_t>(i)] - want) <= 2e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
   }
+  // a row softmax of the product (a layer kernel after it), and a tie of two results (one kernel, two outputs)
+  const auto m = fz::matmul(a, b);
+  const auto row_max = fz::max(m, -1, true);
+  fz::Array<float> soft = fz::exp(m - row_max) / fz::sum(fz::exp(m - row_max), -1, true);
+  fz::Array<float> shifted = fz::zeros<float>({M, N}), relu = fz::zeros<float>({M, N});
+  fz::tie(shifted, relu) = std::make_tuple(m + 1.0f, fz::maximum(m, 0.0f));
+  const auto hsoft = soft.to_host(), hshift = shifted.to_host(), hrelu = relu.to_host();
+  for (std::int64_t r = 0; r < M; ++r) {
+    double top = -1e300, total = 0;
+    for (std::int64_t c = 0; c < N; ++c) top = std::max(top, p[static_cast<std::size_t>(r * N + c)]);
+    for (std::int64_t c = 0; c < N; ++c) total += std::exp(p[static_cast<std::size_t>(r * N + c)] - top);
+    for (std::int64_t c = 0; c < N; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r * N + c);
+      REQUIRE(std::abs(hsoft[i] - std::exp(p[i] - top) / total) <= 1e-5 * (1 + scale[i]) * hsoft[i] + 1e-7);
+      REQUIRE(std::abs(hshift[i] - (p[i] + 1)) <= 2e-6 * scale[i] + 1e-6);
+      REQUIRE(std::abs(hrelu[i] - std::max(p[i], 0.0)) <= 2e-6 * scale[i] + 1e-6);
+    }
+  }
   // a reduction of the product: the product, then the reduction over it
   const float total = fz::eval(fz::sum(fz::matmul(a, b))).item();
   double want_total = 0;
@@ -394,6 +412,34 @@ void check_epilogues(unsigned seed) {
   run(m + bias + res, true, true, none, "residual+bias");
   run(fz::maximum(res + m + bias, 0.0f), true, true, relu, "residual+bias+relu");
   run(fz::gelu_tanh(m + bias + res), true, true, gelu, "residual+bias+gelu_tanh");
+  if constexpr (fz::is_16bit_float(fz::dtype_of<T>)) {
+    // a float32 result of 16-bit operands: cuBLASLt converts as it stores (no rounding to T between)
+    std::vector<float> hb32, hr32;
+    for (auto v : hbias) hb32.push_back(float(test::as_double(v)));
+    for (auto v : hres) hr32.push_back(float(test::as_double(v)));
+    const auto bias32 = fz::asarray(hb32, {N}), res32 = fz::asarray(hr32, {M, N});
+    auto wide = fz::empty<float>({M, N});
+    auto check32 = [&](bool with_bias, bool with_res, Act act, const char* what) {
+      INFO(what << " of " << fz::dtype_name(fz::dtype_of<T>) << " operands, written as float32");
+      const auto h = wide.to_host();
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        double want = p[i] + (with_bias ? hb32[i % N] : 0.0) + (with_res ? hr32[i] : 0.0);
+        want = act == gelu ? gelu_tanh(want) : want;
+        bad += !(std::abs(h[i] - want) <= 2e-6 * (scale[i] + 2) + 2.4e-7 * std::abs(want));
+      }
+      CHECK(bad == 0);
+    };
+    auto run32 = [&](const auto& e, bool with_bias, bool with_res, Act act, const char* what) {
+      one_call(e);
+      wide.fill(std::nanf(""));
+      fz::copyto(wide, e);
+      check32(with_bias, with_res, act, what);
+    };
+    run32(m.template astype<float>(), false, false, none, "a cast");
+    run32(m + bias32, true, false, none, "bias");
+    run32(fz::gelu_tanh(m + bias32 + res32), true, true, gelu, "residual+bias+gelu_tanh");
+  }
   // into an existing array (the residual itself: computed aside, then copied in)
   fz::Array<T> acc = fz::asarray(hres, {M, N});
   acc = m + bias + acc;

@@ -125,6 +125,45 @@ TEST_CASE("map_shards runs one fused kernel per piece on its device, replicas br
   CHECK_THROWS_AS(fz::map_shards([](const auto& a, const auto& b) { return a + b; }, x, other), fz::ShapeError);
 }
 
+TEST_CASE("a product of row-sharded pieces with a replicated matrix runs per device, epilogue included",
+          "[gpu][sharded][matmul]") {
+  const std::int64_t n = 1000, k = 64, m = 48;
+  const auto hx = test::random<float>(static_cast<std::size_t>(n * k), -1, 1, 91);
+  const auto hw = test::random<float>(static_cast<std::size_t>(k * m), -1, 1, 92);
+  const auto hb = test::random<float>(static_cast<std::size_t>(m), -1, 1, 93);
+  const auto devices = every_device(3);
+  const auto w = fz::asarray(hw, {k, m}), b = fz::asarray(hb, {m});  // plain arrays: a replica per device
+  auto layer = [](const auto& x, const auto& w, const auto& b) { return fz::maximum(fz::matmul(x, w) + b, 0.0f); };
+  auto check = [&](const fz::Sharded<float>& z) {
+    CHECK(z.axis() == 0);
+    CHECK(z.devices() == devices);
+    const auto hz = z.to_host();
+    REQUIRE(hz.size() == static_cast<std::size_t>(n * m));
+    int bad = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < m; ++j) {
+        double s = hb[static_cast<std::size_t>(j)], scale = 1;
+        for (std::int64_t t = 0; t < k; ++t) {
+          const double term = double(hx[static_cast<std::size_t>(i * k + t)]) * hw[static_cast<std::size_t>(t * m + j)];
+          s += term, scale += std::abs(term);
+        }
+        bad += !(std::abs(hz[static_cast<std::size_t>(i * m + j)] - std::max(s, 0.0)) <= 2e-6 * scale);
+      }
+    CHECK(bad == 0);
+  };
+  const auto x = fz::Sharded<float>::from_host(hx, {n, k}, devices, 0, {500, 1, 499});
+  const auto launches = fz::stats().launches;
+  const auto z = fz::map_shards(layer, x, w, b);
+  CHECK(z.sizes() == x.sizes());
+  check(z);
+  CHECK(fz::stats().launches == launches);  // no kernel of fusion's: one cuBLASLt call (bias+ReLU) per piece
+  const auto plans = fz::inspect_shards(layer, x, w, b);
+  REQUIRE(plans.size() == 3);
+  CHECK_THAT(plans[1].plan[0], Catch::Contains("(m, n, k) = (1, 48, 64)") && Catch::Contains("bias+relu"));
+  // an empty piece multiplies nothing; the others as before
+  check(fz::map_shards(layer, fz::Sharded<float>::from_host(hx, {n, k}, devices, 0, {600, 0, 400}), w, b));
+}
+
 TEST_CASE("map_shards takes plain arrays: broadcast against every piece, copied to other devices once",
           "[gpu][sharded][transfer]") {
   const std::int64_t n = 300, m = 40;
@@ -284,10 +323,14 @@ TEST_CASE(
   auto reduce = [](int op, fz::Axes axes) {
     return [op, axes](const auto& a) {
       switch (op) {
-        case 0: return fz::Array<double>(fz::sum(a, axes));
-        case 1: return fz::Array<double>(fz::prod(a, axes));
-        case 2: return fz::Array<double>(fz::max(a, axes));
-        default: return fz::Array<double>(fz::min(a, axes));
+        case 0:
+          return fz::Array<double>(fz::sum(a, axes));
+        case 1:
+          return fz::Array<double>(fz::prod(a, axes));
+        case 2:
+          return fz::Array<double>(fz::max(a, axes));
+        default:
+          return fz::Array<double>(fz::min(a, axes));
       }
     };
   };

@@ -11,7 +11,8 @@ namespace {
 bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
 
 /// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
-template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
+template <class Visit>
+void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
   std::vector<bool> seen(g.nodes.size(), false);
   std::vector<std::uint32_t> stack{root};
   while (!stack.empty()) {
@@ -45,8 +46,9 @@ std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
 
 /// The step computing nodes `roots` of `g` (one kernel, an output each), reading temporaries for the
 /// nodes in `temp_of` (>= 0).
+/// `roots_from_temps`: a root with a temporary is read from it (a whole step's output that is a product).
 KernelStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, const std::vector<int>& temp_of,
-                   std::vector<int> targets, int& kernels) {
+                   std::vector<int> targets, int& kernels, bool roots_from_temps = false) {
   KernelStep step;
   step.kernel = kernels++;
   step.targets = std::move(targets);
@@ -56,14 +58,19 @@ KernelStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, 
   auto visit = [&](auto&& self, std::uint32_t i) -> std::uint32_t {
     if (memo[i] != ir::kNone) return memo[i];
     ir::Node n = g.nodes[i];
-    if (std::find(roots.begin(), roots.end(), i) == roots.end() && temp_of[i] >= 0) {
+    if ((roots_from_temps || std::find(roots.begin(), roots.end(), i) == roots.end()) && temp_of[i] >= 0) {
       step.arrays.push_back(~temp_of[i]);
       return memo[i] = sub.input(n.dtype);
     }
     switch (n.op) {
-      case ir::Op::input: step.arrays.push_back(static_cast<int>(n.slot)); return memo[i] = sub.input(n.dtype);
-      case ir::Op::scalar: step.scalars.push_back(n.slot); return memo[i] = sub.scalar(n.dtype);
-      default: break;
+      case ir::Op::input:
+        step.arrays.push_back(static_cast<int>(n.slot));
+        return memo[i] = sub.input(n.dtype);
+      case ir::Op::scalar:
+        step.scalars.push_back(n.slot);
+        return memo[i] = sub.scalar(n.dtype);
+      default:
+        break;
     }
     for (std::uint32_t* o : {&n.a, &n.b, &n.c})
       if (*o != ir::kNone) *o = self(self, *o);
@@ -125,6 +132,40 @@ void set_index_region(const ir::Graph& g, std::uint32_t root, KernelStep& step) 
   }
 }
 
+/// Graph `g` with matrix products, in the fused or separate mode: each product a step of its own; each of
+/// its operands that is an expression a whole step before it; the outputs one whole step after them.
+Partition partition_around_products(const ir::Graph& g) {
+  Partition plan;
+  std::vector<int> temp_of(g.nodes.size(), -1);
+  auto temporary = [&](std::uint32_t i) {
+    if (temp_of[i] >= 0) return;
+    temp_of[i] = static_cast<int>(plan.temp_dtypes.size());
+    plan.temp_dtypes.push_back(g.nodes[i].dtype);
+  };
+  const bool lone_product = g.outputs.size() == 1 && ir::is_product(g.nodes[g.outputs[0]].op);
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {  // (operands come before the nodes reading them)
+    const ir::Node& n = g.nodes[i];
+    if (!ir::is_product(n.op)) continue;
+    for (std::uint32_t o : {n.a, n.b})
+      if (g.nodes[o].op != ir::Op::input && temp_of[o] < 0) {
+        temporary(o);
+        plan.steps.push_back(extract(g, {o}, temp_of, {temp_of[o]}, plan.kernels));
+        plan.steps.back().whole = true;
+      }
+    if (lone_product && i == g.outputs[0]) {  // the product writes the output itself
+      plan.steps.push_back(extract(g, {i}, temp_of, {~0}, plan.kernels));
+      return plan;
+    }
+    temporary(i);
+    plan.steps.push_back(extract(g, {i}, temp_of, {temp_of[i]}, plan.kernels));
+  }
+  std::vector<int> targets;
+  for (std::size_t k = 0; k < g.outputs.size(); ++k) targets.push_back(~static_cast<int>(k));
+  plan.steps.push_back(extract(g, g.outputs, temp_of, targets, plan.kernels, true));
+  plan.steps.back().whole = true;
+  return plan;
+}
+
 }  // namespace
 
 Partition partition(const ir::Graph& g, PartitionMode mode) {
@@ -134,6 +175,7 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
     has_reduction = has_reduction || ir::is_reduction(n.op);
     has_product = has_product || ir::is_product(n.op);
   }
+  if (has_product && !unfused) return partition_around_products(g);
   Partition plan;
   std::vector<bool> own_kernel(g.nodes.size(), false);
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
@@ -161,8 +203,7 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
   // A layer kernel can take an expression whose reductions meet their rows again; whether they do
   // depends on the call's shapes and axes, so the plan only says when to ask.
   plan.layer = mode == PartitionMode::fused && has_reduction && !has_product;
-  for (const ir::Node& n : g.nodes)
-    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
+  for (const ir::Node& n : g.nodes) plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   if (!any && !has_product && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
     plan.direct = true;

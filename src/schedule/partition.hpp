@@ -7,6 +7,9 @@
 //             equal axes that do not read each other share one (a batch norm's mean and variance);
 //   separate: every reduction its own kernel, no layer kernel (fz::SeparateReductions);
 //   unfused:  every operation its own kernel (fz::Unfused, the honest baseline).
+// A matrix product is a library call: in the fused and separate modes the expressions it reads and the
+// one that reads it become `whole` steps around it, partitioned again when they run (a softmax of a
+// product is the product, then one layer kernel).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,6 +27,9 @@ struct KernelStep {
   std::vector<std::uint32_t> reductions;  // per reduction slot: the call's reduction slot
   std::vector<int> targets;               // per output of the step: >= 0 temporary; < 0 the call's output ~k
   std::vector<KernelStep> alone;          // several targets: a step per target, when they cannot run together
+  // The step's graph is an expression of its own, run as a call is (its own partition: one kernel, a
+  // layer kernel, or a plan of several): around a matrix product, the math reading it or feeding it.
+  bool whole = false;
   // An elementwise temporary that reads the flat index (fz::random) spans the index space the fused kernel
   // numbers: that of its region (the elementwise part of the graph around it, up to reductions), given
   // by the call's arrays the region reads and, for an output's region, the output.

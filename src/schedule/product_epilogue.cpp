@@ -9,12 +9,10 @@ EpilogueMatch match_epilogue(const ir::Graph& g) {
   const ir::Node& root = g.nodes[g.outputs[0]];
   const DType d = root.dtype;
   if (!is_floating(d)) return m;
-  for (const ir::Node& n : g.nodes)  // one dtype throughout: no casts
-    if (n.dtype != d) return m;
   auto is = [&](std::uint32_t i, ir::Op op) { return i != ir::kNone && g.nodes[i].op == op; };
   std::uint32_t x = g.outputs[0];
   std::size_t activation_nodes = 0;
-  if (root.op == ir::Op::maximum && is(root.b, ir::Op::scalar)) {  // maximum(x, 0): NumPy's argument order
+  if (root.op == ir::Op::maximum && is(root.b, ir::Op::scalar) && g.nodes[root.b].dtype == d) {  // maximum(x, 0)
     m.activation = Activation::relu;
     m.zero = g.nodes[root.b].slot;
     x = root.a, activation_nodes = 2;
@@ -22,23 +20,30 @@ EpilogueMatch match_epilogue(const ir::Graph& g) {
     m.activation = Activation::gelu_tanh;
     x = root.a, activation_nodes = 1;
   }
-  // A tree of additions whose leaves are distinct inputs.
-  std::size_t adds = 0;
+  // A tree of additions in the result's dtype whose leaves are distinct inputs of that dtype, or one
+  // 16-bit input cast to float32.
+  std::size_t inner = 0;
   auto leaves = [&](auto&& self, std::uint32_t i) -> bool {
     const ir::Node& n = g.nodes[i];
-    if (n.op == ir::Op::input) {
-      for (std::uint32_t t : m.terms)
-        if (t == n.slot) return false;
-      m.terms.push_back(n.slot);
-      return true;
+    if (n.dtype != d) return false;
+    std::uint32_t leaf = i;
+    if (n.op == ir::Op::cast && d == DType::float32 && is(n.a, ir::Op::input) && is_16bit_float(g.nodes[n.a].dtype)) {
+      if (m.cast_term != ir::kNone) return false;
+      leaf = n.a, m.cast_term = g.nodes[n.a].slot, ++inner;
+    } else if (n.op != ir::Op::input) {
+      ++inner;
+      return n.op == ir::Op::add && self(self, n.a) && self(self, n.b);
     }
-    ++adds;
-    return n.op == ir::Op::add && self(self, n.a) && self(self, n.b);
+    for (std::uint32_t t : m.terms)
+      if (t == g.nodes[leaf].slot) return false;
+    m.terms.push_back(g.nodes[leaf].slot);
+    return true;
   };
   if (!leaves(leaves, x) || m.terms.size() > 3) return m;
-  if (m.terms.size() == 1 && m.activation == Activation::none) return m;  // a copy: nothing to merge
+  // a copy in the product's own dtype has nothing to merge (a cast alone does: the result written as float32)
+  if (m.terms.size() == 1 && m.activation == Activation::none && m.cast_term == ir::kNone) return m;
   // nothing else in the graph: the nodes above and their leaves
-  m.found = g.nodes.size() == activation_nodes + adds + m.terms.size();
+  m.found = g.nodes.size() == activation_nodes + inner + m.terms.size();
   m.dtype = d;
   return m;
 }

@@ -2,7 +2,8 @@
 // Which math after a matrix product cuBLASLt runs inside the product's own call (its epilogues), decided
 // from the graph of the step that reads the product: a sum of the product and up to two more arrays (a
 // bias vector, a residual C added with beta = 1), then optionally ReLU (`maximum(x, 0)`) or GELU's tanh
-// form, all in the product's dtype. The run time then checks what the graph cannot say (which array is
+// form, all in one dtype: the product's, or float32 with the 16-bit product cast to it (cuBLASLt writes
+// a float32 result of float16 or bfloat16 operands). The run time then checks what the graph cannot say (which array is
 // the product, which the bias and which the residual; the scalar zero; nothing else reading the product)
 // before it merges the two steps.
 #pragma once
@@ -21,7 +22,8 @@ struct EpilogueMatch {
   Activation activation = Activation::none;
   std::vector<std::uint32_t> terms;  // input slots summed before the activation (1 to 3, distinct)
   std::uint32_t zero = 0;            // scalar slot that must hold 0 (relu)
-  DType dtype = DType::float32;
+  DType dtype = DType::float32;      // the result's
+  std::uint32_t cast_term = ir::kNone;  // the term read through a cast from 16-bit floats (it must be the product)
 };
 
 /// The epilogue step graph `g` is, if any (found false otherwise).

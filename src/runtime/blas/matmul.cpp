@@ -63,11 +63,11 @@ std::uint32_t alignment(std::uint64_t address) {
 struct PlanKey {
   int device;
   unsigned generation;
-  DType dtype;
+  DType dtype, out_dtype;  // the operands', the result's (float32 for 16-bit operands: a cast epilogue)
   cublasComputeType_t compute;
   std::int64_t m, n, k, batch;
   std::int64_t layouts[3][5];  // first, second, out: transpose, rows, cols, ld, batch stride
-  std::uint32_t align[4];  // b, a, out, residual C (cuBLASLt's A, B, D, C)
+  std::uint32_t align[4];      // b, a, out, residual C (cuBLASLt's A, B, D, C)
   Activation activation;
   bool bias, residual;
   bool operator==(const PlanKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
@@ -145,7 +145,7 @@ BlasPlan& plan_for(const PlanKey& key, const MatmulLayout& L) {
   }
   p->first = make_layout(lt, t, L.first, key.batch);
   p->second = make_layout(lt, t, L.second, key.batch);
-  p->out = make_layout(lt, t, L.out, key.batch);
+  p->out = make_layout(lt, blas_type(key.out_dtype), L.out, key.batch);
   cublasLtMatmulPreference_t pref = nullptr;
   cublaslt::check(lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::uint64_t most = kBlasWorkspaceBytes;
@@ -230,8 +230,10 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
 
 bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
   const DType d = a_in.dtype();
-  if (b_in.dtype() != d || out.dtype() != d)
-    throw Error("internal: matmul_into takes operands and result of one dtype");
+  const DType od = out.dtype();
+  const bool widened = od != d;  // 16-bit operands, a float32 result (cuBLASLt converts as it stores)
+  if (b_in.dtype() != d || (widened && !(od == DType::float32 && is_16bit_float(d))))
+    throw Error("internal: matmul_into takes operands of one dtype, a result of theirs or float32");
   const ArrayBase* a = &a_in;
   const ArrayBase* b = &b_in;
   ArrayBase held[2]{ArrayBase(d), ArrayBase(d)};
@@ -242,7 +244,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   const std::shared_ptr<StreamState>& stream = current_stream_state();
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
     if (epilogue.any()) throw Error("internal: no epilogue for an empty product");
-    const std::size_t bytes = static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(d);
+    const std::size_t bytes = static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(od);
     in_order({}, {&out}, [&](CUstream h, CUdeviceptr) { FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, bytes, h); });
     return true;
   }
@@ -250,7 +252,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   PlanKey key{};  // (zeroed: the key is compared and hashed bytewise, padding included)
   key.device = stream->device;
   key.generation = context_generation(stream->device);
-  key.dtype = d;
+  key.dtype = d, key.out_dtype = od;
   key.compute = compute_type(d);
   key.m = L.m, key.n = L.n, key.k = L.k, key.batch = L.batch;
   const BlasMatrix* matrices[3] = {&L.first, &L.second, &L.out};
@@ -266,12 +268,12 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   key.align[3] = residual ? alignment(residual->data_ptr()) : key.align[2];
   key.activation = epilogue.activation;
   key.bias = bias != nullptr, key.residual = residual != nullptr;
-  if (bias && (bias->dtype() != d || bias->size() != L.n || !bias->is_contiguous() || bias->data_ptr() % 16 != 0))
+  if (bias && (bias->dtype() != od || bias->size() != L.n || !bias->is_contiguous() || bias->data_ptr() % 16 != 0))
     throw Error("internal: a product's bias is a 16-byte aligned vector of its last extent and dtype");
-  if (residual && (residual->dtype() != d || !(residual->shape() == out.shape()) || !residual->is_contiguous()))
+  if (residual && (residual->dtype() != od || !(residual->shape() == out.shape()) || !residual->is_contiguous()))
     throw Error("internal: a product's residual is a C-ordered array of its shape and dtype");
   BlasPlan& plan = plan_for(key, L);
-  if (!plan.found && epilogue.any()) return false;  // the caller runs the epilogue itself
+  if (!plan.found && (epilogue.any() || widened)) return false;  // the caller runs the epilogue itself
   if (!plan.found)
     throw BlasError(fmt::format("cuBLASLt has no algorithm for a {} product of ({}, {}) by ({}, {}) ({} batches)",
                                 dtype_name(d), L.m, L.k, L.k, L.n, L.batch));
@@ -290,7 +292,6 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   const void* beta =
       d == DType::float64 ? static_cast<const void*>(residual ? &one_d : &zero_d) : (residual ? &one_f : &zero_f);
   const ArrayBase& c = residual ? *residual : out;  // (with beta = 0 cuBLASLt reads no C)
-  const std::size_t item = itemsize(d);
   // One strided-batched call per index of the outer batch axes (none: one call).
   const std::int64_t outer = numel(L.outer_shape);
   std::vector<const ArrayBase*> read{a, b};
@@ -307,7 +308,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
             oa += at * L.outer_a[ax], ob += at * L.outer_b[ax], oo += at * L.outer_out[ax];
           }
           auto ptr = [&](const ArrayBase& x, std::int64_t offset) {
-            return reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.data_ptr() + offset * item));
+            return reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.data_ptr() + offset * itemsize(x.dtype())));
           };
           cublaslt::check(
               lt.cublasLtMatmul(handle_for(stream->device), plan.desc, alpha, ptr(*b, ob), plan.first, ptr(*a, oa),

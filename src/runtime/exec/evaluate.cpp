@@ -210,21 +210,23 @@ const Lowered& identity_lowered(DType d) {
   return *table[static_cast<int>(d)];
 }
 
+}  // namespace
+
 /// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
-void dispatch(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
+void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
   if (!on(Mode::unfused) && !call.lowered->has_reduction && !call.lowered->has_product)
     return evaluate_elementwise(call, outs, K, mode);
   const Call c = on(Mode::unfused) ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
+  const Plan& p = plan_of(lw, on(Mode::unfused)               ? PartitionMode::unfused
+                              : on(Mode::separate_reductions) ? PartitionMode::separate
+                                                              : PartitionMode::fused);
   if (p.part.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
   }
   run_plan(p, c, outs, mode);
 }
-
-}  // namespace
 
 /// The call as this thread asks for it: its fz::function calls resolved (below), and inside an
 /// fz::FastMath scope the fast-math twin of its graph.
@@ -263,14 +265,14 @@ Call with_functions_resolved(const Call& c) {
 void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   ArrayBase* outs[1] = {&out};
   if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, 1, mode)) return;
-  dispatch(as_asked(c), outs, 1, mode);
+  evaluate_call(as_asked(c), outs, 1, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
   if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, n_outs, mode)) return;
-  dispatch(as_asked(c), outs, n_outs, mode);
+  evaluate_call(as_asked(c), outs, n_outs, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, {outs, static_cast<std::size_t>(n_outs)});
 }
 
@@ -324,20 +326,18 @@ KernelInfo inspect_elementwise(const Call& c) {
 
 std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] ({})", k.name, k.hash, k.variant); }
 
-namespace {
-
-/// Every kernel a call runs as into new outputs, in launch order, as dispatch() picks them (fz::Unfused and
-/// fz::SeparateReductions included).
+/// Every kernel a call runs as into new outputs, in launch order, as evaluate_call picks them (fz::Unfused
+/// and fz::SeparateReductions included).
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!on(Mode::unfused) && !lw.has_reduction && !lw.has_product) return {inspect_elementwise(c)};
-  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
+  const Plan& p = plan_of(lw, on(Mode::unfused)               ? PartitionMode::unfused
+                              : on(Mode::separate_reductions) ? PartitionMode::separate
+                                                              : PartitionMode::fused);
   if (p.part.direct)
     return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);
 }
-
-}  // namespace
 
 /// One KernelInfo for several kernels: the last one's fields, every one in `plan`, every source.
 KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes) {

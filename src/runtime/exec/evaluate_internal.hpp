@@ -168,6 +168,11 @@ KernelInfo inspect_reduction(const Call& c);
 /// `epilogue`: the math of the next step, run inside the same cuBLASLt call (plan.cpp decides); false
 /// when cuBLASLt has none for these types (nothing written: the caller runs the step itself).
 [[nodiscard]] bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& epilogue = {});
+/// A call evaluated as the front end's assignments are (one elementwise kernel, one reduction, or a plan;
+/// no region recording): also a plan's whole steps (schedule/partition).
+void evaluate_call(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
+/// Every kernel evaluate_call runs for `c` into new outputs, in launch order, described.
+std::vector<KernelInfo> kernels_of(const Call& c);
 /// The shape such a step writes (ShapeError for operands that do not line up).
 Shape product_output_shape(const Call& c);
 /// The cuBLASLt call such a step makes, described (nothing compiled or launched).

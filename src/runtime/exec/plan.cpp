@@ -79,6 +79,7 @@ std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call
     const int from = n.arrays[slot];
     const ArrayBase& x = *next.arrays[slot];
     const bool c_ordered = x.is_contiguous() && x.dtype() == out_dtype;
+    if (m.cast_term != ir::kNone && (from == t) != (slot == m.cast_term)) return {};  // only the product is cast
     if (from == t)
       ++products;
     else if (from < 0)
@@ -163,6 +164,14 @@ Shape index_space(const KernelStep& s, const Call& c, const ArrayBase* const* ou
   return shape;
 }
 
+/// The shape of each output of a whole step's call (an expression of its own), from its graph.
+std::vector<Shape> output_shapes(const Call& c) {
+  const std::vector<Shape> all = node_shapes(c);
+  std::vector<Shape> shapes;
+  for (std::uint32_t o : graph_of(c).outputs) shapes.push_back(all[o]);
+  return shapes;
+}
+
 /// Walks the steps with placeholder temporaries of the shapes they will have: `visit(step, call, shapes)`
 /// with a shape per target of the step (`outs` may be null: then no output's shape counts).
 /// Computing a step's shape checks it (broadcasting, axes, empty extents) without touching memory.
@@ -174,7 +183,8 @@ void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, Ass
     const StepCall sc(p, s, c, temps);
     const std::size_t K = s.targets.size();
     const Lowered& lw = p.lowered_of(s);
-    const std::vector<Shape> shapes = s.whole_index      ? std::vector<Shape>(K, index_space(s, c, outs, mode))
+    const std::vector<Shape> shapes = s.whole            ? output_shapes(sc.call)
+                                      : s.whole_index    ? std::vector<Shape>(K, index_space(s, c, outs, mode))
                                       : lw.has_product   ? std::vector<Shape>(K, product_output_shape(sc.call))
                                       : lw.has_reduction ? std::vector<Shape>(K, reduction_output_shape(sc.call))
                                                          : std::vector<Shape>(K, broadcast_shape_of(sc.call));
@@ -242,7 +252,9 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
       *targets[0] = ArrayBase::make_empty(targets[0]->dtype(), index_space(s, c, outs, mode));
       m = AssignMode::into;
     }
-    if (p.lowered_of(s).has_product)
+    if (s.whole)
+      evaluate_call(sc.call, targets, K, m);  // its own partition
+    else if (p.lowered_of(s).has_product)
       (void)evaluate_product(sc.call, *targets[0], m);  // (no epilogue: true)
     else if (!p.lowered_of(s).has_reduction)
       evaluate_elementwise(sc.call, targets, K, m);
@@ -281,6 +293,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     std::vector<ReduceArg> reductions;
     Call call;
     std::optional<Epilogue> epilogue;
+    DType written = DType::float32;  // the merged result's dtype
   };
   std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const KernelStep& s, const Call& call, const std::vector<Shape>&) {
@@ -297,19 +310,24 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     steps.push_back(std::move(o));
   });
   const int device = tls_current_device, arch = tls_precompile_arch;
-  auto inspect_step = [device, arch](const Step& o) {
-    tls_current_device = device;  // the caller's device and fz::precompile target, on this thread too
+  const bool separate = mode_flag(Mode::separate_reductions);
+  auto inspect_step = [device, arch, separate](const Step& o) -> std::vector<KernelInfo> {
+    tls_current_device = device;  // the caller's device, fz::precompile target and mode, on this thread too
     tls_precompile_arch = arch;
+    mode_flag(Mode::separate_reductions) = separate;
+    if (o.step->whole) return kernels_of(with_shared_reductions(o.call));  // its own partition
     if (o.call.lowered->has_product) {
       KernelInfo info = inspect_product(o.call);
-      if (const auto& e = o.epilogue)
+      if (const auto& e = o.epilogue; e && e->any())
         info.variant +=
             fmt::format(", with cuBLASLt's {} epilogue", epilogue_name(e->activation, e->bias, e->residual));
-      return info;
+      if (o.epilogue && o.written != graph_of(o.call).dtype(graph_of(o.call).outputs[0]))
+        info.variant += fmt::format(", the result written as {}", dtype_name(o.written));
+      return {info};
     }
-    if (!o.call.lowered->has_reduction) return inspect_elementwise(o.call);
-    if (o.step->targets.size() == 1) return inspect_reduction(o.call);
-    return inspect_reductions(o.call);
+    if (!o.call.lowered->has_reduction) return {inspect_elementwise(o.call)};
+    if (o.step->targets.size() == 1) return {inspect_reduction(o.call)};
+    return {inspect_reductions(o.call)};
   };
   // A product and its epilogue step that run as one cuBLASLt call show as that one call.
   for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
@@ -320,15 +338,17 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
     if (const auto e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype)) {
       steps[i]->epilogue = e;
+      steps[i]->written = out_dtype;
       steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
     }
   }
-  std::vector<std::future<KernelInfo>> compiled;
+  std::vector<std::future<std::vector<KernelInfo>>> compiled;
   for (std::size_t i = 1; i < steps.size(); ++i)
     compiled.push_back(std::async(std::launch::async, inspect_step, std::cref(*steps[i])));
   std::vector<KernelInfo> infos;
-  if (!steps.empty()) infos.push_back(inspect_step(*steps[0]));  // the first on this thread
-  for (auto& f : compiled) infos.push_back(f.get());
+  if (!steps.empty()) infos = inspect_step(*steps[0]);  // the first on this thread
+  for (auto& f : compiled)
+    for (KernelInfo& k : f.get()) infos.push_back(std::move(k));
   return infos;
 }
 
