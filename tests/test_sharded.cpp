@@ -112,6 +112,17 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
       "ncclReduce to device -1 (index 1) (sum) in place, 1 float32 per device, devices (-1, -1), one NCCL group call");
 }
 
+TEST_CASE("map_shards' probe knows a product's shape: pieces of rows stay pieces of rows", "[sharded][matmul]") {
+  const fz::Sharded<float> x({fz::placeholder<float>({300, 64}), fz::placeholder<float>({200, 64})}, 0);
+  const auto w = fz::placeholder<float>({64, 48});
+  CHECK(fz::detail::shape_of(fz::matmul(fz::detail::longer_piece(x), w)) == fz::Shape{301, 48});
+  CHECK_THROWS_AS(fz::detail::shape_of(fz::matmul(w, fz::detail::longer_piece(x))), fz::ShapeError);
+  const auto plans = fz::inspect_shards([](const auto& x, const auto& w) { return fz::gelu_tanh(fz::matmul(x, w)); }, x, w);
+  REQUIRE(plans.size() == 2);
+  CHECK_THAT(plans[0].plan[0], Catch::Contains("(m, n, k) = (300, 48, 64)") && Catch::Contains("gelu_tanh epilogue"));
+  CHECK_THAT(plans[1].plan[0], Catch::Contains("(m, n, k) = (200, 48, 64)"));
+}
+
 TEST_CASE("along() reads one array per device as pieces of one array, checked", "[sharded]") {
   // what map_shards returns for row sums of a (6, 3) matrix split 4 + 2 by rows: one array per device
   fz::Sharded<float> rows({fz::placeholder<float>({4}), fz::placeholder<float>({2})}, 0);

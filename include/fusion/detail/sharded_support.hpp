@@ -17,6 +17,7 @@
 #include "fusion/device.hpp"
 #include "fusion/error.hpp"
 #include "fusion/inspect.hpp"
+#include "fusion/matmul.hpp"
 #include "fusion/transfer.hpp"
 
 namespace fusion {
@@ -102,9 +103,14 @@ template <class F, class A, class... B> auto map_sharded(F&& f, const Sharded<A>
 
 /// The shape of a reduction's result (ShapeError for a bad axis), as the evaluator computes it.
 Shape reduced_shape(const Shape& in, const ReduceArg& arg);
+/// The shape of a matrix product of arrays of shapes `a` and `b` (NumPy's matmul; a ShapeError as fz::matmul's).
+Shape product_shape(const Shape& a, const Shape& b);
+template <class E> inline constexpr bool is_product_node = false;
+template <class A, class B, DType D> inline constexpr bool is_product_node<expr::MatMul<A, B, D>> = true;
 /// The shape an expression (or array) evaluates to, computed from its arrays' shapes without running it.
 template <class E> Shape shape_of(const E& e) {
-  if constexpr (requires { e.shape(); }) return e.shape();                    // an Array
+  if constexpr (is_product_node<E>) return product_shape(shape_of(e.a), shape_of(e.b));
+  else if constexpr (requires { e.shape(); }) return e.shape();               // an Array
   else if constexpr (requires { e.array->shape(); }) return e.array->shape();  // an array by reference
   else if constexpr (requires { e.array.shape(); }) return e.array.shape();    // an array held
   else if constexpr (requires { e.arg; e.a; }) return reduced_shape(shape_of(e.a), e.arg);

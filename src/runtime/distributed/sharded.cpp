@@ -13,6 +13,7 @@
 
 #include "runtime/distributed/nccl.hpp"
 #include "runtime/distributed/collective.hpp"
+#include "schedule/matmul_layout.hpp"
 #include "schedule/reduce_layout.hpp"
 #include "runtime/cuda/stream_state.hpp"
 
@@ -154,6 +155,7 @@ nccl::Result enqueue_collective(ArrayBase& a, nccl::Comm comm, Combine how, int 
 namespace fusion::detail {
 
 Shape reduced_shape(const Shape& in, const ReduceArg& arg) { return reduced_shapes(in, arg).out; }
+Shape product_shape(const Shape& a, const Shape& b) { return matmul_shape(a, b); }
 
 int result_split_axis(const std::optional<Shape>& probe, const std::vector<Shape>& results) {
   auto differing = [](const Shape& x, const Shape& y) {  // the one axis where two shapes of one rank differ, else -1
