@@ -149,6 +149,12 @@ TEST_CASE("the math reading a product is one kernel of its own kind: a layer, se
   // a dropout mask from fz::random, a cast to float64
   after_product(fz::inspect(fz::where(fz::random::uniform<float>(7) < 0.1f, 0.0f, p / 0.9f)), "fz_random");
   after_product(fz::inspect(p.astype<double>()), "fz_copy_f64");
+  // scalar factors of the operands are cuBLASLt's alpha; other expression operands a kernel first
+  const auto scaled = fz::inspect(fz::matmul(x * 2.0f, 0.25f * w));
+  REQUIRE(scaled.kernels == 1);
+  CHECK_THAT(scaled.plan[0], Catch::Contains("alpha = 0.5"));
+  CHECK(fz::inspect(fz::matmul(x * x, w)).kernels == 2);
+  CHECK(fz::inspect(fz::matmul(x.astype<float>() * 2.0f, w)).kernels == 3);  // casts first (w promoted too)
   // an operand that is a layer of its own: its kernel, then the product
   const auto softmax_x = fz::inspect(fz::matmul(fz::exp(x - fz::max(x, -1, true)), w));
   REQUIRE(softmax_x.kernels == 2);

@@ -260,13 +260,19 @@ TEST_CASE("the math around a product fuses: the product, then one kernel reading
   double want_total = 0;
   for (double v : p) want_total += v;
   CHECK(std::abs(total - want_total) <= 1e-3 * (1 + std::abs(want_total)));
-  // an expression operand: one fused kernel computes it first
-  const auto scaled = fz::eval(fz::matmul(a * 2.0f, b));
-  CHECK(fz::inspect(fz::matmul(a * 2.0f, b)).kernels == 2);
-  const auto hs = scaled.to_host();
-  for (std::int64_t i = 0; i < M * N; ++i)
-    REQUIRE(std::abs(hs[static_cast<std::size_t>(i)] - 2 * p[static_cast<std::size_t>(i)]) <=
-            4e-6 * scale[static_cast<std::size_t>(i)] + 1e-6);
+  // scalar factors of the operands: cuBLASLt's alpha, no kernel; another expression operand: its kernel first
+  const auto scaled = fz::eval(fz::matmul(a * 2.0f, -0.5f * b));
+  CHECK(fz::inspect(fz::matmul(a * 2.0f, -0.5f * b)).kernels == 1);
+  const auto plus_one = fz::eval(fz::matmul(a + 1.0f, b));
+  CHECK(fz::inspect(fz::matmul(a + 1.0f, b)).kernels == 2);
+  const auto hs = scaled.to_host(), hsh = plus_one.to_host();
+  for (std::int64_t i = 0; i < M * N; ++i) {
+    const std::size_t at = static_cast<std::size_t>(i);
+    double plus = 0;  // (a + 1) @ b = a @ b + the column sums of b
+    for (std::int64_t k = 0; k < K; ++k) plus += hb[static_cast<std::size_t>(k * N + i % N)];
+    REQUIRE(std::abs(hs[at] + p[at]) <= 4e-6 * scale[at] + 1e-6);
+    REQUIRE(std::abs(hsh[at] - (p[at] + plus)) <= 4e-6 * (scale[at] + K) + 1e-6);
+  }
 }
 
 TEST_CASE("a product written into existing arrays: in place where it can, aside where it overlaps", "[gpu][matmul]") {

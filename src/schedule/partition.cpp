@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codegen/variant.hpp"
+#include "schedule/product_epilogue.hpp"
 
 namespace fusion::detail {
 namespace {
@@ -146,8 +147,8 @@ Partition partition_around_products(const ir::Graph& g) {
   for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {  // (operands come before the nodes reading them)
     const ir::Node& n = g.nodes[i];
     if (!ir::is_product(n.op)) continue;
-    for (std::uint32_t o : {n.a, n.b})
-      if (g.nodes[o].op != ir::Op::input && temp_of[o] < 0) {
+    for (std::uint32_t o : {n.a, n.b})  // (an array, or an array times a scalar: cuBLASLt's alpha takes it)
+      if (product_operand(g, o).input == ir::kNone && temp_of[o] < 0) {
         temporary(o);
         plan.steps.push_back(extract(g, {o}, temp_of, {temp_of[o]}, plan.kernels));
         plan.steps.back().whole = true;

@@ -48,6 +48,17 @@ EpilogueMatch match_epilogue(const ir::Graph& g) {
   return m;
 }
 
+ProductOperand product_operand(const ir::Graph& g, std::uint32_t i) {
+  const ir::Node& n = g.nodes[i];
+  if (n.op == ir::Op::input) return {i, ir::kNone};
+  if (n.op != ir::Op::mul || !is_floating(n.dtype)) return {};
+  for (auto [x, s] : {std::pair{n.a, n.b}, std::pair{n.b, n.a}})
+    if (g.nodes[x].op == ir::Op::input && g.nodes[s].op == ir::Op::scalar && g.nodes[x].dtype == n.dtype &&
+        g.nodes[s].dtype == n.dtype)
+      return {x, s};
+  return {};
+}
+
 std::string epilogue_name(Activation a, bool bias, bool residual) {
   std::string s;
   auto add = [&](const char* part) { s += s.empty() ? part : std::string("+") + part; };

@@ -29,6 +29,15 @@ struct EpilogueMatch {
 /// The epilogue step graph `g` is, if any (found false otherwise).
 EpilogueMatch match_epilogue(const ir::Graph& g);
 
+/// An operand of a product as cuBLASLt takes it: an array (node `input`), times a scalar (node `scalar`,
+/// or kNone) that the call folds into its alpha instead of a kernel scaling the array first.
+struct ProductOperand {
+  std::uint32_t input = ir::kNone, scalar = ir::kNone;
+};
+/// Node `i` of `g` as such an operand: an input, or an input times a scalar of its dtype (either order);
+/// `input` kNone for anything else (computed first, into a temporary).
+ProductOperand product_operand(const ir::Graph& g, std::uint32_t i);
+
 /// What runs in the call, for plans and messages: "bias", "residual+bias+gelu_tanh", ...
 std::string epilogue_name(Activation a, bool bias, bool residual);
 

@@ -183,10 +183,11 @@ CUdeviceptr blas_workspace(StreamState& s) {
 /// Runs `launch(stream, workspace)`: on the current stream with its workspace, or, while an fz::Step
 /// records, captured as a node of the step's graph with a workspace of its own (a replay on another
 /// stream must not share one with that stream's products). `kind` (bytes) names what runs, for the step
-/// to tell an update from a rebuild; `read` and `written` are kept alive by the step's graph.
+/// to tell an update from a rebuild; `read` and `written` are kept alive by the step's graph; `value` (the
+/// scale) is an argument too.
 void in_order(std::vector<const ArrayBase*> read, std::vector<ArrayBase*> written,
               const std::function<void(CUstream, CUdeviceptr)>& launch, const void* kind = nullptr,
-              std::size_t kind_bytes = 0) {
+              std::size_t kind_bytes = 0, double value = 0) {
   if (tls_step == nullptr) {
     StreamState& s = *current_stream_state();
     return launch(s.handle, blas_workspace(s));
@@ -203,6 +204,8 @@ void in_order(std::vector<const ArrayBase*> read, std::vector<ArrayBase*> writte
   note(workspace);
   for (const ArrayBase* x : read) note(*x);
   for (const ArrayBase* x : written) note(*x);
+  arguments.insert(arguments.end(), reinterpret_cast<const unsigned char*>(&value),
+                   reinterpret_cast<const unsigned char*>(&value) + sizeof value);
   const auto* k = static_cast<const unsigned char*>(kind);
   record_library_call(std::vector<unsigned char>(k, k + kind_bytes), std::move(arguments), std::move(memory),
                       [&](CUstream h) { launch(h, workspace.data_ptr()); });
@@ -228,7 +231,7 @@ ArrayBase matmul(const ArrayBase& a, const ArrayBase& b) {
   return out;
 }
 
-bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue) {
+bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, Epilogue epilogue, double scale) {
   const DType d = a_in.dtype();
   const DType od = out.dtype();
   const bool widened = od != d;  // 16-bit operands, a float32 result (cuBLASLt converts as it stores)
@@ -286,9 +289,9 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
         "cublasLtMatmulDescSetAttribute");
   }
   const cublaslt::Api& lt = cublaslt::api();
-  const float one_f = 1, zero_f = 0;
+  const float one_f = 1, zero_f = 0, scale_f = static_cast<float>(scale);
   const double one_d = 1, zero_d = 0;
-  const void* alpha = d == DType::float64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* alpha = d == DType::float64 ? static_cast<const void*>(&scale) : &scale_f;
   const void* beta =
       d == DType::float64 ? static_cast<const void*>(residual ? &one_d : &zero_d) : (residual ? &one_f : &zero_f);
   const ArrayBase& c = residual ? *residual : out;  // (with beta = 0 cuBLASLt reads no C)
@@ -318,7 +321,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
               "cublasLtMatmul");
         }
       },
-      &key, sizeof key);
+      &key, sizeof key, scale);
   return true;
 }
 

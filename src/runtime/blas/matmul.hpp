@@ -17,7 +17,9 @@ struct Epilogue {
   const ArrayBase* residual = nullptr;
   bool any() const { return activation != Activation::none || bias || residual; }
 };
+/// `scale` multiplies the product (cuBLASLt's alpha: scalar factors of the operands, folded in).
 /// False, with nothing launched, when cuBLASLt has no algorithm for the epilogue with these types.
-[[nodiscard]] bool matmul_into(const ArrayBase& a, const ArrayBase& b, ArrayBase& out, Epilogue epilogue = {});
+[[nodiscard]] bool matmul_into(const ArrayBase& a, const ArrayBase& b, ArrayBase& out, Epilogue epilogue = {},
+                               double scale = 1);
 
 }  // namespace fusion::detail

@@ -4,6 +4,8 @@
 // around it reads the result once.
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "fusion/error.hpp"
 #include "fusion/matmul.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -16,24 +18,38 @@
 namespace fusion::detail {
 namespace {
 
-/// The step's two operands, checked to be what the partition makes: matmul(input 0, input 1).
-std::pair<const ArrayBase*, const ArrayBase*> operands(const Call& c) {
+/// The step's two arrays and the product's scale: the partition makes matmul(x, y) where each operand is
+/// an input or an input times a scalar (schedule/product_epilogue's product_operand).
+struct Operands {
+  const ArrayBase* a;
+  const ArrayBase* b;
+  double scale = 1;
+};
+double value_of(const ScalarArg& s) {
+  if (itemsize(dtype_info(s.dtype).compute) == 8) return std::bit_cast<double>(s.bits);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(s.bits));  // (16-bit floats travel as float32 bits)
+}
+Operands operands(const Call& c) {
   const ir::Graph& g = graph_of(c);
   const ir::Node& n = g.nodes[g.outputs.at(0)];
-  if (!ir::is_product(n.op) || g.nodes[n.a].op != ir::Op::input || g.nodes[n.b].op != ir::Op::input)
-    throw Error("internal: a product step is the product of two arrays");
-  return {c.arrays[g.nodes[n.a].slot], c.arrays[g.nodes[n.b].slot]};
+  const ProductOperand x = product_operand(g, n.a), y = product_operand(g, n.b);
+  if (!ir::is_product(n.op) || x.input == ir::kNone || y.input == ir::kNone)
+    throw Error("internal: a product step is the product of two arrays, each perhaps times a scalar");
+  Operands o{c.arrays[g.nodes[x.input].slot], c.arrays[g.nodes[y.input].slot]};
+  for (std::uint32_t s : {x.scalar, y.scalar})
+    if (s != ir::kNone) o.scale *= value_of(c.scalars[g.nodes[s].slot]);
+  return o;
 }
 
 }  // namespace
 
 Shape product_output_shape(const Call& c) {
-  const auto [a, b] = operands(c);
-  return matmul_shape(a->shape(), b->shape());
+  const Operands o = operands(c);
+  return matmul_shape(o.a->shape(), o.b->shape());
 }
 
 bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& e) {
-  const auto [a, b] = operands(c);
+  const auto [a, b, scale] = operands(c);
   const Shape shape = matmul_shape(a->shape(), b->shape());
   if (!prepare_output(c, out, mode, current_stream_state()->device, shape)) return true;
   // cuBLASLt writes the result in place when it can: the whole of a C-ordered output apart from the
@@ -41,19 +57,20 @@ bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epil
   // aside and copied in.
   if (out.shape() == shape && out.is_contiguous() && !shares_memory(out, *a) && !shares_memory(out, *b) &&
       !(e.bias && shares_memory(out, *e.bias)) && !(e.residual && shares_memory(out, *e.residual))) {
-    return matmul_into(*a, *b, out, e);
+    return matmul_into(*a, *b, out, e, scale);
   }
   ArrayBase aside = ArrayBase::make_empty(out.dtype(), shape);
-  if (!matmul_into(*a, *b, aside, e)) return false;
+  if (!matmul_into(*a, *b, aside, e, scale)) return false;
   copy_array(aside, out, AssignMode::into);
   return true;
 }
 
 KernelInfo inspect_product(const Call& c) {
-  const auto [a, b] = operands(c);
+  const auto [a, b, scale] = operands(c);
   KernelInfo info;
   info.name = "cublasLtMatmul";
   info.variant = describe_matmul(*a, *b, a->dtype());
+  if (scale != 1) info.variant += fmt::format(", alpha = {} (the operands' scalar factors)", scale);
   info.source = fmt::format("// {} (a cuBLASLt call: no generated source)\n", info.variant);
   return info;
 }
