@@ -6,7 +6,8 @@
 
 namespace {
 
-template <class T> struct Layers {
+template <class T>
+struct Layers {
   // Each written the way a user writes it, over the last axis of `x` (rows of length D).
   static auto softmax(const fz::Array<T>& x) {
     return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
@@ -30,7 +31,8 @@ template <class T> struct Layers {
 };
 
 /// Every layer of `Layers<T>` over rows of length `d` (`rows` of them; `transposed`: reading x.T), as one kernel.
-template <class T> int check_layers(std::int64_t rows, std::int64_t d, bool transposed, const char* strategy) {
+template <class T>
+int check_layers(std::int64_t rows, std::int64_t d, bool transposed, const char* strategy) {
   using L = Layers<T>;
   auto base = transposed ? fz::placeholder<T>({d, rows}) : fz::placeholder<T>({rows, d});
   fz::Array<T> x = transposed ? base.transpose() : base;
@@ -111,6 +113,41 @@ TEST_CASE("layer kernels: which expressions they take and which stay plans", "[l
   CHECK(fz::inspect(m / fz::sum(m, -1, true)).kernels == 1);
   // argmin/argmax keep their own kernels
   CHECK(fz::inspect(m - fz::cast<float>(fz::argmax(m, -1, true))).kernels == 2);
+}
+
+TEST_CASE("the named layers and activations are one kernel each, and relu is cuBLASLt's after a product",
+          "[layer][plan]") {
+  for (fz::DType d : {fz::DType::float32, fz::DType::bfloat16}) {
+    INFO(fz::dtype_name(d));
+    auto one = [](const fz::KernelInfo& k) {
+      INFO(k);
+      CHECK(k.kernels == 1);
+      return k.variant;
+    };
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      const auto x = fz::placeholder<T>({64, 1000}), w = fz::placeholder<T>({1000}), b = fz::placeholder<T>({1000});
+      CHECK_THAT(one(fz::inspect(fz::softmax(x))), Catch::Contains("layer"));
+      CHECK_THAT(one(fz::inspect(fz::log_softmax(x))), Catch::Contains("layer"));
+      CHECK_THAT(one(fz::inspect(fz::logsumexp(x, -1))), Catch::Contains("layer"));
+      CHECK_THAT(one(fz::inspect(fz::rms_norm(x + 1.0f, w, 1e-6f))), Catch::Contains("layer"));
+      CHECK_THAT(one(fz::inspect(fz::layer_norm(x, w, b, 1e-5f))), Catch::Contains("layer"));
+      (void)one(fz::inspect(fz::layer_norm(x, 1e-5f)));
+      (void)one(fz::inspect(fz::rms_norm(x, 1e-6f)));
+      (void)one(fz::inspect(fz::silu(x) * fz::sigmoid(x) + fz::softplus(x) + fz::relu(x)));
+      CHECK(fz::inspect(fz::softmax(x, 0)).kernels == 1);  // along columns too
+      // NumPy dtypes: relu keeps integers, sigmoid makes them floating
+      STATIC_REQUIRE(decltype(fz::relu(fz::placeholder<int>({4})))::dtype == fz::DType::int32);
+      STATIC_REQUIRE(decltype(fz::relu(x))::dtype == fz::dtype_of<T>);
+      STATIC_REQUIRE(decltype(fz::sigmoid(fz::placeholder<std::int16_t>({4})))::dtype == fz::DType::float32);
+      const auto p = fz::matmul(x, fz::placeholder<T>({1000, 48}));
+      CHECK_THAT(fz::inspect(fz::relu(p + fz::placeholder<T>({48}))).plan[0], Catch::Contains("bias+relu epilogue"));
+    };
+    if (d == fz::DType::float32)
+      run(float{});
+    else
+      run(fz::bfloat16{});
+  }
 }
 
 TEST_CASE("a layer kernel's source is stable", "[layer][golden]") {

@@ -45,13 +45,15 @@ Rows norm_ref(const Rows& x, std::int64_t R, std::int64_t D, const Rows& w, cons
   return y;
 }
 
-template <class T> Rows as_rows(const std::vector<T>& v) {
+template <class T>
+Rows as_rows(const std::vector<T>& v) {
   Rows r;
   for (const T& x : v) r.push_back(test::as_double(x));
   return r;
 }
 
-template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
+template <class T>
+void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
   INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << R << " x " << D);
   const auto hx = test::random<T>(static_cast<std::size_t>(R * D), -3, 3, seed);
   const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 1),
@@ -79,9 +81,73 @@ template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed
   auto xf = fz::cast<Math>(x);
   fz::Array<T> rms = fz::cast<T>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + Math(1e-6)) * fz::cast<Math>(w));
   CHECK(test::mismatches(rms.to_host(), norm_ref(rx, R, D, rw, nullptr, 1e-6), d) == 0);
+
+  // the same layers by name (fusion/layers.hpp): one launch each, the same results
+  auto one_launch = [&](auto&& run) {
+    fz::reset_stats();
+    const fz::Array<T> y = run();
+    CHECK(fz::stats().launches == 1);
+    return y.to_host();
+  };
+  CHECK(test::mismatches(one_launch([&] { return fz::Array<T>(fz::softmax(x)); }), softmax_ref(rx, R, D, false), d) ==
+        0);
+  CHECK(test::mismatches(one_launch([&] { return fz::Array<T>(fz::log_softmax(x, 1)); }), softmax_ref(rx, R, D, true),
+                         d) == 0);
+  CHECK(test::mismatches(one_launch([&] { return fz::Array<T>(fz::layer_norm(x, w, b, 1e-5f)); }),
+                         norm_ref(rx, R, D, rw, &rb, 1e-5), d) == 0);
+  CHECK(test::mismatches(one_launch([&] { return fz::Array<T>(fz::rms_norm(x, w, 1e-6f)); }),
+                         norm_ref(rx, R, D, rw, nullptr, 1e-6), d) == 0);
+  Rows lse(static_cast<std::size_t>(R));
+  for (std::int64_t r = 0; r < R; ++r) {
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (std::int64_t j = 0; j < D; ++j) m = std::max(m, rx[static_cast<std::size_t>(r * D + j)]);
+    for (std::int64_t j = 0; j < D; ++j) sum += std::exp(rx[static_cast<std::size_t>(r * D + j)] - m);
+    lse[static_cast<std::size_t>(r)] = m + std::log(sum);
+  }
+  CHECK(test::mismatches(one_launch([&] { return fz::Array<T>(fz::logsumexp(x, -1)); }), lse, d) == 0);
 }
 
 }  // namespace
+
+TEST_CASE("named activations match float64: relu, sigmoid, silu, softplus, gelu, gelu_tanh", "[gpu][layers]") {
+  const std::size_t n = 4099;
+  auto check = [&](auto tag, unsigned seed) {
+    using T = decltype(tag);
+    const fz::DType d = fz::dtype_of<T>;
+    INFO(fz::dtype_name(d));
+    auto hx = test::random<T>(n, -30, 30, seed);
+    hx[0] = T(0.0f), hx[1] = T(-100.0f), hx[2] = T(100.0f);  // both far ends: no overflow to NaN
+    const auto x = fz::asarray(hx);
+    const Rows rx = as_rows(hx);
+    auto against = [&](const auto& e, double (*f)(double), const char* what) {
+      INFO(what);
+      fz::reset_stats();
+      const fz::Array<T> y = e;
+      CHECK(fz::stats().launches == 1);
+      Rows want;
+      for (double v : rx) want.push_back(f(v));
+      CHECK(test::mismatches(y.to_host(), want, d) == 0);
+    };
+    against(
+        fz::relu(x), [](double v) { return std::max(v, 0.0); }, "relu");
+    against(
+        fz::sigmoid(x), [](double v) { return 1 / (1 + std::exp(-v)); }, "sigmoid");
+    against(
+        fz::silu(x), [](double v) { return v / (1 + std::exp(-v)); }, "silu");
+    against(
+        fz::softplus(x), [](double v) { return std::max(v, 0.0) + std::log1p(std::exp(-std::abs(v))); }, "softplus");
+    against(
+        fz::gelu(x), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, "gelu");
+    against(
+        fz::gelu_tanh(x),
+        [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); },
+        "gelu_tanh");
+  };
+  check(float{}, 31);
+  check(double{}, 32);
+  check(fz::bfloat16{}, 33);
+  check(fz::half{}, 34);
+}
 
 TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every row length", "[gpu][layers]") {
   for (std::int64_t D : {1, 7, 31, 1000, 1025, 8193})
@@ -93,8 +159,8 @@ TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every r
   check_rows<fz::half>(9, 4099, 15);
   check_rows<fz::bfloat16>(100, 777, 16);
   check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: a cluster of 4 blocks per row
-  check_rows<float>(40, 100003, 18);          // a cluster of 8, odd rows: strided slices, the last one shorter
-  check_rows<double>(20, 70000, 19);          // a cluster of 8, 2-wide vectors
+  check_rows<float>(40, 100003, 18);        // a cluster of 8, odd rows: strided slices, the last one shorter
+  check_rows<double>(20, 70000, 19);        // a cluster of 8, 2-wide vectors
 }
 
 TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run",
@@ -125,9 +191,9 @@ TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepd
   const std::int64_t R = 5, D = 40;
   auto hx = test::random<float>(static_cast<std::size_t>(R * D), -3, 3, 21);
   for (std::int64_t j = 0; j < D; ++j) hx[static_cast<std::size_t>(D + j)] = -inf;  // row 1: all -inf -> NaN
-  hx[2 * D + 5] = nan;                                                             // row 2: a NaN -> NaN
-  hx[3 * D + 7] = inf;  // row 3: +inf -> NaN where finite / inf
-  hx[4 * D + 9] = -inf;                                                            // row 4: one -inf -> 0 there
+  hx[2 * D + 5] = nan;                                                              // row 2: a NaN -> NaN
+  hx[3 * D + 7] = inf;   // row 3: +inf -> NaN where finite / inf
+  hx[4 * D + 9] = -inf;  // row 4: one -inf -> 0 there
   const auto x = fz::asarray(hx, {R, D});
   const Rows want = softmax_ref(as_rows(hx), R, D, false);
   fz::Array<float> sm = fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
@@ -395,7 +461,7 @@ TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps 
   check_batch_norm<float>(8, 64, 112, 112, 61, "a cluster of 8 blocks");
   check_batch_norm<float>(16, 32, 112, 112, 69, "(the rest re-read)");
   check_batch_norm<float>(32, 256, 14, 14, 62, "a block per row");
-  check_batch_norm<float>(3, 5, 7, 9, 63, "strided rows");                 // odd segments: no vectors
+  check_batch_norm<float>(3, 5, 7, 9, 63, "strided rows");  // odd segments: no vectors
   check_batch_norm<float>(2, 3, 1, 3001, 64, "a block per row");
   check_batch_norm<double>(4, 16, 30, 30, 65, "2-wide vectors");
   check_batch_norm<fz::bfloat16>(8, 32, 28, 28, 66, "8-wide vectors");
