@@ -29,7 +29,8 @@ class Axes {
   Axes(X) {
     static_assert(detail::always_false<X>,
                   "fz: a reduction axis must be an integer: fz::sum(m, 1), fz::sum(m, {0, 2}), fz::sum(m) for every "
-                  "axis; keepdims comes after the axes: fz::sum(m, 1, true) or fz::sum(m, fz::Axes{}, true)");
+                  "axis; keepdims comes after the axes: fz::sum(m, 1, true) or fz::sum(m, fz::Axes{}, true). "
+                  "An elementwise maximum with a number (a ReLU) is fz::maximum(x, 0.f) or fz::relu(x)");
   }
   Axes(std::initializer_list<int> axes) : all_(false) {
     for (int a : axes) add(a);
