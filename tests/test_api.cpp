@@ -132,3 +132,33 @@ TEST_CASE("modes are per-thread switches that nest, one type for all (fz::Scoped
   }
   CHECK_FALSE(fz::Unfused::active());
 }
+
+TEST_CASE("NumPy's view functions: squeeze, flip, swapaxes, moveaxis, ravel; *_like; checks before the GPU",
+          "[api][views]") {
+  const auto x = fz::placeholder<float>({2, 1, 3, 1});
+  CHECK(x.squeeze().shape() == fz::Shape{2, 3});
+  CHECK(x.squeeze(1).shape() == fz::Shape{2, 3, 1});
+  CHECK(x.squeeze(-1).shape() == fz::Shape{2, 1, 3});
+  CHECK_THROWS_WITH(x.squeeze(0), Catch::Contains("axis 0") && Catch::Contains("extent 2, not 1"));
+  const auto m = fz::placeholder<float>({4, 5, 6});
+  const auto f = m.flip(1);
+  CHECK(f.shape() == m.shape());
+  CHECK(f.strides()[1] == -m.strides()[1]);
+  CHECK(f.offset() == m.offset() + 4 * m.strides()[1]);  // starts at the last row of axis 1
+  CHECK(m.flip().strides() == fz::Strides{-30, -6, -1});
+  CHECK_THROWS_AS(m.flip(3), fz::ShapeError);
+  CHECK(m.swapaxes(0, -1).shape() == fz::Shape{6, 5, 4});
+  CHECK(m.swapaxes(0, -1).strides() == fz::Strides{1, 6, 30});
+  CHECK(m.moveaxis(0, -1).shape() == fz::Shape{5, 6, 4});
+  CHECK(m.moveaxis(2, 0).shape() == fz::Shape{6, 4, 5});
+  CHECK_THROWS_AS(m.moveaxis(3, 0), fz::ShapeError);
+  CHECK(m.ravel().shape() == fz::Shape{120});
+  CHECK(fz::placeholder<double>({3, 4}).transpose().ravel().shape() == fz::Shape{12});
+  // dtypes of the new reductions and comparisons
+  STATIC_REQUIRE(decltype(fz::count_nonzero(m))::dtype == fz::DType::int64);
+  STATIC_REQUIRE(decltype(fz::isclose(m, 1.0))::dtype == fz::DType::bool_);
+  CHECK(fz::inspect(fz::isclose(m, m.flip(0), 1e-3)).kernels == 1);
+  // a size that does not match the data is a ShapeError before anything needs a GPU
+  const std::vector<float> three{1, 2, 3};
+  CHECK_THROWS_WITH(fz::asarray(three, {2, 2}), Catch::Contains("3 elements for a shape of (2, 2)"));
+}

@@ -12,7 +12,8 @@
 
 namespace {
 
-template <class T> std::vector<T> sample_values(std::size_t n) {
+template <class T>
+std::vector<T> sample_values(std::size_t n) {
   std::vector<T> v = test::random<T>(n, -100, 100, 11);
   if (n < 4) return v;
   if constexpr (std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>) {
@@ -32,9 +33,12 @@ template <class T> std::vector<T> sample_values(std::size_t n) {
   return v;
 }
 
-template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  if constexpr (std::is_same_v<T, bool>) return a == b;
-  else return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if constexpr (std::is_same_v<T, bool>)
+    return a == b;
+  else
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 }  // namespace
@@ -93,7 +97,7 @@ TEST_CASE("views read the right elements", "[gpu][arrays]") {
 TEST_CASE("assignment writes into same-shaped arrays, views included", "[gpu][arrays]") {
   fz::Array<float> a = fz::zeros<float>({4, 6});
   auto v = a.slice({{1, 3}, {0, 6, 2}});  // a[1:3, ::2]
-  v = v + 5.f;                              // same shape: writes through to a
+  v = v + 5.f;                            // same shape: writes through to a
   const auto h = a.to_host();
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 6; ++j)
@@ -168,9 +172,12 @@ TEST_CASE("from_device: another owner's memory as an array, views, ordering afte
       buffer = std::make_shared<fz::Array<float>>(fz::asarray(h, {3, 4}));
       *buffer = *buffer * 2.f;  // pending on their stream
     }
-    std::shared_ptr<void> owner(buffer.get(), [&released, buffer](void*) mutable { ++released; buffer.reset(); });
-    const fz::Array<float> x = fz::from_device(buffer->data_ptr<float>(), {3, 4}, {}, owner,
-                                               std::make_shared<const fz::Stream>(theirs));
+    std::shared_ptr<void> owner(buffer.get(), [&released, buffer](void*) mutable {
+      ++released;
+      buffer.reset();
+    });
+    const fz::Array<float> x =
+        fz::from_device(buffer->data_ptr<float>(), {3, 4}, {}, owner, std::make_shared<const fz::Stream>(theirs));
     buffer.reset();
     owner.reset();  // fusion's array keeps the memory alive now
     CHECK(released == 0);
@@ -239,7 +246,10 @@ TEST_CASE("copies through pinned buffers run on the stream and return at once; v
 
   // a buffer dropped with its copy in flight: freed only after the copy (a large one, to be in flight)
   auto big = fz::full<float>({1 << 24}, 2.f);
-  { fz::PinnedBuffer<float> gone(1 << 24); big.copy_to(gone); }
+  {
+    fz::PinnedBuffer<float> gone(1 << 24);
+    big.copy_to(gone);
+  }
   fz::current_stream().synchronize();
 
   fz::PinnedBuffer<float> small(5);
@@ -267,7 +277,7 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
     CHECK(back.data_ptr() == a.data_ptr());
     CHECK(back.shape() == fz::Shape{4, 3});
     CHECK(back.to_host() == a.transpose().to_host());  // (to_host reads a view in its own C order)
-    back += 1.f;  // writes through to a's memory
+    back += 1.f;                                       // writes through to a's memory
   }
   fz::current_stream().synchronize();
   const auto after = a.to_host();
@@ -302,4 +312,58 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
   }
   fz::current_stream().synchronize();
   CHECK(deleted == 1);
+}
+
+TEST_CASE("NumPy's view functions, *_like, count_nonzero, isclose, allclose and array_equal against the host",
+          "[gpu][arrays][views]") {
+  const std::int64_t A = 3, B = 4, C = 5;
+  const auto h = test::random<float>(static_cast<std::size_t>(A * B * C), -2, 2, 61);
+  const auto x = fz::asarray(h, {A, B, C});
+  auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
+    return h[static_cast<std::size_t>((i * B + j) * C + k)];
+  };
+  // each view read through a kernel (+ 0) and copied back
+  const auto flipped = fz::eval(x.flip(1) + 0.0f).to_host(), swapped = fz::eval(x.swapaxes(0, 2) + 0.0f).to_host();
+  const auto moved = fz::eval(x.moveaxis(0, -1) + 0.0f).to_host(), raveled = x.transpose().ravel().to_host();
+  for (std::int64_t i = 0; i < A; ++i)
+    for (std::int64_t j = 0; j < B; ++j)
+      for (std::int64_t k = 0; k < C; ++k) {
+        REQUIRE(flipped[static_cast<std::size_t>((i * B + j) * C + k)] == at(i, B - 1 - j, k));
+        REQUIRE(swapped[static_cast<std::size_t>((k * B + j) * A + i)] == at(i, j, k));
+        REQUIRE(moved[static_cast<std::size_t>((j * C + k) * A + i)] == at(i, j, k));
+        REQUIRE(raveled[static_cast<std::size_t>((k * B + j) * A + i)] == at(i, j, k));
+      }
+  CHECK(x.expand_dims(1).squeeze().to_host() == h);
+  // *_like: x's shape and dtype, C-ordered
+  const auto z = fz::zeros_like(x.transpose()), o = fz::ones_like(x), f = fz::full_like(x, 2.5f);
+  CHECK(z.shape() == fz::Shape{C, B, A});
+  for (float v : z.to_host()) REQUIRE(v == 0.0f);
+  for (float v : o.to_host()) REQUIRE(v == 1.0f);
+  for (float v : f.to_host()) REQUIRE(v == 2.5f);
+  CHECK(fz::empty_like(x).shape() == x.shape());
+  // count_nonzero: everywhere and per axis
+  std::vector<float> hz = h;
+  for (std::size_t i = 0; i < hz.size(); i += 3) hz[i] = 0.0f;
+  const auto xz = fz::asarray(hz, {A, B, C});
+  std::int64_t total = 0;
+  std::vector<std::int64_t> per_row(static_cast<std::size_t>(A * B), 0);
+  for (std::size_t i = 0; i < hz.size(); ++i) total += hz[i] != 0, per_row[i / C] += hz[i] != 0;
+  CHECK(fz::eval(fz::count_nonzero(xz)).item() == total);
+  CHECK(fz::eval(fz::count_nonzero(xz, -1)).to_host() == per_row);
+  // isclose as NumPy: relative to b, equal infinities, NaN only with equal_nan
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const auto a = fz::asarray(std::vector<float>{1.0f, 1.0f, 100.0f, inf, inf, nan, 0.0f, 1e-9f});
+  const auto b = fz::asarray(std::vector<float>{1.0f, 1.00002f, 100.0009f, inf, -inf, nan, 1e-9f, 0.0f});
+  const std::vector<bool> want{true, false, true, true, false, false, true, true};
+  CHECK(fz::eval(fz::isclose(a, b)).to_host() == want);
+  std::vector<bool> with_nan = want;
+  with_nan[5] = true;
+  CHECK(fz::eval(fz::isclose(a, b, 1e-5, 1e-8, true)).to_host() == with_nan);
+  CHECK(fz::eval(fz::isclose(a, b, 1e-4)).to_host()[1]);
+  CHECK_FALSE(fz::allclose(a, b));
+  CHECK(fz::allclose(x, x + 1e-7f));
+  CHECK_FALSE(fz::allclose(x, x + 1e-3f));
+  CHECK(fz::array_equal(x, fz::eval(x + 0.0f)));
+  CHECK_FALSE(fz::array_equal(x, x.flip(0)));
+  CHECK_FALSE(fz::array_equal(x, x.ravel()));  // another shape
 }

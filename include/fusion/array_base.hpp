@@ -95,6 +95,7 @@ class ArrayBase {
   ArrayBase sliced(const std::vector<Slice>& per_axis) const;
   ArrayBase broadcast(const Shape& shape) const;
   ArrayBase expanded(int axis) const;                ///< a new axis of extent 1
+  ArrayBase squeezed(std::optional<int> axis) const;  ///< without axis `axis` of extent 1, or every such axis
   ArrayBase contiguous_copy() const;                 ///< a fresh C-ordered copy on the current stream
 
   /// An array of dtype `d` without memory (what `Array<T>()` is).
