@@ -27,8 +27,7 @@ struct Case {
 
 /// Medians (ms per call) of `first` and `second`, timed in alternating runs so that clock and thermal
 /// drift fall on both alike.
-template <class F, class G>
-std::pair<double, double> median_ms(F&& first, G&& second, int calls) {
+template <class F, class G> std::pair<double, double> median_ms(F&& first, G&& second, int calls) {
   fz::Event start, stop;
   std::vector<double> a, b;
   auto time = [&](auto&& run) {
@@ -56,7 +55,7 @@ struct Direct {
   /// `epilogue`: cuBLASLt's own (bias ones read `bias`), as a hand-written call would pick it.
   Direct(const Case& c, cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT, const fz::ArrayBase* bias = nullptr) {
     const lt::Api& api = lt::api();
-    const cudaDataType_t t = c.dtype == fz::DType::bfloat16  ? CUDA_R_16BF
+    const cudaDataType_t t = c.dtype == fz::DType::bfloat16 ? CUDA_R_16BF
                              : c.dtype == fz::DType::float16 ? CUDA_R_16F
                                                              : CUDA_R_32F;
     lt::check(api.cublasLtCreate(&handle), "create");
@@ -100,8 +99,7 @@ struct Direct {
   }
 };
 
-template <class T>
-void bench(const Case& c) {
+template <class T> void bench(const Case& c) {
   auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(c.m * c.k), T(0.01f)), {c.m, c.k});
   auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(c.k * c.n), T(0.02f)), {c.k, c.n});
   auto out = fz::empty<T>({c.m, c.n});
@@ -217,9 +215,8 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
              fz::Device(0).properties().name);
-  fmt::print(
-      "(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"
-      " the host time of one fz::matmul call, result allocation included, beside the direct call's)\n");
+  fmt::print("(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"
+             " the host time of one fz::matmul call, result allocation included, beside the direct call's)\n");
   fmt::print("{:<28} {:>9} {:>9} {:>8} {:>11} {:>8} {:>8} {:>9} {:>10}\n", "product (m, n, k)", "dtype", "fused ms",
              "TFLOPS", "direct ms", "TFLOPS", "of direct", "host us", "direct us");
   std::vector<Case> cases = {{"8192^3", 8192, 8192, 8192, fz::DType::bfloat16, false},
@@ -232,12 +229,9 @@ int main(int argc, char** argv) {
                              {"256x256x256", 256, 256, 256, fz::DType::bfloat16, false}};
   if (quick) cases.resize(2);
   for (const Case& c : cases) {
-    if (c.dtype == fz::DType::bfloat16)
-      bench<fz::bfloat16>(c);
-    else if (c.dtype == fz::DType::float16)
-      bench<fz::half>(c);
-    else
-      bench<float>(c);
+    if (c.dtype == fz::DType::bfloat16) bench<fz::bfloat16>(c);
+    else if (c.dtype == fz::DType::float16) bench<fz::half>(c);
+    else bench<float>(c);
   }
   epilogues();
 }

@@ -12,8 +12,7 @@
 
 namespace {
 
-template <class T>
-std::vector<T> sample_values(std::size_t n) {
+template <class T> std::vector<T> sample_values(std::size_t n) {
   std::vector<T> v = test::random<T>(n, -100, 100, 11);
   if (n < 4) return v;
   if constexpr (std::is_same_v<T, fz::half> || std::is_same_v<T, fz::bfloat16>) {
@@ -33,12 +32,9 @@ std::vector<T> sample_values(std::size_t n) {
   return v;
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  if constexpr (std::is_same_v<T, bool>)
-    return a == b;
-  else
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if constexpr (std::is_same_v<T, bool>) return a == b;
+  else return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 }  // namespace
@@ -97,7 +93,7 @@ TEST_CASE("views read the right elements", "[gpu][arrays]") {
 TEST_CASE("assignment writes into same-shaped arrays, views included", "[gpu][arrays]") {
   fz::Array<float> a = fz::zeros<float>({4, 6});
   auto v = a.slice({{1, 3}, {0, 6, 2}});  // a[1:3, ::2]
-  v = v + 5.f;                            // same shape: writes through to a
+  v = v + 5.f;                              // same shape: writes through to a
   const auto h = a.to_host();
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 6; ++j)
@@ -172,12 +168,9 @@ TEST_CASE("from_device: another owner's memory as an array, views, ordering afte
       buffer = std::make_shared<fz::Array<float>>(fz::asarray(h, {3, 4}));
       *buffer = *buffer * 2.f;  // pending on their stream
     }
-    std::shared_ptr<void> owner(buffer.get(), [&released, buffer](void*) mutable {
-      ++released;
-      buffer.reset();
-    });
-    const fz::Array<float> x =
-        fz::from_device(buffer->data_ptr<float>(), {3, 4}, {}, owner, std::make_shared<const fz::Stream>(theirs));
+    std::shared_ptr<void> owner(buffer.get(), [&released, buffer](void*) mutable { ++released; buffer.reset(); });
+    const fz::Array<float> x = fz::from_device(buffer->data_ptr<float>(), {3, 4}, {}, owner,
+                                               std::make_shared<const fz::Stream>(theirs));
     buffer.reset();
     owner.reset();  // fusion's array keeps the memory alive now
     CHECK(released == 0);
@@ -246,10 +239,7 @@ TEST_CASE("copies through pinned buffers run on the stream and return at once; v
 
   // a buffer dropped with its copy in flight: freed only after the copy (a large one, to be in flight)
   auto big = fz::full<float>({1 << 24}, 2.f);
-  {
-    fz::PinnedBuffer<float> gone(1 << 24);
-    big.copy_to(gone);
-  }
+  { fz::PinnedBuffer<float> gone(1 << 24); big.copy_to(gone); }
   fz::current_stream().synchronize();
 
   fz::PinnedBuffer<float> small(5);
@@ -277,7 +267,7 @@ TEST_CASE("DLPack: fusion arrays out and back without a copy; deleters run once,
     CHECK(back.data_ptr() == a.data_ptr());
     CHECK(back.shape() == fz::Shape{4, 3});
     CHECK(back.to_host() == a.transpose().to_host());  // (to_host reads a view in its own C order)
-    back += 1.f;                                       // writes through to a's memory
+    back += 1.f;  // writes through to a's memory
   }
   fz::current_stream().synchronize();
   const auto after = a.to_host();

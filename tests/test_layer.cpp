@@ -6,8 +6,7 @@
 
 namespace {
 
-template <class T>
-struct Layers {
+template <class T> struct Layers {
   // Each written the way a user writes it, over the last axis of `x` (rows of length D).
   static auto softmax(const fz::Array<T>& x) {
     return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
@@ -31,8 +30,7 @@ struct Layers {
 };
 
 /// Every layer of `Layers<T>` over rows of length `d` (`rows` of them; `transposed`: reading x.T), as one kernel.
-template <class T>
-int check_layers(std::int64_t rows, std::int64_t d, bool transposed, const char* strategy) {
+template <class T> int check_layers(std::int64_t rows, std::int64_t d, bool transposed, const char* strategy) {
   using L = Layers<T>;
   auto base = transposed ? fz::placeholder<T>({d, rows}) : fz::placeholder<T>({rows, d});
   fz::Array<T> x = transposed ? base.transpose() : base;

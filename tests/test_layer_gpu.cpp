@@ -45,15 +45,13 @@ Rows norm_ref(const Rows& x, std::int64_t R, std::int64_t D, const Rows& w, cons
   return y;
 }
 
-template <class T>
-Rows as_rows(const std::vector<T>& v) {
+template <class T> Rows as_rows(const std::vector<T>& v) {
   Rows r;
   for (const T& x : v) r.push_back(test::as_double(x));
   return r;
 }
 
-template <class T>
-void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
+template <class T> void check_rows(std::int64_t R, std::int64_t D, unsigned seed) {
   INFO(fz::dtype_name(fz::dtype_of<T>) << " rows " << R << " x " << D);
   const auto hx = test::random<T>(static_cast<std::size_t>(R * D), -3, 3, seed);
   const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 1),
@@ -159,8 +157,8 @@ TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every r
   check_rows<fz::half>(9, 4099, 15);
   check_rows<fz::bfloat16>(100, 777, 16);
   check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: a cluster of 4 blocks per row
-  check_rows<float>(40, 100003, 18);        // a cluster of 8, odd rows: strided slices, the last one shorter
-  check_rows<double>(20, 70000, 19);        // a cluster of 8, 2-wide vectors
+  check_rows<float>(40, 100003, 18);          // a cluster of 8, odd rows: strided slices, the last one shorter
+  check_rows<double>(20, 70000, 19);          // a cluster of 8, 2-wide vectors
 }
 
 TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run",
@@ -191,9 +189,9 @@ TEST_CASE("layer kernels follow NumPy on -inf and NaN rows, other layouts, keepd
   const std::int64_t R = 5, D = 40;
   auto hx = test::random<float>(static_cast<std::size_t>(R * D), -3, 3, 21);
   for (std::int64_t j = 0; j < D; ++j) hx[static_cast<std::size_t>(D + j)] = -inf;  // row 1: all -inf -> NaN
-  hx[2 * D + 5] = nan;                                                              // row 2: a NaN -> NaN
-  hx[3 * D + 7] = inf;   // row 3: +inf -> NaN where finite / inf
-  hx[4 * D + 9] = -inf;  // row 4: one -inf -> 0 there
+  hx[2 * D + 5] = nan;                                                             // row 2: a NaN -> NaN
+  hx[3 * D + 7] = inf;  // row 3: +inf -> NaN where finite / inf
+  hx[4 * D + 9] = -inf;                                                            // row 4: one -inf -> 0 there
   const auto x = fz::asarray(hx, {R, D});
   const Rows want = softmax_ref(as_rows(hx), R, D, false);
   fz::Array<float> sm = fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true);
@@ -461,7 +459,7 @@ TEST_CASE("batch norm over N, H, W is one layer kernel: clusters, blocks, warps 
   check_batch_norm<float>(8, 64, 112, 112, 61, "a cluster of 8 blocks");
   check_batch_norm<float>(16, 32, 112, 112, 69, "(the rest re-read)");
   check_batch_norm<float>(32, 256, 14, 14, 62, "a block per row");
-  check_batch_norm<float>(3, 5, 7, 9, 63, "strided rows");  // odd segments: no vectors
+  check_batch_norm<float>(3, 5, 7, 9, 63, "strided rows");                 // odd segments: no vectors
   check_batch_norm<float>(2, 3, 1, 3001, 64, "a block per row");
   check_batch_norm<double>(4, 16, 30, 30, 65, "2-wide vectors");
   check_batch_norm<fz::bfloat16>(8, 32, 28, 28, 66, "8-wide vectors");

@@ -43,8 +43,7 @@ TEST_CASE("matmul layout: transposed views take a transpose flag, not a copy; ga
   CHECK(layout(fz::placeholder<float>({32}).broadcast_to({64, 32}), fz::placeholder<float>({32, 16})).copy_a);
 }
 
-TEST_CASE("matmul layout: 1-D operands are a row on the left, a column on the right, and leave the result",
-          "[matmul]") {
+TEST_CASE("matmul layout: 1-D operands are a row on the left, a column on the right, and leave the result", "[matmul]") {
   const auto v = fz::placeholder<float>({32}), m = fz::placeholder<float>({32, 16}), w = fz::placeholder<float>({16});
   CHECK(layout(v, m).out_shape == fz::Shape{16});
   CHECK(layout(m, w).out_shape == fz::Shape{32});

@@ -38,8 +38,7 @@ std::vector<double> reference(const std::vector<double>& A, const fz::Shape& as,
     for (std::int64_t r = 0; r < m; ++r)
       for (std::int64_t c = 0; c < n; ++c) {
         double s = 0, sa = 0;
-        for (std::int64_t j = 0; j < k; ++j)
-          s += a[r * k + j] * b[j * n + c], sa += std::abs(a[r * k + j] * b[j * n + c]);
+        for (std::int64_t j = 0; j < k; ++j) s += a[r * k + j] * b[j * n + c], sa += std::abs(a[r * k + j] * b[j * n + c]);
         C[static_cast<std::size_t>((i * m + r) * n + c)] = s;
         if (scale) (*scale)[static_cast<std::size_t>((i * m + r) * n + c)] = sa;
       }
@@ -51,29 +50,23 @@ std::vector<double> reference(const std::vector<double>& A, const fz::Shape& as,
 /// for 16-bit inputs, rounding once on store).
 double product_tolerance(fz::DType d, bool tf32 = false) {
   switch (d) {
-    case fz::DType::float64:
-      return 1e-13;
-    case fz::DType::float32:
-      return tf32 ? 4e-3 : 2e-6;
-    case fz::DType::float16:
-      return 2e-3;
-    default:
-      return 1.6e-2;  // bfloat16
+    case fz::DType::float64: return 1e-13;
+    case fz::DType::float32: return tf32 ? 4e-3 : 2e-6;
+    case fz::DType::float16: return 2e-3;
+    default: return 1.6e-2;  // bfloat16
   }
 }
 
 /// A device array of logical shape `shape` holding `values` (row-major); `transposed`: stored as the
 /// transpose of its last two axes (a column-major view, as `w.transpose()` gives).
-template <class T>
-fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, bool transposed) {
+template <class T> fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, bool transposed) {
   if (!transposed || shape.size() < 2) return fz::asarray(values, shape);
   const int r = shape.size();
   const std::int64_t R = shape[r - 2], C = shape[r - 1], items = fz::numel(shape) / (R * C);
   std::vector<T> t(values.size());
   for (std::int64_t i = 0; i < items; ++i)
     for (std::int64_t a = 0; a < R; ++a)
-      for (std::int64_t b = 0; b < C; ++b)
-        t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
+      for (std::int64_t b = 0; b < C; ++b) t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
   fz::Shape stored = shape;
   std::swap(stored[r - 2], stored[r - 1]);
   std::vector<int> axes;
@@ -84,8 +77,7 @@ fz::Array<T> device_array(const std::vector<T>& values, const fz::Shape& shape, 
 
 /// Counts result elements off the reference by more than the dtype's bound.
 template <class T>
-std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const std::vector<double>& scale,
-                double tol) {
+std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const std::vector<double>& scale, double tol) {
   const std::vector<T> g = got.to_host();
   REQUIRE(g.size() == want.size());
   std::size_t bad = 0;
@@ -97,11 +89,9 @@ std::size_t off(const fz::Array<T>& got, const std::vector<double>& want, const 
   return bad;
 }
 
-template <class T>
-void check_product(const fz::Shape& as, const fz::Shape& bs, bool ta, bool tb, unsigned seed) {
+template <class T> void check_product(const fz::Shape& as, const fz::Shape& bs, bool ta, bool tb, unsigned seed) {
   const fz::DType d = fz::dtype_of<T>;
-  INFO(fz::dtype_name(d) << " " << fz::to_string(as) << (ta ? "ᵀ" : "") << " @ " << fz::to_string(bs)
-                         << (tb ? "ᵀ" : ""));
+  INFO(fz::dtype_name(d) << " " << fz::to_string(as) << (ta ? "ᵀ" : "") << " @ " << fz::to_string(bs) << (tb ? "ᵀ" : ""));
   const auto ha = test::random<T>(static_cast<std::size_t>(fz::numel(as)), -1, 1, seed);
   const auto hb = test::random<T>(static_cast<std::size_t>(fz::numel(bs)), -1, 1, seed + 1);
   std::vector<double> ra, rb, scale;
@@ -136,8 +126,8 @@ TEST_CASE("matmul matches float64 for every floating dtype and every transpose o
 }
 
 TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[gpu][matmul]") {
-  check_product<float>({4, 32, 24}, {4, 24, 16}, false, false, 11);          // one strided-batched call
-  check_product<float>({3, 2, 16, 8}, {8, 12}, false, true, 12);             // b broadcast over every item
+  check_product<float>({4, 32, 24}, {4, 24, 16}, false, false, 11);      // one strided-batched call
+  check_product<float>({3, 2, 16, 8}, {8, 12}, false, true, 12);        // b broadcast over every item
   check_product<fz::bfloat16>({2, 1, 16, 32}, {3, 32, 8}, true, false, 13);  // middle axis broadcast: outer loop
   check_product<double>({5, 8, 4}, {1, 4, 6}, false, false, 14);
   // 1-D: a row on the left, a column on the right, their axis dropped from the result
@@ -150,8 +140,7 @@ TEST_CASE("matmul: batches, broadcast batches and 1-D operands follow NumPy", "[
   const auto got = vm.to_host();
   for (int j = 0; j < 10; ++j) {
     double s = 0;
-    for (int i = 0; i < 24; ++i)
-      s += double(hv[static_cast<std::size_t>(i)]) * hm[static_cast<std::size_t>(i * 10 + j)];
+    for (int i = 0; i < 24; ++i) s += double(hv[static_cast<std::size_t>(i)]) * hm[static_cast<std::size_t>(i * 10 + j)];
     CHECK(std::abs(got[static_cast<std::size_t>(j)] - s) <= 1e-5);
   }
   const fz::Array<float> dot = fz::matmul(v, v);
@@ -187,8 +176,7 @@ TEST_CASE("matmul: mixed dtypes promote, TF32 is opt-in, an empty inner axis giv
 }
 
 TEST_CASE("matmul runs on the current stream and is captured into a replayable CUDA graph", "[gpu][matmul]") {
-  const auto ha = test::random<fz::bfloat16>(256 * 128, -1, 1, 31),
-             hb = test::random<fz::bfloat16>(128 * 64, -1, 1, 32);
+  const auto ha = test::random<fz::bfloat16>(256 * 128, -1, 1, 31), hb = test::random<fz::bfloat16>(128 * 64, -1, 1, 32);
   const auto a = fz::asarray(ha, {256, 128}), b = fz::asarray(hb, {128, 64});
   std::vector<double> ra, rb, scale;
   for (auto v : ha) ra.push_back(test::as_double(v));

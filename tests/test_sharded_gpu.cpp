@@ -327,14 +327,10 @@ TEST_CASE(
   auto reduce = [](int op, fz::Axes axes) {
     return [op, axes](const auto& a) {
       switch (op) {
-        case 0:
-          return fz::Array<double>(fz::sum(a, axes));
-        case 1:
-          return fz::Array<double>(fz::prod(a, axes));
-        case 2:
-          return fz::Array<double>(fz::max(a, axes));
-        default:
-          return fz::Array<double>(fz::min(a, axes));
+        case 0: return fz::Array<double>(fz::sum(a, axes));
+        case 1: return fz::Array<double>(fz::prod(a, axes));
+        case 2: return fz::Array<double>(fz::max(a, axes));
+        default: return fz::Array<double>(fz::min(a, axes));
       }
     };
   };

@@ -16,8 +16,7 @@
 
 namespace fusion {
 
-template <class T>
-class Array : public ArrayBase {
+template <class T> class Array : public ArrayBase {
   static_assert(
       Element<T>,
       "fz::Array<T>: T must be bool, std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t, "
@@ -37,8 +36,7 @@ class Array : public ArrayBase {
   Array(const E& e) : ArrayBase(dtype_v) {
     detail::assign(*this, e, detail::AssignMode::fresh);
   }
-  template <Element U>
-  requires(!std::is_same_v<U, T>) explicit Array(const Array<U>& o) : ArrayBase(dtype_v) {
+  template <Element U> requires(!std::is_same_v<U, T>) explicit Array(const Array<U>& o) : ArrayBase(dtype_v) {
     detail::assign(*this, detail::to_node(o), detail::AssignMode::fresh);
   }
 
@@ -49,8 +47,7 @@ class Array : public ArrayBase {
     return *this;
   }
   Array& operator=(Array&&) noexcept = default;
-  template <Expression E>
-  Array& operator=(const E& e) {
+  template <Expression E> Array& operator=(const E& e) {
     detail::assign(*this, e, detail::AssignMode::replace);
     return *this;
   }
@@ -121,11 +118,9 @@ class Array : public ArrayBase {
   /// NumPy's flip: a view with `axis` reversed (every axis when none is given).
   Array flip(std::optional<int> axis = std::nullopt) const {
     std::vector<Slice> s(static_cast<std::size_t>(this->ndim()));
+    const int only = axis ? axis_index(*axis, "flip") : -1;
     for (int i = 0; i < this->ndim(); ++i)
-      if (!axis || i == (*axis < 0 ? *axis + this->ndim() : *axis)) s[static_cast<std::size_t>(i)].step = -1;
-    if (axis && (*axis < -this->ndim() || *axis >= this->ndim()))
-      throw ShapeError("flip: axis " + std::to_string(*axis) + " is out of range for " + std::to_string(this->ndim()) +
-                       " dimensions");
+      if (!axis || i == only) s[static_cast<std::size_t>(i)].step = -1;
     return slice(s);
   }
   /// NumPy's swapaxes and moveaxis: views with the axes permuted.
@@ -144,101 +139,65 @@ class Array : public ArrayBase {
   }
   /// NumPy's ravel: the elements in C order as one axis (a view when the array is C-ordered, else a copy).
   Array ravel() const { return reshape({this->size()}); }
-  template <Element U>
-  auto astype() const {
-    return cast<U>(*this);
-  }
+  template <Element U> auto astype() const { return cast<U>(*this); }
 
   explicit Array(ArrayBase base) : ArrayBase(std::move(base)) {
     if (dtype_ != dtype_v) throw TypeError("internal: array dtype mismatch");
   }
 
  private:
-  template <ir::Op OP, class E>
-  Array& update(const E& e) {
+  template <ir::Op OP, class E> Array& update(const E& e) {
     detail::assign(*this, detail::make_binary<OP>(*this, e), detail::AssignMode::into);
     return *this;
   }
 };
 
 // ---- creation ----------------------------------------------------------------------------------
-template <Element T>
-Array<T> empty(const Shape& shape) {
-  return Array<T>(ArrayBase::make_empty(dtype_of<T>, shape));
-}
+template <Element T> Array<T> empty(const Shape& shape) { return Array<T>(ArrayBase::make_empty(dtype_of<T>, shape)); }
 /// A placeholder: shape and dtype without memory, for fz::inspect on a machine without a GPU.
-template <Element T>
-Array<T> placeholder(const Shape& shape) {
+template <Element T> Array<T> placeholder(const Shape& shape) {
   return Array<T>(ArrayBase::make_placeholder(dtype_of<T>, shape));
 }
 /// Writes `e` into `dst`, broadcasting (NumPy's copyto). One kernel.
-template <Element T, class E>
-requires(Operand<E> || CppScalar<E>) void copyto(Array<T>& dst, const E& e) {
-  if constexpr (CppScalar<E>)
-    detail::assign(dst, expr::Scalar<T>::make(e), detail::AssignMode::into);
-  else
-    detail::assign(dst, detail::to_node(e), detail::AssignMode::into);
+template <Element T, class E> requires(Operand<E> || CppScalar<E>) void copyto(Array<T>& dst, const E& e) {
+  if constexpr (CppScalar<E>) detail::assign(dst, expr::Scalar<T>::make(e), detail::AssignMode::into);
+  else detail::assign(dst, detail::to_node(e), detail::AssignMode::into);
 }
 template <Element T>
 void copyto(Array<T>& dst, T value) {
   detail::assign(dst, expr::Scalar<T>{{}, value}, detail::AssignMode::into);
 }
-template <Element T>
-Array<T> full(const Shape& shape, T value) {
+template <Element T> Array<T> full(const Shape& shape, T value) {
   Array<T> a = empty<T>(shape);
   copyto(a, value);
   return a;
 }
-template <Element T>
-Array<T> zeros(const Shape& shape) {
-  return full<T>(shape, T(0));
-}
-template <Element T>
-Array<T> ones(const Shape& shape) {
-  return full<T>(shape, T(1));
-}
+template <Element T> Array<T> zeros(const Shape& shape) { return full<T>(shape, T(0)); }
+template <Element T> Array<T> ones(const Shape& shape) { return full<T>(shape, T(1)); }
 /// New arrays of `a`'s shape and dtype (NumPy's *_like; C-ordered whatever `a`'s layout).
-template <Element T>
-Array<T> empty_like(const Array<T>& a) {
-  return empty<T>(a.shape());
-}
-template <Element T>
-Array<T> zeros_like(const Array<T>& a) {
-  return zeros<T>(a.shape());
-}
-template <Element T>
-Array<T> ones_like(const Array<T>& a) {
-  return ones<T>(a.shape());
-}
-template <Element T>
-Array<T> full_like(const Array<T>& a, T value) {
-  return full<T>(a.shape(), value);
-}
+template <Element T> Array<T> empty_like(const Array<T>& a) { return empty<T>(a.shape()); }
+template <Element T> Array<T> zeros_like(const Array<T>& a) { return zeros<T>(a.shape()); }
+template <Element T> Array<T> ones_like(const Array<T>& a) { return ones<T>(a.shape()); }
+template <Element T> Array<T> full_like(const Array<T>& a, T value) { return full<T>(a.shape(), value); }
 /// start, start + step, ... below stop (NumPy's arange; values computed as start + i * step).
-template <Element T>
-Array<T> arange(double start, double stop, double step = 1) {
+template <Element T> Array<T> arange(double start, double stop, double step = 1) {
   if (step == 0) throw Error("arange: step must not be zero");
   const double n = std::ceil((stop - start) / step);
   Array<T> a = empty<T>({n > 0 ? static_cast<std::int64_t>(n) : 0});
   detail::assign(a, cast<T>(expr::Scalar<double>{{}, start} + expr::Iota{} * step), detail::AssignMode::into);
   return a;
 }
-template <Element T>
-Array<T> arange(std::int64_t n) {
-  return arange<T>(0.0, static_cast<double>(n));
-}
+template <Element T> Array<T> arange(std::int64_t n) { return arange<T>(0.0, static_cast<double>(n)); }
 /// Copies host data to a new device array of `shape` (C order); the copy is ordered on the current stream.
-template <Element T>
-Array<T> asarray(std::span<const T> host, const Shape& shape) {
+template <Element T> Array<T> asarray(std::span<const T> host, const Shape& shape) {
   if (static_cast<std::int64_t>(host.size()) != numel(shape))  // (before any GPU is needed)
-    throw ShapeError("asarray: " + std::to_string(host.size()) + " elements for a shape of " + to_string(shape) + " (" +
-                     std::to_string(numel(shape)) + " elements)");
+    throw ShapeError("asarray: " + std::to_string(host.size()) + " elements for a shape of " + to_string(shape) +
+                     " (" + std::to_string(numel(shape)) + " elements)");
   Array<T> a = empty<T>(shape);
   a.upload(host.data(), host.size());
   return a;
 }
-template <Element T>
-Array<T> asarray(const std::vector<T>& host, const Shape& shape) {
+template <Element T> Array<T> asarray(const std::vector<T>& host, const Shape& shape) {
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: stage through bytes
     const std::vector<std::uint8_t> bytes(host.begin(), host.end());
     if (static_cast<std::int64_t>(bytes.size()) != numel(shape))
@@ -250,16 +209,12 @@ Array<T> asarray(const std::vector<T>& host, const Shape& shape) {
     return asarray(std::span<const T>(host), shape);
   }
 }
-template <Element T>
-Array<T> asarray(const std::vector<T>& host) {
+template <Element T> Array<T> asarray(const std::vector<T>& host) {
   return asarray(host, Shape{static_cast<std::int64_t>(host.size())});
 }
 
 /// Evaluates an expression into an Array of its own (promoted) type.
-template <Expression E>
-auto eval(const E& e) {
-  return Array<TypeOf<std::decay_t<E>::dtype>>(e);
-}
+template <Expression E> auto eval(const E& e) { return Array<TypeOf<std::decay_t<E>::dtype>>(e); }
 
 template <class Derived>
 auto expr::Node<Derived>::to_host() const {

@@ -12,8 +12,7 @@ namespace {
 bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
 
 /// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
-template <class Visit>
-void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
+template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
   std::vector<bool> seen(g.nodes.size(), false);
   std::vector<std::uint32_t> stack{root};
   while (!stack.empty()) {
@@ -64,14 +63,9 @@ KernelStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, 
       return memo[i] = sub.input(n.dtype);
     }
     switch (n.op) {
-      case ir::Op::input:
-        step.arrays.push_back(static_cast<int>(n.slot));
-        return memo[i] = sub.input(n.dtype);
-      case ir::Op::scalar:
-        step.scalars.push_back(n.slot);
-        return memo[i] = sub.scalar(n.dtype);
-      default:
-        break;
+      case ir::Op::input: step.arrays.push_back(static_cast<int>(n.slot)); return memo[i] = sub.input(n.dtype);
+      case ir::Op::scalar: step.scalars.push_back(n.slot); return memo[i] = sub.scalar(n.dtype);
+      default: break;
     }
     for (std::uint32_t* o : {&n.a, &n.b, &n.c})
       if (*o != ir::kNone) *o = self(self, *o);
@@ -204,7 +198,8 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
   // A layer kernel can take an expression whose reductions meet their rows again; whether they do
   // depends on the call's shapes and axes, so the plan only says when to ask.
   plan.layer = mode == PartitionMode::fused && has_reduction && !has_product;
-  for (const ir::Node& n : g.nodes) plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
+  for (const ir::Node& n : g.nodes)
+    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   if (!any && !has_product && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
     plan.direct = true;

@@ -28,19 +28,12 @@ constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
 
 cudaDataType_t blas_type(DType d) {
   switch (d) {
-    case DType::float16:
-      return CUDA_R_16F;
-    case DType::bfloat16:
-      return CUDA_R_16BF;
-    case DType::float32:
-      return CUDA_R_32F;
-    case DType::float64:
-      return CUDA_R_64F;
-    default:
-      throw TypeError(
-          fmt::format("matmul: cuBLASLt multiplies float16, bfloat16, float32 and float64 "
-                      "matrices, not {}",
-                      dtype_name(d)));
+    case DType::float16: return CUDA_R_16F;
+    case DType::bfloat16: return CUDA_R_16BF;
+    case DType::float32: return CUDA_R_32F;
+    case DType::float64: return CUDA_R_64F;
+    default: throw TypeError(fmt::format("matmul: cuBLASLt multiplies float16, bfloat16, float32 and float64 "
+                                         "matrices, not {}", dtype_name(d)));
   }
 }
 
@@ -91,17 +84,18 @@ struct BlasPlan {
   std::mutex bias_mutex;  // the bias pointer is an attribute of the shared descriptor: set and used under it
 };
 
-cublasLtMatrixLayout_t make_layout(const cublaslt::Api& lt, cudaDataType_t t, const BlasMatrix& m, std::int64_t batch) {
+cublasLtMatrixLayout_t make_layout(const cublaslt::Api& lt, cudaDataType_t t, const BlasMatrix& m,
+                                   std::int64_t batch) {
   cublasLtMatrixLayout_t l = nullptr;
   cublaslt::check(lt.cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(m.rows),
-                                                static_cast<std::uint64_t>(m.cols), m.ld),
+                                                 static_cast<std::uint64_t>(m.cols), m.ld),
                   "cublasLtMatrixLayoutCreate");
   if (batch > 1) {
     const std::int32_t count = static_cast<std::int32_t>(batch);
     cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
                     "cublasLtMatrixLayoutSetAttribute");
-    cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
-                                                        sizeof m.batch_stride),
+    cublaslt::check(lt.cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                         &m.batch_stride, sizeof m.batch_stride),
                     "cublasLtMatrixLayoutSetAttribute");
   }
   return l;
@@ -341,13 +335,12 @@ std::string describe_matmul(const ArrayBase& a, const ArrayBase& b, DType result
     L = matmul_layout(as, L.copy_a ? contiguous_strides(as) : ast, bs, L.copy_b ? contiguous_strides(bs) : bst);
   const char* compute = result == DType::float64                                     ? "float64"
                         : result == DType::float32 && mode_flag(Mode::tf32_products) ? "TF32 (float32 accumulate)"
-                                                                                     : "float32";
-  return fmt::format(
-      "matmul {} @ {} -> {} {}: cuBLASLt, (m, n, k) = ({}, {}, {}), {} batch(es) per call, {} call(s), "
-      "a {}, b {}, {} compute{}",
-      to_string(as), to_string(bs), dtype_name(result), to_string(L.out_shape), L.m, L.n, L.k, L.batch,
-      numel(L.outer_shape), L.second.transpose ? "transposed (column-major view)" : "row-major",
-      L.first.transpose ? "transposed (column-major view)" : "row-major", compute, copies);
+                                                                                    : "float32";
+  return fmt::format("matmul {} @ {} -> {} {}: cuBLASLt, (m, n, k) = ({}, {}, {}), {} batch(es) per call, {} call(s), "
+                     "a {}, b {}, {} compute{}",
+                     to_string(as), to_string(bs), dtype_name(result), to_string(L.out_shape), L.m, L.n, L.k, L.batch,
+                     numel(L.outer_shape), L.second.transpose ? "transposed (column-major view)" : "row-major",
+                     L.first.transpose ? "transposed (column-major view)" : "row-major", compute, copies);
 }
 
 }  // namespace fusion::detail

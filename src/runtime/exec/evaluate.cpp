@@ -218,9 +218,7 @@ void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode m
     return evaluate_elementwise(call, outs, K, mode);
   const Call c = on(Mode::unfused) ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
-  const Plan& p = plan_of(lw, on(Mode::unfused)               ? PartitionMode::unfused
-                              : on(Mode::separate_reductions) ? PartitionMode::separate
-                                                              : PartitionMode::fused);
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct) {
     if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
     return evaluate_elementwise(c, outs, K, mode);
@@ -331,9 +329,7 @@ std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] (
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!on(Mode::unfused) && !lw.has_reduction && !lw.has_product) return {inspect_elementwise(c)};
-  const Plan& p = plan_of(lw, on(Mode::unfused)               ? PartitionMode::unfused
-                              : on(Mode::separate_reductions) ? PartitionMode::separate
-                                                              : PartitionMode::fused);
+  const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct)
     return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
   return inspect_plan(p, c);

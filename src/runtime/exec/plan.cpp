@@ -29,14 +29,8 @@ struct StepCall {
     for (int a : s.arrays) arrays.push_back(a >= 0 ? c.arrays[a] : &temps[static_cast<std::size_t>(~a)]);
     for (std::uint32_t i : s.scalars) scalars.push_back(c.scalars[i]);
     for (std::uint32_t i : s.reductions) reductions.push_back(c.reductions[i]);
-    call = Call{p.lowered[static_cast<std::size_t>(s.kernel)],
-                arrays.data(),
-                scalars.data(),
-                reductions.data(),
-                static_cast<int>(arrays.size()),
-                static_cast<int>(scalars.size()),
-                static_cast<int>(reductions.size()),
-                c.name};
+    call = Call{p.lowered[static_cast<std::size_t>(s.kernel)], arrays.data(), scalars.data(), reductions.data(), static_cast<int>(arrays.size()),
+                static_cast<int>(scalars.size()), static_cast<int>(reductions.size()), c.name};
   }
 };
 
@@ -68,8 +62,7 @@ std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call
     for (int a : steps[j].arrays)
       if (a == t) return {};
   const Shape shape = product_output_shape(product);
-  if (shape.empty() || product.arrays[0]->shape().empty() ||
-      product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
+  if (shape.empty() || product.arrays[0]->shape().empty() || product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
     return {};
   if (m.activation == Activation::relu && !is_zero(next.scalars[m.zero])) return {};
   Epilogue e;
@@ -115,8 +108,7 @@ Call with_shared_reductions(const Call& c) {
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;
-  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s)
-    any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
+  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s) any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
   for (int j = 0; j < c.n_reductions; ++j) {
     int r = 0;
     while (!equal(c.reductions[r], c.reductions[j])) ++r;
@@ -211,12 +203,12 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // The first run of a plan of several kernels compiles them all at once (inspect_plan does, in parallel)
   // instead of one after another as the steps launch. Errors are the steps' to report, below. Not while
   // a graph is being captured: other threads' driver calls could break a global-mode capture.
-  if (p.part.steps.size() > 1 && !p.compiled.load(std::memory_order_acquire) &&
-      !fusion::current_stream().is_capturing())
+  if (p.part.steps.size() > 1 && !p.compiled.load(std::memory_order_acquire) && !fusion::current_stream().is_capturing())
     std::call_once(p.compiled_together, [&] {
       try {
         (void)inspect_plan(p, c);
-      } catch (...) {}
+      } catch (...) {
+      }
       p.compiled.store(true, std::memory_order_release);  // later runs skip even the capture query
     });
   if (p.part.layer && evaluate_layer(c, outs, K, mode)) return;
@@ -332,8 +324,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   // A product and its epilogue step that run as one cuBLASLt call show as that one call.
   for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
     if (!steps[i]->call.lowered->has_product || steps[i + 1]->step->targets[0] >= 0) continue;
-    const std::size_t j =
-        static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
+    const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
     if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
     if (const auto e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype)) {

@@ -106,8 +106,8 @@ std::uint64_t ArrayBase::data_ptr() const {
 
 void ArrayBase::upload(const void* host, std::size_t count) {
   if (count != static_cast<std::size_t>(size()))
-    throw ShapeError(
-        fmt::format("asarray: {} host elements cannot fill shape {} ({} elements)", count, to_string(shape_), size()));
+    throw ShapeError(fmt::format("asarray: {} host elements cannot fill shape {} ({} elements)", count,
+                                 to_string(shape_), size()));
   if (!is_contiguous()) throw Error("internal: upload into a non-contiguous array");
   if (count == 0) return;
   detail::outside_step("copying host data into an array");
@@ -144,7 +144,7 @@ void ArrayBase::download(void* host) const {
 
 ArrayBase ArrayBase::contiguous_copy() const {
   if (placeholder_) return make_placeholder(dtype_, shape_);  // a copy is other memory, also for placeholders
-  if (!storage_) return *this;                                // empty arrays copy as they are
+  if (!storage_) return *this;  // empty arrays copy as they are
   ArrayBase out(dtype_);
   detail::copy_array(*this, out, detail::AssignMode::fresh);
   return out;
