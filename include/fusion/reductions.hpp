@@ -144,13 +144,14 @@ template <Operand A> auto count_nonzero(A&& a, const Axes& axes = {}, KeepDims k
   return sum<std::int64_t>(detail::to_node(std::forward<A>(a)) != 0, axes, keepdims);
 }
 
-/// NumPy's isclose: |a - b| <= atol + rtol * |b| (so not symmetric), equal infinities close, NaNs close
-/// to each other only with `equal_nan`.
+/// NumPy's isclose: |a - b| <= atol + rtol * |b| where both are finite (so not symmetric), infinities
+/// close only to themselves, NaNs close to each other only with `equal_nan`.
 template <class A, class B> requires BinaryArgs<A, B>
 auto isclose(A&& a, B&& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) {
   const auto x = detail::to_node(std::forward<A>(a));
   const auto y = detail::to_node_beside<decltype(x)::dtype>(std::forward<B>(b));
-  return (x == y) || (abs(x - y) <= atol + rtol * abs(y)) || (isnan(x) && isnan(y) && equal_nan);
+  return (x == y) || (isfinite(x) && isfinite(y) && abs(x - y) <= atol + rtol * abs(y)) ||
+         (isnan(x) && isnan(y) && equal_nan);
 }
 /// Whether every element of `a` is close to `b`'s (NumPy's allclose): runs and waits for the answer.
 template <class A, class B> requires BinaryArgs<A, B>
