@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sharp edges of the public API, without a GPU: inspecting ties and plans shows every kernel, typed
 // device pointers check their type, CUDA's 16-bit host types convert bit for bit.
+#include <bit>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <type_traits>
 
 #include "fusion/cuda_types.hpp"
 #include "fusion/region.hpp"  // fz::Lazy's header under its earlier name still works
+#include "reference.hpp"
 #include "support.hpp"
 
 TEST_CASE("inspect shows every kernel of a tie and of a plan, with its hash and strategy", "[api][plan]") {
@@ -161,4 +164,34 @@ TEST_CASE("NumPy's view functions: squeeze, flip, swapaxes, moveaxis, ravel; *_l
   // a size that does not match the data is a ShapeError before anything needs a GPU
   const std::vector<float> three{1, 2, 3};
   CHECK_THROWS_WITH(fz::asarray(three, {2, 2}), Catch::Contains("3 elements for a shape of (2, 2)"));
+}
+
+TEST_CASE("isclose's graph on the host interpreter gives NumPy's answers at the edges", "[api][views]") {
+  const auto a = fz::placeholder<float>({1}), b = fz::placeholder<float>({1});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  auto close = [&](float x, float y, bool equal_nan) {
+    const auto e = fz::isclose(a, b, 1e-5, 1e-8, equal_nan);
+    fz::ir::Graph g;
+    g.outputs.push_back(decltype(e)::lower(g));
+    const fz::ArrayBase* arrays[16];
+    fz::detail::ScalarArg scalars[16];
+    fz::detail::ArgSink sink{arrays, scalars, nullptr, nullptr};
+    e.pack(sink);
+    std::vector<test::Scalar> in, sc;
+    for (int i = 0; i < sink.n_arrays; ++i) in.push_back({arrays[i] == &a ? x : y, 0});
+    for (int i = 0; i < sink.n_scalars; ++i) {
+      const fz::detail::ScalarArg& s = scalars[i];
+      if (s.dtype == fz::DType::bool_) sc.push_back({0, static_cast<std::int64_t>(s.bits)});
+      else sc.push_back({std::bit_cast<float>(static_cast<std::uint32_t>(s.bits)), 0});
+    }
+    return test::interpret(g, in, sc, 0).i != 0;
+  };
+  CHECK(close(1, 1, false));
+  CHECK_FALSE(close(1, 1.0001f, false));
+  CHECK(close(inf, inf, false));
+  CHECK_FALSE(close(inf, -inf, false));  // |inf - -inf| <= inf would say yes: the tolerance needs finite values
+  CHECK_FALSE(close(inf, 1, false));
+  CHECK_FALSE(close(nan, nan, false));
+  CHECK(close(nan, nan, true));
+  CHECK(close(0, 1e-9f, false));
 }
