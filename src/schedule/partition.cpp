@@ -161,9 +161,23 @@ Partition partition_around_products(const ir::Graph& g) {
   return plan;
 }
 
-}  // namespace
+/// Marks each product step whose next step cuBLASLt can run as its epilogue (KernelStep::epilogue).
+void mark_epilogues(Partition& plan) {
+  std::vector<KernelStep>& steps = plan.steps;
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+    KernelStep& s = steps[i];
+    const KernelStep& n = steps[i + 1];
+    if (!ir::is_product(s.graph.nodes[s.graph.outputs[0]].op) || s.targets.size() != 1 || s.targets[0] < 0) continue;
+    if (n.targets.size() != 1 || n.targets[0] >= 0 || n.whole_index || !n.alone.empty()) continue;
+    bool read_later = false;  // the product's temporary, read after its epilogue
+    for (std::size_t j = i + 2; j < steps.size(); ++j)
+      for (int a : steps[j].arrays) read_later = read_later || a == ~s.targets[0];
+    if (!read_later) s.epilogue = match_epilogue(n.graph);
+  }
+}
 
-Partition partition(const ir::Graph& g, PartitionMode mode) {
+/// The steps of `g` in `mode` (partition, before the epilogues are marked).
+Partition split(const ir::Graph& g, PartitionMode mode) {
   const bool unfused = mode == PartitionMode::unfused;
   bool has_reduction = false, has_product = false;
   for (const ir::Node& n : g.nodes) {
@@ -257,6 +271,14 @@ Partition partition(const ir::Graph& g, PartitionMode mode) {
       for (std::size_t k = 0; k < gr.roots.size(); ++k)
         plan.steps.back().alone.push_back(extract(g, {gr.roots[k]}, temp_of, {gr.targets[k]}, plan.kernels));
   }
+  return plan;
+}
+
+}  // namespace
+
+Partition partition(const ir::Graph& g, PartitionMode mode) {
+  Partition plan = split(g, mode);
+  mark_epilogues(plan);
   return plan;
 }
 

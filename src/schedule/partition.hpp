@@ -16,6 +16,7 @@
 
 #include "fusion/dtype.hpp"
 #include "fusion/ir.hpp"
+#include "schedule/product_epilogue.hpp"
 
 namespace fusion::detail {
 
@@ -30,6 +31,9 @@ struct KernelStep {
   // The step's graph is an expression of its own, run as a call is (its own partition: one kernel, a
   // layer kernel, or a plan of several): around a matrix product, the math reading it or feeding it.
   bool whole = false;
+  // A product step into a temporary that only the next step reads, where that step is an epilogue
+  // cuBLASLt can run inside the call (found false otherwise); the run time checks its arrays.
+  EpilogueMatch epilogue;
   // An elementwise temporary that reads the flat index (fz::random) spans the index space the fused kernel
   // numbers: that of its region (the elementwise part of the graph around it, up to reductions), given
   // by the call's arrays the region reads and, for an output's region, the output.

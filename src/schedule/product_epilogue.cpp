@@ -48,6 +48,30 @@ EpilogueMatch match_epilogue(const ir::Graph& g) {
   return m;
 }
 
+std::optional<EpilogueTerms> choose_epilogue(const EpilogueMatch& m, const std::vector<TermArray>& terms,
+                                             const Shape& product_shape, std::int64_t k, bool zero_is_zero) {
+  if (!m.found || terms.size() != m.terms.size() || product_shape.empty() || k == 0) return {};
+  if (m.activation == Activation::relu && !zero_is_zero) return {};
+  EpilogueTerms e;
+  int products = 0;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const TermArray& x = terms[i];
+    const bool cast = m.terms[i] == m.cast_term;
+    if (m.cast_term != ir::kNone && x.is_product != cast) return {};  // only the product is cast
+    const bool usable = x.c_ordered && x.dtype == m.dtype;
+    if (x.is_product) ++products;
+    else if (x.is_temporary) return {};
+    else if (e.bias < 0 && usable && x.aligned_16 && x.shape.size() == 1 && x.shape[0] == product_shape[product_shape.size() - 1])
+      e.bias = static_cast<int>(i);
+    else if (e.residual < 0 && usable && x.shape == product_shape)
+      e.residual = static_cast<int>(i);
+    else
+      return {};
+  }
+  if (products != 1) return {};
+  return e;
+}
+
 ProductOperand product_operand(const ir::Graph& g, std::uint32_t i) {
   const ir::Node& n = g.nodes[i];
   if (n.op == ir::Op::input) return {i, ir::kNone};

@@ -3,15 +3,17 @@
 // from the graph of the step that reads the product: a sum of the product and up to two more arrays (a
 // bias vector, a residual C added with beta = 1), then optionally ReLU (`maximum(x, 0)`) or GELU's tanh
 // form, all in one dtype: the product's, or float32 with the 16-bit product cast to it (cuBLASLt writes
-// a float32 result of float16 or bfloat16 operands). The run time then checks what the graph cannot say (which array is
-// the product, which the bias and which the residual; the scalar zero; nothing else reading the product)
-// before it merges the two steps.
+// a float32 result of float16 or bfloat16 operands). The partition marks a product step whose next step
+// is such an epilogue (schedule/partition); the run time then asks choose_epilogue what only the arrays
+// can say (which is the bias, which the residual; the scalar zero) before it merges the two steps.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fusion/ir.hpp"
+#include "fusion/shape.hpp"
 
 namespace fusion::detail {
 
@@ -28,6 +30,25 @@ struct EpilogueMatch {
 
 /// The epilogue step graph `g` is, if any (found false otherwise).
 EpilogueMatch match_epilogue(const ir::Graph& g);
+
+/// What the run time knows of the array behind one term of a matched epilogue.
+struct TermArray {
+  bool is_product = false;  // the product's temporary
+  bool is_temporary = false;  // another step's temporary
+  Shape shape;
+  DType dtype = DType::float32;
+  bool c_ordered = false, aligned_16 = false;
+};
+/// Which terms cuBLASLt takes as the bias and the residual (-1: none).
+struct EpilogueTerms {
+  int bias = -1, residual = -1;
+};
+/// The terms of `m` (its `terms`, in order) as cuBLASLt's bias (a C-ordered, 16-byte aligned vector of the
+/// product's last extent) and residual (a C-ordered array of its shape), both of the result's dtype; the
+/// product once, read through the cast if there is one; `product_shape` not empty and `k` (the inner
+/// extent) not 0; `zero_is_zero` for a ReLU's scalar. Nullopt where the call cannot take them.
+std::optional<EpilogueTerms> choose_epilogue(const EpilogueMatch& m, const std::vector<TermArray>& terms,
+                                             const Shape& product_shape, std::int64_t k, bool zero_is_zero);
 
 /// An operand of a product as cuBLASLt takes it: an array (node `input`), times a scalar (node `scalar`,
 /// or kNone) that the call folds into its alpha instead of a kernel scaling the array first.

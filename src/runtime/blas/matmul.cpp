@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -177,10 +177,10 @@ CUdeviceptr blas_workspace(StreamState& s) {
 /// Runs `launch(stream, workspace)`: on the current stream with its workspace, or, while an fz::Step
 /// records, captured as a node of the step's graph with a workspace of its own (a replay on another
 /// stream must not share one with that stream's products). `kind` (bytes) names what runs, for the step
-/// to tell an update from a rebuild; `read` and `written` are kept alive by the step's graph; `value` (the
-/// scale) is an argument too.
-void in_order(std::vector<const ArrayBase*> read, std::vector<ArrayBase*> written,
-              const std::function<void(CUstream, CUdeviceptr)>& launch, const void* kind = nullptr,
+/// to tell an update from a rebuild; the arrays it uses (`used`, nulls skipped) are kept alive by the
+/// step's graph; `value` (the scale) is an argument too. (A template: the usual path allocates nothing.)
+template <class Launch>
+void in_order(std::initializer_list<const ArrayBase*> used, Launch&& launch, const void* kind = nullptr,
               std::size_t kind_bytes = 0, double value = 0) {
   if (tls_step == nullptr) {
     StreamState& s = *current_stream_state();
@@ -189,17 +189,20 @@ void in_order(std::vector<const ArrayBase*> read, std::vector<ArrayBase*> writte
   const ArrayBase workspace = ArrayBase::make_empty(DType::uint8, {static_cast<std::int64_t>(kBlasWorkspaceBytes)});
   std::vector<std::shared_ptr<Storage>> memory{workspace.storage()};
   std::vector<unsigned char> arguments;
+  auto append = [&](const void* bytes, std::size_t n) {
+    const std::size_t at = arguments.size();
+    arguments.resize(at + n);
+    std::memcpy(arguments.data() + at, bytes, n);
+  };
   auto note = [&](const ArrayBase& x) {
     memory.push_back(x.storage());
-    const std::uint64_t at = x.data_ptr();
-    arguments.insert(arguments.end(), reinterpret_cast<const unsigned char*>(&at),
-                     reinterpret_cast<const unsigned char*>(&at) + sizeof at);
+    const std::uint64_t address = x.data_ptr();
+    append(&address, sizeof address);
   };
   note(workspace);
-  for (const ArrayBase* x : read) note(*x);
-  for (const ArrayBase* x : written) note(*x);
-  arguments.insert(arguments.end(), reinterpret_cast<const unsigned char*>(&value),
-                   reinterpret_cast<const unsigned char*>(&value) + sizeof value);
+  for (const ArrayBase* x : used)
+    if (x) note(*x);
+  append(&value, sizeof value);
   const auto* k = static_cast<const unsigned char*>(kind);
   record_library_call(std::vector<unsigned char>(k, k + kind_bytes), std::move(arguments), std::move(memory),
                       [&](CUstream h) { launch(h, workspace.data_ptr()); });
@@ -242,7 +245,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   if (probe.k == 0) {  // an empty sum: zeros (cuBLASLt is not asked for k = 0); zero bits are 0.0
     if (epilogue.any()) throw Error("internal: no epilogue for an empty product");
     const std::size_t bytes = static_cast<std::size_t>(numel(probe.out_shape)) * itemsize(od);
-    in_order({}, {&out}, [&](CUstream h, CUdeviceptr) { FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, bytes, h); });
+    in_order({&out}, [&](CUstream h, CUdeviceptr) { FUSION_CU(cuMemsetD8Async, out.data_ptr(), 0, bytes, h); });
     return true;
   }
   const MatmulLayout L = with_copies(probe, a, b, held);
@@ -291,11 +294,8 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
   const ArrayBase& c = residual ? *residual : out;  // (with beta = 0 cuBLASLt reads no C)
   // One strided-batched call per index of the outer batch axes (none: one call).
   const std::int64_t outer = numel(L.outer_shape);
-  std::vector<const ArrayBase*> read{a, b};
-  if (bias) read.push_back(bias);
-  if (residual) read.push_back(residual);
   in_order(
-      read, {&out},
+      {a, b, bias, residual, &out},
       [&](CUstream h, CUdeviceptr workspace) {
         for (std::int64_t i = 0; i < outer; ++i) {
           std::int64_t rest = i, oa = 0, ob = 0, oo = 0;

@@ -168,6 +168,8 @@ KernelInfo inspect_reduction(const Call& c);
 /// `epilogue`: the math of the next step, run inside the same cuBLASLt call (plan.cpp decides); false
 /// when cuBLASLt has none for these types (nothing written: the caller runs the step itself).
 [[nodiscard]] bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& epilogue = {});
+/// A floating scalar argument's value (16-bit floats travel as float32 bits).
+double floating_value(const ScalarArg& s);
 /// A call evaluated as the front end's assignments are (one elementwise kernel, one reduction, or a plan;
 /// no region recording): also a plan's whole steps (schedule/partition).
 void evaluate_call(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);

@@ -34,57 +34,31 @@ struct StepCall {
   }
 };
 
-/// Whether a floating scalar argument is +0 or -0 (16-bit floats travel as float32 bits).
-bool is_zero(const ScalarArg& s) {
-  const std::uint64_t magnitude =
-      itemsize(dtype_info(s.dtype).compute) == 8 ? ~(std::uint64_t{1} << 63) : std::uint64_t{0x7fffffff};
-  return is_floating(s.dtype) && (s.bits & magnitude) == 0;
-}
 
-/// Whether steps i (a product into a temporary) and i + 1 run as one cuBLASLt call, and with which
-/// epilogue: step i + 1 is the product's epilogue alone (schedule/product_epilogue), writes a call output
-/// of the product's dtype; of the arrays it adds, one is the product, the others a C-ordered 16-byte
-/// aligned vector of the product's last extent (the bias) and/or a C-ordered array of its shape (the
-/// residual); its zero is zero, the product is not empty, and no later step reads the product. `product`
-/// and `next` are the two steps' calls.
+/// The epilogue cuBLASLt runs for steps i (a product the partition marked, KernelStep::epilogue) and i + 1
+/// as one call, when their arrays allow it (schedule/product_epilogue's choose_epilogue) and the result
+/// is written in the epilogue's dtype. `product` and `next` are the two steps' calls.
 std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call& product, const Call& next,
                                         DType out_dtype) {
-  const std::vector<KernelStep>& steps = p.part.steps;
-  if (i + 1 >= steps.size()) return {};
-  const KernelStep& s = steps[i];
-  const KernelStep& n = steps[i + 1];
-  if (!p.lowered_of(s).has_product || s.targets.size() != 1 || s.targets[0] < 0) return {};
-  if (n.targets.size() != 1 || n.targets[0] >= 0 || n.whole_index || !n.alone.empty()) return {};
-  const EpilogueMatch m = match_epilogue(p.lowered_of(n).graph);
+  const KernelStep& s = p.part.steps[i];
+  const EpilogueMatch& m = s.epilogue;
   if (!m.found || m.dtype != out_dtype) return {};
-  const int t = ~s.targets[0];
-  for (std::size_t j = i + 2; j < steps.size(); ++j)
-    for (int a : steps[j].arrays)
-      if (a == t) return {};
-  const Shape shape = product_output_shape(product);
-  if (shape.empty() || product.arrays[0]->shape().empty() || product.arrays[0]->shape()[product.arrays[0]->ndim() - 1] == 0)
-    return {};
-  if (m.activation == Activation::relu && !is_zero(next.scalars[m.zero])) return {};
+  const KernelStep& n = p.part.steps[i + 1];
+  std::vector<TermArray> terms;
+  for (std::uint32_t slot : m.terms) {
+    const ArrayBase& x = *next.arrays[slot];
+    const int from = n.arrays[slot];
+    terms.push_back({from == ~s.targets[0], from < 0, x.shape(), x.dtype(), x.is_contiguous(), x.data_ptr() % 16 == 0});
+  }
+  const ArrayBase& a = *product.arrays[0];
+  const std::int64_t k = a.ndim() > 0 ? a.shape()[a.ndim() - 1] : 0;
+  const bool zero = m.activation != Activation::relu || (is_floating(next.scalars[m.zero].dtype) && floating_value(next.scalars[m.zero]) == 0);
+  const auto chosen = choose_epilogue(m, terms, product_output_shape(product), k, zero);
+  if (!chosen) return {};
   Epilogue e;
   e.activation = m.activation;
-  int products = 0;
-  for (std::uint32_t slot : m.terms) {
-    const int from = n.arrays[slot];
-    const ArrayBase& x = *next.arrays[slot];
-    const bool c_ordered = x.is_contiguous() && x.dtype() == out_dtype;
-    if (m.cast_term != ir::kNone && (from == t) != (slot == m.cast_term)) return {};  // only the product is cast
-    if (from == t)
-      ++products;
-    else if (from < 0)
-      return {};  // another temporary
-    else if (!e.bias && c_ordered && x.ndim() == 1 && x.shape()[0] == shape[shape.size() - 1] && x.data_ptr() % 16 == 0)
-      e.bias = &x;
-    else if (!e.residual && c_ordered && x.shape() == shape)
-      e.residual = &x;
-    else
-      return {};
-  }
-  if (products != 1) return {};
+  if (chosen->bias >= 0) e.bias = next.arrays[m.terms[static_cast<std::size_t>(chosen->bias)]];
+  if (chosen->residual >= 0) e.residual = next.arrays[m.terms[static_cast<std::size_t>(chosen->residual)]];
   return e;
 }
 
@@ -258,7 +232,7 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   };
   const std::vector<KernelStep>& steps = p.part.steps;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (p.lowered_of(steps[i]).has_product && i + 1 < steps.size() && steps[i + 1].targets[0] < 0) {
+    if (steps[i].epilogue.found) {  // (the partition checked the steps' shape; the arrays are checked here)
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
       ArrayBase& out = *outs[~steps[i + 1].targets[0]];
       const auto e = merged_epilogue(p, i, product.call, next.call, out.dtype());
@@ -323,7 +297,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
   };
   // A product and its epilogue step that run as one cuBLASLt call show as that one call.
   for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
-    if (!steps[i]->call.lowered->has_product || steps[i + 1]->step->targets[0] >= 0) continue;
+    if (!steps[i]->step->epilogue.found) continue;
     const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
     if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);

@@ -25,10 +25,6 @@ struct Operands {
   const ArrayBase* b;
   double scale = 1;
 };
-double value_of(const ScalarArg& s) {
-  if (itemsize(dtype_info(s.dtype).compute) == 8) return std::bit_cast<double>(s.bits);
-  return std::bit_cast<float>(static_cast<std::uint32_t>(s.bits));  // (16-bit floats travel as float32 bits)
-}
 Operands operands(const Call& c) {
   const ir::Graph& g = graph_of(c);
   const ir::Node& n = g.nodes[g.outputs.at(0)];
@@ -37,11 +33,16 @@ Operands operands(const Call& c) {
     throw Error("internal: a product step is the product of two arrays, each perhaps times a scalar");
   Operands o{c.arrays[g.nodes[x.input].slot], c.arrays[g.nodes[y.input].slot]};
   for (std::uint32_t s : {x.scalar, y.scalar})
-    if (s != ir::kNone) o.scale *= value_of(c.scalars[g.nodes[s].slot]);
+    if (s != ir::kNone) o.scale *= floating_value(c.scalars[g.nodes[s].slot]);
   return o;
 }
 
 }  // namespace
+
+double floating_value(const ScalarArg& s) {
+  if (itemsize(dtype_info(s.dtype).compute) == 8) return std::bit_cast<double>(s.bits);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(s.bits));
+}
 
 Shape product_output_shape(const Call& c) {
   const Operands o = operands(c);
