@@ -18,6 +18,9 @@ class ShapeError : public Error { using Error::Error; };
 /// A dtype that an operation does not accept, or a value that does not fit its dtype.
 class TypeError : public Error { using Error::Error; };
 
+/// An index outside the axis it indexes (fz::take in its default mode, as NumPy's IndexError).
+class IndexError : public Error { using Error::Error; };
+
 /// NVRTC rejected generated or user source; holds the compiler log and the line-numbered source.
 class CompileError : public Error {
  public:

@@ -13,6 +13,7 @@
 #include "fusion/external.hpp"
 #include "fusion/function.hpp"
 #include "fusion/graph.hpp"
+#include "fusion/indexing.hpp"
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/modes.hpp"

@@ -121,10 +121,15 @@ enum class Op : std::uint8_t {
   // unary, floating result
   gelu,       // x * Phi(x), Phi the normal distribution through erf
   gelu_tanh,  // its tanh approximation (cuBLASLt's GELU epilogue computes this one)
+  // indexing (fz::take and its kin, include/fusion/indexing.hpp)
+  take_index,  // a: an int64 index, b: the axis's extent (int64); the index made valid by the mode in `slot`
+               // (IndexMode: raise records the first bad index for the launcher to report, wrap, clip)
+  gather,      // a: an int64 element offset, b: the source array (an input read through a pointer, never
+               // loaded per element): the source's element at its own position plus the offset
   count_
 };
 
-enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction, product };
+enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction, product, indexing };
 /// The dtype an op computes in, from its operands' promoted dtype p.
 enum class Operands : std::uint8_t {
   promoted,  ///< p itself
@@ -256,6 +261,8 @@ inline constexpr OpInfo kOps[] = {
     {Op::matmul, "matmul", Arity::product},
     {Op::gelu, "gelu", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy},
     {Op::gelu_tanh, "gelu_tanh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy},
+    {Op::take_index, "index", Arity::indexing},
+    {Op::gather, "take", Arity::indexing},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -270,6 +277,14 @@ constexpr Arity arity(Op op) { return op_info(op).arity; }
 constexpr bool is_reduction(Op op) { return op < Op::count_ && arity(op) == Arity::reduction; }
 /// A matrix product: a library call with a step of its own, its result read by the fused code around it.
 constexpr bool is_product(Op op) { return op < Op::count_ && arity(op) == Arity::product; }
+/// fz::take's nodes: an index made valid, and the read through it.
+constexpr bool is_indexing(Op op) { return op < Op::count_ && arity(op) == Arity::indexing; }
+/// How fz::take treats an index outside [-n, n): NumPy's modes.
+enum class IndexMode : std::uint8_t {
+  raise,  ///< an error (IndexError), reported after the kernel
+  wrap,   ///< taken modulo n
+  clip,   ///< clamped into [0, n - 1] (negative indices become 0, as NumPy's clip mode has it)
+};
 constexpr bool is_elementwise(Op op) {
   return arity(op) == Arity::unary || arity(op) == Arity::binary || arity(op) == Arity::ternary;
 }
@@ -432,6 +447,10 @@ struct Graph {
   /// A call of the next function slot with result dtype `result`; each argument is converted to its
   /// parameter's dtype first.
   std::uint32_t call(DType result, const std::uint32_t* args, const DType* params, int n);
+  /// The index `x` (converted to int64) made valid for an axis of extent `n` (an int64 node) by `mode`.
+  std::uint32_t take_index(std::uint32_t x, std::uint32_t n, IndexMode mode);
+  /// The element of source input `source` at its own position plus element offset `offset` (int64).
+  std::uint32_t gather(std::uint32_t offset, std::uint32_t source);
   /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.
   std::uint32_t product(std::uint32_t x, std::uint32_t y, DType result);
   /// Appends a node exactly as given (operands already in this graph), for graphs rebuilt from others.

@@ -29,9 +29,14 @@ std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::
   }
   std::vector<std::string> ops;
   bool iota = false;
-  for (const ir::Node& n : g.nodes) {
+  // fz::take's index arithmetic (made valid, times the stride) shows as the take itself
+  std::vector<bool> index_math(g.nodes.size(), false);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::gather) index_math[n.a] = true;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
     iota = iota || n.op == ir::Op::iota;
-    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast) continue;
+    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast || n.op == ir::Op::take_index || index_math[i]) continue;
     std::string name = n.op == ir::Op::call ? device_function(n.slot).name : ir::op_name(n.op);
     if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
   }
@@ -45,6 +50,14 @@ std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::input) d[param_of_slot[n.slot]] = n.dtype;
   return d;
+}
+
+std::vector<bool> gathered_params(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
+                                  int n_params) {
+  std::vector<bool> gathered(static_cast<std::size_t>(n_params), false);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::gather) gathered[param_of_slot[g.nodes[n.b].slot]] = true;
+  return gathered;
 }
 
 std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g) {

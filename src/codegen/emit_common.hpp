@@ -40,6 +40,11 @@ GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std:
 std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                 int n_params);
 
+/// Per parameter: whether a gather reads it (fz::take's source, passed to the expression as a pointer at the
+/// element's position in it, never loaded per element).
+std::vector<bool> gathered_params(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
+                                  int n_params);
+
 /// The scalar slots the graph uses, in slot order, with their dtypes.
 std::vector<std::pair<std::uint32_t, DType>> scalar_slots(const ir::Graph& g);
 

@@ -26,11 +26,18 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
   bool iota = false;
   for (const Node& n : g.nodes) iota = iota || n.op == Op::iota;
+  // fz::take's sources reach the expression as pointers at the element's position in them; a checked index
+  // reports a bad value through the fault word.
+  const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
+  const bool fault = checks_indices(g);
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
   // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.
   const bool raw_copy = K == 1 && g.nodes[g.outputs[0]].op == Op::input && result_dtype(0) == v.out_dtype[0];
   auto value_type = [&](DType d) { return raw_copy ? storage_type(d) : compute_type(d); };
   auto load_conv = [&](DType d, const std::string& x) { return raw_copy ? x : load_conversion(d, x); };
+  auto param_type = [&](int p) {
+    return gathered[p] ? fmt::format("const {}*", storage_type(pdt[p])) : std::string(value_type(pdt[p]));
+  };
   // Names of output k's pointer, strides and offset (a single output keeps the plain names).
   auto out_name = [&](int o) { return K == 1 ? std::string("out") : fmt::format("out{}", o); };
   auto out_suffix = [&](int o) { return K == 1 ? std::string("_out") : fmt::format("_out{}", o); };
@@ -44,9 +51,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   }
   {
     std::vector<std::string> args;
-    for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", value_type(pdt[p]), p));
+    for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", param_type(p), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
+    if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
                          K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
@@ -65,11 +73,14 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   }
 
   const std::string index_t = v.index64 ? "long long" : "int";
-  auto load = [&](int p, const std::string& at) { return load_conv(pdt[p], fmt::format("in{}[{}]", p, at)); };
+  auto load = [&](int p, const std::string& at) {
+    return gathered[p] ? fmt::format("(in{} + ({}))", p, at) : load_conv(pdt[p], fmt::format("in{}[{}]", p, at));
+  };
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
     std::vector<std::string> args = inputs;
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
+    if (fault) args.push_back(kIndexFault);
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
   auto stored = [&](int o, const std::string& value) {
@@ -106,6 +117,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     sig.add(ArgSource::pointer, v.n_params + o,
             fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
+  if (fault) sig.add(ArgSource::workspace, kIndexFaultWorkspace, fmt::format("unsigned long long* {}", kIndexFault));
   sig.add(Count::n, "const long long n");
   if (v.rows) {
     sig.add(Count::lanes, "const long long lanes");
@@ -137,7 +149,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       w.line("const {0} first = ({0})blockIdx.x * blockDim.x + threadIdx.x;", index_t);
     }
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::broadcast) w.line("const {} b{} = {};", value_type(pdt[p]), p, load(p, "0"));
+      if (v.access[p] == Access::broadcast) w.line("const {} b{} = {};", param_type(p), p, load(p, "0"));
 
     auto element_inputs = [&](auto&& at) {
       std::vector<std::string> in;
@@ -189,7 +201,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       }
       for (int p = 0; p < v.n_params; ++p)
         if (v.access[p] == Access::row)
-          w.line("const {} per_row{} = {};", value_type(pdt[p]), p, load(p, fmt::format("o{}", p)));
+          w.line("const {} per_row{} = {};", param_type(p), p, load(p, fmt::format("o{}", p)));
       w.line("const {} base = row * cols;  // the outputs' row", I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
@@ -210,10 +222,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
             "aligned.",
             V, V);
         for (int p = 0; p < v.n_params; ++p)
-          if (v.access[p] == Access::along)
+          if (v.access[p] == Access::along && !gathered[p])
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);",
                    storage_type(pdt[p]), V, p);
-        vector_of_outputs(row_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }),
+        vector_of_outputs(row_inputs([&](int p) {
+                            return gathered[p] ? load(p, fmt::format("o{} + col + k", p))
+                                               : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
+                          }),
                           "base + col + k", [&](int o) {
                             return fmt::format("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col)",
                                                storage_type(v.out_dtype[o]), V, out_name(o));
@@ -296,10 +311,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       {
         auto loop = w.block("for ({} iv = first; iv < n_vec; iv += step)", index_t);
         for (int p = 0; p < v.n_params; ++p)
-          if (v.access[p] == Access::contiguous)
+          if (v.access[p] == Access::contiguous && !gathered[p])
             w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];",
                    storage_type(pdt[p]), V, p);
-        vector_of_outputs(element_inputs([&](int p) { return load_conv(pdt[p], fmt::format("v{}.v[k]", p)); }),
+        vector_of_outputs(element_inputs([&](int p) {
+                            return gathered[p] ? load(p, fmt::format("iv * {} + k", V))
+                                               : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
+                          }),
                           fmt::format("iv * {} + k", V), [&](int o) {
                             return fmt::format("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv]",
                                                storage_type(v.out_dtype[o]), V, out_name(o));

@@ -57,6 +57,18 @@ std::uint32_t Graph::product(std::uint32_t x, std::uint32_t y, DType result) {
   return push(*this, {Op::matmul, result, cx, cy});
 }
 
+std::uint32_t Graph::take_index(std::uint32_t x, std::uint32_t n, IndexMode mode) {
+  if (is_floating(dtype(x)) || dtype(x) == DType::bool_)
+    throw TypeError(fmt::format("indices must be integers, not {}", dtype_name(dtype(x))));
+  return push(*this, {Op::take_index, DType::int64, cast(x, DType::int64), cast(n, DType::int64), kNone,
+                      static_cast<std::uint32_t>(mode)});
+}
+
+std::uint32_t Graph::gather(std::uint32_t offset, std::uint32_t source) {
+  if (nodes[source].op != Op::input) throw Error("internal: a gather reads an input array");
+  return push(*this, {Op::gather, dtype(source), cast(offset, DType::int64), source});
+}
+
 std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
   const DType d = promote_types(dtype(x), dtype(y));
   const std::uint32_t c = cast(cond, DType::bool_);

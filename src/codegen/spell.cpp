@@ -145,11 +145,28 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
   const double cube = __dmul_rn(__dmul_rn(0.044715, x), __dmul_rn(x, x));
   return __dmul_rn(__dmul_rn(0.5, x), __dadd_rn(1.0, tanh(__dmul_rn(0.797884560802865355, __dadd_rn(x, cube)))));
 })";
+    case Helper::take_index:
+      return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
+// clamped (negative ones to 0, as NumPy's clip), or is recorded for the launcher to report (the first one:
+// fault[0] set once, then the index and the extent) and read as 0, so that no read leaves the array.
+__device__ __forceinline__ long long fz_index_wrap(long long i, long long n) { const long long r = i % n; return r < 0 ? r + n : r; }
+__device__ __forceinline__ long long fz_index_clip(long long i, long long n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+__device__ __forceinline__ long long fz_index_raise(long long i, long long n, unsigned long long* fault) {
+  if (i >= -n && i < n) return i < 0 ? i + n : i;
+  if (atomicCAS(fault, 0ull, 1ull) == 0ull) { fault[1] = (unsigned long long)i; fault[2] = (unsigned long long)n; }
+  return 0;
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
   }
   return "";
+}
+
+bool checks_indices(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::take_index && n.slot == static_cast<std::uint32_t>(ir::IndexMode::raise)) return true;
+  return false;
 }
 
 bool is_heavy_math(ir::Op op) { return ir::op_info(op).cost == ir::Cost::heavy; }
@@ -282,6 +299,17 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logical_and: return fmt::format("({} && {})", a, b);
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
+    case Op::take_index: {
+      needs.insert(Helper::take_index);
+      switch (static_cast<ir::IndexMode>(n.slot)) {
+        case ir::IndexMode::wrap: return fmt::format("fz_index_wrap({}, {})", a, b);
+        case ir::IndexMode::clip: return fmt::format("fz_index_clip({}, {})", a, b);
+        case ir::IndexMode::raise: break;
+      }
+      return fmt::format("fz_index_raise({}, {}, {})", a, b, kIndexFault);
+    }
+    // `b` names the source's pointer at this element's position in it (emitters pass gathered inputs so)
+    case Op::gather: need_conversions(ctx, n.dtype); return load_conversion(n.dtype, fmt::format("{}[{}]", b, a));
     case Op::call: {
       ctx.functions.insert(n.slot);
       std::string args = a;

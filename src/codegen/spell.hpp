@@ -32,7 +32,8 @@ enum class Helper {
   sign,
   tgamma,
   log1p_fast,
-  gelu
+  gelu,
+  take_index
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
@@ -59,6 +60,13 @@ inline constexpr int kHeavyMathBudget = 8;
 bool is_heavy_math(ir::Op op);
 /// The __noinline__ wrapper for math function `f` (a template over float and double).
 std::string outlined_source(const std::string& f, bool binary);
+
+/// The name of the kernel parameter (and fz_expr argument) that a checked index reports a bad value through.
+inline constexpr const char* kIndexFault = "fz_fault";
+/// Its ArgSource::workspace index: the launcher passes the device's fault word and reports what it holds.
+inline constexpr int kIndexFaultWorkspace = 2;
+/// Whether graph `g` checks an index (fz::take in IndexMode::raise): its kernel takes kIndexFault.
+bool checks_indices(const ir::Graph& g);
 
 /// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
 /// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`.

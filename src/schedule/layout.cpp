@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
@@ -57,18 +58,31 @@ void check_operand_count(const Call& c) {
 int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uint8_t, kMaxParams>& param_of_slot) {
   check_operand_count(
       c);  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer)
+  // A gather's source is read through a pointer, never loaded per element: it shares a parameter only
+  // with other gathers' sources.
+  const std::vector<bool> gathered = gather_sources(c);
+  std::vector<bool> param_gathered;
   int np = 0;
   for (int s = 0; s < c.n_arrays; ++s) {
     int p = 0;
-    while (p < np && !same_view(*params[p], *c.arrays[s])) ++p;
+    while (p < np && !(same_view(*params[p], *c.arrays[s]) && param_gathered[p] == gathered[s])) ++p;
     if (p == np) {
       if (np == kMaxParams)
         throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
       params[np++] = c.arrays[s];
+      param_gathered.push_back(gathered[s]);
     }
     param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
   }
   return np;
+}
+
+std::vector<bool> gather_sources(const Call& c) {
+  std::vector<bool> gathered(static_cast<std::size_t>(c.n_arrays), false);
+  const ir::Graph& g = graph_of(c);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::gather) gathered[g.nodes[n.b].slot] = true;
+  return gathered;
 }
 
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
@@ -164,16 +178,17 @@ void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
 /// tiles of the last two dimensions, such inputs are read along their own contiguous axis into shared
 /// memory and the outputs written along theirs; other inputs are read at row and column offsets (two
 /// multiplications per element, no div/mod). Both extents must hold half a tile at least.
-void try_tiles(int K, Layout& L) {
+void try_tiles(const Call& c, int K, Layout& L) {
   const int R = L.v.rank, np = L.v.n_params;
   if (R < 2 || L.shape[R - 1] < codegen::kTile / 2 || L.shape[R - 2] < codegen::kTile / 2) return;
   for (int k = 0; k < K; ++k)
     if (L.v.out_access[k] != Access::contiguous) return;
   int shared = 0;
   bool any = false;
+  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
   for (int p = 0; p < np; ++p) {
     Access& a = L.v.access[static_cast<std::size_t>(p)];
-    if (a != Access::strided) continue;
+    if (a != Access::strided || gathered[p]) continue;  // a gather's source is read where its index says
     const Strides& st = L.strides[K + p];
     const int bytes = codegen::kTile * (codegen::kTile + 1) * static_cast<int>(itemsize(L.params[p]->dtype()));
     if (st[R - 2] == 1 && st[R - 1] != 1 && shared + bytes <= codegen::kTileSharedBytes) {
@@ -234,7 +249,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
       if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
   if (L.v.has_strided()) try_rows(outs, K, L);
-  if (L.v.has_strided()) try_tiles(K, L);
+  if (L.v.has_strided()) try_tiles(c, K, L);
 
   if (!L.v.has_strided() && !L.v.rows && !L.v.tiles) {  // linear: 16-byte vectors when every pointer allows
     std::size_t widest = 1;

@@ -25,6 +25,8 @@ Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
 bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// Whether the memory spans of two arrays overlap.
 bool shares_memory(const ArrayBase& a, const ArrayBase& b);
+/// Per array slot of the call: whether a gather reads it (fz::take's source).
+std::vector<bool> gather_sources(const Call& c);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
 /// Throws when one kernel would take more array operands than it has parameter slots.
 void check_operand_count(const Call& c);

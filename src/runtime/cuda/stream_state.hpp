@@ -25,6 +25,10 @@ struct StreamState {
   /// cuBLASLt's workspace for matrix products on this stream (kBlasWorkspaceBytes), allocated on first use.
   CUdeviceptr blas_workspace = 0;
   unsigned blas_workspace_generation = 0;
+  /// The fault word of checked indices (fz::take's raise mode), zeroed: set, then the bad index and the
+  /// extent. The launcher reads it after such a kernel (launch.cpp); allocated on first use.
+  mutable CUdeviceptr index_fault = 0;
+  mutable unsigned index_fault_generation = 0;
   /// Whether a device reset destroyed the handle (never for the built-in ones).
   bool reset_destroyed() const { return generation && is_stale(generation, device); }
   ~StreamState();

@@ -7,7 +7,9 @@
 #include <algorithm>
 
 #include "codegen/launch_shape.hpp"
+#include "codegen/spell.hpp"
 #include "fusion/error.hpp"
+#include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
@@ -21,6 +23,31 @@ using codegen::ArgSource;
 namespace {
 /// Most parameters a generated kernel has (64 arrays, 8 outputs, 256 scalars, their strides, ...).
 constexpr std::size_t kMaxKernelParams = 512;
+constexpr std::size_t kIndexFaultBytes = 3 * sizeof(std::uint64_t);
+
+/// The stream's fault word for checked indices (StreamState::index_fault), allocated and zeroed on first use.
+CUdeviceptr index_fault_word(const StreamState& s) {
+  if (!s.index_fault || is_stale(s.index_fault_generation, s.device)) {  // a device reset freed the old one
+    FUSION_CU(cuMemAlloc, &s.index_fault, kIndexFaultBytes);
+    s.index_fault_generation = context_generation(s.device);
+    FUSION_CU(cuMemsetD8Async, s.index_fault, 0, kIndexFaultBytes, s.handle);
+  }
+  return s.index_fault;
+}
+
+/// After a kernel that checks indices: waits for it, and reports the first bad index it met (then clears
+/// the word for the next kernel). NumPy raises at the statement; so does fz::take in its default mode,
+/// at the cost of this wait (IndexMode::wrap and clip never wait).
+void report_index_fault(const StreamState& s) {
+  std::uint64_t word[3] = {0, 0, 0};
+  FUSION_CU(cuMemcpyDtoHAsync, word, s.index_fault, sizeof word, s.handle);
+  FUSION_CU(cuStreamSynchronize, s.handle);
+  if (word[0] == 0) return;
+  FUSION_CU(cuMemsetD8Async, s.index_fault, 0, kIndexFaultBytes, s.handle);
+  throw IndexError(fmt::format("index {} is out of bounds for an axis of size {} (fz::take: indices count from -size "
+                               "to size - 1; IndexMode::wrap or IndexMode::clip take any index)",
+                               static_cast<std::int64_t>(word[1]), static_cast<std::int64_t>(word[2])));
+}
 
 template <class T> T& at(std::span<T> values, std::uint16_t i, const char* what) {
   if (i >= values.size())
@@ -38,8 +65,14 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
                     "first with fz::eval",
                     kMaxKernelParams, params.size()));
   void* argv[kMaxKernelParams];
+  std::uint64_t fault = 0;  // the fault word, for a kernel that checks indices
   for (std::size_t i = 0; i < params.size(); ++i) {
     const std::uint16_t k = params[i].index;
+    if (params[i].source == ArgSource::workspace && k == codegen::kIndexFaultWorkspace) {
+      fault = index_fault_word(stream);
+      argv[i] = &fault;
+      continue;
+    }
     switch (params[i].source) {
       case ArgSource::pointer: argv[i] = const_cast<std::uint64_t*>(&at(a.pointers, k, "pointer")); break;
       case ArgSource::scalar: argv[i] = const_cast<std::uint64_t*>(&at(a.scalars, k, "scalar").bits); break;
@@ -53,11 +86,19 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
   if (grid.shared_bytes > 48 * 1024)  // beyond the default a kernel must opt in (Hopper: up to 227 KB)
     FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               static_cast<int>(grid.shared_bytes));
+  if (fault != 0) {  // its report waits for the kernel: no capture may hold it
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    FUSION_CU(cuStreamIsCapturing, stream.handle, &capturing);
+    if (tls_step != nullptr || capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+      throw Error("fz::take with checked indices (IndexMode::raise, the default) waits for its kernel to report a "
+                  "bad index, which a fz::Step or a stream capture cannot do: pass IndexMode::wrap or IndexMode::clip");
+  }
   if (tls_step != nullptr) [[unlikely]]  // a step's body: the launch becomes a node of its graph
     return record_launch(*tls_step, f, argv, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), grid.block,
                          grid.shared_bytes);
   FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, grid.block, 1, 1,
             grid.shared_bytes, stream.handle, argv, nullptr);
+  if (fault != 0) report_index_fault(stream);
 }
 
 void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBase* const> written,

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::take and its kin without a GPU: what they compile to (one kernel with the math around them, the
+// source read through a pointer, the fault word only in the checked mode), the plans around reductions,
+// and the errors for bad axes, shapes and empty axes.
+#include "support.hpp"
+
+TEST_CASE("take compiles into the kernel of the expression around it", "[indexing]") {
+  const auto table = fz::placeholder<float>({1000, 256});
+  const auto ids = fz::placeholder<std::int32_t>({64});
+  const auto pos = fz::placeholder<float>({64, 256});
+  const auto k = fz::inspect(fz::take(table, ids, 0) * 2.f + pos);
+  CHECK(k.kernels == 1);
+  INFO(k.source);
+  CHECK(k.name.rfind("fz_take_mul_add_f32_", 0) == 0);  // the index arithmetic shows as the take
+  CHECK(k.source.find("const float* x1") != std::string::npos);  // the source reaches the expression as a pointer
+  CHECK(k.source.find("fz_index_raise(") != std::string::npos);
+  CHECK(k.source.find("unsigned long long* fz_fault") != std::string::npos);
+  CHECK(k.variant.find("rows") != std::string::npos);  // the index is read once per row, the row streams
+
+  const auto w = fz::inspect(fz::take<fz::IndexMode::wrap>(table, ids, 0));
+  CHECK(w.source.find("fz_index_wrap(") != std::string::npos);
+  CHECK(w.source.find("fz_fault") == std::string::npos);  // unchecked: no fault word, no wait after the kernel
+  const auto c = fz::inspect(fz::take<fz::IndexMode::clip>(table, ids, 1));
+  CHECK(c.source.find("fz_index_clip(") != std::string::npos);
+  CHECK(c.hash != w.hash);
+}
+
+TEST_CASE("take's modes and sources are part of the kernel, its sizes are not", "[indexing]") {
+  const auto a = fz::placeholder<float>({100, 64}), b = fz::placeholder<float>({300, 64});
+  const auto i = fz::placeholder<std::int64_t>({32}), j = fz::placeholder<std::int64_t>({32});
+  // another table and index of the same layout: the same kernel (extents and strides are arguments)
+  CHECK(fz::inspect(fz::take(a, i, 0)).hash == fz::inspect(fz::take(b, j, 0)).hash);
+  CHECK(fz::inspect(fz::take(a, i, 0)).hash != fz::inspect(fz::take<fz::IndexMode::clip>(a, i, 0)).hash);
+  // the same array read directly and through an index: two parameters, the gathered one never loaded
+  const auto both = fz::inspect(fz::take(a, i, 1) + a.slice({fz::Slice{}, fz::Slice{0, 32}}));
+  CHECK(both.kernels == 1);
+  CHECK(both.source.find("const float* x") != std::string::npos);
+}
+
+TEST_CASE("a reduction of a take runs the take first; take_along_axis fuses its index", "[indexing][plan]") {
+  const auto table = fz::placeholder<float>({1000, 256});
+  const auto ids = fz::placeholder<std::int32_t>({64});
+  CHECK(fz::inspect(fz::sum(fz::take(table, ids, 0))).kernels == 2);
+  CHECK(fz::inspect(fz::sum(fz::take(table, ids, 0), 1) * 2.f).kernels == 2);
+  const auto x = fz::placeholder<float>({64, 100});
+  const auto idx = fz::placeholder<std::int64_t>({64, 3});
+  const auto k = fz::inspect(fz::exp(fz::take_along_axis(x, idx * 2 - 1, 1)));
+  CHECK(k.kernels == 1);
+  CHECK(k.name.find("take") != std::string::npos);
+}
+
+TEST_CASE("take's errors: a bad axis, an empty axis, an index of the wrong rank", "[indexing][errors]") {
+  const auto a = fz::placeholder<float>({4, 5});
+  const auto i = fz::placeholder<std::int32_t>({3});
+  CHECK_THROWS_AS(fz::take(a, i, 2), fz::ShapeError);
+  CHECK_THROWS_AS(fz::take(a, i, -3), fz::ShapeError);
+  CHECK_NOTHROW(fz::take(a, i, -1));
+  CHECK_THROWS_WITH(fz::take(fz::placeholder<float>({4, 0}), i, 1), Catch::Contains("which is empty"));
+  CHECK_THROWS_AS(fz::take_along_axis(a, i, 0), fz::ShapeError);
+  CHECK_THROWS_AS(fz::index_select(a, 0, fz::placeholder<std::int32_t>({3, 1})), fz::ShapeError);
+}
