@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reads through an index (issue 38): row gathers, an embedding lookup with RMSNorm, scalar random gathers,
+// each as % of the copy limit measured in the same run.
+//   fusion-bench-indexing [--quick]      (bench/peers/indexing.py times PyTorch and torch.compile)
+//
+// Limits: a row gather moves its rows once (ids x row bytes, duplicates counted: each is read), the ids and
+// the result; a scalar gather from a table far larger than L2 touches a 32-byte sector per element (the
+// strided-slice rule), plus the index and the result. GPU time per call: events around 10 calls, median of 9.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fusion/fusion.hpp"
+
+namespace fz = fusion;
+
+namespace {
+
+template <class F> double median_ms(F&& run, int calls = 10) {
+  fz::Event start, stop;
+  for (int w = 0; w < 3; ++w) run();
+  std::vector<double> t;
+  for (int rep = 0; rep < 9; ++rep) {
+    start.record();
+    for (int i = 0; i < calls; ++i) run();
+    stop.record();
+    stop.synchronize();
+    t.push_back(fz::elapsed_time(start, stop) / calls);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class I> fz::Array<I> random_ids(std::int64_t n, std::int64_t below, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<I> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = static_cast<I>(rng() % static_cast<std::uint64_t>(below));
+  return fz::asarray(v, {n});
+}
+
+void report(const char* name, double bytes, double ms, double copy_gbs, std::uint64_t kernels) {
+  const double gbs = bytes / (ms * 1e-3) / 1e9;
+  fmt::print("{:<58} {:>9.1f} us {:>8.1f} GB/s {:>6.1f}% of limit  {} kernel(s)\n", name, ms * 1e3, gbs,
+             100 * gbs / copy_gbs, kernels);
+}
+
+template <class F> std::uint64_t kernels_of(F&& run) {
+  fz::reset_stats();
+  run();
+  return fz::stats().launches;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const double copy = fz::copy_bandwidth_gbs();
+  fmt::print("device copy bandwidth {:.1f} GB/s\n", copy);
+  const std::int64_t V = quick ? 4096 : 32768, D = 4096, B = quick ? 2048 : 16384;
+
+  {  // row gather, f32 rows of 4096
+    const auto table = fz::full<float>({V, D}, 1.5f);
+    const auto ids = random_ids<std::int32_t>(B, V, 1);
+    fz::Array<float> out = fz::zeros<float>({B, D});
+    auto run = [&] { out = fz::take<fz::IndexMode::clip>(table, ids, 0); };
+    const double bytes = 2.0 * B * D * 4 + B * 4;
+    report(fmt::format("row gather f32 x[idx] ({}x{} table, {} ids, clip)", V, D, B).c_str(), bytes, median_ms(run),
+           copy, kernels_of(run));
+    auto checked = [&] { out = fz::take(table, ids, 0); };
+    report("  the same, indices checked (raise: waits for the kernel)", bytes, median_ms(checked), copy,
+           kernels_of(checked));
+  }
+  {  // row gather, bf16
+    const auto table = fz::full<fz::bfloat16>({V, D}, fz::bfloat16(1.5f));
+    const auto ids = random_ids<std::int64_t>(B, V, 2);
+    fz::Array<fz::bfloat16> out = fz::zeros<fz::bfloat16>({B, D});
+    auto run = [&] { out = fz::take<fz::IndexMode::clip>(table, ids, 0); };
+    report("row gather bf16 x[idx] (int64 ids, clip)", 2.0 * B * D * 2 + B * 8, median_ms(run), copy,
+           kernels_of(run));
+  }
+  {  // embedding + RMSNorm in bf16
+    const auto table = fz::full<fz::bfloat16>({V, D}, fz::bfloat16(0.5f));
+    const auto pos = fz::full<fz::bfloat16>({B, D}, fz::bfloat16(0.25f));
+    const auto weight = fz::full<fz::bfloat16>({D}, fz::bfloat16(1.f));
+    const auto ids = random_ids<std::int32_t>(B, V, 3);
+    fz::Array<fz::bfloat16> out = fz::zeros<fz::bfloat16>({B, D});
+    auto run = [&] { out = fz::rms_norm(fz::take<fz::IndexMode::clip>(table, ids, 0) + pos, weight, 1e-6f); };
+    report("embedding + RMSNorm bf16 rms_norm(table[ids] + pos)", 3.0 * B * D * 2 + B * 4 + D * 2, median_ms(run),
+           copy, kernels_of(run));
+  }
+  {  // scalar random gather from a table far larger than L2
+    const std::int64_t N = quick ? (1 << 22) : (1 << 26), T = quick ? (1 << 22) : (1 << 26);
+    const auto lut = fz::full<float>({T}, 2.f);
+    const auto idx = random_ids<std::int32_t>(N, T, 4);
+    fz::Array<float> out = fz::zeros<float>({N});
+    auto run = [&] { out = fz::take<fz::IndexMode::wrap>(lut, idx, 0) * 3.f; };
+    report(fmt::format("scalar gather lut[idx] * 3 ({} from {}, 32-byte sectors)", N, T).c_str(),
+           32.0 * N + 4.0 * N + 4.0 * N, median_ms(run), copy, kernels_of(run));
+  }
+  return 0;
+}

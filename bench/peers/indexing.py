@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""PyTorch eager and torch.compile on the workloads of fusion-bench-indexing, timed as it times fusion (events
+around 10 calls, median of 9), as % of the copy limit measured here the same way (a device-to-device copy of
+1 GiB, bytes read + written).
+    python3 bench/peers/indexing.py [--quick] [--no-compile]"""
+import sys
+
+import torch
+
+
+def median_ms(run, calls=10):
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(9):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    quick = "--quick" in sys.argv
+    compile_too = "--no-compile" not in sys.argv
+    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    copy_gbs = 2 * src.numel() * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}: copy bandwidth {copy_gbs:.1f} GB/s")
+    V, D, B = (4096, 4096, 2048) if quick else (32768, 4096, 16384)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+
+    def report(name, nbytes, ms):
+        gbs = nbytes / (ms * 1e-3) / 1e9
+        print(f"{name:<58} {ms * 1e3:9.1f} us {gbs:8.1f} GB/s {100 * gbs / copy_gbs:6.1f}% of limit")
+
+    def both(name, nbytes, fn, *args):
+        report(name + " eager", nbytes, median_ms(lambda: fn(*args)))
+        if compile_too:
+            compiled = torch.compile(fn)
+            report(name + " torch.compile", nbytes, median_ms(lambda: compiled(*args)))
+
+    table = torch.full((V, D), 1.5, dtype=torch.float32, device="cuda")
+    ids = torch.randint(0, V, (B,), device="cuda", generator=gen, dtype=torch.int32)
+    out = torch.empty((B, D), dtype=torch.float32, device="cuda")
+    nbytes = 2.0 * B * D * 4 + B * 4
+    report(f"row gather f32 torch.index_select(out=) ({V}x{D}, {B} ids)", nbytes,
+           median_ms(lambda: torch.index_select(table, 0, ids, out=out)))
+    both("row gather f32 table[ids]", nbytes, lambda t, i: t[i], table, ids)
+
+    tb = torch.full((V, D), 0.5, dtype=torch.bfloat16, device="cuda")
+    pos = torch.full((B, D), 0.25, dtype=torch.bfloat16, device="cuda")
+    weight = torch.ones((D,), dtype=torch.bfloat16, device="cuda")
+
+    def embed_rms(t, i, p, w):
+        x = (t[i] + p).float()
+        return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16) * w
+
+    both("embedding + RMSNorm bf16", 3.0 * B * D * 2 + B * 4 + D * 2, embed_rms, tb, ids, pos, weight)
+
+    N = T = (1 << 22) if quick else (1 << 26)
+    lut = torch.full((T,), 2.0, dtype=torch.float32, device="cuda")
+    idx = torch.randint(0, T, (N,), device="cuda", generator=gen, dtype=torch.int32)
+    both(f"scalar gather lut[idx] * 3 ({N} from {T}, 32-byte sectors)", 40.0 * N, lambda l, i: l[i] * 3, lut, idx)
+
+
+if __name__ == "__main__":
+    main()
