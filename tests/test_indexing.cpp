@@ -37,11 +37,17 @@ TEST_CASE("take's modes and sources are part of the kernel, its sizes are not", 
   CHECK(both.source.find("const float* x") != std::string::npos);
 }
 
-TEST_CASE("a reduction of a take runs the take first; take_along_axis fuses its index", "[indexing][plan]") {
+TEST_CASE("a whole reduction of a take runs the take first, a row one is a layer kernel; take_along_axis fuses its index", "[indexing][plan]") {
   const auto table = fz::placeholder<float>({1000, 256});
   const auto ids = fz::placeholder<std::int32_t>({64});
   CHECK(fz::inspect(fz::sum(fz::take(table, ids, 0))).kernels == 2);
-  CHECK(fz::inspect(fz::sum(fz::take(table, ids, 0), 1) * 2.f).kernels == 2);
+  CHECK(fz::inspect(fz::sum(fz::take(table, ids, 0), 1) * 2.f).kernels == 1);  // a layer kernel
+  // a layer kernel reads the source in place: an embedding lookup and its RMSNorm are one kernel
+  const auto pos = fz::placeholder<float>({64, 256}), weight = fz::placeholder<float>({256});
+  const auto norm = fz::inspect(fz::rms_norm(fz::take(table, ids, 0) + pos, weight, 1e-6f));
+  CHECK(norm.kernels == 1);
+  INFO(norm.source);
+  CHECK(norm.source.find("const float* x1 = in1 + k1 + j") != std::string::npos);  // never cached or vectorized
   const auto x = fz::placeholder<float>({64, 100});
   const auto idx = fz::placeholder<std::int64_t>({64, 3});
   const auto k = fz::inspect(fz::exp(fz::take_along_axis(x, idx * 2 - 1, 1)));

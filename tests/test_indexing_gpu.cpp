@@ -236,3 +236,65 @@ TEST_CASE("take: checked indices refuse a Step; wrap and clip record into one", 
   CHECK(test::mismatches(out.to_host(), take_ref(doubles(ha), {8, 5}, {1, 9, -3}, {3}, 0, fz::IndexMode::wrap, s),
                          fz::DType::float32) == 0);
 }
+
+namespace {
+
+/// rms_norm(take(table, ids, 0) + pos, weight) * take(scale, ids[:, None], 0) against float64, one launch.
+template <class T> void check_embedding_norm(std::int64_t V, std::int64_t D, std::int64_t B, unsigned seed) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << " table " << V << " x " << D << ", " << B << " ids");
+  const auto ht = test::random<T>(static_cast<std::size_t>(V * D), -2, 2, seed);
+  const auto hp = test::random<T>(static_cast<std::size_t>(B * D), -1, 1, seed + 1);
+  const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 2);
+  const auto hs = test::random<T>(static_cast<std::size_t>(V), 0.5, 2, seed + 3);
+  const auto hi = test::random<std::int32_t>(static_cast<std::size_t>(B), static_cast<double>(-V),
+                                             static_cast<double>(V - 1), seed + 4);
+  const auto table = fz::asarray(ht, {V, D}), pos = fz::asarray(hp, {B, D});
+  const auto weight = fz::asarray(hw, {D}), scale = fz::asarray(hs, {V});
+  const auto ids = fz::asarray(hi, {B});
+  std::vector<double> want(static_cast<std::size_t>(B * D));
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::int64_t r = hi[static_cast<std::size_t>(b)];
+    r = r < 0 ? r + V : r;
+    std::vector<double> x(static_cast<std::size_t>(D));
+    double ms = 0;
+    for (std::int64_t d = 0; d < D; ++d) {
+      // the sum is rounded to T as fused code rounds it (16-bit values stay float: rounded to float)
+      const double sum = test::as_double(ht[static_cast<std::size_t>(r * D + d)]) +
+                         test::as_double(hp[static_cast<std::size_t>(b * D + d)]);
+      x[static_cast<std::size_t>(d)] = sum;
+      ms += sum * sum;
+    }
+    ms /= static_cast<double>(D);
+    for (std::int64_t d = 0; d < D; ++d)
+      want[static_cast<std::size_t>(b * D + d)] = x[static_cast<std::size_t>(d)] / std::sqrt(ms + 1e-6) *
+                                                  test::as_double(hw[static_cast<std::size_t>(d)]) *
+                                                  test::as_double(hs[static_cast<std::size_t>(r)]);
+  }
+  fz::Array<T> out = fz::full<T>({B, D}, T(7.f));
+  fz::reset_stats();
+  out = fz::rms_norm(fz::take(table, ids, 0) + pos, weight, 1e-6f) * fz::take(scale, ids.reshape({B, 1}), 0);
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(out.to_host(), want, fz::dtype_of<T>) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("take inside a layer kernel: an embedding lookup, its RMSNorm and a per-row scale in one launch",
+          "[gpu][indexing]") {
+  check_embedding_norm<float>(500, 256, 96, 71);
+  check_embedding_norm<float>(100, 300, 33, 72);       // rows not a multiple of a vector
+  check_embedding_norm<fz::bfloat16>(300, 4096, 64, 73);
+  check_embedding_norm<float>(40, 65536, 8, 74);       // a row over a cluster of blocks
+  // a row sum of a gather, and a softmax over gathered rows
+  const auto table = fz::asarray(test::random<float>(50 * 64, -3, 3, 75), {50, 64});
+  const auto ids = fz::asarray(std::vector<std::int64_t>{3, -1, 7, 7, 0}, {5});
+  const auto ht = table.to_host();
+  fz::Array<float> rows = fz::sum(fz::take(table, ids, 0), 1);
+  std::vector<double> want;
+  for (std::int64_t r : {3, 49, 7, 7, 0}) {
+    double s = 0;
+    for (int d = 0; d < 64; ++d) s += ht[static_cast<std::size_t>(r * 64 + d)];
+    want.push_back(s);
+  }
+  CHECK(test::mismatches(rows.to_host(), want, fz::DType::float32) == 0);
+}

@@ -153,6 +153,8 @@ class LayerEmitter {
     for (int o = 0; o < K; ++o)
       sig.add(ArgSource::pointer, np + o, fmt::format("{}*{} out{}", storage_type(v.out_dtype[o]), restrict_, o));
     for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
+    if (checks_indices(g))
+      sig.add(ArgSource::workspace, kIndexFaultWorkspace, fmt::format("unsigned long long* {}", kIndexFault));
     sig.add(Count::n_out, "const long long n_rows");
     sig.add(Count::n_red, "const long long n_red");
     if (partly) sig.add(Count::chunk, "const long long fz_keep");
@@ -217,7 +219,9 @@ class LayerEmitter {
       write_decode(w, "row", "kshape", rk, targets);
     }
     for (int p = 0; p < np; ++p)
-      if (!varies(p))
+      if (!varies(p) && gathered[p])
+        w.line("const {}* x{} = in{} + k{};  // read through an index", storage_type(pdt[p]), p, p, p);
+      else if (!varies(p))
         w.line("const {} x{} = {};", compute_type(pdt[p]), p, load_conversion(pdt[p], fmt::format("in{0}[k{0}]", p)));
     if (v.resident) {
       w.line("// The row's cached inputs: {} rows per block, each padded to 16 elements.", rows_per_block);
@@ -290,6 +294,11 @@ class LayerEmitter {
     auto body = [&](const std::string& j, bool vector) {
       const std::string cache_index = j == "j" ? at_j : j;
       for (int p : reads) {
+        if (gathered[p]) {  // fz::take's source: a pointer at the element's position, read through the index
+          w.line("const {}* x{} = in{} + {}{};", storage_type(pdt[p]), p, p,
+                 element_at(fmt::format("k{}", p), std::to_string(p)), vector ? " + e" : "");
+          continue;
+        }
         const std::string memory = fmt::format("in{}[{}]", p, element_at(fmt::format("k{}", p), std::to_string(p)));
         const std::string raw =
             vector          ? fmt::format("v{}.v[e]", p)
@@ -327,6 +336,7 @@ class LayerEmitter {
       locate();
       const std::string cache_index = C > 1 ? "(j - fz_lo)" : "j";
       for (int p : reads) {
+        if (gathered[p]) continue;  // read element by element, where the index says
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
         const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p,
@@ -400,6 +410,8 @@ class LayerEmitter {
   EmitContext e;
   GeneratedKernel& k = e.kernel;
   const std::vector<DType>& pdt = e.params;
+  // fz::take's sources: pointers at the element's position, never loaded, vectorized or cached
+  const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
   const std::vector<std::pair<std::uint32_t, DType>>& scalars = e.scalars;
   SpellContext& ctx = e.spell;
   const int heavy = e.heavy;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/layer_passes.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
@@ -161,6 +162,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   L.n_red = S.n_red;
 
   // Roles: constant along the row, streamed, or cached when several passes read it.
+  const std::vector<bool> gathered = codegen::gathered_params(g, v.param_of_slot, np);
   const auto passes = codegen::layer_pass_nodes(g, v.out_per_row);
   std::array<int, kMaxParams> readers{};
   for (const auto& nodes : passes) {
@@ -173,8 +175,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     bool across_rows = false;  // an array shared by every row (a weight) stays in L1/L2 instead
     for (std::int64_t x : L.kst[p]) across_rows = across_rows || x != 0;
     v.role[p] = L.rst[p] == 0 && L.sst[p] == 0 ? LayerRole::row
-                : readers[static_cast<std::size_t>(p)] > 1 && across_rows ? LayerRole::cached
-                                                                           : LayerRole::stream;
+                : readers[static_cast<std::size_t>(p)] > 1 && across_rows && !gathered[static_cast<std::size_t>(p)]
+                    ? LayerRole::cached
+                    : LayerRole::stream;  // (a gather's source is read where its index says, never cached)
   }
 
   // 16-byte vectors along the row when every array varying along it is contiguous there and aligned.

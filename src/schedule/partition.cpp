@@ -194,11 +194,10 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
   if (!unfused)
     for (const ir::Node& n : g.nodes)
       if (ir::is_reduction(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
-  // Reduction and layer kernels read their operands through layouts of their own, which pass no gather
-  // source through: a gather below a reduction (`sum(take(table, ids))`) is computed first, into a temporary.
-  bool has_gather = false;
+  // Reduction kernels read their operands through a layout of their own, which passes no gather source
+  // through: a gather below a reduction (`sum(take(table, ids))`) is computed first, into a temporary
+  // (a layer kernel, tried first, reads it in place: `rms_norm(take(table, ids, 0) + pos)`).
   for (const ir::Node& n : g.nodes) {
-    has_gather = has_gather || n.op == ir::Op::gather;
     if (!unfused && ir::is_reduction(n.op))
       walk_below(g, n.a, [&](std::uint32_t i) {
         if (g.nodes[i].op == ir::Op::gather) own_kernel[i] = true;
@@ -224,7 +223,7 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
   // depends on the call's shapes and axes, so the plan only says when to ask.
   plan.layer = mode == PartitionMode::fused && has_reduction && !has_product;
   for (const ir::Node& n : g.nodes)
-    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op) && !has_gather;
+    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   if (!any && !has_product && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
     plan.direct = true;
