@@ -34,6 +34,9 @@ struct ReduceArg {
   std::int8_t n_axes = -1;  // -1: every axis
   bool keepdims = false;
   double ddof = 0;          // mean divides by (count - ddof): var and std use it
+  bool exclusive = false;   // scans: each element's result leaves the element itself out
+  bool reverse = false;     // scans: from the end of the axis to its start
+  bool operator==(const ReduceArg&) const = default;
 };
 
 /// Where pack() puts arguments, in the order lower() numbered them.

@@ -25,6 +25,7 @@
 #include "fusion/random.hpp"
 #include "fusion/raw_kernel.hpp"
 #include "fusion/reductions.hpp"
+#include "fusion/scans.hpp"
 #include "fusion/layers.hpp"
 #include "fusion/lazy.hpp"
 #include "fusion/step.hpp"

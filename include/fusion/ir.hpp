@@ -126,10 +126,17 @@ enum class Op : std::uint8_t {
                // (IndexMode: raise records the first bad index for the launcher to report, wrap, clip)
   gather,      // a: an int64 element offset, b: the source array (an input read through a pointer, never
                // loaded per element): the source's element at its own position plus the offset
+  // scans (running reductions) along one axis of a run-time descriptor (Node::slot, a ReduceArg: the axis,
+  // exclusive, reverse); the operand is already converted to the result dtype
+  cumsum,
+  cumprod,
+  cummax,
+  cummin,
+  logcumsumexp,
   count_
 };
 
-enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction, product, indexing };
+enum class Arity : std::uint8_t { leaf, unary, binary, ternary, call, reduction, product, indexing, scan };
 /// The dtype an op computes in, from its operands' promoted dtype p.
 enum class Operands : std::uint8_t {
   promoted,  ///< p itself
@@ -263,6 +270,11 @@ inline constexpr OpInfo kOps[] = {
     {Op::gelu_tanh, "gelu_tanh", Arity::unary, Operands::floating, false, Accepts::any, false, false, Cost::heavy},
     {Op::take_index, "index", Arity::indexing},
     {Op::gather, "take", Arity::indexing},
+    {Op::cumsum, "cumsum", Arity::scan},
+    {Op::cumprod, "cumprod", Arity::scan},
+    {Op::cummax, "cummax", Arity::scan},
+    {Op::cummin, "cummin", Arity::scan},
+    {Op::logcumsumexp, "logcumsumexp", Arity::scan},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -279,6 +291,18 @@ constexpr bool is_reduction(Op op) { return op < Op::count_ && arity(op) == Arit
 constexpr bool is_product(Op op) { return op < Op::count_ && arity(op) == Arity::product; }
 /// fz::take's nodes: an index made valid, and the read through it.
 constexpr bool is_indexing(Op op) { return op < Op::count_ && arity(op) == Arity::indexing; }
+/// A scan: a running reduction along one axis, an output per element (a kernel of its own, schedule/partition).
+constexpr bool is_scan(Op op) { return op < Op::count_ && arity(op) == Arity::scan; }
+/// The result dtype of a scan of `in`: sums and products widen integers as sum does (NumPy's cumsum), cummax
+/// and cummin keep the dtype, logcumsumexp is floating.
+constexpr DType scan_result_dtype(Op op, DType in) {
+  if (op == Op::cummax || op == Op::cummin) return in;
+  if (op == Op::logcumsumexp) return float_for(in);
+  if (in == DType::bool_ || is_signed_int(in)) return DType::int64;
+  return is_unsigned_int(in) ? DType::uint64 : in;
+}
+/// Reductions and scans: nodes whose Node::slot is a run-time descriptor (ReduceArg) of the call.
+constexpr bool takes_descriptor(Op op) { return is_reduction(op) || is_scan(op); }
 /// How fz::take treats an index outside [-n, n): NumPy's modes.
 enum class IndexMode : std::uint8_t {
   raise,  ///< an error (IndexError), reported after the kernel
@@ -451,6 +475,8 @@ struct Graph {
   std::uint32_t take_index(std::uint32_t x, std::uint32_t n, IndexMode mode);
   /// The element of source input `source` at its own position plus element offset `offset` (int64).
   std::uint32_t gather(std::uint32_t offset, std::uint32_t source);
+  /// The scan `op` of `x` (converted to its result dtype), along the axis of the next descriptor slot.
+  std::uint32_t scan(Op op, std::uint32_t x);
   /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.
   std::uint32_t product(std::uint32_t x, std::uint32_t y, DType result);
   /// Appends a node exactly as given (operands already in this graph), for graphs rebuilt from others.

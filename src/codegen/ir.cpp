@@ -69,6 +69,12 @@ std::uint32_t Graph::gather(std::uint32_t offset, std::uint32_t source) {
   return push(*this, {Op::gather, dtype(source), cast(offset, DType::int64), source});
 }
 
+std::uint32_t Graph::scan(Op op, std::uint32_t x) {
+  if (!is_scan(op)) throw Error(fmt::format("internal: {} is not a scan", op_name(op)));
+  const DType result = scan_result_dtype(op, dtype(x));
+  return push(*this, {op, result, cast(x, result), kNone, kNone, n_reductions++});
+}
+
 std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
   const DType d = promote_types(dtype(x), dtype(y));
   const std::uint32_t c = cast(cond, DType::bool_);

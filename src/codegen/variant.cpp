@@ -6,6 +6,7 @@
 #include "codegen/launch_shape.hpp"
 #include "codegen/layer_variant.hpp"
 #include "codegen/reduce_variant.hpp"
+#include "codegen/scan_variant.hpp"
 
 namespace fusion::codegen {
 
@@ -153,6 +154,25 @@ std::string LayerVariant::describe() const {
   if (row) s += fmt::format(", {} input(s) constant along the row", row);
   if (out_aliases_input) s += ", output aliases an input";
   if (n_outputs > 1) s += fmt::format(", {} outputs", n_outputs);
+  return s;
+}
+
+void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
+  h.add_byte(0x5c);  // tells scan variants from the others
+  h.add_byte(rank_kept);
+  h.add_byte(static_cast<std::uint8_t>(exclusive | reverse << 1 | chunked << 2 | totals << 3));
+  h.add_byte(static_cast<std::uint8_t>(out_dtype));
+  h.add_byte(n_params);
+  for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+}
+
+std::string ScanVariant::describe() const {
+  std::string s = fmt::format("scan, kept rank {}, {} per tile ({} warps of 32 x {})", rank_kept, kScanTile,
+                              kScanBlock / 32, kScanItems);
+  if (exclusive) s += ", exclusive";
+  if (reverse) s += ", reversed";
+  if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";
+  else s += ", a block per row";
   return s;
 }
 

@@ -276,6 +276,7 @@ std::vector<Shape> node_shapes(const Call& c) {
     else if (n.op == ir::Op::scalar) shape[i] = Shape();
     else if (n.op == ir::Op::iota) shape[i] = broadcast_shape_of(c);  // the index of the result (fz::random)
     else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
+    else if (ir::is_scan(n.op)) shape[i] = shape[n.a];  // (its axis is checked where it runs)
     else if (ir::is_product(n.op)) shape[i] = matmul_shape(shape[n.a], shape[n.b]);
     else
       for (std::uint32_t o : {n.a, n.b, n.c})

@@ -38,6 +38,10 @@ std::uint32_t root_reduction(const ir::Graph& g, std::uint32_t root) {
       found = i;
       return false;
     }
+    if (ir::is_scan(n.op)) {  // a scan's kernel computes no reduction: it reads one from a temporary
+      fits = false;
+      return false;
+    }
     fits = fits && n.op != ir::Op::input;
     return fits;
   });
@@ -69,7 +73,7 @@ KernelStep extract(const ir::Graph& g, const std::vector<std::uint32_t>& roots, 
     }
     for (std::uint32_t* o : {&n.a, &n.b, &n.c})
       if (*o != ir::kNone) *o = self(self, *o);
-    if (ir::is_reduction(n.op)) {
+    if (ir::takes_descriptor(n.op)) {
       // Reductions of one step share their descriptor (make_plan groups them so): one slot serves all.
       const auto at = std::find(step.reductions.begin(), step.reductions.end(), n.slot);
       n.slot = static_cast<std::uint32_t>(at - step.reductions.begin());
@@ -179,29 +183,30 @@ void mark_epilogues(Partition& plan) {
 /// The steps of `g` in `mode` (partition, before the epilogues are marked).
 Partition split(const ir::Graph& g, PartitionMode mode) {
   const bool unfused = mode == PartitionMode::unfused;
-  bool has_reduction = false, has_product = false;
+  bool has_reduction = false, has_product = false, has_scan = false;
   for (const ir::Node& n : g.nodes) {
     has_reduction = has_reduction || ir::is_reduction(n.op);
     has_product = has_product || ir::is_product(n.op);
+    has_scan = has_scan || ir::is_scan(n.op);
   }
   if (has_product && !unfused) return partition_around_products(g);
   Partition plan;
   std::vector<bool> own_kernel(g.nodes.size(), false);
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
-    own_kernel[i] = unfused ? is_op(g.nodes[i]) : ir::is_reduction(g.nodes[i].op);
+    own_kernel[i] = unfused ? is_op(g.nodes[i]) : ir::takes_descriptor(g.nodes[i].op);
   // A reduction reads its operand through its own layout, which has no flat index of the result: an
   // operand that needs one (fz::random's generators) is computed first, into a temporary.
   if (!unfused)
     for (const ir::Node& n : g.nodes)
-      if (ir::is_reduction(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
+      if (ir::takes_descriptor(n.op) && reads_index(g, n.a)) own_kernel[n.a] = true;
   // Reduction kernels read their operands through a layout of their own, which passes no gather source
   // through: a gather below a reduction (`sum(take(table, ids))`) is computed first, into a temporary
   // (a layer kernel, tried first, reads it in place: `rms_norm(take(table, ids, 0) + pos)`).
   for (const ir::Node& n : g.nodes) {
-    if (!unfused && ir::is_reduction(n.op))
+    if (!unfused && ir::takes_descriptor(n.op))  // (and a scan's kernel, likewise)
       walk_below(g, n.a, [&](std::uint32_t i) {
         if (g.nodes[i].op == ir::Op::gather) own_kernel[i] = true;
-        return !ir::is_reduction(g.nodes[i].op);
+        return !ir::takes_descriptor(g.nodes[i].op);
       });
   }
   // A matrix product is a library call of its own, on arrays: what it reads is computed first, into
@@ -221,11 +226,12 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
   for (bool b : own_kernel) any = any || b;
   // A layer kernel can take an expression whose reductions meet their rows again; whether they do
   // depends on the call's shapes and axes, so the plan only says when to ask.
-  plan.layer = mode == PartitionMode::fused && has_reduction && !has_product;
+  plan.layer = mode == PartitionMode::fused && has_reduction && !has_product && !has_scan;
   for (const ir::Node& n : g.nodes)
     plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
-  if (!any && !has_product && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
+  // (A scan runs as a step of a plan, even alone: its kernel is its own kind.)
+  if (!any && !has_product && !has_scan && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {
     plan.direct = true;
     return plan;
   }

@@ -214,7 +214,7 @@ const Lowered& identity_lowered(DType d) {
 
 /// What runs when: one elementwise kernel (the hot path), one reduction kernel, or a plan.
 void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
-  if (!on(Mode::unfused) && !call.lowered->has_reduction && !call.lowered->has_product)
+  if (!on(Mode::unfused) && !call.lowered->has_reduction && !call.lowered->has_product && !call.lowered->has_scan)
     return evaluate_elementwise(call, outs, K, mode);
   const Call c = on(Mode::unfused) ? call : with_shared_reductions(call);
   const Lowered& lw = *c.lowered;
@@ -328,7 +328,7 @@ std::string plan_entry(const KernelInfo& k) { return fmt::format("{} [{:016x}] (
 /// and fz::SeparateReductions included).
 std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
-  if (!on(Mode::unfused) && !lw.has_reduction && !lw.has_product) return {inspect_elementwise(c)};
+  if (!on(Mode::unfused) && !lw.has_reduction && !lw.has_product && !lw.has_scan) return {inspect_elementwise(c)};
   const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct)
     return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)

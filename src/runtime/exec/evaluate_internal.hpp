@@ -13,6 +13,7 @@
 #include "codegen/emit_common.hpp"
 #include "codegen/layer_variant.hpp"
 #include "codegen/reduce_variant.hpp"
+#include "codegen/scan_variant.hpp"
 #include "fusion/evaluate.hpp"
 #include "fusion/inspect.hpp"
 #include "runtime/cuda/device_state.hpp"
@@ -62,10 +63,11 @@ struct Lowered {
   ir::Graph canonical;  // without merging inputs (plans walk this)
   bool has_reduction = false;
   bool has_product = false;  // a matrix product (a library call): runs as a plan of steps
+  bool has_scan = false;     // a scan (a kernel of its own): runs as a plan of steps
   // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
   std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
-             std::atomic<KernelSlot<codegen::LayerVariant>*>>
-      slots{nullptr, nullptr, nullptr};
+             std::atomic<KernelSlot<codegen::LayerVariant>*>, std::atomic<KernelSlot<codegen::ScanVariant>*>>
+      slots{nullptr, nullptr, nullptr, nullptr};
   // How the expression runs when it is more than one elementwise kernel.
   mutable std::once_flag plan_once[3];
   mutable std::unique_ptr<Plan> plans[3];  // by PartitionMode
@@ -179,6 +181,11 @@ std::vector<KernelInfo> kernels_of(const Call& c);
 Shape product_output_shape(const Call& c);
 /// The cuBLASLt call such a step makes, described (nothing compiled or launched).
 KernelInfo inspect_product(const Call& c);
+/// A plan's scan step (its graph: one scan of an elementwise prologue) into `out` (exec/scan.cpp): one
+/// kernel, or two for a few long rows (each row's chunks reduced, then scanned from their carries).
+void evaluate_scan(const Call& c, ArrayBase& out, AssignMode mode);
+/// Its kernels, described (two for a few long rows).
+std::vector<KernelInfo> inspect_scan(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
 /// apply (nothing written then: a plan runs instead).
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);

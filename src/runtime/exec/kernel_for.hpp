@@ -9,6 +9,7 @@
 #include "codegen/emit_elementwise.hpp"
 #include "codegen/emit_layer.hpp"
 #include "codegen/emit_reduction.hpp"
+#include "codegen/emit_scan.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 
 namespace fusion::detail {
@@ -22,6 +23,9 @@ template <> struct KernelKind<codegen::ReduceVariant> {  // one or several reduc
 };
 template <> struct KernelKind<codegen::LayerVariant> {  // row layers: reductions that meet their rows again
   static constexpr auto emit = &codegen::emit_layer;
+};
+template <> struct KernelKind<codegen::ScanVariant> {  // running reductions along an axis
+  static constexpr auto emit = &codegen::emit_scan;
 };
 
 /// The source of `lw`'s kernel in variant `v` (its inputs merged as the variant reads them).

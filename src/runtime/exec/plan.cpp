@@ -68,7 +68,9 @@ Call with_shared_reductions(const Call& c) {
   // (a product's operands too: `h = x @ w + b` used five times in a GELU is one product, not five)
   if (c.n_reductions < 2 && !c.lowered->has_product) return c;
   const auto equal = [](const ReduceArg& a, const ReduceArg& b) {
-    if (a.n_axes != b.n_axes || a.keepdims != b.keepdims || a.ddof != b.ddof) return false;
+    if (a.n_axes != b.n_axes || a.keepdims != b.keepdims || a.ddof != b.ddof || a.exclusive != b.exclusive ||
+        a.reverse != b.reverse)
+      return false;
     for (int i = 0; i < a.n_axes; ++i)
       if (a.axes[static_cast<std::size_t>(i)] != b.axes[static_cast<std::size_t>(i)]) return false;
     return true;
@@ -95,7 +97,7 @@ Call with_shared_reductions(const Call& c) {
   merged.lowered = &derived(*c.lowered, key, [&] {
     ir::Graph g = c.lowered->graph;
     for (ir::Node& n : g.nodes)
-      if (ir::is_reduction(n.op)) n.slot = key[1 + static_cast<std::size_t>(c.n_arrays) + n.slot];
+      if (ir::takes_descriptor(n.op)) n.slot = key[1 + static_cast<std::size_t>(c.n_arrays) + n.slot];
     const std::vector<std::uint32_t> inputs(key.begin() + 1, key.begin() + 1 + c.n_arrays);
     return ir::canonicalize(g, inputs);  // equal nodes are one node now
   });
@@ -149,7 +151,7 @@ void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, Ass
     const StepCall sc(p, s, c, temps);
     const std::size_t K = s.targets.size();
     const Lowered& lw = p.lowered_of(s);
-    const std::vector<Shape> shapes = s.whole            ? output_shapes(sc.call)
+    const std::vector<Shape> shapes = s.whole || lw.has_scan ? output_shapes(sc.call)
                                       : s.whole_index    ? std::vector<Shape>(K, index_space(s, c, outs, mode))
                                       : lw.has_product   ? std::vector<Shape>(K, product_output_shape(sc.call))
                                       : lw.has_reduction ? std::vector<Shape>(K, reduction_output_shape(sc.call))
@@ -222,6 +224,8 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
       evaluate_call(sc.call, targets, K, m);  // its own partition
     else if (p.lowered_of(s).has_product)
       (void)evaluate_product(sc.call, *targets[0], m);  // (no epilogue: true)
+    else if (p.lowered_of(s).has_scan)
+      evaluate_scan(sc.call, *targets[0], m);
     else if (!p.lowered_of(s).has_reduction)
       evaluate_elementwise(sc.call, targets, K, m);
     else if (K == 1)
@@ -291,6 +295,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
         info.variant += fmt::format(", the result written as {}", dtype_name(o.written));
       return {info};
     }
+    if (o.call.lowered->has_scan) return inspect_scan(o.call);
     if (!o.call.lowered->has_reduction) return {inspect_elementwise(o.call)};
     if (o.step->targets.size() == 1) return {inspect_reduction(o.call)};
     return {inspect_reductions(o.call)};

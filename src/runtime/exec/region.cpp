@@ -252,8 +252,8 @@ bool record_in_region(const Call& call, ArrayBase* const* outs, int K, AssignMod
     return false;
   }
   const Call c = as_asked(call);
-  if (c.lowered->has_reduction || c.lowered->has_product) {
-    region_barrier();  // a reduction (or a product) reads what the region wrote before it
+  if (c.lowered->has_reduction || c.lowered->has_product || c.lowered->has_scan) {
+    region_barrier();  // a reduction (or a product, a scan) reads what the region wrote before it
     return false;
   }
   Guard busy;

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The variant of a scan kernel: a running reduction along one axis (fz::cumsum and its kin), its operand
+// an elementwise prologue of the kernel's arrays. Each row (every position of the other axes) is scanned
+// by a block, in tiles of kScanTile elements: each warp scans 32 x kScanItems of them with shuffles, the
+// warps' totals combine in shared memory, a carry runs from tile to tile. A few long rows are split into
+// chunks over blocks: a first kernel reduces each chunk, the second scans it from the carry of the chunks
+// before it (their totals combined in a fixed order: results are the same run to run).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "codegen/variant.hpp"
+
+namespace fusion::codegen {
+
+inline constexpr int kScanBlock = 256;  ///< threads per block
+inline constexpr int kScanItems = 8;    ///< elements per thread and tile
+inline constexpr int kScanTile = kScanBlock * kScanItems;
+
+struct ScanVariant {
+  std::uint8_t rank_kept = 0;  ///< dimensions of the rows' index space after collapsing (0: one row)
+  bool exclusive = false;      ///< each result leaves its own element out
+  bool reverse = false;        ///< from the end of the axis to its start
+  bool chunked = false;        ///< rows split into chunks over blocks, each starting from a carry
+  bool totals = false;         ///< (chunked) this kernel only reduces each chunk into the workspace
+  DType out_dtype = DType::float32;
+  std::uint8_t n_params = 0;
+  std::array<std::uint8_t, kMaxParams> param_of_slot{};
+
+  bool operator==(const ScanVariant&) const = default;
+  void hash_into(StableHasher& h, std::uint32_t n_slots) const;
+  std::string describe() const;
+};
+
+/// Dims entries of a scan kernel: the rows' extents, then per operand (parameters, then the output) its
+/// strides over the rows and its stride along the axis.
+constexpr std::uint32_t scan_row_strides(int operand) { return 1 + 2 * static_cast<std::uint32_t>(operand); }
+constexpr std::uint32_t scan_axis_stride(int operand) { return 2 + 2 * static_cast<std::uint32_t>(operand); }
+constexpr std::uint32_t scan_dims_count(int operands) { return 1 + 2 * static_cast<std::uint32_t>(operands); }
+
+}  // namespace fusion::codegen

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "schedule/scan_layout.hpp"
+
+#include <algorithm>
+
+#include "schedule/call_graph.hpp"
+#include "schedule/layout.hpp"
+
+namespace fusion::detail {
+
+void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int axis,
+                  const codegen::TargetDevice& device, ScanLayout& L) {
+  const ir::Graph& g = graph_of(c);
+  const ir::Node& scan = g.nodes[g.outputs[0]];
+  const ReduceArg& arg = c.reductions[scan.slot];
+  L.v = codegen::ScanVariant{};
+  L.v.exclusive = arg.exclusive;
+  L.v.reverse = arg.reverse;
+  L.v.out_dtype = out.dtype();
+  const int np = distinct_params(c, L.params, L.v.param_of_slot);
+  L.v.n_params = static_cast<std::uint8_t>(np);
+
+  // Every operand's strides over the scan's shape; the axis's apart, the rest collapsed as rows.
+  Shape kept;
+  Strides st[codegen::kMaxParams + 1], kept_st[codegen::kMaxParams + 1];
+  for (int p = 0; p < np; ++p) st[p] = broadcast_strides(*L.params[p], shape);
+  st[np] = broadcast_strides(out, shape);
+  for (int d = 0; d < shape.size(); ++d)
+    if (d != axis) kept.push_back(shape[d]);
+  for (int op = 0; op <= np; ++op) {
+    for (int d = 0; d < shape.size(); ++d)
+      if (d != axis) kept_st[op].push_back(st[op][d]);
+    L.ast[op] = st[op][axis];
+  }
+  collapse_dims(kept, kept_st, np + 1, L.kshape, L.kst);
+  L.n_rows = numel(kept);
+  L.n = shape[axis];
+  // A 0-d or all-ones row space is one row: no decode.
+  L.v.rank_kept = static_cast<std::uint8_t>(L.n_rows == 1 ? 0 : L.kshape.size());
+
+  // A block per row fills the GPU when the rows are many; a few long rows split into chunks of whole
+  // tiles over about 8 blocks per SM (a first kernel reduces each chunk; the second starts each from the
+  // chunks before it).
+  const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
+  const std::int64_t tiles = (L.n + codegen::kScanTile - 1) / codegen::kScanTile;
+  L.chunks = 1;
+  L.chunk = std::max<std::int64_t>(L.n, 1);
+  if (L.n_rows < blocks / 2 && tiles >= 8) {
+    const std::int64_t want = std::min(tiles, (blocks + L.n_rows - 1) / L.n_rows);
+    L.chunk = (tiles + want - 1) / want * codegen::kScanTile;
+    L.chunks = (L.n + L.chunk - 1) / L.chunk;
+  }
+  L.v.chunked = L.chunks > 1;
+}
+
+}  // namespace fusion::detail

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scans without a GPU: their result dtypes (NumPy's), what they compile to (a kernel of their own with the
+// prologue inside; two for a few long rows; the reading math in the next kernel), and the hash's parts.
+#include "support.hpp"
+
+TEST_CASE("scans: result dtypes follow NumPy's cumsum", "[scans]") {
+  using fz::ir::Op;
+  CHECK(fz::ir::scan_result_dtype(Op::cumsum, fz::DType::int32) == fz::DType::int64);
+  CHECK(fz::ir::scan_result_dtype(Op::cumsum, fz::DType::bool_) == fz::DType::int64);
+  CHECK(fz::ir::scan_result_dtype(Op::cumsum, fz::DType::uint8) == fz::DType::uint64);
+  CHECK(fz::ir::scan_result_dtype(Op::cumsum, fz::DType::float16) == fz::DType::float16);
+  CHECK(fz::ir::scan_result_dtype(Op::cummax, fz::DType::int8) == fz::DType::int8);
+  CHECK(fz::ir::scan_result_dtype(Op::logcumsumexp, fz::DType::int32) == fz::DType::float64);
+  static_assert(decltype(fz::cumsum(fz::placeholder<std::int16_t>({4}), 0))::dtype == fz::DType::int64);
+}
+
+TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[scans][plan]") {
+  const auto x = fz::placeholder<float>({64, 3000});
+  const auto k = fz::inspect(fz::cumsum(x > 0.25f, 1));
+  CHECK(k.kernels == 1);
+  CHECK(k.name.rfind("fz_gt_cumsum_i64_", 0) == 0);
+  CHECK(k.variant.find("a block per row") != std::string::npos);
+  CHECK(fz::inspect(x - fz::cumsum(x, 1) / 3000.f).kernels == 2);
+  CHECK(fz::inspect(fz::sum(fz::cumsum(x, 0), 1)).kernels == 2);
+  // one long row: the chunks' totals, then the scan from their carries
+  const auto row = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 24}), 0, {.reverse = true}));
+  CHECK(row.kernels == 2);
+  CHECK(row.source.find("fz_chunk_totals") != std::string::npos);
+  // options and ops are part of the kernel; the axis and sizes are not
+  const auto plain = fz::inspect(fz::cumsum(x, 1)), other_axis = fz::inspect(fz::cumsum(x, 0));
+  CHECK(plain.hash == fz::inspect(fz::cumsum(fz::placeholder<float>({9, 3000}), 1)).hash);
+  CHECK(plain.hash != fz::inspect(fz::cumsum(x, 1, {.exclusive = true})).hash);
+  CHECK(plain.hash != fz::inspect(fz::cumprod(x, 1)).hash);
+  CHECK(other_axis.kernels == 1);
+  for (const auto& info : {fz::inspect(fz::cummax(fz::placeholder<std::int8_t>({8, 100}), -1)),
+                           fz::inspect(fz::logcumsumexp(fz::placeholder<fz::half>({8, 100}), 0)),
+                           fz::inspect(fz::cumprod(fz::placeholder<bool>({8, 100}), 1))})
+    CHECK(info.registers > 0);  // compiled by NVRTC
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scans on the GPU against a float64 host reference: cumsum, cumprod, cummax, cummin, logcumsumexp along
+// every axis of 1- to 3-D shapes (short rows, rows of many tiles, one long row split into chunks), inclusive
+// and exclusive, forward and reversed, every dtype class, views as inputs, a fused prologue (one launch),
+// an epilogue (a second kernel), empty extents, in place, and bit-identical results run to run.
+#include <limits>
+
+#include "support.hpp"
+
+namespace {
+
+using Op = fz::ir::Op;
+
+double combine(Op op, double a, double b) {
+  switch (op) {
+    case Op::cumsum: return a + b;
+    case Op::cumprod: return a * b;
+    case Op::cummax: return (std::isnan(a) || std::isnan(b)) ? std::nan("") : std::max(a, b);
+    case Op::cummin: return (std::isnan(a) || std::isnan(b)) ? std::nan("") : std::min(a, b);
+    default: {  // logcumsumexp
+      if (std::isnan(a) || std::isnan(b)) return std::nan("");
+      const double hi = std::max(a, b), lo = std::min(a, b);
+      return hi == -INFINITY ? hi : hi + std::log1p(std::exp(lo - hi));
+    }
+  }
+}
+double identity(Op op) {
+  switch (op) {
+    case Op::cumsum: return 0;
+    case Op::cumprod: return 1;
+    case Op::cummax: return -INFINITY;
+    case Op::cummin: return INFINITY;
+    default: return -INFINITY;
+  }
+}
+
+/// The scan of `x` (C order, shape `s`) along `axis`, and per element the sum of |terms| it combined (the
+/// scale of a sum's rounding error).
+std::vector<double> scan_ref(Op op, const std::vector<double>& x, const fz::Shape& s, int axis, fz::ScanOptions o,
+                             std::vector<double>* scale) {
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (int d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const std::int64_t n = s[axis];
+  std::vector<double> y(x.size());
+  if (scale) scale->assign(x.size(), 0);
+  for (std::int64_t a = 0; a < outer; ++a)
+    for (std::int64_t b = 0; b < inner; ++b) {
+      double acc = identity(op), mag = 0;
+      for (std::int64_t t = 0; t < n; ++t) {
+        const std::int64_t j = o.reverse ? n - 1 - t : t;
+        const auto at = static_cast<std::size_t>((a * n + j) * inner + b);
+        if (o.exclusive) y[at] = acc;
+        acc = combine(op, acc, x[at]);
+        mag += std::abs(op == Op::logcumsumexp ? std::exp(x[at]) : x[at]);
+        if (!o.exclusive) y[at] = acc;
+        if (scale) (*scale)[at] = mag;
+      }
+    }
+  return y;
+}
+
+template <Op OP, class A> auto scan_expr(const A& a, int axis, fz::ScanOptions o) {
+  if constexpr (OP == Op::cumsum) return fz::cumsum(a, axis, o);
+  else if constexpr (OP == Op::cumprod) return fz::cumprod(a, axis, o);
+  else if constexpr (OP == Op::cummax) return fz::cummax(a, axis, o);
+  else if constexpr (OP == Op::cummin) return fz::cummin(a, axis, o);
+  else return fz::logcumsumexp(a, axis, o);
+}
+
+template <class T> std::vector<double> doubles(const std::vector<T>& v) {
+  std::vector<double> r;
+  for (const T& x : v) r.push_back(test::as_double(x));
+  return r;
+}
+
+/// Elements of `got` off the reference: exact for integers and for max/min; sums within a bound that grows
+/// with the magnitude combined and the number of tiles carried; 16-bit results within their rounding.
+template <class R> std::size_t off(Op op, const std::vector<R>& got, const std::vector<double>& want,
+                                   const std::vector<double>& scale, std::int64_t n) {
+  const fz::DType d = fz::dtype_of<R>;
+  const double eps = fz::is_floating(d) ? fz::dtype_info(d == fz::DType::float64 ? d : fz::DType::float32).epsilon : 0;
+  const double store = d == fz::DType::float16 ? 0x1p-10 : d == fz::DType::bfloat16 ? 0x1p-7 : 0;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = test::as_double(got[i]), w = want[i];
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(g);
+    else if (std::isinf(w)) ok = g == w;
+    else if (!fz::is_floating(d) || op == Op::cummax || op == Op::cummin) ok = g == w || (store > 0 && std::abs(g - w) <= store * std::abs(w));
+    else ok = std::abs(g - w) <= (64.0 + static_cast<double>(n) / 2048) * eps * (scale[i] + std::abs(w)) + store * std::abs(w) + 1e-300;
+    if (!ok && bad++ < 5) UNSCOPED_INFO("element " << i << ": got " << g << ", want " << w);
+  }
+  return bad;
+}
+
+template <Op OP, class T> void check_scan(const fz::Shape& s, int axis, fz::ScanOptions o, double lo, double hi,
+                                          unsigned seed) {
+  INFO(fz::ir::op_name(OP) << " of " << fz::dtype_name(fz::dtype_of<T>) << " " << fz::to_string(s) << " axis "
+                           << axis << (o.exclusive ? " exclusive" : "") << (o.reverse ? " reversed" : ""));
+  const auto hx = test::random<T>(static_cast<std::size_t>(fz::numel(s)), lo, hi, seed);
+  const auto x = fz::asarray(hx, s);
+  std::vector<double> scale;
+  const auto want = scan_ref(OP, doubles(hx), s, axis, o, &scale);
+  using R = typename decltype(fz::eval(scan_expr<OP>(x, axis, o)))::value_type;
+  fz::Array<R> out = fz::full<R>(s, R(7.f));  // poisoned
+  fz::reset_stats();
+  out = scan_expr<OP>(x, axis, o);
+  CHECK(fz::stats().launches <= 2);  // one kernel, two for a few long rows
+  CHECK(off(OP, out.to_host(), want, scale, s[axis]) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("scans: every op along every axis, inclusive and exclusive, forward and reversed", "[gpu][scans]") {
+  unsigned seed = 1;
+  for (const fz::ScanOptions o : {fz::ScanOptions{}, fz::ScanOptions{true, false}, fz::ScanOptions{false, true},
+                                  fz::ScanOptions{true, true}})
+    for (const fz::Shape& s : {fz::Shape{5, 300, 7}, fz::Shape{3, 5000}}) {
+      for (int axis = 0; axis < s.size(); ++axis) {
+        check_scan<Op::cumsum, float>(s, axis, o, -1, 1, seed++);
+        check_scan<Op::cummax, float>(s, axis, o, -100, 100, seed++);
+        check_scan<Op::cumsum, std::int32_t>(s, axis, o, -1000, 1000, seed++);
+      }
+      check_scan<Op::cumprod, double>(s, -1, o, 0.99, 1.01, seed++);
+      check_scan<Op::cummin, std::int8_t>(s, 0, o, -128, 127, seed++);
+      check_scan<Op::logcumsumexp, float>(s, -1, o, -20, 20, seed++);
+    }
+}
+
+TEST_CASE("scans: every dtype class; one long row split into chunks", "[gpu][scans]") {
+  check_scan<Op::cumsum, double>({70000}, 0, {}, -1, 1, 11);
+  check_scan<Op::cumsum, fz::half>({3000}, 0, {}, -1, 1, 12);
+  check_scan<Op::cumsum, fz::bfloat16>({4, 3000}, 1, {}, -1, 1, 13);
+  check_scan<Op::cumsum, bool>({5, 777}, 1, {}, 0, 1, 14);
+  check_scan<Op::cumsum, std::uint8_t>({5, 777}, 1, {true, false}, 0, 255, 15);
+  check_scan<Op::cumprod, std::int64_t>({6, 40}, 1, {}, -3, 3, 16);
+  check_scan<Op::logcumsumexp, double>({2, 9000}, 1, {false, true}, -50, 50, 17);
+  // one row of 2^22: chunks over blocks (their totals first, then each from its carry)
+  check_scan<Op::cumsum, float>({1 << 22}, 0, {}, -1, 1, 18);
+  check_scan<Op::cumsum, std::int64_t>({1 << 22}, 0, {true, true}, -1000, 1000, 19);
+  check_scan<Op::cummax, float>({2, 1 << 21}, 1, {false, true}, -1e6, 1e6, 20);
+  const auto info = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 22}), 0));
+  CHECK(info.kernels == 2);
+}
+
+TEST_CASE("scans: NaN propagates through cummax; -inf through logcumsumexp; a sum of -0 stays -0", "[gpu][scans]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const auto x = fz::asarray(std::vector<float>{1, 3, nan, 5, 2}, {5});
+  CHECK(test::mismatches(fz::eval(fz::cummax(x, 0)).to_host(), {1, 3, NAN, NAN, NAN}, fz::DType::float32) == 0);
+  const auto ninf = fz::asarray(std::vector<float>{-inf, -inf, 0, -inf}, {4});
+  CHECK(test::mismatches(fz::eval(fz::logcumsumexp(ninf, 0)).to_host(), {-INFINITY, -INFINITY, 0, 0},
+                         fz::DType::float32) == 0);
+  const auto z = fz::eval(fz::cumsum(fz::asarray(std::vector<float>{-0.f, -0.f}, {2}), 0)).to_host();
+  CHECK((std::signbit(z[0]) && std::signbit(z[1])));
+}
+
+TEST_CASE("scans fuse their prologue; the math reading them is the next kernel", "[gpu][scans]") {
+  const std::int64_t R = 64, D = 3000;
+  const auto hx = test::random<float>(static_cast<std::size_t>(R * D), -1, 1, 31);
+  const auto x = fz::asarray(hx, {R, D});
+  std::vector<double> count(hx.size()), centered(hx.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    double c = 0, s = 0;
+    for (std::int64_t j = 0; j < D; ++j) {
+      const auto at = static_cast<std::size_t>(r * D + j);
+      c += hx[at] > 0.25f;
+      s += hx[at];
+      count[at] = c;
+      centered[at] = hx[at] - s / static_cast<double>(D);
+    }
+  }
+  fz::reset_stats();
+  fz::Array<std::int64_t> k = fz::cumsum(x > 0.25f, 1);
+  CHECK(fz::stats().launches == 1);
+  CHECK(test::mismatches(k.to_host(), count, fz::DType::int64) == 0);
+  fz::reset_stats();
+  fz::Array<float> c = x - fz::cumsum(x, 1) / static_cast<float>(D);
+  CHECK(fz::stats().launches == 2);
+  CHECK(test::mismatches(c.to_host(), centered, fz::DType::float32) == 0);
+  // a scan of a transposed view, and a scan read by a reduction
+  fz::Array<float> t = fz::cumsum(x.transpose(), 0);
+  std::vector<double> tw(hx.size());  // tw[j, r]: row r's sum up to j
+  std::vector<double> rowsum(static_cast<std::size_t>(R), 0);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < D; ++j) {
+      rowsum[static_cast<std::size_t>(r)] += hx[static_cast<std::size_t>(r * D + j)];
+      tw[static_cast<std::size_t>(j * R + r)] = rowsum[static_cast<std::size_t>(r)];
+    }
+  std::vector<double> scale(tw.size(), 0);
+  for (std::size_t i = 0; i < tw.size(); ++i) scale[i] = static_cast<double>(D);
+  CHECK(off(Op::cumsum, t.to_host(), tw, scale, 1) == 0);
+  // (counted against the scan's own results: a double reference could differ in sign near 0)
+  const std::int64_t positive = fz::sum(fz::cumsum(x, 1) > 0.f).item();
+  std::int64_t want_positive = 0;
+  for (float v : fz::eval(fz::cumsum(x, 1)).to_host()) want_positive += v > 0;
+  CHECK(positive == want_positive);
+}
+
+TEST_CASE("scans: empty extents, in place, the unfused baseline, bit-identical runs", "[gpu][scans]") {
+  fz::Array<float> e = fz::cumsum(fz::zeros<float>({0, 5}), 0);
+  CHECK(e.shape() == fz::Shape{0, 5});
+  fz::Array<float> e2 = fz::cumsum(fz::zeros<float>({4, 0}), 0);
+  CHECK(e2.shape() == fz::Shape{4, 0});
+  CHECK_THROWS_AS(fz::eval(fz::cumsum(fz::zeros<float>({4, 3}), 2)), fz::ShapeError);
+
+  const auto hx = test::random<float>(1 << 20, -1, 1, 41);
+  fz::Array<float> x = fz::asarray(hx, {1 << 20});
+  const std::vector<float> first = fz::eval(fz::cumsum(x * 3.f, 0)).to_host();
+  for (int run = 0; run < 3; ++run) CHECK(fz::eval(fz::cumsum(x * 3.f, 0)).to_host() == first);
+  {
+    fz::Unfused baseline;
+    const std::vector<float> unfused = fz::eval(fz::cumsum(x * 3.f, 0)).to_host();
+    CHECK(unfused == first);  // the same kernel reading a temporary: the same order of additions
+  }
+  x = fz::cumsum(x, 0);  // in place: computed aside, copied
+  std::vector<double> scale;
+  const auto want = scan_ref(Op::cumsum, doubles(hx), {1 << 20}, 0, {}, &scale);
+  CHECK(off(Op::cumsum, x.to_host(), want, scale, 1 << 20) == 0);
+}
