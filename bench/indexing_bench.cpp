@@ -100,5 +100,25 @@ int main(int argc, char** argv) {
     report(fmt::format("scalar gather lut[idx] * 3 ({} from {}, 32-byte sectors)", N, T).c_str(),
            32.0 * N + 4.0 * N + 4.0 * N, median_ms(run), copy, kernels_of(run));
   }
+  {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
+    const std::int64_t N = quick ? (1 << 24) : (1 << 28);
+    const auto x = fz::full<float>({N}, 0.5f);
+    fz::Array<float> out = fz::zeros<float>({N});
+    auto run = [&] { out = fz::cumsum(x * 2.f, 0); };
+    report(fmt::format("cumsum(x * 2) of {} f32 (one row: chunk totals, then the scan)", N).c_str(), 8.0 * N,
+           median_ms(run), copy, kernels_of(run));
+    const std::int64_t R = quick ? 2048 : 8192;
+    const auto m = fz::full<float>({R, R}, 0.25f);
+    fz::Array<float> rows = fz::zeros<float>({R, R});
+    auto row_run = [&] { rows = fz::cumsum(m, 1); };
+    report(fmt::format("row-wise cumsum of {}x{} f32", R, R).c_str(), 8.0 * R * R, median_ms(row_run), copy,
+           kernels_of(row_run));
+    auto col_run = [&] { rows = fz::cumsum(m, 0); };
+    report(fmt::format("column-wise cumsum of {}x{} f32 (axis 0)", R, R).c_str(), 8.0 * R * R, median_ms(col_run),
+           copy, kernels_of(col_run));
+    auto lse_run = [&] { rows = fz::logcumsumexp(m, 1); };
+    report(fmt::format("row-wise logcumsumexp of {}x{} f32", R, R).c_str(), 8.0 * R * R, median_ms(lse_run), copy,
+           kernels_of(lse_run));
+  }
   return 0;
 }

@@ -65,6 +65,17 @@ def main():
     lut = torch.full((T,), 2.0, dtype=torch.float32, device="cuda")
     idx = torch.randint(0, T, (N,), device="cuda", generator=gen, dtype=torch.int32)
     both(f"scalar gather lut[idx] * 3 ({N} from {T}, 32-byte sectors)", 40.0 * N, lambda l, i: l[i] * 3, lut, idx)
+    del table, tb, pos, lut, idx, out
+
+    n = (1 << 24) if quick else (1 << 28)
+    x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
+    both(f"cumsum(x * 2) of {n} f32", 8.0 * n, lambda v: torch.cumsum(v * 2, 0), x)
+    del x
+    r = 2048 if quick else 8192
+    m = torch.full((r, r), 0.25, dtype=torch.float32, device="cuda")
+    both(f"row-wise cumsum of {r}x{r} f32", 8.0 * r * r, lambda v: torch.cumsum(v, 1), m)
+    both(f"column-wise cumsum of {r}x{r} f32 (axis 0)", 8.0 * r * r, lambda v: torch.cumsum(v, 0), m)
+    both(f"row-wise logcumsumexp of {r}x{r} f32", 8.0 * r * r, lambda v: torch.logcumsumexp(v, 1), m)
 
 
 if __name__ == "__main__":
