@@ -101,13 +101,14 @@ template <Op OP, class T> void check_scan(const fz::Shape& s, int axis, fz::Scan
   const auto hx = test::random<T>(static_cast<std::size_t>(fz::numel(s)), lo, hi, seed);
   const auto x = fz::asarray(hx, s);
   std::vector<double> scale;
-  const auto want = scan_ref(OP, doubles(hx), s, axis, o, &scale);
+  const int a = axis < 0 ? axis + s.size() : axis;  // (the reference counts axes from 0)
+  const auto want = scan_ref(OP, doubles(hx), s, a, o, &scale);
   using R = typename decltype(fz::eval(scan_expr<OP>(x, axis, o)))::value_type;
   fz::Array<R> out = fz::full<R>(s, R(7.f));  // poisoned
   fz::reset_stats();
   out = scan_expr<OP>(x, axis, o);
   CHECK(fz::stats().launches <= 2);  // one kernel, two for a few long rows
-  CHECK(off(OP, out.to_host(), want, scale, s[axis]) == 0);
+  CHECK(off(OP, out.to_host(), want, scale, s[a]) == 0);
 }
 
 }  // namespace
