@@ -102,8 +102,12 @@ template <Op OP, class T> void check_scan(const fz::Shape& s, int axis, fz::Scan
   const auto x = fz::asarray(hx, s);
   std::vector<double> scale;
   const int a = axis < 0 ? axis + s.size() : axis;  // (the reference counts axes from 0)
-  const auto want = scan_ref(OP, doubles(hx), s, a, o, &scale);
+  std::vector<double> want = scan_ref(OP, doubles(hx), s, a, o, &scale);
   using R = typename decltype(fz::eval(scan_expr<OP>(x, axis, o)))::value_type;
+  // an exclusive scan's first element is the identity: for integers the dtype's extreme, not an infinity
+  if constexpr (std::is_integral_v<R>)
+    for (double& w : want)
+      if (std::isinf(w)) w = w > 0 ? static_cast<double>(std::numeric_limits<R>::max()) : static_cast<double>(std::numeric_limits<R>::lowest());
   fz::Array<R> out = fz::full<R>(s, R(7.f));  // poisoned
   fz::reset_stats();
   out = scan_expr<OP>(x, axis, o);
