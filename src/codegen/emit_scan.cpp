@@ -122,7 +122,47 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   }
 
   const int W = kScanBlock / 32, I = kScanItems;
-  {
+  std::vector<std::string> args;  // fz_expr's arguments for element q of the row
+  for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], fmt::format("in{0}[k{0} + q * ast{0}]", p)));
+  for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
+  auto decode = [&](const char* row) {
+    std::vector<std::pair<std::string, std::string>> targets;
+    for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
+    if (!v.totals) targets.emplace_back("k_out", "kst_out");
+    if (rk > 0) write_decode(w, row, "kshape", rk, targets);
+    else
+      for (const auto& [offset, strides] : targets) w.line("const long long {} = 0;", offset);
+  };
+  if (v.columns) {
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kScanBlock, k.name, sig.list());
+    w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
+    w.line("// A thread per row and chunk of the axis; consecutive threads take consecutive rows.");
+    auto threads = w.block("for (long long t = (long long)blockIdx.x * {0} + threadIdx.x; t < n_rows * chunks; t += "
+                           "(long long)gridDim.x * {0})",
+                           kScanBlock);
+    w.line("const long long c = t / n_rows, row = t - c * n_rows;");
+    w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;");
+    decode("row");
+    w.line("{} carry = fz_none;", acc);
+    if (v.chunked && !v.totals)
+      w.line("for (long long i = 0; i < c; ++i) carry = fz_combine(carry, fz_chunk_totals[row * chunks + i]);");
+    w.line("#pragma unroll 4");
+    {
+      auto walk = w.block("for (long long j = lo; j < hi; ++j)");
+      w.line("const long long q = {};", v.reverse ? "n - 1 - j" : "j");
+      w.line("const {} x = fz_expr({});", acc, fmt::join(args, ", "));
+      if (v.totals) {
+        w.line("carry = fz_combine(carry, x);");
+      } else if (v.exclusive) {
+        w.line("out[k_out + q * ast_out] = {};", store_conversion(rd, v.out_dtype, "carry"));
+        w.line("carry = fz_combine(carry, x);");
+      } else {
+        w.line("carry = fz_combine(carry, x);");
+        w.line("out[k_out + q * ast_out] = {};", store_conversion(rd, v.out_dtype, "carry"));
+      }
+    }
+    if (v.totals) w.line("fz_chunk_totals[row * chunks + c] = carry;");
+  } else {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kScanBlock, k.name, sig.list());
     w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
@@ -130,14 +170,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     auto blocks = w.block("for (long long b = blockIdx.x; b < n_rows * chunks; b += gridDim.x)");
     w.line("const long long row = b / chunks, c = b - row * chunks;");
     w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
-    {
-      std::vector<std::pair<std::string, std::string>> targets;
-      for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
-      if (!v.totals) targets.emplace_back("k_out", "kst_out");
-      if (rk > 0) write_decode(w, "row", "kshape", rk, targets);
-      else
-        for (const auto& [offset, strides] : targets) w.line("const long long {} = 0;", offset);
-    }
+    decode("row");
     w.line("{} carry = fz_none;", acc);
     if (v.chunked && !v.totals) {
       w.line("// The carry: the totals of the row's chunks before this one, combined in a fixed order.");
@@ -164,9 +197,6 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("const long long j = wbase + k * 32 + lane;");
       w.line("const long long q = {};  // the element's place along the axis", v.reverse ? "n - 1 - j" : "j");
       w.line("{} x = fz_none;", acc);
-      std::vector<std::string> args;
-      for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], fmt::format("in{0}[k{0} + q * ast{0}]", p)));
-      for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
       w.line("if (j < hi) x = fz_expr({});", fmt::join(args, ", "));
       w.line("{} inc = x;", acc);
       w.line("#pragma unroll");

@@ -4,7 +4,8 @@
 // by a block, in tiles of kScanTile elements: each warp scans 32 x kScanItems of them with shuffles, the
 // warps' totals combine in shared memory, a carry runs from tile to tile. A few long rows are split into
 // chunks over blocks: a first kernel reduces each chunk, the second scans it from the carry of the chunks
-// before it (their totals combined in a fixed order: results are the same run to run).
+// before it (their totals combined in a fixed order: results are the same run to run). Scans along an
+// axis that is not the contiguous one run a thread per row instead (ScanVariant::columns).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -24,6 +25,9 @@ struct ScanVariant {
   bool reverse = false;        ///< from the end of the axis to its start
   bool chunked = false;        ///< rows split into chunks over blocks, each starting from a carry
   bool totals = false;         ///< (chunked) this kernel only reduces each chunk into the workspace
+  /// A thread per row, walking its part of the axis element by element: for an axis that is not the
+  /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.
+  bool columns = false;
   DType out_dtype = DType::float32;
   std::uint8_t n_params = 0;
   std::array<std::uint8_t, kMaxParams> param_of_slot{};

@@ -45,7 +45,17 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   const std::int64_t tiles = (L.n + codegen::kScanTile - 1) / codegen::kScanTile;
   L.chunks = 1;
   L.chunk = std::max<std::int64_t>(L.n, 1);
-  if (L.n_rows < blocks / 2 && tiles >= 8) {
+  // The output contiguous along the rows and not along the axis (`cumsum(x, 0)` of a C-ordered x): a thread
+  // per row, consecutive threads on consecutive rows; the axis split into chunks of 16 or more until about
+  // 2048 threads per SM are busy.
+  const bool row_contiguous = !L.kshape.empty() && L.kst[np][L.kshape.size() - 1] == 1 && L.n_rows > 1;
+  if (row_contiguous && L.ast[np] != 1 && L.n > 0) {
+    L.v.columns = true;
+    const std::int64_t threads = blocks * codegen::kScanBlock;
+    const std::int64_t want = std::min((threads + L.n_rows - 1) / L.n_rows, std::max<std::int64_t>(1, L.n / 16));
+    L.chunk = (L.n + want - 1) / want;
+    L.chunks = (L.n + L.chunk - 1) / L.chunk;
+  } else if (L.n_rows < blocks / 2 && tiles >= 8) {
     const std::int64_t want = std::min(tiles, (blocks + L.n_rows - 1) / L.n_rows);
     L.chunk = (tiles + want - 1) / want * codegen::kScanTile;
     L.chunks = (L.n + L.chunk - 1) / L.chunk;
