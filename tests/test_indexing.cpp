@@ -65,3 +65,12 @@ TEST_CASE("take's errors: a bad axis, an empty axis, an index of the wrong rank"
   CHECK_THROWS_AS(fz::take_along_axis(a, i, 0), fz::ShapeError);
   CHECK_THROWS_AS(fz::index_select(a, 0, fz::placeholder<std::int32_t>({3, 1})), fz::ShapeError);
 }
+
+TEST_CASE("joining's shape errors come before any GPU work", "[indexing][errors]") {
+  const auto a = fz::placeholder<float>({4, 5}), b = fz::placeholder<float>({4, 6});
+  CHECK_THROWS_WITH(fz::concatenate(0, a, b), Catch::Contains("differ outside axis 0"));
+  CHECK_THROWS_WITH(fz::concatenate(2, a, a), Catch::Contains("axis 2 is out of range"));
+  CHECK_THROWS_WITH(fz::stack(0, a, b * 2.f), Catch::Contains("every piece must have the same shape"));
+  CHECK_THROWS_WITH(fz::pad(a, {{1, 1}}), Catch::Contains("one pair per axis"));
+  CHECK_THROWS_AS(fz::pad(a, {{1, 1}, {-1, 0}}), fz::ShapeError);
+}

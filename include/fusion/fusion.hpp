@@ -14,6 +14,7 @@
 #include "fusion/function.hpp"
 #include "fusion/graph.hpp"
 #include "fusion/indexing.hpp"
+#include "fusion/joining.hpp"
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/modes.hpp"

@@ -335,6 +335,8 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   return inspect_plan(p, c);
 }
 
+Shape expression_shape(const Call& c) { return node_shapes(c)[c.lowered->graph.outputs[0]]; }
+
 /// One KernelInfo for several kernels: the last one's fields, every one in `plan`, every source.
 KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes) {
   KernelInfo info = steps.back();
