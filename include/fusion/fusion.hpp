@@ -15,6 +15,7 @@
 #include "fusion/graph.hpp"
 #include "fusion/indexing.hpp"
 #include "fusion/joining.hpp"
+#include "fusion/scatter.hpp"
 #include "fusion/inspect.hpp"
 #include "fusion/memory.hpp"
 #include "fusion/modes.hpp"

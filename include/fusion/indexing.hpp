@@ -39,7 +39,8 @@ template <IndexMode M, Element T, class I> struct Take : Node<Take<M, T, I>> {
     const std::uint32_t n = g.scalar(DType::int64);
     const std::uint32_t st = g.scalar(DType::int64);
     const std::uint32_t from = g.input(dtype);
-    return g.gather(g.binary(ir::Op::mul, g.take_index(i, n, M), st), from);
+    const std::uint32_t k = g.take_index(i, n, M);
+    return g.gather(g.binary(ir::Op::mul, k, st), from, M == IndexMode::raise ? k : ir::kNone);
   }
   void pack(detail::ArgSink& s) const {
     index.pack(s);

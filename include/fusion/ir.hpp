@@ -125,7 +125,8 @@ enum class Op : std::uint8_t {
   take_index,  // a: an int64 index, b: the axis's extent (int64); the index made valid by the mode in `slot`
                // (IndexMode: raise records the first bad index for the launcher to report, wrap, clip)
   gather,      // a: an int64 element offset, b: the source array (an input read through a pointer, never
-               // loaded per element): the source's element at its own position plus the offset
+               // loaded per element): the source's element at its own position plus the offset; c (optional):
+               // the checked index it came from, -1 when bad (0 is read then)
   // scans (running reductions) along one axis of a run-time descriptor (Node::slot, a ReduceArg: the axis,
   // exclusive, reverse); the operand is already converted to the result dtype
   cumsum,
@@ -133,6 +134,10 @@ enum class Op : std::uint8_t {
   cummax,
   cummin,
   logcumsumexp,
+  // a write through an index (fz::index_add, scatter_add, bincount): a: an int64 element offset, b: the value
+  // (the target's dtype); adds b atomically to the target's element at its own position plus the offset. The
+  // only output of its graph, whose target array is that output (exec's scatter_into)
+  scatter_add,
   count_
 };
 
@@ -275,6 +280,7 @@ inline constexpr OpInfo kOps[] = {
     {Op::cummax, "cummax", Arity::scan},
     {Op::cummin, "cummin", Arity::scan},
     {Op::logcumsumexp, "logcumsumexp", Arity::scan},
+    {Op::scatter_add, "scatter_add", Arity::indexing},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -474,7 +480,12 @@ struct Graph {
   /// The index `x` (converted to int64) made valid for an axis of extent `n` (an int64 node) by `mode`.
   std::uint32_t take_index(std::uint32_t x, std::uint32_t n, IndexMode mode);
   /// The element of source input `source` at its own position plus element offset `offset` (int64).
-  std::uint32_t gather(std::uint32_t offset, std::uint32_t source);
+  /// `checked`: the take_index node of a checked index (its -1 marks a bad one: 0 is read instead).
+  std::uint32_t gather(std::uint32_t offset, std::uint32_t source, std::uint32_t checked = kNone);
+  /// Adds `value` (converted to `target`, the target's dtype) at element offset `offset` from the target's
+  /// position: the graph's output node of an fz::index_add.
+  /// `checked`: the take_index node of a checked index (its -1 marks a bad one: nothing is added).
+  std::uint32_t scatter_add(std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked = kNone);
   /// The scan `op` of `x` (converted to its result dtype), along the axis of the next descriptor slot.
   std::uint32_t scan(Op op, std::uint32_t x);
   /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.

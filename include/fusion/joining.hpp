@@ -22,9 +22,6 @@ namespace fusion {
 
 namespace detail {
 
-/// The shape expression call `c` evaluates to, checked as evaluation checks it; nothing runs.
-Shape expression_shape(const Call& c);
-
 template <class E> Shape operand_shape(const E& e) {
   if constexpr (ArrayLike<E>) return e.shape();
   else return with_call(e, [](const Call& c) { return expression_shape(c); });

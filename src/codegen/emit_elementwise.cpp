@@ -30,6 +30,9 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   // reports a bad value through the fault word.
   const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
   const bool fault = checks_indices(g);
+  // fz::index_add: the output is the target, added to through fz_expr (its pointer at the element's position)
+  const bool scatter = K == 1 && g.nodes[g.outputs[0]].op == Op::scatter_add;
+  if (scatter && !v.has_strided()) throw Error("internal: a scatter's kernel addresses its target by strides");
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
   // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.
   const bool raw_copy = K == 1 && g.nodes[g.outputs[0]].op == Op::input && result_dtype(0) == v.out_dtype[0];
@@ -55,6 +58,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
     if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
+    if (scatter) args.push_back(fmt::format("{}* {}", storage_type(v.out_dtype[0]), kScatterTarget));
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
                          K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
@@ -81,6 +85,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
     if (fault) args.push_back(kIndexFault);
+    if (scatter) args.push_back(v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
   auto stored = [&](int o, const std::string& value) {
@@ -88,6 +93,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   };
   // `dest(o) = value of output o;` for every output, evaluating the expression once.
   auto store_all = [&](SourceWriter& w, const std::string& value, auto&& dest) {
+    if (scatter) {  // fz_expr adds into the target itself
+      w.line("(void){};", value);
+      return;
+    }
     if (K == 1) {
       w.line("{} = {};", dest(0), stored(0, value));
       return;

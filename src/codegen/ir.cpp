@@ -64,9 +64,13 @@ std::uint32_t Graph::take_index(std::uint32_t x, std::uint32_t n, IndexMode mode
                       static_cast<std::uint32_t>(mode)});
 }
 
-std::uint32_t Graph::gather(std::uint32_t offset, std::uint32_t source) {
+std::uint32_t Graph::gather(std::uint32_t offset, std::uint32_t source, std::uint32_t checked) {
   if (nodes[source].op != Op::input) throw Error("internal: a gather reads an input array");
-  return push(*this, {Op::gather, dtype(source), cast(offset, DType::int64), source});
+  return push(*this, {Op::gather, dtype(source), cast(offset, DType::int64), source, checked});
+}
+
+std::uint32_t Graph::scatter_add(std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked) {
+  return push(*this, {Op::scatter_add, target, cast(offset, DType::int64), cast(value, target), checked});
 }
 
 std::uint32_t Graph::scan(Op op, std::uint32_t x) {

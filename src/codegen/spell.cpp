@@ -148,12 +148,46 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
     case Helper::take_index:
       return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
 // clamped (negative ones to 0, as NumPy's clip), or is recorded for the launcher to report (the first one:
-// fault[0] set once, then the index and the extent) and read as 0, so that no read leaves the array.
+// fault[0] set once, then the index and the extent) and becomes -1: nothing is read or added through it.
 __device__ __forceinline__ long long fz_index_wrap(long long i, long long n) { const long long r = i % n; return r < 0 ? r + n : r; }
 __device__ __forceinline__ long long fz_index_clip(long long i, long long n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 __device__ __forceinline__ long long fz_index_raise(long long i, long long n, unsigned long long* fault) {
   if (i >= -n && i < n) return i < 0 ? i + n : i;
   if (atomicCAS(fault, 0ull, 1ull) == 0ull) { fault[1] = (unsigned long long)i; fault[2] = (unsigned long long)n; }
+  return -1;
+})";
+    case Helper::scatter_add:
+      return R"(// Adds v to *p atomically, first combining the lanes of a warp that add to the same element (one atomic
+// per element and warp: contended bins cost less). 16-bit floats add through a compare-and-swap of their word.
+template <class T> __device__ __forceinline__ T fz_warp_combined(T v, const void* p, unsigned& group) {
+  group = __match_any_sync(__activemask(), (unsigned long long)p);
+  T sum = v;
+  if (group != (1u << (threadIdx.x % 32))) {
+    sum = T(0);
+    for (unsigned m = group; m; m &= m - 1) sum += __shfl_sync(group, v, __ffs(m) - 1);
+  }
+  return sum;
+}
+template <class T> __device__ __forceinline__ bool fz_leads(unsigned group) { return (int)(threadIdx.x % 32) == __ffs(group) - 1; }
+__device__ __forceinline__ int fz_scatter_add(float* p, float v) { unsigned g; const float s = fz_warp_combined(v, p, g); if (fz_leads<float>(g)) atomicAdd(p, s); return 0; }
+__device__ __forceinline__ int fz_scatter_add(double* p, double v) { unsigned g; const double s = fz_warp_combined(v, p, g); if (fz_leads<double>(g)) atomicAdd(p, s); return 0; }
+__device__ __forceinline__ int fz_scatter_add(int* p, int v) { unsigned g; const int s = fz_warp_combined(v, p, g); if (fz_leads<int>(g)) atomicAdd(p, s); return 0; }
+__device__ __forceinline__ int fz_scatter_add(unsigned* p, unsigned v) { unsigned g; const unsigned s = fz_warp_combined(v, p, g); if (fz_leads<unsigned>(g)) atomicAdd(p, s); return 0; }
+__device__ __forceinline__ int fz_scatter_add(unsigned long long* p, unsigned long long v) { unsigned g; const unsigned long long s = fz_warp_combined(v, p, g); if (fz_leads<unsigned long long>(g)) atomicAdd(p, s); return 0; }
+__device__ __forceinline__ int fz_scatter_add(long long* p, long long v) { return fz_scatter_add((unsigned long long*)p, (unsigned long long)v); }
+template <float (*To)(unsigned short), unsigned short (*From)(float)>
+__device__ __forceinline__ int fz_scatter_add_16(unsigned short* p, float v) {
+  unsigned g;
+  const float s = fz_warp_combined(v, p, g);
+  if (!fz_leads<float>(g)) return 0;
+  unsigned* word = (unsigned*)((unsigned long long)p & ~3ull);
+  const unsigned shift = ((unsigned long long)p & 2ull) ? 16u : 0u;
+  unsigned old = *word, assumed;
+  do {
+    assumed = old;
+    const unsigned short r = From(To((unsigned short)(assumed >> shift)) + s);
+    old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | ((unsigned)r << shift));
+  } while (assumed != old);
   return 0;
 })";
     case Helper::sign:
@@ -308,8 +342,23 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       }
       return fmt::format("fz_index_raise({}, {}, {})", a, b, kIndexFault);
     }
+    case Op::scatter_add: {
+      needs.insert(Helper::scatter_add);
+      const std::string at = fmt::format("{} + {}", kScatterTarget, a);
+      std::string add = fmt::format("fz_scatter_add({}, ({}){})", at, compute_type(n.dtype), b);
+      if (is_16bit_float(n.dtype)) {
+        need_conversions(ctx, n.dtype);
+        add = fmt::format("fz_scatter_add_16<{}, {}>({}, {})", dtype_info(n.dtype).to_float,
+                          dtype_info(n.dtype).from_float, at, b);
+      }
+      return c.empty() ? add : fmt::format("({} < 0 ? 0 : {})", c, add);  // a bad checked index adds nothing
+    }
     // `b` names the source's pointer at this element's position in it (emitters pass gathered inputs so)
-    case Op::gather: need_conversions(ctx, n.dtype); return load_conversion(n.dtype, fmt::format("{}[{}]", b, a));
+    case Op::gather:  // (a bad checked index reads nothing: 0)
+      need_conversions(ctx, n.dtype);
+      return c.empty() ? load_conversion(n.dtype, fmt::format("{}[{}]", b, a))
+                       : fmt::format("({} < 0 ? ({})0 : {})", c, compute_type(n.dtype),
+                                     load_conversion(n.dtype, fmt::format("{}[{}]", b, a)));
     case Op::call: {
       ctx.functions.insert(n.slot);
       std::string args = a;

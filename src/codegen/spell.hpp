@@ -33,7 +33,8 @@ enum class Helper {
   tgamma,
   log1p_fast,
   gelu,
-  take_index
+  take_index,
+  scatter_add
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
@@ -65,6 +66,8 @@ std::string outlined_source(const std::string& f, bool binary);
 inline constexpr const char* kIndexFault = "fz_fault";
 /// Its ArgSource::workspace index: the launcher passes the device's fault word and reports what it holds.
 inline constexpr int kIndexFaultWorkspace = 2;
+/// The name of fz_expr's pointer argument at the element's position in a scatter's target.
+inline constexpr const char* kScatterTarget = "fz_target";
 /// Whether graph `g` checks an index (fz::take in IndexMode::raise): its kernel takes kIndexFault.
 bool checks_indices(const ir::Graph& g);
 

@@ -238,6 +238,10 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     return s == dense ? Access::contiguous : Access::strided;
   };
   for (int k = 0; k < K; ++k) L.v.out_access[k] = classify(L.strides[k], true);
+  // A scatter's target (fz::index_add) is addressed by its strides, 0 along the index's axes: every element
+  // adds into it, none is skipped as a smaller output's broadcast copies are.
+  const ir::Graph& graph = graph_of(c);
+  if (K == 1 && graph.nodes[graph.outputs[0]].op == ir::Op::scatter_add) L.v.out_access[0] = Access::strided;
   for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[K + p], false);
 
   bool wide = L.n > INT_MAX;

@@ -267,6 +267,30 @@ void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
+void scatter_into(const Call& call, const ArrayBase& target) {
+  region_barrier();  // what a region recorded runs first: the target may be one of its results
+  const Call c = as_asked(call);
+  const auto& stream = current_stream_state();
+  const int device = stream->device;
+  if (!target.has_storage()) throw Error("index_add: the target array has no memory");
+  if (target.device() != device)
+    throw Error(fmt::format("index_add: the target lives on device {} but device {} is current", target.device(),
+                            device));
+  ArrayBase none(target.dtype());
+  (void)prepare_output(c, none, AssignMode::fresh, device, Shape());  // (checks the operands only)
+  for (int i = 0; i < c.n_arrays; ++i)
+    if (shares_memory(*c.arrays[i], target))
+      throw Error("index_add: the values or the index read the array they add into; evaluate them first "
+                  "(fz::eval) or add into another array");
+  const Shape space = broadcast_shapes(expression_shape(c), target.shape());
+  ArrayBase out = target.broadcast(space);
+  if (out.size() == 0) return;
+  ArrayBase* outs[1] = {&out};
+  Layout L;
+  analyze(c, outs, 1, L);
+  launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, outs, 1, stream);
+}
+
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
   if (n_outs > kMaxOutputs) throw Error(fmt::format("fz::tie takes at most {} outputs", kMaxOutputs));
   if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, n_outs, mode)) return;

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writes through an index: fz::index_add (PyTorch's index_add_), fz::scatter_add (PyTorch's scatter_add_,
+// the inverse of take_along_axis) and fz::bincount. They add into an existing array in place, one kernel
+// each; the values may be any expression (computed inside that kernel), the index any integer operand.
+// Each element's add is atomic, with the lanes of a warp that add to the same element combined first.
+// Floating sums are therefore not the same run to run in their last bits (the adds' order varies); integer
+// sums are exact. An index outside the axis is an IndexError (IndexMode::raise) or wraps or clips.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "fusion/indexing.hpp"
+#include "fusion/reductions.hpp"
+
+namespace fusion {
+
+namespace expr {
+
+/// Adds `values` to the target's element at the index `index` gives along an axis of extent `extent` and
+/// element stride `stride` (the graph's output; the target is the call's output).
+template <IndexMode M, Element T, class I, class V> struct ScatterAdd : Node<ScatterAdd<M, T, I, V>> {
+  static constexpr DType dtype = dtype_of<T>;
+  static constexpr int n_arrays = I::n_arrays + V::n_arrays, n_scalars = I::n_scalars + 2 + V::n_scalars;
+  static constexpr int n_reductions = I::n_reductions + V::n_reductions, n_functions = I::n_functions + V::n_functions;
+  I index;
+  V values;
+  std::int64_t extent = 0, stride = 0;
+  static std::uint32_t lower(ir::Graph& g) {
+    const std::uint32_t i = I::lower(g);  // in pack()'s order: the index, the scalars, the values
+    const std::uint32_t n = g.scalar(DType::int64);
+    const std::uint32_t st = g.scalar(DType::int64);
+    const std::uint32_t v = V::lower(g);
+    const std::uint32_t k = g.take_index(i, n, M);
+    return g.scatter_add(g.binary(ir::Op::mul, k, st), v, dtype, M == IndexMode::raise ? k : ir::kNone);
+  }
+  void pack(detail::ArgSink& s) const {
+    index.pack(s);
+    s.scalars[s.n_scalars++] = detail::to_scalar_arg(extent);
+    s.scalars[s.n_scalars++] = detail::to_scalar_arg(stride);
+    values.pack(s);
+  }
+};
+
+}  // namespace expr
+
+namespace detail {
+
+template <class T> constexpr bool scatter_addable =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16> ||
+    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint32_t> ||
+    std::is_same_v<T, std::uint64_t>;
+
+template <IndexMode M, class T, class I, class V>
+void scatter_add_into(Array<T>& target, int axis, I&& index_node, V&& values, const ArrayBase& view) {
+  static_assert(scatter_addable<T>,
+                "fusion: index_add and scatter_add add into float, double, half, bfloat16, int32, int64, uint32 or "
+                "uint64 arrays (atomic adds of narrower integers and bool do not exist)");
+  using In = std::decay_t<I>;
+  static_assert(is_integer(In::dtype), "fusion: indices must be integers; cast them first with fz::cast<std::int64_t>(e)");
+  auto v = to_node_beside<dtype_of<T>>(std::forward<V>(values));
+  const expr::ScatterAdd<M, T, In, decltype(v)> node{
+      {}, std::forward<I>(index_node), std::move(v), target.shape()[axis], target.strides()[axis]};
+  with_call(node, [&](const Call& c) { scatter_into(c, view); });
+}
+
+}  // namespace detail
+
+/// PyTorch's index_add_: `target[..., index[i], ...] += values[..., i, ...]` along `axis` (index one-dimensional,
+/// or any shape: its axes take the axis's place in `values`, as in take). Repeated indices add up.
+template <IndexMode M = IndexMode::raise, Element T, class I, class V>
+requires Operand<I> && (Operand<V> || CppScalar<V>)
+void index_add(Array<T>& target, int axis, I&& index, V&& values) {
+  axis = detail::checked_axis(axis, target.ndim(), "index_add");
+  const auto& idx = detail::index_array(std::forward<I>(index));
+  Shape placed = idx.shape();
+  for (int k = axis + 1; k < target.ndim(); ++k) placed.push_back(1);
+  using Idx = typename std::decay_t<decltype(idx)>::value_type;
+  const ArrayBase view = detail::gather_view(target, axis, idx.ndim(), "index_add");
+  detail::scatter_add_into<M>(target, axis, expr::ArrayOwned<Idx>(idx.reshape(placed)), std::forward<V>(values), view);
+}
+
+/// PyTorch's scatter_add_: `index` has `target`'s dimensions; each of its elements adds the value at its own
+/// position to the element of `target` it names along `axis` (elsewhere at its own position). The index may be
+/// any integer expression.
+template <IndexMode M = IndexMode::raise, Element T, class I, class V>
+requires Operand<I> && (Operand<V> || CppScalar<V>)
+void scatter_add(Array<T>& target, int axis, I&& index, V&& values) {
+  axis = detail::checked_axis(axis, target.ndim(), "scatter_add");
+  if constexpr (ArrayLike<I>)
+    if (index.ndim() != target.ndim())
+      throw ShapeError("scatter_add: the index has " + std::to_string(index.ndim()) + " dimensions and the target " +
+                       std::to_string(target.ndim()) + "; they must have the same number");
+  const ArrayBase view = detail::gather_view(target, axis, 1, "scatter_add");
+  detail::scatter_add_into<M>(target, axis, detail::to_node(std::forward<I>(index)), std::forward<V>(values), view);
+}
+
+/// NumPy's bincount: how often each value 0, 1, ... occurs in the one-dimensional non-negative integer array `x`
+/// (at least `minlength` bins). Reads the largest value first (a wait for the GPU).
+template <Element I> Array<std::int64_t> bincount(const Array<I>& x, std::int64_t minlength = 0) {
+  static_assert(is_integer(dtype_of<I>), "fusion: bincount counts integers");
+  if (x.ndim() != 1) throw ShapeError("bincount: the input must have one dimension; it has " + std::to_string(x.ndim()));
+  std::int64_t bins = minlength;
+  if (x.size() > 0) {
+    if (static_cast<std::int64_t>(fusion::min(x).item()) < 0) throw Error("bincount: the input has negative values");
+    bins = std::max<std::int64_t>(bins, static_cast<std::int64_t>(fusion::max(x).item()) + 1);
+  }
+  Array<std::int64_t> counts = zeros<std::int64_t>({bins});
+  if (x.size() > 0) index_add<IndexMode::clip>(counts, 0, x, std::int64_t{1});
+  return counts;
+}
+/// With weights: the sum of `weights` per value (float64, as NumPy's).
+template <Element I, Operand W> Array<double> bincount(const Array<I>& x, const W& weights, std::int64_t minlength = 0) {
+  static_assert(is_integer(dtype_of<I>), "fusion: bincount counts integers");
+  if (x.ndim() != 1) throw ShapeError("bincount: the input must have one dimension; it has " + std::to_string(x.ndim()));
+  std::int64_t bins = minlength;
+  if (x.size() > 0) {
+    if (static_cast<std::int64_t>(fusion::min(x).item()) < 0) throw Error("bincount: the input has negative values");
+    bins = std::max<std::int64_t>(bins, static_cast<std::int64_t>(fusion::max(x).item()) + 1);
+  }
+  Array<double> sums = zeros<double>({bins});
+  if (x.size() > 0) index_add<IndexMode::clip>(sums, 0, x, weights);
+  return sums;
+}
+
+}  // namespace fusion

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::index_add, fz::scatter_add and fz::bincount on the GPU against host references: rows and columns,
+// negative and repeated indices (contended bins), expressions as values and as indices (one launch), float,
+// 16-bit and integer targets (integers exact), the index modes, and the errors.
+#include "support.hpp"
+
+namespace {
+
+std::vector<double> doubles_of(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+/// A float sum's error bound against float64: a few ulps of the magnitudes added, per element.
+std::size_t off_sums(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& mag) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::abs(got[i] - want[i]) > 1e-6 * mag[i] + 1e-30) {
+      if (bad++ < 5) UNSCOPED_INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("index_add: rows and columns, negative and repeated indices, an expression as values", "[gpu][scatter]") {
+  const std::int64_t R = 50, D = 64, N = 300;
+  const auto ht = test::random<float>(static_cast<std::size_t>(R * D), -1, 1, 1);
+  const auto hv = test::random<float>(static_cast<std::size_t>(N * D), -1, 1, 2);
+  const auto hi = test::random<std::int32_t>(static_cast<std::size_t>(N), -R, R - 1, 3);
+  fz::Array<float> target = fz::asarray(ht, {R, D});
+  const auto values = fz::asarray(hv, {N, D});
+  const auto idx = fz::asarray(hi, {N});
+  std::vector<double> want = doubles_of(ht), mag(want.size());
+  for (std::size_t i = 0; i < mag.size(); ++i) mag[i] = std::abs(want[i]);
+  for (std::int64_t n = 0; n < N; ++n) {
+    std::int64_t r = hi[static_cast<std::size_t>(n)];
+    r = r < 0 ? r + R : r;
+    for (std::int64_t d = 0; d < D; ++d) {
+      const double v = static_cast<double>(hv[static_cast<std::size_t>(n * D + d)] * 2.f) + 1.0;
+      want[static_cast<std::size_t>(r * D + d)] += v;
+      mag[static_cast<std::size_t>(r * D + d)] += std::abs(v);
+    }
+  }
+  fz::reset_stats();
+  fz::index_add(target, 0, idx, values * 2.f + 1.f);
+  CHECK(fz::stats().launches == 1);
+  CHECK(off_sums(target.to_host(), want, mag) == 0);
+
+  // along axis 1 of a (D, R) array: columns
+  fz::Array<float> t2 = fz::zeros<float>({D, R});
+  fz::index_add(t2, 1, idx, values.transpose());
+  std::vector<double> want2(static_cast<std::size_t>(D * R), 0), mag2(want2.size(), 0);
+  for (std::int64_t n = 0; n < N; ++n) {
+    std::int64_t r = hi[static_cast<std::size_t>(n)];
+    r = r < 0 ? r + R : r;
+    for (std::int64_t d = 0; d < D; ++d) {
+      want2[static_cast<std::size_t>(d * R + r)] += hv[static_cast<std::size_t>(n * D + d)];
+      mag2[static_cast<std::size_t>(d * R + r)] += std::abs(hv[static_cast<std::size_t>(n * D + d)]);
+    }
+  }
+  CHECK(off_sums(t2.to_host(), want2, mag2) == 0);
+}
+
+TEST_CASE("index_add: integer targets are exact under contention; 16-bit targets add through their word",
+          "[gpu][scatter]") {
+  const std::int64_t N = 1 << 16;
+  const auto hi = test::random<std::int64_t>(static_cast<std::size_t>(N), 0, 3, 11);  // four bins
+  const auto hv = test::random<std::int64_t>(static_cast<std::size_t>(N), -1000000, 1000000, 12);
+  fz::Array<std::int64_t> bins = fz::zeros<std::int64_t>({4});
+  fz::index_add(bins, 0, fz::asarray(hi, {N}), fz::asarray(hv, {N}));
+  std::vector<std::int64_t> want(4, 0);
+  for (std::int64_t n = 0; n < N; ++n) want[static_cast<std::size_t>(hi[static_cast<std::size_t>(n)])] += hv[static_cast<std::size_t>(n)];
+  CHECK(bins.to_host() == want);
+
+  fz::Array<std::int32_t> counts = fz::zeros<std::int32_t>({4});
+  fz::index_add(counts, 0, fz::asarray(hi, {N}), 1);
+  std::vector<std::int32_t> want_counts(4, 0);
+  for (std::int64_t v : hi) ++want_counts[static_cast<std::size_t>(v)];
+  CHECK(counts.to_host() == want_counts);
+
+  // 16-bit floats: a neighbouring element of the same 32-bit word must stay as it is
+  fz::Array<fz::half> h = fz::zeros<fz::half>({6});
+  fz::index_add(h, 0, fz::asarray(std::vector<std::int32_t>{1, 1, 2, 4, 1}, {5}),
+                fz::asarray(std::vector<float>{0.5f, 0.25f, 1, -2, 0.125f}, {5}));
+  CHECK(test::mismatches(h.to_host(), {0, 0.875, 1, 0, -2, 0}, fz::DType::float16) == 0);
+  fz::Array<fz::bfloat16> b = fz::ones<fz::bfloat16>({3});
+  fz::index_add(b, 0, fz::asarray(std::vector<std::int32_t>{2, 0, 2}, {3}), 2.f);
+  CHECK(test::mismatches(b.to_host(), {3, 1, 5}, fz::DType::bfloat16) == 0);
+}
+
+TEST_CASE("scatter_add: the index names a place along the axis for each of its elements", "[gpu][scatter]") {
+  const std::int64_t R = 5, C = 6, M = 4;
+  const auto hi = test::random<std::int64_t>(static_cast<std::size_t>(M * C), 0, R - 1, 21);
+  const auto hv = test::random<float>(static_cast<std::size_t>(M * C), -1, 1, 22);
+  fz::Array<float> target = fz::zeros<float>({R, C});
+  const auto idx = fz::asarray(hi, {M, C});
+  fz::scatter_add(target, 0, idx, fz::asarray(hv, {M, C}));
+  std::vector<double> want(static_cast<std::size_t>(R * C), 0), mag(want.size(), 0);
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t c = 0; c < C; ++c) {
+      const auto at = static_cast<std::size_t>(hi[static_cast<std::size_t>(m * C + c)] * C + c);
+      want[at] += hv[static_cast<std::size_t>(m * C + c)];
+      mag[at] += std::abs(hv[static_cast<std::size_t>(m * C + c)]);
+    }
+  CHECK(off_sums(target.to_host(), want, mag) == 0);
+  // an index expression (fused): the rows in reverse
+  fz::Array<float> rev = fz::zeros<float>({R, C});
+  fz::scatter_add(rev, 0, (R - 1) - idx, fz::asarray(hv, {M, C}));
+  const auto got = rev.to_host();
+  std::vector<double> want_rev(want.size());
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t c = 0; c < C; ++c)
+      want_rev[static_cast<std::size_t>(r * C + c)] = want[static_cast<std::size_t>((R - 1 - r) * C + c)];
+  std::vector<double> mag_rev(mag.rbegin(), mag.rend());
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t c = 0; c < C; ++c)
+      mag_rev[static_cast<std::size_t>(r * C + c)] = mag[static_cast<std::size_t>((R - 1 - r) * C + c)];
+  CHECK(off_sums(got, want_rev, mag_rev) == 0);
+  CHECK_THROWS_AS(fz::scatter_add(target, 0, fz::asarray(hi, {M * C}), 1.f), fz::ShapeError);
+}
+
+TEST_CASE("bincount, with and without weights; bad indices and aliasing are errors", "[gpu][scatter]") {
+  const std::vector<std::int32_t> hx{0, 3, 3, 7, 1, 3, 0};
+  const auto x = fz::asarray(hx, {7});
+  CHECK(fz::bincount(x).to_host() == std::vector<std::int64_t>{2, 1, 0, 3, 0, 0, 0, 1});
+  CHECK(fz::bincount(x, 10).to_host().size() == 10);
+  const auto w = fz::asarray(std::vector<double>{0.5, 1, 2, 4, 8, 16, 32}, {7});
+  CHECK(fz::bincount(x, w).to_host() == std::vector<double>{32.5, 8, 0, 19, 0, 0, 0, 4});
+  CHECK(fz::bincount(fz::zeros<std::int32_t>({0}), 3).to_host() == std::vector<std::int64_t>{0, 0, 0});
+  CHECK_THROWS_AS(fz::bincount(fz::asarray(std::vector<std::int32_t>{1, -1}, {2})), fz::Error);
+
+  fz::Array<float> t = fz::zeros<float>({4, 2});
+  CHECK_THROWS_AS(fz::index_add(t, 0, fz::asarray(std::vector<std::int32_t>{0, 4}, {2}), 1.f), fz::IndexError);
+  fz::index_add<fz::IndexMode::wrap>(t, 0, fz::asarray(std::vector<std::int32_t>{0, 4, -1}, {3}), 1.f);
+  CHECK(t.to_host() == std::vector<float>{2, 2, 0, 0, 0, 0, 1, 1});
+  CHECK_THROWS_WITH(fz::index_add(t, 0, fz::asarray(std::vector<std::int32_t>{0}, {1}), t.slice({fz::Slice{0, 1}})),
+                    Catch::Contains("read the array they add into"));
+}
