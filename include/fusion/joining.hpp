@@ -68,7 +68,8 @@ template <Element T> Array<T> piece_view(Array<T>& out, int axis, std::int64_t a
   std::vector<Slice> s(static_cast<std::size_t>(out.ndim()));
   s[static_cast<std::size_t>(axis)] = Slice{at, at + extent, 1};
   Array<T> v = out.slice(s);
-  return stacked ? v.squeeze(axis) : v;
+  if (stacked) return v.squeeze(axis);
+  return v;  // (moved: a copy of an Array copies its elements, and this view must write into `out`)
 }
 
 template <bool Stacked, class... Es> auto join(int axis, const Es&... pieces) {
