@@ -100,6 +100,17 @@ int main(int argc, char** argv) {
     report(fmt::format("scalar gather lut[idx] * 3 ({} from {}, 32-byte sectors)", N, T).c_str(),
            32.0 * N + 4.0 * N + 4.0 * N, median_ms(run), copy, kernels_of(run));
   }
+  {  // scatter-add of 2^26 values into 2^20 bins (uniform) and into 1024 bins (contended)
+    const std::int64_t N = quick ? (1 << 22) : (1 << 26);
+    const auto values = fz::full<float>({N}, 1.f);
+    for (const std::int64_t bins : {std::int64_t{1} << 20, std::int64_t{1024}}) {
+      const auto idx = random_ids<std::int64_t>(N, bins, 5);
+      fz::Array<float> hist = fz::zeros<float>({bins});
+      auto run = [&] { fz::index_add<fz::IndexMode::wrap>(hist, 0, idx, values); };
+      report(fmt::format("index_add of {} f32 into {} bins (int64 ids)", N, bins).c_str(),
+             12.0 * N + 8.0 * bins, median_ms(run), copy, kernels_of(run));
+    }
+  }
   {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
     const std::int64_t N = quick ? (1 << 24) : (1 << 28);
     const auto x = fz::full<float>({N}, 0.5f);

@@ -67,6 +67,15 @@ def main():
     both(f"scalar gather lut[idx] * 3 ({N} from {T}, 32-byte sectors)", 40.0 * N, lambda l, i: l[i] * 3, lut, idx)
     del table, tb, pos, lut, idx, out
 
+    n = (1 << 22) if quick else (1 << 26)
+    vals = torch.ones((n,), dtype=torch.float32, device="cuda")
+    for bins in (1 << 20, 1024):
+        ids = torch.randint(0, bins, (n,), device="cuda", generator=gen, dtype=torch.int64)
+        hist = torch.zeros((bins,), dtype=torch.float32, device="cuda")
+        report(f"index_add of {n} f32 into {bins} bins (int64 ids) torch index_add_", 12.0 * n + 8.0 * bins,
+               median_ms(lambda: hist.index_add_(0, ids, vals)))
+    del vals, ids, hist
+
     n = (1 << 24) if quick else (1 << 28)
     x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
     both(f"cumsum(x * 2) of {n} f32", 8.0 * n, lambda v: torch.cumsum(v * 2, 0), x)
