@@ -68,7 +68,8 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
   // reference, tests/test_matmul*.cpp; the fuzzer does not generate them yet), and the ops added after it
   // (gelu, gelu_tanh: drawing them would change every fixed-seed case the regression tests name; the
   // every-op test covers them, tests/test_ops_gpu.cpp)
-  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 7);
+  // (and fz::take's, the scans and scatter_add, added later still: scans are drawn with GenOptions::scans, below)
+  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 15);
   CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(layouts.size() == 4);
@@ -215,6 +216,31 @@ TEST_CASE("fuzz regression: the reference's cbrt is exact on perfect cubes (glib
     const double cube = static_cast<double>(k) * static_cast<double>(k) * static_cast<double>(k);
     CHECK(test::interpret(g, {test::Scalar{cube, 0}}, {}, 0).f == static_cast<double>(k));
   }
+}
+
+TEST_CASE("fuzz: with GenOptions::scans the generator draws exact scans that build", "[fuzz]") {
+  std::set<fz::ir::Op> scans;
+  int invalid = 0, reversed = 0, exclusive = 0;
+  for (std::uint64_t s = 0; s < 1500; ++s) {
+    const fuzz::Case c = fuzz::generate(s, {.scans = true});
+    std::string why;
+    if (!fuzz::build(c, &why)) {
+      UNSCOPED_INFO("seed " << s << ": " << why);
+      ++invalid;
+      continue;
+    }
+    for (const fuzz::Expr& e : c.outputs)
+      walk(e, [&](const fuzz::Expr& x) {
+        if (x.kind != fuzz::Kind::scan) return;
+        scans.insert(x.op);
+        reversed += x.reverse;
+        exclusive += x.exclusive;
+      });
+  }
+  CHECK(invalid == 0);
+  CHECK(scans == std::set<fz::ir::Op>{fz::ir::Op::cumsum, fz::ir::Op::cummax, fz::ir::Op::cummin});
+  CHECK(reversed > 0);
+  CHECK(exclusive > 0);
 }
 
 TEST_CASE("fuzz regression: the oracle leaves out tgamma of float32 arguments past 2^23, where every value is a pole",

@@ -23,6 +23,35 @@ TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 re
   CHECK(compared > 100000);
 }
 
+TEST_CASE("fuzz: a fixed-seed slice with scans (running maxima, minima, integer sums) matches the reference",
+          "[gpu][fuzz]") {
+  const int n = 200;
+  int failed = 0, with_scans = 0;
+  std::int64_t compared = 0;
+  for (int k = 0; k < n; ++k) {
+    const fuzz::Case c = fuzz::generate(0x5c'0000 + static_cast<std::uint64_t>(k), {.scans = true});
+    bool scan = false;
+    for (const fuzz::Expr& e : c.outputs) {
+      auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
+        scan = scan || x.kind == fuzz::Kind::scan;
+        for (const fuzz::Expr& a : x.args) self(self, a);
+      };
+      walk(walk, e);
+    }
+    with_scans += scan;
+    const fuzz::Verdict v = fuzz::run_on_gpu(c);
+    if (v.failed()) {
+      ++failed;
+      UNSCOPED_INFO(fuzz::kind_name(v.kind)
+                    << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
+    }
+    compared += v.compared;
+  }
+  CHECK(failed == 0);
+  CHECK(with_scans > 40);
+  CHECK(compared > 50000);
+}
+
 // ---- regressions the fuzzer found ------------------------------------------------------------------
 
 TEST_CASE("fuzz regression: a plan that fails in a later step leaves earlier outputs unwritten", "[gpu][fuzz]") {

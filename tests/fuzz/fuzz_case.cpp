@@ -150,6 +150,10 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       const auto a = result_dtype(c, e.args[0]);
       return a ? std::optional(fusion::ir::reduction_result_dtype(e.op, *a)) : std::nullopt;
     }
+    case Kind::scan: {
+      const auto a = result_dtype(c, e.args[0]);
+      return a ? std::optional(fusion::ir::scan_result_dtype(e.op, *a)) : std::nullopt;
+    }
   }
   return std::nullopt;
 }
@@ -284,6 +288,22 @@ struct Lowering {
         b.reductions.push_back(arg);
         const DType in = g.dtype(a->node);
         return Result{g.reduce(e.op, a->node, fusion::ir::reduction_result_dtype(e.op, in)), out};
+      }
+      case Kind::scan: {
+        auto a = lower(e.args[0]);
+        if (!a) return std::nullopt;
+        const int rank = a->shape.size();
+        if (e.axis >= rank) return fail("a scan's axis beyond the operand's rank");
+        // Exact scans only: a floating running sum's rounding is checked by its own tests (test_scans_gpu)
+        if (e.op == Op::cumsum && fusion::is_floating(g.dtype(a->node))) return fail("a floating cumsum");
+        if (e.exclusive && e.op != Op::cumsum) return fail("an exclusive running maximum or minimum");
+        fusion::detail::ReduceArg arg;
+        arg.n_axes = 1;
+        arg.axes[0] = static_cast<std::int8_t>(e.negative_axes ? e.axis - rank : e.axis);
+        arg.exclusive = e.exclusive;
+        arg.reverse = e.reverse;
+        b.reductions.push_back(arg);
+        return Result{g.scan(e.op, a->node), a->shape};
       }
     }
     return fail("unknown node");

@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -42,6 +42,8 @@ struct Expr {
   fusion::ScalarKind scalar_kind = fusion::ScalarKind::floating;
   unsigned axes = 0;                 // reduce: bit d set = reduce axis d of the operand
   bool all_axes = false, keepdims = false, negative_axes = false;  // negative: written as -1, -2, ...
+  int axis = 0;                      // scan: along which axis of the operand
+  bool exclusive = false, reverse = false;  // scan: its options
   std::vector<Expr> args;
 };
 
@@ -89,6 +91,9 @@ std::vector<test::Scalar> logical_values(const Case& c, const Input& in);
 struct GenOptions {
   int max_depth = 8;
   std::int64_t max_elements = 3000;  // per array
+  /// Draw scans too (exact ones: running maxima, minima, integer sums). Off by default: drawing them
+  /// changes the cases of every fixed seed the regression tests name.
+  bool scans = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

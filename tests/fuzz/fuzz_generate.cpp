@@ -212,6 +212,21 @@ struct Generator {
     return wrap(Kind::binary, op, {std::move(a), std::move(b)});
   }
 
+  /// A running maximum, minimum or (of integers) sum along one axis of an operand of the target's rank.
+  Expr scan(const std::vector<int>& target, int depth) {
+    Expr x = gen(target, depth - 1, true);
+    const auto d = dtype(x);
+    const bool exact_sum = d && !fusion::is_floating(*d);
+    static const Op ops[] = {Op::cummax, Op::cummin, Op::cumsum};
+    Expr e = wrap(Kind::scan, ops[pick(exact_sum ? 3 : 2)], {std::move(x)});
+    e.axis = pick(static_cast<int>(target.size()));
+    e.negative_axes = chance(0.3);
+    e.reverse = chance(0.4);
+    e.exclusive = e.op == Op::cumsum && chance(0.4);
+    ++reductions;
+    return e;
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
@@ -227,6 +242,7 @@ struct Generator {
       if (chance(0.4)) std::swap(x, y);
       return wrap(Kind::where, Op::where, {gen(target, depth - 1), std::move(x), std::move(y)});
     }
+    if (o.scans && reductions < 3 && !target.empty() && chance(0.25)) return scan(target, depth);
     if (reductions < 3 && !target.empty() && chance(0.4)) return feedback(target, depth);
     if (reductions < 3) return reduce(target, depth, full);
     return unary(target, depth, full);

@@ -99,6 +99,12 @@ struct Printer {
         if (arg.n_axes < 0 && !arg.keepdims) return fmt::format("fz::{}({})", fusion::ir::op_name(e.op), a);
         return fmt::format("fz::{}({}, {{{}}}, {})", fusion::ir::op_name(e.op), a, axes, arg.keepdims);
       }
+      case Kind::scan: {
+        const std::string a = (*this)(e.args[0]);
+        const fusion::detail::ReduceArg& arg = b.reductions.at(reduction++);
+        return fmt::format("fz::{}({}, {}, {{.exclusive = {}, .reverse = {}}})", fusion::ir::op_name(e.op), a,
+                           arg.axes[0], arg.exclusive, arg.reverse);
+      }
     }
     return "?";
   }

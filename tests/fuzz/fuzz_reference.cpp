@@ -300,6 +300,48 @@ struct Interpreter {
     return r;
   }
 
+  /// A running maximum, minimum or integer sum along one axis (exact: no rounding to model).
+  Tensor scan(const Node& n) {
+    const fusion::detail::ReduceArg& arg = b.reductions[n.slot];
+    const Tensor& x = v[n.a];
+    const int rank = x.shape.size(), axis = (arg.axes[0] + rank) % rank;
+    std::int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= x.shape[d];
+    for (int d = axis + 1; d < rank; ++d) inner *= x.shape[d];
+    const std::int64_t len = x.shape[axis];
+    Tensor r{x.shape, std::vector<test::Scalar>(x.values.size()), std::vector<std::uint8_t>(x.values.size())};
+    const bool fl = fusion::is_floating(n.dtype), sum = n.op == fusion::ir::Op::cumsum;
+    const bool unsigned_ = fusion::is_unsigned_int(n.dtype);
+    auto later_wins = [&](const test::Scalar& acc, const test::Scalar& y) {  // y replaces acc
+      if (fl) return !std::isnan(acc.f) && (std::isnan(y.f) || (n.op == fusion::ir::Op::cummax ? !(acc.f > y.f) : !(acc.f < y.f)));
+      const bool less = unsigned_ ? static_cast<std::uint64_t>(acc.i) < static_cast<std::uint64_t>(y.i) : acc.i < y.i;
+      const bool greater = unsigned_ ? static_cast<std::uint64_t>(acc.i) > static_cast<std::uint64_t>(y.i) : acc.i > y.i;
+      return n.op == fusion::ir::Op::cummax ? !greater : !less;
+    };
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        test::Scalar acc{0, 0};
+        bool have = false, undefined = false;
+        for (std::int64_t t = 0; t < len; ++t) {
+          const std::int64_t j = arg.reverse ? len - 1 - t : t;
+          const auto at = static_cast<std::size_t>((o * len + j) * inner + i);
+          const test::Scalar y = x.values[at];
+          if (arg.exclusive) r.values[at] = acc, r.undefined[at] = undefined;
+          if (sum)  // integers wrap, as NumPy's
+            acc = test::normalize({0, static_cast<std::int64_t>(static_cast<std::uint64_t>(acc.i) +
+                                                                static_cast<std::uint64_t>(y.i))},
+                                  n.dtype);
+          else if (!have || later_wins(acc, y))
+            acc = y;
+          have = true;
+          undefined = undefined || x.undefined[at];
+          if (!arg.exclusive)  // which zero of a (+0, -0) pair a running extreme keeps is unspecified
+            r.values[at] = acc, r.undefined[at] = undefined || (fl && acc.f == 0);
+        }
+      }
+    return r;
+  }
+
   Expected operator()() {
     const fusion::ir::Graph& g = b.graph;
     v.resize(g.nodes.size());
@@ -311,6 +353,8 @@ struct Interpreter {
         v[k] = Tensor{Shape{}, {test::normalize(scalar_value(b.scalars[n.slot]), n.dtype)}, {0}};
       } else if (fusion::ir::is_reduction(n.op)) {
         v[k] = reduce(k, n);
+      } else if (fusion::ir::is_scan(n.op)) {
+        v[k] = scan(n);
       } else {
         v[k] = elementwise(k, n);
       }
