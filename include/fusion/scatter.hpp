@@ -2,8 +2,8 @@
 // Writes through an index: fz::index_add (PyTorch's index_add_), fz::scatter_add (PyTorch's scatter_add_,
 // the inverse of take_along_axis) and fz::bincount. They add into an existing array in place, one kernel
 // each; the values may be any expression (computed inside that kernel), the index any integer operand.
-// Each element's add is atomic, with the lanes of a warp that add to the same element combined first.
-// Floating sums are therefore not the same run to run in their last bits (the adds' order varies); integer
+// Each element's add is atomic (contended bins are slow: a block's private bins in shared memory are
+// still to come). Floating sums are therefore not the same run to run in their last bits (the adds' order varies); integer
 // sums are exact. An index outside the axis is an IndexError (IndexMode::raise) or wraps or clips.
 #pragma once
 #include <algorithm>
