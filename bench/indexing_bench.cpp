@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reads through an index (issue 38): row gathers, an embedding lookup with RMSNorm, scalar random gathers,
 // each as % of the copy limit measured in the same run.
-//   fusion-bench-indexing [--quick]      (bench/peers/indexing.py times PyTorch and torch.compile)
+//   fusion-bench-indexing [--quick] [--scans] [--tune name=value]   (bench/peers/indexing.py: PyTorch, torch.compile)
 //
 // Limits: a row gather moves its rows once (ids x row bytes, duplicates counted: each is read), the ids and
 // the result; a scalar gather from a table far larger than L2 touches a 32-byte sector per element (the
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fz = fusion;
 
@@ -56,12 +57,17 @@ template <class F> std::uint64_t kernels_of(F&& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, scans_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--scans")) scans_only = true;
+    else if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) fz::detail::set_tuning(argv[++i]);
+  }
   const double copy = fz::copy_bandwidth_gbs();
   fmt::print("device copy bandwidth {:.1f} GB/s\n", copy);
   const std::int64_t V = quick ? 4096 : 32768, D = 4096, B = quick ? 2048 : 16384;
 
-  {  // row gather, f32 rows of 4096
+  if (!scans_only) {  // row gather, f32 rows of 4096
     const auto table = fz::full<float>({V, D}, 1.5f);
     const auto ids = random_ids<std::int32_t>(B, V, 1);
     fz::Array<float> out = fz::zeros<float>({B, D});
@@ -73,7 +79,7 @@ int main(int argc, char** argv) {
     report("  the same, indices checked (raise: waits for the kernel)", bytes, median_ms(checked), copy,
            kernels_of(checked));
   }
-  {  // row gather, bf16
+  if (!scans_only) {  // row gather, bf16
     const auto table = fz::full<fz::bfloat16>({V, D}, fz::bfloat16(1.5f));
     const auto ids = random_ids<std::int64_t>(B, V, 2);
     fz::Array<fz::bfloat16> out = fz::zeros<fz::bfloat16>({B, D});
@@ -81,7 +87,7 @@ int main(int argc, char** argv) {
     report("row gather bf16 x[idx] (int64 ids, clip)", 2.0 * B * D * 2 + B * 8, median_ms(run), copy,
            kernels_of(run));
   }
-  {  // embedding + RMSNorm in bf16
+  if (!scans_only) {  // embedding + RMSNorm in bf16
     const auto table = fz::full<fz::bfloat16>({V, D}, fz::bfloat16(0.5f));
     const auto pos = fz::full<fz::bfloat16>({B, D}, fz::bfloat16(0.25f));
     const auto weight = fz::full<fz::bfloat16>({D}, fz::bfloat16(1.f));
@@ -91,7 +97,7 @@ int main(int argc, char** argv) {
     report("embedding + RMSNorm bf16 rms_norm(table[ids] + pos)", 3.0 * B * D * 2 + B * 4 + D * 2, median_ms(run),
            copy, kernels_of(run));
   }
-  {  // scalar random gather from a table far larger than L2
+  if (!scans_only) {  // scalar random gather from a table far larger than L2
     const std::int64_t N = quick ? (1 << 22) : (1 << 26), T = quick ? (1 << 22) : (1 << 26);
     const auto lut = fz::full<float>({T}, 2.f);
     const auto idx = random_ids<std::int32_t>(N, T, 4);
@@ -100,7 +106,7 @@ int main(int argc, char** argv) {
     report(fmt::format("scalar gather lut[idx] * 3 ({} from {}, 32-byte sectors)", N, T).c_str(),
            32.0 * N + 4.0 * N + 4.0 * N, median_ms(run), copy, kernels_of(run));
   }
-  {  // scatter-add of 2^26 values into 2^20 bins (uniform) and into 1024 bins (contended)
+  if (!scans_only) {  // scatter-add of 2^26 values into 2^20 bins (uniform) and into 1024 bins (contended)
     const std::int64_t N = quick ? (1 << 22) : (1 << 26);
     const auto values = fz::full<float>({N}, 1.f);
     for (const std::int64_t bins : {std::int64_t{1} << 20, std::int64_t{1024}}) {

@@ -121,7 +121,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     sig.add(ArgSource::dims, scan_axis_stride(op), fmt::format("const long long ast{}", suffix));
   }
 
-  const int W = kScanBlock / 32, I = kScanItems;
+  const int W = kScanBlock / 32, I = v.items;
   std::vector<std::string> args;  // fz_expr's arguments for element q of the row
   for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], fmt::format("in{0}[k{0} + q * ast{0}]", p)));
   for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
@@ -187,7 +187,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("__syncthreads();");
     }
     {
-    auto tiles = w.block("for (long long base = lo; base < hi; base += {})", kScanTile);
+    auto tiles = w.block("for (long long base = lo; base < hi; base += {})", v.tile());
     w.line("{} v[{}];", acc, I);
     w.line("{} run = fz_none;  // the warp's elements before step k", acc);
     w.line("const long long wbase = base + (long long)warp * {};", 32 * I);

@@ -6,6 +6,9 @@
 
 namespace fusion::codegen {
 
+/// Elements per thread and tile of a scan kernel, unless tuned (scan_variant.hpp).
+inline constexpr int kScanItemsDefault = 8;
+
 inline constexpr int kBlockThreads = 256;  ///< threads per block of generated kernels (layer kernels: see LayerVariant)
 inline constexpr int kWarpThreads = 32;
 inline constexpr int kBlockWarps = kBlockThreads / kWarpThreads;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The variant of a scan kernel: a running reduction along one axis (fz::cumsum and its kin), its operand
 // an elementwise prologue of the kernel's arrays. Each row (every position of the other axes) is scanned
-// by a block, in tiles of kScanTile elements: each warp scans 32 x kScanItems of them with shuffles, the
+// by a block, in tiles of kScanBlock x items elements: each warp scans 32 x items of them with shuffles, the
 // warps' totals combine in shared memory, a carry runs from tile to tile. A few long rows are split into
 // chunks over blocks: a first kernel reduces each chunk, the second scans it from the carry of the chunks
 // before it (their totals combined in a fixed order: results are the same run to run). Scans along an
@@ -11,15 +11,15 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/launch_shape.hpp"
 #include "codegen/variant.hpp"
 
 namespace fusion::codegen {
 
 inline constexpr int kScanBlock = 256;  ///< threads per block
-inline constexpr int kScanItems = 8;    ///< elements per thread and tile
-inline constexpr int kScanTile = kScanBlock * kScanItems;
 
 struct ScanVariant {
+  std::uint8_t items = kScanItemsDefault;  ///< elements per thread and tile (a tile: kScanBlock x items)
   std::uint8_t rank_kept = 0;  ///< dimensions of the rows' index space after collapsing (0: one row)
   bool exclusive = false;      ///< each result leaves its own element out
   bool reverse = false;        ///< from the end of the axis to its start
@@ -35,6 +35,7 @@ struct ScanVariant {
   bool operator==(const ScanVariant&) const = default;
   void hash_into(StableHasher& h, std::uint32_t n_slots) const;
   std::string describe() const;
+  std::int64_t tile() const { return std::int64_t{kScanBlock} * items; }
 };
 
 /// Dims entries of a scan kernel: the rows' extents, then per operand (parameters, then the output) its

@@ -161,6 +161,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(0x5c);  // tells scan variants from the others
   h.add_byte(rank_kept);
   h.add_byte(static_cast<std::uint8_t>(exclusive | reverse << 1 | chunked << 2 | totals << 3 | columns << 4));
+  if (items != kScanItemsDefault) h.add_byte(items);  // appended, so default kernels keep their hashes
   h.add_byte(static_cast<std::uint8_t>(out_dtype));
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
@@ -169,7 +170,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 std::string ScanVariant::describe() const {
   std::string s = columns ? fmt::format("scan, kept rank {}, a thread per row (consecutive rows coalesce)", rank_kept)
                           : fmt::format("scan, kept rank {}, {} per tile ({} warps of 32 x {})", rank_kept,
-                                        kScanTile, kScanBlock / 32, kScanItems);
+                                        tile(), kScanBlock / 32, items);
   if (exclusive) s += ", exclusive";
   if (reverse) s += ", reversed";
   if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";

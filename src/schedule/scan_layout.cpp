@@ -5,6 +5,7 @@
 
 #include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -42,7 +43,8 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // tiles over about 8 blocks per SM (a first kernel reduces each chunk; the second starts each from the
   // chunks before it).
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
-  const std::int64_t tiles = (L.n + codegen::kScanTile - 1) / codegen::kScanTile;
+  L.v.items = static_cast<std::uint8_t>(tuning().scan_items);
+  const std::int64_t tiles = (L.n + L.v.tile() - 1) / L.v.tile();
   L.chunks = 1;
   L.chunk = std::max<std::int64_t>(L.n, 1);
   // The output contiguous along the rows and not along the axis (`cumsum(x, 0)` of a C-ordered x): a thread
@@ -57,7 +59,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.chunks = (L.n + L.chunk - 1) / L.chunk;
   } else if (L.n_rows < blocks / 2 && tiles >= 8) {
     const std::int64_t want = std::min(tiles, (blocks + L.n_rows - 1) / L.n_rows);
-    L.chunk = (tiles + want - 1) / want * codegen::kScanTile;
+    L.chunk = (tiles + want - 1) / want * L.v.tile();
     L.chunks = (L.n + L.chunk - 1) / L.chunk;
   }
   L.v.chunked = L.chunks > 1;

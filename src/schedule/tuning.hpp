@@ -36,6 +36,8 @@ struct Tuning {
   /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
   /// thread looping (grid-stride) over several vectors.
   int linear_blocks_per_sm = 0;
+  /// Elements each thread of a tiled scan takes per tile (a warp scans 32 of them per step).
+  int scan_items = codegen::kScanItemsDefault;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).
