@@ -43,7 +43,8 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // tiles over about 8 blocks per SM (a first kernel reduces each chunk; the second starts each from the
   // chunks before it).
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
-  L.v.items = static_cast<std::uint8_t>(tuning().scan_items);
+  L.v.items = codegen::kScanItemsDefault;  // (chunks of long rows: 8 per thread and tile)
+  if (tuning().scan_items > 0) L.v.items = static_cast<std::uint8_t>(tuning().scan_items);
   const std::int64_t tiles = (L.n + L.v.tile() - 1) / L.v.tile();
   L.chunks = 1;
   L.chunk = std::max<std::int64_t>(L.n, 1);
@@ -63,6 +64,13 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.chunks = (L.n + L.chunk - 1) / L.chunk;
   }
   L.v.chunked = L.chunks > 1;
+  // A block per row: 16 elements per thread and tile (measured, schedule/tuning.hpp), for accumulators of 4
+  // bytes at most (an int64 exclusive scan's 16 took 92 registers)
+  const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4;
+  if (!L.v.chunked && !L.v.columns && tuning().scan_items == 0 && narrow) {
+    L.v.items = 16;
+    L.chunk = std::max<std::int64_t>(L.n, 1);
+  }
 }
 
 }  // namespace fusion::detail
