@@ -85,7 +85,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
     if (fault) args.push_back(kIndexFault);
-    if (scatter) args.push_back(v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
+    if (scatter) args.push_back(v.private_bins ? "fz_bins" : v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
   auto stored = [&](int o, const std::string& value) {
@@ -128,6 +128,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   if (fault) sig.add(ArgSource::workspace, kIndexFaultWorkspace, fmt::format("unsigned long long* {}", kIndexFault));
   sig.add(Count::n, "const long long n");
+  if (v.private_bins) sig.add(Count::lanes, "const long long fz_nbins");
   if (v.rows) {
     sig.add(Count::lanes, "const long long lanes");
     sig.add(ArgSource::dims, 0, "const FzDims shape");
@@ -339,6 +340,15 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       auto loop = w.block("for ({} i = first; i < n; i += step)", index_t);
       store_all(w, call(element_inputs([&](int p) { return load(p, "i"); }), "i"), at_index("i"));
     } else {
+      const std::string bins_t(storage_type(v.out_dtype[0]));
+      if (v.private_bins) {
+        w.line("// This block's copy of the target's bins, in shared memory: added into the target once, at the end.");
+        w.line("extern __shared__ __align__(16) unsigned char fz_shared[];");
+        w.line("{0}* const fz_bins = reinterpret_cast<{0}*>(fz_shared);", bins_t);
+        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x) fz_bins[b] = 0;");
+        w.line("__syncthreads();");
+      }
+      {
       auto loop = w.block("for ({} i = first; i < n; i += step)", index_t);
       std::vector<std::pair<std::string, std::string>> offsets;  // offset name, strides suffix
       for (int p = 0; p < v.n_params; ++p)
@@ -368,6 +378,12 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       store_all(w, call(in, "i"), [&](int o) {
         return fmt::format("{}[{}]", out_name(o), v.out_access[o] == Access::contiguous ? "i" : "o" + out_suffix(o));
       });
+      }
+      if (v.private_bins) {
+        w.line("__syncthreads();");
+        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x)");
+        w.line("  if (fz_bins[b] != 0) fz_scatter_add(out + b, fz_bins[b]);");
+      }
     }
   }
   k.source = w.str();

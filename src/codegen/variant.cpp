@@ -22,6 +22,7 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   for (int p = 0; p < n_params; ++p) h.add_byte(static_cast<std::uint8_t>(access[p]));
   if (rows) h.add_byte(0x52);  // appended, so other hashes stay what they were
   if (tiles) h.add_byte(0x54);
+  if (private_bins) h.add_byte(0x42);
   if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
     h.add_byte(n_outputs);
     for (int k = 1; k < n_outputs; ++k) {
@@ -38,6 +39,7 @@ std::string Variant::describe() const {
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   s += index64 ? ", 64-bit index" : ", 32-bit index";
   if (out_aliases_input) s += ", output aliases an input";
+  if (private_bins) s += ", each block's bins in shared memory";
   int broadcast = 0, strided = 0, row = 0, along = 0, across = 0;
   for (int p = 0; p < n_params; ++p) {
     across += access[p] == Access::across;

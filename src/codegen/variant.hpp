@@ -44,6 +44,10 @@ struct Variant {
   bool tiles = false;
   bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
   bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
+  /// A scatter (fz::index_add) into a small contiguous target every element addresses by its offset alone
+  /// (bincount, a histogram): each block adds into its own copy of the target in shared memory, then adds
+  /// that copy into the target once (a global atomic per bin and block instead of per element).
+  bool private_bins = false;
   std::uint8_t n_outputs = 1;
   std::array<DType, kMaxOutputs> out_dtype{};    ///< per output
   std::array<Access, kMaxOutputs> out_access{};  ///< per output

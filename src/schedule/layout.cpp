@@ -205,6 +205,29 @@ void try_tiles(const Call& c, int K, Layout& L) {
   }
 }
 
+/// A scatter whose target view is one element for every element of the index space (all strides 0: the offset
+/// alone addresses the target), with unit stride along the axis and at most kPrivateBinBytes of 4- or 8-byte
+/// elements: each block adds into its own copy in shared memory. The extent and the stride are the scalars
+/// fz::index_add passes (the offset is take_index(i, extent) * stride).
+void try_private_bins(const Call& c, const ArrayBase& out, Layout& L) {
+  constexpr std::int64_t kPrivateBinBytes = 32 * 1024;
+  for (std::int64_t s : L.strides[0])
+    if (s != 0) return;
+  const std::size_t width = itemsize(out.dtype());
+  if (width < 4 || is_16bit_float(out.dtype())) return;
+  const ir::Graph& g = graph_of(c);
+  const ir::Node& scatter = g.nodes[g.outputs[0]];
+  const ir::Node& offset = g.nodes[scatter.a];
+  if (offset.op != ir::Op::mul) return;
+  const ir::Node& index = g.nodes[offset.a], &stride = g.nodes[offset.b];
+  if (index.op != ir::Op::take_index || stride.op != ir::Op::scalar || g.nodes[index.b].op != ir::Op::scalar) return;
+  const std::int64_t step = static_cast<std::int64_t>(c.scalars[stride.slot].bits);
+  const std::int64_t extent = static_cast<std::int64_t>(c.scalars[g.nodes[index.b].slot].bits);
+  if (step != 1 || extent <= 0 || extent * static_cast<std::int64_t>(width) > kPrivateBinBytes) return;
+  L.v.private_bins = true;
+  L.bins = extent;
+}
+
 }  // namespace
 
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
@@ -241,7 +264,10 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   // A scatter's target (fz::index_add) is addressed by its strides, 0 along the index's axes: every element
   // adds into it, none is skipped as a smaller output's broadcast copies are.
   const ir::Graph& graph = graph_of(c);
-  if (K == 1 && graph.nodes[graph.outputs[0]].op == ir::Op::scatter_add) L.v.out_access[0] = Access::strided;
+  if (K == 1 && graph.nodes[graph.outputs[0]].op == ir::Op::scatter_add) {
+    L.v.out_access[0] = Access::strided;
+    try_private_bins(c, *outs[0], L);
+  }
   for (int p = 0; p < np; ++p) L.v.access[static_cast<std::size_t>(p)] = classify(L.strides[K + p], false);
 
   bool wide = L.n > INT_MAX;

@@ -133,6 +133,11 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
     grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
+    if (L.v.private_bins) {  // a block's bins are added into the target once: a wave of blocks, each looping
+      grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * 4);
+      grid.shared_bytes = static_cast<unsigned>(L.bins * static_cast<std::int64_t>(itemsize(outs[0]->dtype())));
+      a.count(codegen::Count::lanes) = L.bins;
+    }
     if (const int cap = tuning().linear_blocks_per_sm; cap > 0)
       grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * cap);
   }
