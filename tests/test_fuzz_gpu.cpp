@@ -5,51 +5,49 @@
 #include "fuzz_run.hpp"
 #include "support.hpp"
 
-TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 reference", "[gpu][fuzz]") {
-  const int n = 300;
-  int failed = 0;
+namespace {
+
+/// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
+struct Slice {
+  int failed = 0, with_scans = 0;
   std::int64_t compared = 0;
+};
+Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
+  Slice s;
   for (int k = 0; k < n; ++k) {
-    const fuzz::Case c = fuzz::generate(0x9a'0000 + static_cast<std::uint64_t>(k));
+    const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
+    bool scan = false;
+    auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
+      scan = scan || x.kind == fuzz::Kind::scan;
+      for (const fuzz::Expr& a : x.args) self(self, a);
+    };
+    for (const fuzz::Expr& e : c.outputs) walk(walk, e);
+    s.with_scans += scan;
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
-      ++failed;
+      ++s.failed;
       UNSCOPED_INFO(fuzz::kind_name(v.kind)
                     << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
     }
-    compared += v.compared;
+    s.compared += v.compared;
   }
-  CHECK(failed == 0);
-  CHECK(compared > 100000);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 reference", "[gpu][fuzz]") {
+  const Slice s = run_slice(0x9a'0000, 300);
+  CHECK(s.failed == 0);
+  CHECK(s.compared > 100000);
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with scans (running maxima, minima, integer sums) matches the reference",
           "[gpu][fuzz]") {
-  const int n = 200;
-  int failed = 0, with_scans = 0;
-  std::int64_t compared = 0;
-  for (int k = 0; k < n; ++k) {
-    const fuzz::Case c = fuzz::generate(0x5c'0000 + static_cast<std::uint64_t>(k), {.scans = true});
-    bool scan = false;
-    for (const fuzz::Expr& e : c.outputs) {
-      auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
-        scan = scan || x.kind == fuzz::Kind::scan;
-        for (const fuzz::Expr& a : x.args) self(self, a);
-      };
-      walk(walk, e);
-    }
-    with_scans += scan;
-    const fuzz::Verdict v = fuzz::run_on_gpu(c);
-    if (v.failed()) {
-      ++failed;
-      UNSCOPED_INFO(fuzz::kind_name(v.kind)
-                    << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
-    }
-    compared += v.compared;
-  }
-  CHECK(failed == 0);
-  CHECK(with_scans > 25);  // (34 of the 200 on the H100 run that set this)
-  CHECK(compared > 50000);
+  const Slice s = run_slice(0x5c'0000, 200, {.scans = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_scans > 25);  // (34 of the 200 on the H100 run that set this)
+  CHECK(s.compared > 50000);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

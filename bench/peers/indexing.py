@@ -7,20 +7,7 @@ import sys
 
 import torch
 
-
-def median_ms(run, calls=10):
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(9):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            run()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / calls)
-    return sorted(times)[len(times) // 2]
+from timing import median_ms
 
 
 def main():

@@ -8,6 +8,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from timing import median_ms
+
 CASES = [("8192^3", 8192, 8192, 8192, torch.bfloat16, False),
          ("8192x14336x4096 (MLP up)", 8192, 14336, 4096, torch.bfloat16, False),
          ("8192x4096x14336 (MLP down)", 8192, 4096, 14336, torch.bfloat16, False),
@@ -16,19 +18,6 @@ CASES = [("8192^3", 8192, 8192, 8192, torch.bfloat16, False),
          ("4096^3", 4096, 4096, 4096, torch.float32, False),
          ("1024^3", 1024, 1024, 1024, torch.bfloat16, False),
          ("256x256x256", 256, 256, 256, torch.bfloat16, False)]
-
-
-def median_ms(run, calls):
-    times = []
-    for _ in range(7):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            run()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / calls)
-    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -42,7 +31,7 @@ def main():
         calls = 10 if m * n * k > 2 ** 36 else 50
         for _ in range(3):
             torch.matmul(a, b, out=out)
-        ms = median_ms(lambda: torch.matmul(a, b, out=out), calls)
+        ms = median_ms(lambda: torch.matmul(a, b, out=out), calls, runs=7, warmup=0)
         print(f"{name:<28} {str(dtype).replace('torch.', ''):>9} {ms:9.3f} {2 * m * n * k / ms / 1e9:8.1f}")
     torch.backends.cuda.matmul.allow_tf32 = False
     epilogues("--no-compile" not in sys.argv)
@@ -70,13 +59,13 @@ def epilogues(compile_too):
         f = flop if fn is not mlp[1] else 4 * B * D * H
         for _ in range(3):
             fn()
-        eager = median_ms(fn, 10 if fn is not mlp[1] else 5)
+        eager = median_ms(fn, 10 if fn is not mlp[1] else 5, runs=7, warmup=0)
         line = f"{name:<40} {eager:9.3f} {f / eager / 1e9:8.1f}"
         if compile_too:
             compiled = torch.compile(fn)
             for _ in range(3):
                 compiled()
-            c = median_ms(compiled, 10 if fn is not mlp[1] else 5)
+            c = median_ms(compiled, 10 if fn is not mlp[1] else 5, runs=7, warmup=0)
             line += f" {c:12.3f} {f / c / 1e9:8.1f}"
         print(line, flush=True)
 

@@ -23,6 +23,30 @@ namespace fusion {
 /// inside fz::Step and stream captures.
 using IndexMode = ir::IndexMode;
 
+namespace detail {
+
+/// An index along an axis of extent `extent` and element stride `stride`, made valid by mode M: what a read
+/// (fz::take) or a write (fz::index_add) through it lowers to and packs (the two scalars, in this order).
+template <IndexMode M> struct AxisIndex {
+  std::int64_t extent = 0, stride = 0;
+  struct Nodes {
+    std::uint32_t offset;   // the element offset along the axis (int64)
+    std::uint32_t checked;  // raise: the checked index (-1 when bad); else ir::kNone
+  };
+  static Nodes lower(ir::Graph& g, std::uint32_t index) {
+    const std::uint32_t n = g.scalar(DType::int64);
+    const std::uint32_t st = g.scalar(DType::int64);
+    const std::uint32_t k = g.take_index(index, n, M);
+    return {g.binary(ir::Op::mul, k, st), M == IndexMode::raise ? k : ir::kNone};
+  }
+  void pack(ArgSink& s) const {
+    s.scalars[s.n_scalars++] = to_scalar_arg(extent);
+    s.scalars[s.n_scalars++] = to_scalar_arg(stride);
+  }
+};
+
+}  // namespace detail
+
 namespace expr {
 
 /// The element of `source` (a view in the result's index space) at the index `index` gives along an axis
@@ -33,19 +57,15 @@ template <IndexMode M, Element T, class I> struct Take : Node<Take<M, T, I>> {
   static constexpr int n_reductions = I::n_reductions, n_functions = I::n_functions;
   I index;
   ArrayBase source;
-  std::int64_t extent = 0, stride = 0;
+  detail::AxisIndex<M> axis;
   static std::uint32_t lower(ir::Graph& g) {
-    const std::uint32_t i = I::lower(g);  // in pack()'s order: the index, the scalars, the source
-    const std::uint32_t n = g.scalar(DType::int64);
-    const std::uint32_t st = g.scalar(DType::int64);
-    const std::uint32_t from = g.input(dtype);
-    const std::uint32_t k = g.take_index(i, n, M);
-    return g.gather(g.binary(ir::Op::mul, k, st), from, M == IndexMode::raise ? k : ir::kNone);
+    const std::uint32_t i = I::lower(g);  // in pack()'s order: the index, the axis's scalars, the source
+    const auto at = detail::AxisIndex<M>::lower(g, i);
+    return g.gather(at.offset, g.input(dtype), at.checked);
   }
   void pack(detail::ArgSink& s) const {
     index.pack(s);
-    s.scalars[s.n_scalars++] = detail::to_scalar_arg(extent);
-    s.scalars[s.n_scalars++] = detail::to_scalar_arg(stride);
+    axis.pack(s);
     s.arrays[s.n_arrays++] = &source;
   }
 };
@@ -79,7 +99,7 @@ auto make_take(const ArrayBase& a, I&& index_node, int axis, ArrayBase view) {
   using Node = expr::Take<M, T, std::decay_t<I>>;
   static_assert(is_integer(std::decay_t<I>::dtype) && std::decay_t<I>::dtype != DType::bool_,
                 "fusion: indices must be integers (int32, int64, ...); cast them first with fz::cast<std::int64_t>(e)");
-  Node t{{}, std::forward<I>(index_node), std::move(view), a.shape()[axis], a.strides()[axis]};
+  Node t{{}, std::forward<I>(index_node), std::move(view), {a.shape()[axis], a.strides()[axis]}};
   return t;
 }
 

@@ -27,19 +27,15 @@ template <IndexMode M, Element T, class I, class V> struct ScatterAdd : Node<Sca
   static constexpr int n_reductions = I::n_reductions + V::n_reductions, n_functions = I::n_functions + V::n_functions;
   I index;
   V values;
-  std::int64_t extent = 0, stride = 0;
+  detail::AxisIndex<M> axis;
   static std::uint32_t lower(ir::Graph& g) {
-    const std::uint32_t i = I::lower(g);  // in pack()'s order: the index, the scalars, the values
-    const std::uint32_t n = g.scalar(DType::int64);
-    const std::uint32_t st = g.scalar(DType::int64);
-    const std::uint32_t v = V::lower(g);
-    const std::uint32_t k = g.take_index(i, n, M);
-    return g.scatter_add(g.binary(ir::Op::mul, k, st), v, dtype, M == IndexMode::raise ? k : ir::kNone);
+    const std::uint32_t i = I::lower(g);  // in pack()'s order: the index, the axis's scalars, the values
+    const auto at = detail::AxisIndex<M>::lower(g, i);
+    return g.scatter_add(at.offset, V::lower(g), dtype, at.checked);
   }
   void pack(detail::ArgSink& s) const {
     index.pack(s);
-    s.scalars[s.n_scalars++] = detail::to_scalar_arg(extent);
-    s.scalars[s.n_scalars++] = detail::to_scalar_arg(stride);
+    axis.pack(s);
     values.pack(s);
   }
 };
@@ -62,7 +58,7 @@ void scatter_add_into(Array<T>& target, int axis, I&& index_node, V&& values, co
   static_assert(is_integer(In::dtype), "fusion: indices must be integers; cast them first with fz::cast<std::int64_t>(e)");
   auto v = to_node_beside<dtype_of<T>>(std::forward<V>(values));
   const expr::ScatterAdd<M, T, In, decltype(v)> node{
-      {}, std::forward<I>(index_node), std::move(v), target.shape()[axis], target.strides()[axis]};
+      {}, std::forward<I>(index_node), std::move(v), {target.shape()[axis], target.strides()[axis]}};
   with_call(node, [&](const Call& c) { scatter_into(c, view); });
 }
 
@@ -97,30 +93,27 @@ void scatter_add(Array<T>& target, int axis, I&& index, V&& values) {
   detail::scatter_add_into<M>(target, axis, detail::to_node(std::forward<I>(index)), std::forward<V>(values), view);
 }
 
+namespace detail {
+/// bincount's bins: the largest value plus one, at least `minlength` (a wait for the GPU); negative values refused.
+template <Element I> std::int64_t bins_needed(const Array<I>& x, std::int64_t minlength) {
+  static_assert(is_integer(dtype_of<I>), "fusion: bincount counts integers");
+  if (x.ndim() != 1) throw ShapeError("bincount: the input must have one dimension; it has " + std::to_string(x.ndim()));
+  if (x.size() == 0) return minlength;
+  if (static_cast<std::int64_t>(fusion::min(x).item()) < 0) throw Error("bincount: the input has negative values");
+  return std::max<std::int64_t>(minlength, static_cast<std::int64_t>(fusion::max(x).item()) + 1);
+}
+}  // namespace detail
+
 /// NumPy's bincount: how often each value 0, 1, ... occurs in the one-dimensional non-negative integer array `x`
 /// (at least `minlength` bins). Reads the largest value first (a wait for the GPU).
 template <Element I> Array<std::int64_t> bincount(const Array<I>& x, std::int64_t minlength = 0) {
-  static_assert(is_integer(dtype_of<I>), "fusion: bincount counts integers");
-  if (x.ndim() != 1) throw ShapeError("bincount: the input must have one dimension; it has " + std::to_string(x.ndim()));
-  std::int64_t bins = minlength;
-  if (x.size() > 0) {
-    if (static_cast<std::int64_t>(fusion::min(x).item()) < 0) throw Error("bincount: the input has negative values");
-    bins = std::max<std::int64_t>(bins, static_cast<std::int64_t>(fusion::max(x).item()) + 1);
-  }
-  Array<std::int64_t> counts = zeros<std::int64_t>({bins});
+  Array<std::int64_t> counts = zeros<std::int64_t>({detail::bins_needed(x, minlength)});
   if (x.size() > 0) index_add<IndexMode::clip>(counts, 0, x, std::int64_t{1});
   return counts;
 }
 /// With weights: the sum of `weights` per value (float64, as NumPy's).
 template <Element I, Operand W> Array<double> bincount(const Array<I>& x, const W& weights, std::int64_t minlength = 0) {
-  static_assert(is_integer(dtype_of<I>), "fusion: bincount counts integers");
-  if (x.ndim() != 1) throw ShapeError("bincount: the input must have one dimension; it has " + std::to_string(x.ndim()));
-  std::int64_t bins = minlength;
-  if (x.size() > 0) {
-    if (static_cast<std::int64_t>(fusion::min(x).item()) < 0) throw Error("bincount: the input has negative values");
-    bins = std::max<std::int64_t>(bins, static_cast<std::int64_t>(fusion::max(x).item()) + 1);
-  }
-  Array<double> sums = zeros<double>({bins});
+  Array<double> sums = zeros<double>({detail::bins_needed(x, minlength)});
   if (x.size() > 0) index_add<IndexMode::clip>(sums, 0, x, weights);
   return sums;
 }
