@@ -3,6 +3,9 @@
 // of 1- to 3-D sources, 0-d to 2-D indices of int32 and int64 with negative entries, every dtype (a read
 // through an index is exact), views as sources, the three index modes (raise reported as IndexError and
 // cleared), index expressions, fusion with the math around it (one launch), reductions of gathers.
+#include <algorithm>
+#include <random>
+
 #include "support.hpp"
 
 namespace {
@@ -298,4 +301,38 @@ TEST_CASE("take inside a layer kernel: an embedding lookup, its RMSNorm and a pe
     want.push_back(s);
   }
   CHECK(test::mismatches(rows.to_host(), want, fz::DType::float32) == 0);
+}
+
+TEST_CASE("take inside a layer kernel along the row: a softmax of each row read in a permuted order",
+          "[gpu][indexing]") {
+  const std::int64_t R = 40, D = 300;
+  const auto hx = test::random<float>(static_cast<std::size_t>(R * D), -4, 4, 81);
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(R * D));
+  std::mt19937 rng(82);
+  for (std::int64_t r = 0; r < R; ++r) {
+    std::vector<std::int64_t> p(static_cast<std::size_t>(D));
+    for (std::int64_t j = 0; j < D; ++j) p[static_cast<std::size_t>(j)] = j;
+    std::shuffle(p.begin(), p.end(), rng);
+    for (std::int64_t j = 0; j < D; ++j) perm[static_cast<std::size_t>(r * D + j)] = p[static_cast<std::size_t>(j)] - (j % 2) * D;
+  }
+  const auto x = fz::asarray(hx, {R, D});
+  const auto idx = fz::asarray(perm, {R, D});
+  const auto t = fz::take_along_axis(x, idx, 1);  // the offset varies along the row: read through a pointer
+  fz::reset_stats();
+  fz::Array<float> sm = fz::exp(t - fz::max(t, 1, true)) / fz::sum(fz::exp(t - fz::max(t, 1, true)), 1, true);
+  CHECK(fz::stats().launches == 1);
+  std::vector<double> want(hx.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    std::vector<double> row(static_cast<std::size_t>(D));
+    double m = -INFINITY, s = 0;
+    for (std::int64_t j = 0; j < D; ++j) {
+      std::int64_t k = perm[static_cast<std::size_t>(r * D + j)];
+      k = k < 0 ? k + D : k;
+      row[static_cast<std::size_t>(j)] = hx[static_cast<std::size_t>(r * D + k)];
+      m = std::max(m, row[static_cast<std::size_t>(j)]);
+    }
+    for (double v : row) s += std::exp(v - m);
+    for (std::int64_t j = 0; j < D; ++j) want[static_cast<std::size_t>(r * D + j)] = std::exp(row[static_cast<std::size_t>(j)] - m) / s;
+  }
+  CHECK(test::mismatches(sm.to_host(), want, fz::DType::float32) == 0);
 }

@@ -80,6 +80,9 @@ class LayerEmitter {
  private:
   /// Each reduction's identity, lift, combine, row reduction and result.
   void write_device_functions() {
+    if (V > 1 && any_row_gather())
+      fn.line("template <class V, class T> __device__ __forceinline__ V fz_unaligned(const T* p) {{ V r; for (int e = 0; "
+              "e < (int)(sizeof(V) / sizeof(T)); ++e) r.v[e] = p[e]; return r; }}");
     {
       std::set<Op> structs;
       for (const Reduction& r : reds)
@@ -248,6 +251,20 @@ class LayerEmitter {
       if (n.op == Op::input) base[i] = fmt::format("x{}", param_of(static_cast<std::uint32_t>(i)));
       if (n.op == Op::scalar) base[i] = fmt::format("s{}", n.slot);
     }
+    // A source read at a per-row offset: the offset once per row, then an ordinary input from there on
+    for (int p = 0; p < np; ++p) {
+      const int at = row_gather[static_cast<std::size_t>(p)];
+      if (at < 0) continue;
+      const Node& n = g.nodes[static_cast<std::size_t>(at)];
+      std::vector<std::uint32_t> roots{n.a};
+      if (n.c != ir::kNone) roots.push_back(n.c);
+      write_values(w, g, needed(g, roots), base, ctx);
+      // (a bad checked index reads the row's first element: its IndexError is reported after the kernel)
+      w.line("k{} += {};  // this row's place in fz::take's source", p,
+             n.c == ir::kNone ? base[n.a] : fmt::format("({} < 0 ? 0 : {})", base[n.c], base[n.a]));
+      if (V > 1) w.line("const bool fz_whole{0} = k{0} % {1} == 0;  // whole vectors from this offset", p, V);
+      base[static_cast<std::size_t>(at)] = fmt::format("x{}", p);
+    }
   }
 
   /// Pass `pass`: a wave of reductions over the row (pass <= waves), or the per-element outputs.
@@ -339,8 +356,11 @@ class LayerEmitter {
         if (gathered[p]) continue;  // read element by element, where the index says
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
-        const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p,
-                                               element_at(fmt::format("k{}", p), std::to_string(p)));
+        std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p,
+                                         element_at(fmt::format("k{}", p), std::to_string(p)));
+        if (row_gather[static_cast<std::size_t>(p)] >= 0)  // a row offset need not be a whole number of vectors
+          memory = fmt::format("(fz_whole{0} ? {1} : fz_unaligned<{2}>(in{0} + {3}))", p, memory, type,
+                               element_at(fmt::format("k{}", p), std::to_string(p)));
         w.line("const {} v{} = {};", type, p,
                !from_cache(p) ? memory
                : partly       ? fmt::format("{} ? {} : {}", kept(cache_index), cached, memory)
@@ -410,8 +430,21 @@ class LayerEmitter {
   EmitContext e;
   GeneratedKernel& k = e.kernel;
   const std::vector<DType>& pdt = e.params;
-  // fz::take's sources: pointers at the element's position, never loaded, vectorized or cached
-  const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
+  // fz::take's sources read at a per-row offset (an embedding's row): ordinary inputs from that offset on
+  const std::vector<int> row_gather =
+      v.segmented ? std::vector<int>(v.n_params, -1)
+                  : row_gathers(g, v.param_of_slot, v.n_params, [this](int p) { return v.role[p] == LayerRole::row; });
+  // the other sources: pointers at the element's position, never loaded, vectorized or cached
+  const std::vector<bool> gathered = [this] {
+    std::vector<bool> r = gathered_params(g, v.param_of_slot, v.n_params);
+    for (int p = 0; p < v.n_params; ++p) r[static_cast<std::size_t>(p)] = r[static_cast<std::size_t>(p)] && row_gather[static_cast<std::size_t>(p)] < 0;
+    return r;
+  }();
+  bool any_row_gather() const {
+    for (int x : row_gather)
+      if (x >= 0) return true;
+    return false;
+  }
   const std::vector<std::pair<std::uint32_t, DType>>& scalars = e.scalars;
   SpellContext& ctx = e.spell;
   const int heavy = e.heavy;

@@ -21,4 +21,38 @@ std::vector<int> waves_of(const ir::Graph& g);
 /// per element) the last pass. The layout rule reads it to see which inputs several passes read (cached ones).
 std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row);
 
+/// Per parameter: the gather node reading it when that gather is its only reader and the gather's offset is
+/// the same along the row (computed from row-constant inputs and scalars only: an embedding's row, whose
+/// index is per row); else -1. A layer kernel reads such a source as an ordinary input at a per-row offset:
+/// cached, in 16-byte vectors where the row's offset allows. `row_constant(p)`: parameter p is constant along
+/// the row.
+template <class RowConstant>
+std::vector<int> row_gathers(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot, int np,
+                             RowConstant&& row_constant) {
+  std::vector<int> found(static_cast<std::size_t>(np), -1), readers(static_cast<std::size_t>(np), 0);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    for (std::uint32_t o : {n.a, n.b, n.c})
+      if (o != ir::kNone && g.nodes[o].op == ir::Op::input) ++readers[param_of_slot[g.nodes[o].slot]];
+  }
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op != ir::Op::gather) continue;
+    const int p = param_of_slot[g.nodes[n.b].slot];
+    if (readers[static_cast<std::size_t>(p)] != 1) continue;
+    std::vector<std::uint32_t> roots{n.a};
+    if (n.c != ir::kNone) roots.push_back(n.c);
+    const std::vector<bool> below = needed(g, roots);
+    bool per_row = true;
+    for (std::size_t j = 0; j < g.nodes.size() && per_row; ++j) {
+      if (!below[j]) continue;
+      const ir::Node& m = g.nodes[j];
+      per_row = !ir::is_reduction(m.op) && m.op != ir::Op::iota && m.op != ir::Op::gather &&
+                (m.op != ir::Op::input || row_constant(static_cast<int>(param_of_slot[m.slot])));
+    }
+    if (per_row) found[static_cast<std::size_t>(p)] = static_cast<int>(i);
+  }
+  return found;
+}
+
 }  // namespace fusion::codegen

@@ -162,7 +162,12 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   L.n_red = S.n_red;
 
   // Roles: constant along the row, streamed, or cached when several passes read it.
-  const std::vector<bool> gathered = codegen::gathered_params(g, v.param_of_slot, np);
+  std::vector<bool> gathered = codegen::gathered_params(g, v.param_of_slot, np);
+  // (a source read at a per-row offset, an embedding's row, is an ordinary input: it may be cached)
+  const std::vector<int> per_row = codegen::row_gathers(g, v.param_of_slot, np, [&](int p) {
+    return L.rst[p] == 0 && L.sst[p] == 0;
+  });
+  for (int p = 0; p < np; ++p) gathered[static_cast<std::size_t>(p)] = gathered[static_cast<std::size_t>(p)] && (per_row[static_cast<std::size_t>(p)] < 0 || v.segmented);
   const auto passes = codegen::layer_pass_nodes(g, v.out_per_row);
   std::array<int, kMaxParams> readers{};
   for (const auto& nodes : passes) {
@@ -172,7 +177,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     for (int p = 0; p < np; ++p) readers[static_cast<std::size_t>(p)] += reads[static_cast<std::size_t>(p)];
   }
   for (int p = 0; p < np; ++p) {
-    bool across_rows = false;  // an array shared by every row (a weight) stays in L1/L2 instead
+    // an array shared by every row (a weight) stays in L1/L2 instead; a source read at a per-row offset differs
+    bool across_rows = per_row[static_cast<std::size_t>(p)] >= 0;
     for (std::int64_t x : L.kst[p]) across_rows = across_rows || x != 0;
     v.role[p] = L.rst[p] == 0 && L.sst[p] == 0 ? LayerRole::row
                 : readers[static_cast<std::size_t>(p)] > 1 && across_rows && !gathered[static_cast<std::size_t>(p)]

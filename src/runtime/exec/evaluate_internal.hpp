@@ -64,6 +64,7 @@ struct Lowered {
   bool has_reduction = false;
   bool has_product = false;  // a matrix product (a library call): runs as a plan of steps
   bool has_scan = false;     // a scan (a kernel of its own): runs as a plan of steps
+  bool has_gather = false;   // fz::take: equal scalars merge (with_shared_reductions), so one gather reads once
   // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
   std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
              std::atomic<KernelSlot<codegen::LayerVariant>*>, std::atomic<KernelSlot<codegen::ScanVariant>*>>

@@ -66,7 +66,10 @@ std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call
 
 Call with_shared_reductions(const Call& c) {
   // (a product's operands too: `h = x @ w + b` used five times in a GELU is one product, not five)
-  if (c.n_reductions < 2 && !c.lowered->has_product) return c;
+  // (and fz::take's: a gather used twice, a norm's `x` that is `take(table, ids, 0) + pos`, packs its axis's
+  // extent and stride twice; with equal scalars merged its two reads are one)
+  const bool gathers = c.lowered->has_gather;
+  if (c.n_reductions < 2 && !c.lowered->has_product && !gathers) return c;
   const auto equal = [](const ReduceArg& a, const ReduceArg& b) {
     if (a.n_axes != b.n_axes || a.keepdims != b.keepdims || a.ddof != b.ddof || a.exclusive != b.exclusive ||
         a.reverse != b.reverse)
@@ -77,14 +80,21 @@ Call with_shared_reductions(const Call& c) {
   };
   // Equal reductions read their arrays through different input slots (each use of `x` is one), so
   // inputs that are the same view merge first; then reductions with equal arguments share a slot.
-  std::vector<std::uint32_t> key(static_cast<std::size_t>(c.n_arrays + c.n_reductions));
+  std::vector<std::uint32_t> key(static_cast<std::size_t>(c.n_arrays + c.n_reductions + (gathers ? c.n_scalars : 0)));
   for (int s = 0; s < c.n_arrays; ++s) {
     int r = 0;
     while (!same_view(*c.arrays[r], *c.arrays[s])) ++r;
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;
-  for (int s = 0; s < c.n_arrays && c.lowered->has_product; ++s) any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
+  for (int s = 0; s < c.n_arrays && (c.lowered->has_product || gathers); ++s)
+    any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
+  for (int j = 0; j < c.n_scalars && gathers; ++j) {  // equal values of one dtype: one slot
+    int r = 0;
+    while (c.scalars[r].dtype != c.scalars[j].dtype || c.scalars[r].bits != c.scalars[j].bits) ++r;
+    key[static_cast<std::size_t>(c.n_arrays + c.n_reductions + j)] = static_cast<std::uint32_t>(r);
+    any = any || r != j;
+  }
   for (int j = 0; j < c.n_reductions; ++j) {
     int r = 0;
     while (!equal(c.reductions[r], c.reductions[j])) ++r;
@@ -96,8 +106,11 @@ Call with_shared_reductions(const Call& c) {
   key.insert(key.begin(), 1);  // the kind of derived graph: reductions merged
   merged.lowered = &derived(*c.lowered, key, [&] {
     ir::Graph g = c.lowered->graph;
-    for (ir::Node& n : g.nodes)
+    for (ir::Node& n : g.nodes) {
       if (ir::takes_descriptor(n.op)) n.slot = key[1 + static_cast<std::size_t>(c.n_arrays) + n.slot];
+      if (n.op == ir::Op::scalar && gathers)
+        n.slot = key[1 + static_cast<std::size_t>(c.n_arrays + c.n_reductions) + n.slot];
+    }
     const std::vector<std::uint32_t> inputs(key.begin() + 1, key.begin() + 1 + c.n_arrays);
     return ir::canonicalize(g, inputs);  // equal nodes are one node now
   });
