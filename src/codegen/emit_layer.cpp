@@ -431,9 +431,14 @@ class LayerEmitter {
   GeneratedKernel& k = e.kernel;
   const std::vector<DType>& pdt = e.params;
   // fz::take's sources read at a per-row offset (an embedding's row): ordinary inputs from that offset on
-  const std::vector<int> row_gather =
-      v.segmented ? std::vector<int>(v.n_params, -1)
-                  : row_gathers(g, v.param_of_slot, v.n_params, [this](int p) { return v.role[p] == LayerRole::row; });
+  // (a source constant along the row, a per-row scale `take(scale, ids[:, None], 0)`, stays a pointer read once
+  // per row)
+  const std::vector<int> row_gather = [this] {
+    std::vector<int> r = row_gathers(g, v.param_of_slot, v.n_params, [this](int p) { return v.role[p] == LayerRole::row; });
+    for (int p = 0; p < v.n_params; ++p)
+      if (v.segmented || v.role[p] == LayerRole::row) r[static_cast<std::size_t>(p)] = -1;
+    return r;
+  }();
   // the other sources: pointers at the element's position, never loaded, vectorized or cached
   const std::vector<bool> gathered = [this] {
     std::vector<bool> r = gathered_params(g, v.param_of_slot, v.n_params);

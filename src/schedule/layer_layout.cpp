@@ -167,7 +167,11 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   const std::vector<int> per_row = codegen::row_gathers(g, v.param_of_slot, np, [&](int p) {
     return L.rst[p] == 0 && L.sst[p] == 0;
   });
-  for (int p = 0; p < np; ++p) gathered[static_cast<std::size_t>(p)] = gathered[static_cast<std::size_t>(p)] && (per_row[static_cast<std::size_t>(p)] < 0 || v.segmented);
+  for (int p = 0; p < np; ++p) {
+    const bool along = L.rst[p] != 0 || L.sst[p] != 0;  // (a source constant along the row stays a pointer)
+    gathered[static_cast<std::size_t>(p)] =
+        gathered[static_cast<std::size_t>(p)] && (per_row[static_cast<std::size_t>(p)] < 0 || v.segmented || !along);
+  }
   const auto passes = codegen::layer_pass_nodes(g, v.out_per_row);
   std::array<int, kMaxParams> readers{};
   for (const auto& nodes : passes) {
