@@ -60,17 +60,19 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
       c);  // param_of_slot has one entry per array operand: more would write past it (found by the fuzzer)
   // A gather's source is read through a pointer, never loaded per element: it shares a parameter only
   // with other gathers' sources.
+  // (every assignment passes here: without a gather, nothing is allocated)
   const std::vector<bool> gathered = gather_sources(c);
-  std::vector<bool> param_gathered;
+  auto is_gathered = [&](int s) { return !gathered.empty() && gathered[static_cast<std::size_t>(s)]; };
+  std::array<bool, kMaxParams> param_gathered{};
   int np = 0;
   for (int s = 0; s < c.n_arrays; ++s) {
     int p = 0;
-    while (p < np && !(same_view(*params[p], *c.arrays[s]) && param_gathered[p] == gathered[s])) ++p;
+    while (p < np && !(same_view(*params[p], *c.arrays[s]) && param_gathered[static_cast<std::size_t>(p)] == is_gathered(s))) ++p;
     if (p == np) {
       if (np == kMaxParams)
         throw Error(fmt::format("an expression may read at most {} distinct arrays in one kernel", kMaxParams));
       params[np++] = c.arrays[s];
-      param_gathered.push_back(gathered[s]);
+      param_gathered[static_cast<std::size_t>(np - 1)] = is_gathered(s);
     }
     param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
   }
@@ -78,10 +80,13 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
 }
 
 std::vector<bool> gather_sources(const Call& c) {
-  std::vector<bool> gathered(static_cast<std::size_t>(c.n_arrays), false);
+  std::vector<bool> gathered;
   const ir::Graph& g = graph_of(c);
   for (const ir::Node& n : g.nodes)
-    if (n.op == ir::Op::gather) gathered[g.nodes[n.b].slot] = true;
+    if (n.op == ir::Op::gather) {
+      gathered.resize(static_cast<std::size_t>(c.n_arrays), false);
+      gathered[g.nodes[n.b].slot] = true;
+    }
   return gathered;
 }
 

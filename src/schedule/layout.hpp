@@ -25,7 +25,7 @@ Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
 bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// Whether the memory spans of two arrays overlap.
 bool shares_memory(const ArrayBase& a, const ArrayBase& b);
-/// Per array slot of the call: whether a gather reads it (fz::take's source).
+/// Per array slot of the call: whether a gather reads it (fz::take's source); empty when none does.
 std::vector<bool> gather_sources(const Call& c);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
 /// Throws when one kernel would take more array operands than it has parameter slots.
