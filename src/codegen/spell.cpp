@@ -159,7 +159,8 @@ __device__ __forceinline__ long long fz_index_raise(long long i, long long n, un
     case Helper::scatter_add:
       return R"(// Adds v to *p atomically (a lane each: combining a warp's lanes on one element first with
 // __match_any_sync cost more than it saved on uniform indices, 1160 against 890 us for 2^26 adds on an H100).
-// 16-bit floats add through a compare-and-swap of their 32-bit word.
+// 16-bit floats add through a 16-bit compare-and-swap (sm_70 and later): one on the 32-bit word around
+// the element would read past the end of an array of odd length.
 __device__ __forceinline__ int fz_scatter_add(float* p, float v) { atomicAdd(p, v); return 0; }
 __device__ __forceinline__ int fz_scatter_add(double* p, double v) { atomicAdd(p, v); return 0; }
 __device__ __forceinline__ int fz_scatter_add(int* p, int v) { atomicAdd(p, v); return 0; }
@@ -168,13 +169,10 @@ __device__ __forceinline__ int fz_scatter_add(unsigned long long* p, unsigned lo
 __device__ __forceinline__ int fz_scatter_add(long long* p, long long v) { atomicAdd((unsigned long long*)p, (unsigned long long)v); return 0; }
 template <float (*To)(unsigned short), unsigned short (*From)(float)>
 __device__ __forceinline__ int fz_scatter_add_16(unsigned short* p, float v) {
-  unsigned* word = (unsigned*)((unsigned long long)p & ~3ull);
-  const unsigned shift = ((unsigned long long)p & 2ull) ? 16u : 0u;
-  unsigned old = *word, assumed;
+  unsigned short old = *p, assumed;
   do {
     assumed = old;
-    const unsigned short r = From(To((unsigned short)(assumed >> shift)) + v);
-    old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | ((unsigned)r << shift));
+    old = atomicCAS(p, assumed, From(To(assumed) + v));
   } while (assumed != old);
   return 0;
 })";

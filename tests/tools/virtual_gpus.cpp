@@ -252,18 +252,34 @@ CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool,
 
 // The device of memory a stand-in device allocated is that device, not the real GPU it lives on: found by
 // the pool it came from, else by the context that allocated it.
-CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  const CUresult r = REAL(cuPointerGetAttribute)(data, attribute, ptr);
-  if (r != CUDA_SUCCESS || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return r;
+static void correct_ordinal(int* ordinal, CUdeviceptr ptr) {
   CUmemoryPool pool = nullptr;
   CUcontext ctx = nullptr;
   REAL(cuPointerGetAttribute)(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr);
   REAL(cuPointerGetAttribute)(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr);
   Layout& l = layout();
   std::lock_guard lock(l.mu);
-  if (const auto p = l.pool_device.find(pool); pool && p != l.pool_device.end()) *static_cast<int*>(data) = p->second;
+  if (const auto p = l.pool_device.find(pool); pool && p != l.pool_device.end()) *ordinal = p->second;
   for (const auto& [dev, mine] : l.contexts)
-    if (ctx && ctx == mine) *static_cast<int*>(data) = dev;
+    if (ctx && ctx == mine) *ordinal = dev;
+}
+
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  const CUresult r = REAL(cuPointerGetAttribute)(data, attribute, ptr);
+  if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) correct_ordinal(static_cast<int*>(data), ptr);
+  return r;
+}
+
+// (the plural call answers memory CUDA does not know with a memory type of 0 and no error)
+CUresult CUDAAPI cuPointerGetAttributes(unsigned count, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr) {
+  const CUresult r = REAL(cuPointerGetAttributes)(count, attributes, data, ptr);
+  unsigned type = 0;
+  CUpointer_attribute memory_type = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+  void* type_value = &type;
+  if (r != CUDA_SUCCESS || REAL(cuPointerGetAttributes)(1, &memory_type, &type_value, ptr) != CUDA_SUCCESS || type == 0)
+    return r;
+  for (unsigned i = 0; i < count; ++i)
+    if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) correct_ordinal(static_cast<int*>(data[i]), ptr);
   return r;
 }
 

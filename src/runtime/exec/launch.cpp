@@ -94,8 +94,8 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
                   "bad index, which a fz::Step or a stream capture cannot do: pass IndexMode::wrap or IndexMode::clip");
   }
   if (tls_step != nullptr) [[unlikely]]  // a step's body: the launch becomes a node of its graph
-    return record_launch(*tls_step, f, argv, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), grid.block,
-                         grid.shared_bytes);
+    return record_launch(*tls_step, f, argv, params.size(), static_cast<unsigned>(grid.x),
+                         static_cast<unsigned>(grid.y), grid.block, grid.shared_bytes);
   FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, grid.block, 1, 1,
             grid.shared_bytes, stream.handle, argv, nullptr);
   if (fault != 0) report_index_fault(stream);

@@ -29,16 +29,18 @@ struct ParamLayout {
   std::vector<std::size_t> offset, size;
 };
 
-const ParamLayout& layout_of(CUfunction f) {
+// (the count comes from the kernel's signature: asking the driver past the last parameter fails, a failing API
+// call that compute-sanitizer reports)
+const ParamLayout& layout_of(CUfunction f, std::size_t count) {
   static std::mutex mu;
   static auto& layouts = *new std::unordered_map<CUfunction, ParamLayout>;  // functions live for the process
   std::lock_guard lock(mu);
   auto it = layouts.find(f);
   if (it != layouts.end()) return it->second;
   ParamLayout l;
-  for (std::size_t i = 0;; ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     std::size_t off = 0, size = 0;
-    if (driver().cuFuncGetParamInfo(f, i, &off, &size) != CUDA_SUCCESS) break;  // past the last parameter
+    FUSION_CU(cuFuncGetParamInfo, f, i, &off, &size);
     l.offset.push_back(off);
     l.size.push_back(size);
   }
@@ -47,9 +49,9 @@ const ParamLayout& layout_of(CUfunction f) {
 
 }  // namespace
 
-void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x, unsigned grid_y, unsigned block,
-                   unsigned shared_bytes) {
-  const ParamLayout& l = layout_of(f);
+void record_launch(StepRecorder& rec, CUfunction f, void** argv, std::size_t count, unsigned grid_x, unsigned grid_y,
+                   unsigned block, unsigned shared_bytes) {
+  const ParamLayout& l = layout_of(f, count);
   RecordedLaunch r;
   r.function = f, r.grid_x = grid_x, r.grid_y = grid_y, r.block = block, r.shared_bytes = shared_bytes;
   for (std::size_t i = 0; i < l.size.size(); ++i) {

@@ -29,8 +29,8 @@ struct StepRecorder {
   std::vector<std::shared_ptr<Storage>> memory;  // every array the launches read or write
 };
 
-/// Records a launch of `f` with `argv` (as cuLaunchKernel takes it).
-void record_launch(StepRecorder& rec, CUfunction f, void** argv, unsigned grid_x, unsigned grid_y, unsigned block,
-                   unsigned shared_bytes);
+/// Records a launch of `f` with its `count` parameters `argv` (as cuLaunchKernel takes them).
+void record_launch(StepRecorder& rec, CUfunction f, void** argv, std::size_t count, unsigned grid_x, unsigned grid_y,
+                   unsigned block, unsigned shared_bytes);
 
 }  // namespace fusion::detail

@@ -14,21 +14,22 @@ namespace {
 
 /// What the driver says `ptr` is; throws for memory a kernel on `device` cannot use as device memory.
 void check_device_memory(CUdeviceptr ptr, int device) {
-  const auto& d = detail::driver();
+  // cuPointerGetAttributes (unlike the singular call) answers memory CUDA does not know with zeros instead of an
+  // error, so checking a host pointer makes no failing API call for compute-sanitizer to report.
   unsigned type = 0;
-  const CUresult r = d.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
-  if (r == CUDA_ERROR_INVALID_VALUE)
+  unsigned managed = 0;  // (the driver writes a boolean)
+  int ordinal = -1;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+  void* values[] = {&type, &managed, &ordinal};
+  detail::check(detail::driver().cuPointerGetAttributes(3, attributes, values, ptr), "cuPointerGetAttributes");
+  if (type == 0)
     throw Error(fmt::format("from_device: {:#x} is not memory CUDA knows (host memory from malloc or new?); copy host "
                             "data with fz::asarray", ptr));
-  detail::check(r, "cuPointerGetAttribute");
   if (type == CU_MEMORYTYPE_HOST)
     throw Error(fmt::format("from_device: {:#x} is pinned host memory; copy it with fz::asarray (fusion's kernels read "
                             "device memory)", ptr));
-  unsigned managed = 0;  // (the driver writes a boolean)
-  detail::check(d.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr), "cuPointerGetAttribute");
   if (managed) return;  // managed memory is reachable from every device
-  int ordinal = -1;
-  detail::check(d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr), "cuPointerGetAttribute");
   if (ordinal != device)
     throw Error(fmt::format("from_device: the memory is on device {} but device {} is current; make it current "
                             "with fz::DeviceScope", ordinal, device));
