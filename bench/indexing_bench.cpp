@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     const auto x = fz::full<float>({N}, 0.5f);
     fz::Array<float> out = fz::zeros<float>({N});
     auto run = [&] { out = fz::cumsum(x * 2.f, 0); };
-    report(fmt::format("cumsum(x * 2) of {} f32 (one row: chunk totals, then the scan)", N).c_str(), 8.0 * N,
+    report(fmt::format("cumsum(x * 2) of {} f32 (one row, one pass)", N).c_str(), 8.0 * N,
            median_ms(run), copy, kernels_of(run));
     const std::int64_t R = quick ? 2048 : 8192;
     const auto m = fz::full<float>({R, R}, 0.25f);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scans on the GPU against a float64 host reference: cumsum, cumprod, cummax, cummin, logcumsumexp along
-// every axis of 1- to 3-D shapes (short rows, rows of many tiles, one long row split into chunks), inclusive
-// and exclusive, forward and reversed, every dtype class, views as inputs, a fused prologue (one launch),
-// an epilogue (a second kernel), empty extents, in place, and bit-identical results run to run.
+// every axis of 1- to 3-D shapes (short rows, rows of many tiles, one long row in partitions over blocks in
+// one pass), inclusive and exclusive, forward and reversed, every dtype class, views as inputs, a fused
+// prologue (one launch), an epilogue (a second kernel), empty extents, in place, bit-identical results run
+// to run, and the one-pass scan's shared state across sizes, policies and fz::Step replays.
 #include <limits>
 
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -111,7 +113,7 @@ template <Op OP, class T> void check_scan(const fz::Shape& s, int axis, fz::Scan
   fz::Array<R> out = fz::full<R>(s, R(7.f));  // poisoned
   fz::reset_stats();
   out = scan_expr<OP>(x, axis, o);
-  CHECK(fz::stats().launches <= 2);  // one kernel, two for a few long rows
+  CHECK(fz::stats().launches <= 2);  // one kernel, two for a few long columns
   CHECK(off(OP, out.to_host(), want, scale, s[a]) == 0);
 }
 
@@ -133,7 +135,7 @@ TEST_CASE("scans: every op along every axis, inclusive and exclusive, forward an
     }
 }
 
-TEST_CASE("scans: every dtype class; one long row split into chunks", "[gpu][scans]") {
+TEST_CASE("scans: every dtype class; one long row in partitions, one pass", "[gpu][scans]") {
   check_scan<Op::cumsum, double>({70000}, 0, {}, -1, 1, 11);
   check_scan<Op::cumsum, fz::half>({3000}, 0, {}, -1, 1, 12);
   check_scan<Op::cumsum, fz::bfloat16>({4, 3000}, 1, {}, -1, 1, 13);
@@ -141,12 +143,46 @@ TEST_CASE("scans: every dtype class; one long row split into chunks", "[gpu][sca
   check_scan<Op::cumsum, std::uint8_t>({5, 777}, 1, {true, false}, 0, 255, 15);
   check_scan<Op::cumprod, std::int64_t>({6, 40}, 1, {}, -3, 3, 16);
   check_scan<Op::logcumsumexp, double>({2, 9000}, 1, {false, true}, -50, 50, 17);
-  // one row of 2^22: chunks over blocks (their totals first, then each from its carry)
+  // one row of 2^22: 1024 partitions over blocks, each carry from the tree of published sums
   check_scan<Op::cumsum, float>({1 << 22}, 0, {}, -1, 1, 18);
   check_scan<Op::cumsum, std::int64_t>({1 << 22}, 0, {true, true}, -1000, 1000, 19);
   check_scan<Op::cummax, float>({2, 1 << 21}, 1, {false, true}, -1e6, 1e6, 20);
+  check_scan<Op::logcumsumexp, float>({3, 100000}, 1, {true, false}, -30, 30, 21);
+  check_scan<Op::cumprod, fz::bfloat16>({7, 9000}, 1, {}, 0.98, 1.02, 22);
+  check_scan<Op::cumsum, std::uint8_t>({1 << 20}, 0, {true, true}, 0, 255, 23);  // uint64 partitions of 2048
   const auto info = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 22}), 0));
-  CHECK(info.kernels == 2);
+  CHECK(info.kernels == 1);
+  CHECK_THAT(info.variant, Catch::Contains("in one pass"));
+}
+
+TEST_CASE("scans in one pass: the stream's state across sizes and policies, fz::Step replays", "[gpu][scans]") {
+  // Each launch leaves the state ready for the next: small, large (the state grows), small again, many times.
+  for (int run = 0; run < 3; ++run)
+    for (const fz::Shape& s : {fz::Shape{9000}, fz::Shape{1 << 21}, fz::Shape{5, 70000}})
+      check_scan<Op::cumsum, float>(s, -1, {}, -1, 1, 30 + static_cast<unsigned>(run));
+  // Every policy gives the reference: one pass for many rows too, and a block per row for one long row.
+  auto& t = fz::detail::tuning();
+  const fz::detail::Tuning saved = t;
+  for (const char* policy : {"scan_lookback=1", "scan_lookback=2"}) {
+    fz::detail::set_tuning(policy);
+    INFO(policy);
+    check_scan<Op::cumsum, float>({1000, 9000}, 1, {}, -1, 1, 40);
+    check_scan<Op::cummin, std::int32_t>({3, 50000}, 1, {true, true}, -1000000, 1000000, 41);
+  }
+  t = saved;
+  // A step's graph has a state of its own: replays between direct scans on the stream stay exact.
+  const auto hx = test::random<float>(1 << 21, -1, 1, 42);
+  const fz::Array<float> x = fz::asarray(hx, {1 << 21});
+  fz::Array<float> in_step = fz::zeros<float>({1 << 21});
+  fz::Step step([&] { in_step = fz::cumsum(x * 2.f, 0); });
+  const std::vector<float> direct = fz::eval(fz::cumsum(x * 2.f, 0)).to_host();
+  for (int run = 0; run < 3; ++run) {
+    in_step = fz::full<float>({1 << 21}, 7.f);  // poisoned
+    step();
+    fz::Array<float> between = fz::cumsum(x * 2.f, 0);
+    CHECK(in_step.to_host() == direct);  // the same partitions, the same order: the same bits
+    CHECK(between.to_host() == direct);
+  }
 }
 
 TEST_CASE("scans: NaN propagates through cummax; -inf through logcumsumexp; a sum of -0 stays -0", "[gpu][scans]") {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/scan_state.hpp"
 #include "codegen/spell.hpp"
 #include "fusion/error.hpp"
 
@@ -53,6 +54,39 @@ std::string scan_combine(Op op, DType d) {
              "return hi + log1p(exp(lo - hi));";
     default: throw Error("internal: not a scan");
   }
+}
+
+/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total and the runs it
+/// completes, and takes its carry from the runs before it (scan_state.hpp). Warp 0 does it: lane l waits
+/// for the run of bit l of c, lane 0 combines in the fixed order.
+void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
+  {
+    auto tree = w.block("if (warp == 0)");
+    w.line("const long long fz_row_nodes = row * 2 * chunks;");
+    w.line("if ((c >> lane) & 1) {{  // (a row has fewer than 2^31 partitions)");
+    w.line("  const long long id = fz_row_nodes + (((c >> lane) - 1) << (lane + 1)) + (1ll << lane) - 1;");
+    w.line("  while (*(volatile unsigned*)(fz_flags + id) != fz_published) __nanosleep(32);");
+    w.line("  __threadfence();");
+    w.line("  fz_runs[lane] = fz_values[id];");
+    w.line("}}");
+    w.line("__syncwarp();");
+    auto first = w.block("if (lane == 0)");
+    w.line("{} s = fz_none;", acc);
+    w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
+    w.line("int top = 0;  // the runs ending at c: levels 0..top");
+    w.line("for (;; ++top) {{");
+    w.line("  fz_values[fz_row_nodes + ((c >> top) << (top + 1)) + (1ll << top) - 1] = s;");
+    w.line("  if (top == 31 || !((c >> top) & 1)) break;");
+    w.line("  s = fz_combine(fz_runs[top], s);  // the left half, then the right");
+    w.line("}}");
+    w.line("__threadfence();");
+    w.line("for (int l = 0; l <= top; ++l) *(volatile unsigned*)(fz_flags + fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1) = fz_published;");
+    w.line("{} p = fz_none;", acc);
+    w.line("for (int l = 31; l >= 0; --l) if ((c >> l) & 1) p = fz_combine(p, fz_runs[l]);");
+    w.line("fz_carry = p;");
+  }
+  w.line("__syncthreads();");
+  w.line("carry = fz_carry;");
 }
 
 }  // namespace
@@ -108,6 +142,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     sig.add(ArgSource::pointer, p, fmt::format("const {}* __restrict__ in{}", storage_type(pdt[p]), p));
   if (!v.totals) sig.add(ArgSource::pointer, np, fmt::format("{}* __restrict__ out", storage_type(v.out_dtype)));
   if (v.chunked) sig.add(ArgSource::pointer, np + 1, fmt::format("{}* __restrict__ fz_chunk_totals", acc));
+  if (v.lookback) sig.add(ArgSource::pointer, np + 1, "unsigned* __restrict__ fz_state");
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   sig.add(Count::n_out, "const long long n_rows");
   sig.add(Count::n_red, "const long long n");
@@ -167,25 +202,29 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
-    auto blocks = w.block("for (long long b = blockIdx.x; b < n_rows * chunks; b += gridDim.x)");
+    if (v.lookback) {
+      w.line("// The partitions' tree of published sums (codegen/scan_state.hpp).");
+      w.line("__shared__ {} fz_runs[32];  // the runs of c's set bits", acc);
+      w.line("__shared__ {} fz_carry;", acc);
+      w.line("__shared__ long long fz_claimed;");
+      w.line("unsigned* const fz_flags = fz_state + {};", kScanStateHeaderBytes / 4);
+      w.line("volatile {}* const fz_values = (volatile {}*)((char*)fz_state + {} + (4 * n_rows * 2 * chunks + 7) / 8 * 8);",
+             acc, acc, kScanStateHeaderBytes);
+      w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
+    }
+    {
+    auto blocks = v.lookback ? w.block("for (;;)") : w.block("for (long long b = blockIdx.x; b < n_rows * chunks; b += gridDim.x)");
+    if (v.lookback) {
+      w.line("// Partitions are claimed in order, so the ones a partition waits for are held by running blocks.");
+      w.line("if (threadIdx.x == 0) fz_claimed = atomicAdd(fz_state + 1, 1u);");
+      w.line("__syncthreads();");
+      w.line("const long long b = fz_claimed;");
+      w.line("if (b >= n_rows * chunks) break;");
+    }
     w.line("const long long row = b / chunks, c = b - row * chunks;");
     w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
     decode("row");
     w.line("{} carry = fz_none;", acc);
-    if (v.chunked && !v.totals) {
-      w.line("// The carry: the totals of the row's chunks before this one, combined in a fixed order.");
-      auto scope = w.block("");
-      w.line("{} t = fz_none;", acc);
-      w.line("for (long long i = threadIdx.x; i < c; i += {}) t = fz_combine(t, fz_chunk_totals[row * chunks + i]);",
-             kScanBlock);
-      w.line("#pragma unroll");
-      w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(t, d); if (lane >= d) t = fz_combine(y, t); }}",
-             acc);
-      w.line("if (lane == 31) fz_warp[warp] = t;");
-      w.line("__syncthreads();");
-      w.line("for (int i = 0; i < {}; ++i) carry = fz_combine(carry, fz_warp[i]);", W);
-      w.line("__syncthreads();");
-    }
     {
     auto tiles = w.block("for (long long base = lo; base < hi; base += {})", v.tile());
     w.line("{} v[{}];", acc, I);
@@ -214,6 +253,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     w.line("if (lane == 0) fz_warp[warp] = run;");
     w.line("__syncthreads();");
+    if (v.lookback) write_lookback(w, acc, W);
     w.line("{} pre = carry;  // the tile's elements before this warp's, in a fixed order", acc);
     w.line("for (int i = 0; i < warp; ++i) pre = fz_combine(pre, fz_warp[i]);");
     w.line("for (int i = 0; i < {}; ++i) carry = fz_combine(carry, fz_warp[i]);", W);
@@ -226,7 +266,17 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
              store_conversion(rd, v.out_dtype, "fz_combine(pre, v[k])"));
     }
     }
-    if (v.totals) w.line("if (threadIdx.x == 0) fz_chunk_totals[b] = carry;  // this chunk's total");
+    }
+    if (v.lookback) {
+      w.line("// The last block to finish readies the state for the next launch.");
+      w.line("__syncthreads();");
+      auto last = w.block("if (threadIdx.x == 0)");
+      w.line("__threadfence();");
+      auto reset = w.block("if (atomicAdd(fz_state + 2, 1u) == gridDim.x - 1)");
+      w.line("atomicExch(fz_state + 1, 0u);");
+      w.line("atomicExch(fz_state + 2, 0u);");
+      w.line("atomicExch(fz_state, fz_published);");
+    }
   }
   k.source = w.str();
   return k;

@@ -3,9 +3,11 @@
 // an elementwise prologue of the kernel's arrays. Each row (every position of the other axes) is scanned
 // by a block, in tiles of kScanBlock x items elements: each warp scans 32 x items of them with shuffles, the
 // warps' totals combine in shared memory, a carry runs from tile to tile. A few long rows are split into
-// chunks over blocks: a first kernel reduces each chunk, the second scans it from the carry of the chunks
-// before it (their totals combined in a fixed order: results are the same run to run). Scans along an
-// axis that is not the contiguous one run a thread per row instead (ScanVariant::columns).
+// partitions of one tile over blocks, in one pass (ScanVariant::lookback): each block publishes its
+// partition's total and reads the totals of the partitions before it from a tree of published sums
+// (scan_state.hpp), so the combination order is fixed and results are the same run to run. Scans along
+// an axis that is not the contiguous one run a thread per row instead (ScanVariant::columns), a few long
+// ones split into chunks: a first kernel reduces each chunk, the second scans it from the chunks before it.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -23,8 +25,11 @@ struct ScanVariant {
   std::uint8_t rank_kept = 0;  ///< dimensions of the rows' index space after collapsing (0: one row)
   bool exclusive = false;      ///< each result leaves its own element out
   bool reverse = false;        ///< from the end of the axis to its start
-  bool chunked = false;        ///< rows split into chunks over blocks, each starting from a carry
+  bool chunked = false;        ///< (columns) rows split into chunks over threads, each starting from a carry
   bool totals = false;         ///< (chunked) this kernel only reduces each chunk into the workspace
+  /// Rows split into partitions of one tile, claimed by blocks in order; each partition's carry is
+  /// combined from the published sums of the partitions before it (one pass, scan_state.hpp).
+  bool lookback = false;
   /// A thread per row, walking its part of the axis element by element: for an axis that is not the
   /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.
   bool columns = false;

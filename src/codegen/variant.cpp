@@ -162,7 +162,8 @@ std::string LayerVariant::describe() const {
 void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(0x5c);  // tells scan variants from the others
   h.add_byte(rank_kept);
-  h.add_byte(static_cast<std::uint8_t>(exclusive | reverse << 1 | chunked << 2 | totals << 3 | columns << 4));
+  h.add_byte(static_cast<std::uint8_t>(exclusive | reverse << 1 | chunked << 2 | totals << 3 | columns << 4 |
+                                       lookback << 5));
   if (items != kScanItemsDefault) h.add_byte(items);  // appended, so default kernels keep their hashes
   h.add_byte(static_cast<std::uint8_t>(out_dtype));
   h.add_byte(n_params);
@@ -176,6 +177,7 @@ std::string ScanVariant::describe() const {
   if (exclusive) s += ", exclusive";
   if (reverse) s += ", reversed";
   if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";
+  else if (lookback) s += ", partitions of a tile in one pass, each carry from a tree of published sums";
   else if (!columns) s += ", a block per row";
   return s;
 }

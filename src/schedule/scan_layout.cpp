@@ -39,37 +39,37 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // A 0-d or all-ones row space is one row: no decode.
   L.v.rank_kept = static_cast<std::uint8_t>(L.n_rows == 1 ? 0 : L.kshape.size());
 
-  // A block per row fills the GPU when the rows are many; a few long rows split into chunks of whole
-  // tiles over about 8 blocks per SM (a first kernel reduces each chunk; the second starts each from the
-  // chunks before it).
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
-  L.v.items = codegen::kScanItemsDefault;  // (chunks of long rows: 8 per thread and tile)
-  if (tuning().scan_items > 0) L.v.items = static_cast<std::uint8_t>(tuning().scan_items);
-  const std::int64_t tiles = (L.n + L.v.tile() - 1) / L.v.tile();
   L.chunks = 1;
   L.chunk = std::max<std::int64_t>(L.n, 1);
   // The output contiguous along the rows and not along the axis (`cumsum(x, 0)` of a C-ordered x): a thread
   // per row, consecutive threads on consecutive rows; the axis split into chunks of 16 or more until about
-  // 2048 threads per SM are busy.
+  // 2048 threads per SM are busy (a first kernel reduces each chunk, the second starts from the chunks before).
   const bool row_contiguous = !L.kshape.empty() && L.kst[np][L.kshape.size() - 1] == 1 && L.n_rows > 1;
   if (row_contiguous && L.ast[np] != 1 && L.n > 0) {
     L.v.columns = true;
+    L.v.items = codegen::kScanItemsDefault;
     const std::int64_t threads = blocks * codegen::kScanBlock;
     const std::int64_t want = std::min((threads + L.n_rows - 1) / L.n_rows, std::max<std::int64_t>(1, L.n / 16));
     L.chunk = (L.n + want - 1) / want;
     L.chunks = (L.n + L.chunk - 1) / L.chunk;
-  } else if (L.n_rows < blocks / 2 && tiles >= 8) {
-    const std::int64_t want = std::min(tiles, (blocks + L.n_rows - 1) / L.n_rows);
-    L.chunk = (tiles + want - 1) / want * L.v.tile();
-    L.chunks = (L.n + L.chunk - 1) / L.chunk;
+    L.v.chunked = L.chunks > 1;
+    return;
   }
-  L.v.chunked = L.chunks > 1;
-  // A block per row: 16 elements per thread and tile (measured, schedule/tuning.hpp), for accumulators of 4
-  // bytes at most (an int64 exclusive scan's 16 took 92 registers)
+  // Tiles: 16 elements per thread for accumulators of 4 bytes at most, else 8 (an int64 exclusive scan's 16
+  // took 92 registers). A block per row fills the GPU when the rows are many and short; rows of several
+  // tiles split into partitions of a tile scanned in one pass (lookback): blocks claim them in order, so
+  // the work balances and a few long rows spread over the whole GPU.
   const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4;
-  if (!L.v.chunked && !L.v.columns && tuning().scan_items == 0 && narrow) {
-    L.v.items = 16;
-    L.chunk = std::max<std::int64_t>(L.n, 1);
+  L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : narrow ? 16 : 8;
+  const std::int64_t tiles = (L.n + L.v.tile() - 1) / L.v.tile();
+  const int policy = tuning().scan_lookback;
+  const bool few_rows = L.n_rows < blocks / 2;
+  if (tiles >= 2 && (policy == 1 || (policy == 0 && few_rows))) {
+    L.v.lookback = true;
+    L.resident_blocks = blocks;
+    L.chunk = L.v.tile();
+    L.chunks = tiles;
   }
 }
 

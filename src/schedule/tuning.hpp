@@ -40,6 +40,9 @@ struct Tuning {
   /// block per row, 8 for chunks of long rows. H100, float32 (fusion-bench-indexing --scans): rows of
   /// 8192 x 8192 at 4, 8, 16 items 82.9, 79.5, 89.9% of the limit; one row of 2^28 43.5, 43.5, 40.7%.
   int scan_items = 0;
+  /// Rows of several tiles: 0 scans them in partitions over blocks in one pass (lookback) when the rows
+  /// are too few for a block each, 1 always, 2 never (a block per row).
+  int scan_lookback = 0;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

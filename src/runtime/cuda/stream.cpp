@@ -37,12 +37,13 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 }  // namespace
 
 StreamState::~StreamState() {
-  if (!reduce_workspace && !blas_workspace && !index_fault && !(owned && handle)) return;
+  if (!reduce_workspace && !blas_workspace && !index_fault && !scan_state && !(owned && handle)) return;
   if (!context_for_release(device)) return;
   if (reduce_workspace && !is_stale(workspace_generation, device))
     driver().cuMemFree(reduce_workspace);  // waits for work still using it
   if (blas_workspace && !is_stale(blas_workspace_generation, device)) driver().cuMemFree(blas_workspace);
   if (index_fault && !is_stale(index_fault_generation, device)) driver().cuMemFree(index_fault);
+  if (scan_state && !is_stale(scan_state_generation, device)) driver().cuMemFree(scan_state);
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
   // reset destroyed is not touched: destroying it again would crash the driver.
   if (owned && handle && !reset_destroyed()) driver().cuStreamDestroy(handle);

@@ -29,6 +29,11 @@ struct StreamState {
   /// extent. The launcher reads it after such a kernel (launch.cpp); allocated on first use.
   mutable CUdeviceptr index_fault = 0;
   mutable unsigned index_fault_generation = 0;
+  /// The state one-pass scans share between their blocks (codegen/scan_state.hpp): zeroed when made, grown
+  /// on demand; each launch leaves it ready for the next (runtime/exec/scan.cpp).
+  CUdeviceptr scan_state = 0;
+  std::int64_t scan_state_bytes = 0;
+  unsigned scan_state_generation = 0;
   /// Whether a device reset destroyed the handle (never for the built-in ones).
   bool reset_destroyed() const { return generation && is_stale(generation, device); }
   ~StreamState();

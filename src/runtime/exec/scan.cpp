@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running a scan step (codegen/scan_variant.hpp): the axis checked, the output prepared, the layout
-// analyzed, one kernel launched (or, for a few long rows, the chunks' totals first, then the scan).
+// analyzed, one kernel launched (or, for a few long columns, the chunks' totals first, then the scan).
 #include <fmt/format.h>
 
+#include "codegen/scan_state.hpp"
 #include "fusion/error.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/kernel_for.hpp"
@@ -30,6 +32,31 @@ int scan_axis(const Call& c, const Shape& shape) {
   return axis < 0 ? axis + nd : axis;
 }
 
+/// A one-pass scan's state over `nodes` tree nodes (codegen/scan_state.hpp): the stream's buffer, grown
+/// on demand and zeroed when made. While an fz::Step records or the stream is captured, a zeroed buffer of
+/// the launch's own (`own`), which the graph keeps: a replay on another stream must not share the stream's.
+CUdeviceptr scan_state(std::int64_t nodes, ArrayBase& own, StreamState& s) {
+  const std::int64_t bytes = codegen::scan_state_bytes(nodes);
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  FUSION_CU(cuStreamIsCapturing, s.handle, &capturing);
+  if (tls_step != nullptr || capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+    own = ArrayBase::make_empty(DType::uint8, {bytes});
+    FUSION_CU(cuMemsetD8Async, own.data_ptr(), 0, static_cast<std::size_t>(bytes), s.handle);
+    return own.data_ptr();
+  }
+  if (s.scan_state && !is_stale(s.scan_state_generation, s.device) && s.scan_state_bytes >= bytes)
+    return s.scan_state;
+  if (s.scan_state && !is_stale(s.scan_state_generation, s.device))
+    FUSION_CU(cuMemFree, s.scan_state);  // (waits for the launches still using it)
+  s.scan_state = 0;
+  const std::int64_t grown = std::max<std::int64_t>(bytes * 2, 1 << 16);  // few regrowths
+  FUSION_CU(cuMemAlloc, &s.scan_state, static_cast<std::size_t>(grown));
+  s.scan_state_bytes = grown;
+  s.scan_state_generation = context_generation(s.device);
+  FUSION_CU(cuMemsetD8Async, s.scan_state, 0, static_cast<std::size_t>(grown), s.handle);
+  return s.scan_state;
+}
+
 void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* out, ArrayBase* totals,
             const std::shared_ptr<StreamState>& stream) {
   const int np = L.v.n_params;
@@ -38,6 +65,8 @@ void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* ou
   for (int p = 0; p < np; ++p) ptrs[p] = L.params[p]->data_ptr();
   if (out) ptrs[np] = out->data_ptr();
   if (totals) ptrs[np + 1] = totals->data_ptr();
+  ArrayBase own_state(DType::uint8);
+  if (L.v.lookback) ptrs[np + 1] = scan_state(codegen::scan_state_nodes(L.n_rows, L.chunks), own_state, *stream);
   dims[0] = L.kshape.begin();
   for (int op = 0; op <= np; ++op) {
     dims[codegen::scan_row_strides(op)] = L.kst[op].begin();
@@ -51,11 +80,15 @@ void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* ou
   a.count(codegen::Count::n_red) = L.n;
   a.count(codegen::Count::chunk) = L.chunk;
   a.count(codegen::Count::lanes) = L.chunks;
-  const std::int64_t blocks = std::min<std::int64_t>(L.n_rows * L.chunks, codegen::kMaxGridX);
+  // (a one-pass scan's blocks claim partitions until none is left: a few per SM keep the GPU busy)
+  const std::int64_t parts = L.n_rows * L.chunks;
+  const std::int64_t blocks = std::min<std::int64_t>(
+      L.v.lookback ? std::min<std::int64_t>(parts, L.resident_blocks) : parts, codegen::kMaxGridX);
   launch_kernel(k.kernel->function, k.signature, a, {blocks, 1, codegen::kScanBlock, 0}, *stream);
   std::vector<const ArrayBase*> written;
   if (out) written.push_back(out);
   if (totals) written.push_back(totals);
+  if (own_state.has_storage()) written.push_back(&own_state);
   note_launch({L.params, static_cast<std::size_t>(np)}, written, stream);
 }
 
