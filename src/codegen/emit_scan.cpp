@@ -56,32 +56,47 @@ std::string scan_combine(Op op, DType d) {
   }
 }
 
-/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total and the runs it
-/// completes, and takes its carry from the runs before it (scan_state.hpp). Warp 0 does it: lane l waits
-/// for the run of bit l of c, lane 0 combines in the fixed order.
+/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the runs it
+/// completes, then takes its carry from the runs before it (scan_state.hpp). Warp 0 does it; lane l waits
+/// for the run of bit l of c, lane 0 combines in the fixed order. Nothing is published later than it must
+/// be: the total before any wait, the completed runs after waiting only for their left halves (the runs
+/// of c's trailing ones). Publishing after the carry would chain each partition to the one before it.
 void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
-  {
-    auto tree = w.block("if (warp == 0)");
-    w.line("const long long fz_row_nodes = row * 2 * chunks;");
-    w.line("if ((c >> lane) & 1) {{  // (a row has fewer than 2^31 partitions)");
+  auto wait_for = [&](const char* lanes) {
+    w.line("if ({}) {{", lanes);
     w.line("  const long long id = fz_row_nodes + (((c >> lane) - 1) << (lane + 1)) + (1ll << lane) - 1;");
     w.line("  while (*(volatile unsigned*)(fz_flags + id) != fz_published) __nanosleep(32);");
     w.line("  __threadfence();");
     w.line("  fz_runs[lane] = fz_values[id];");
     w.line("}}");
     w.line("__syncwarp();");
-    auto first = w.block("if (lane == 0)");
-    w.line("{} s = fz_none;", acc);
-    w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
-    w.line("int top = 0;  // the runs ending at c: levels 0..top");
-    w.line("for (;; ++top) {{");
-    w.line("  fz_values[fz_row_nodes + ((c >> top) << (top + 1)) + (1ll << top) - 1] = s;");
-    w.line("  if (top == 31 || !((c >> top) & 1)) break;");
-    w.line("  s = fz_combine(fz_runs[top], s);  // the left half, then the right");
-    w.line("}}");
-    w.line("__threadfence();");
-    w.line("for (int l = 0; l <= top; ++l) *(volatile unsigned*)(fz_flags + fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1) = fz_published;");
-    w.line("{} p = fz_none;", acc);
+  };
+  {
+    auto tree = w.block("if (warp == 0)");
+    w.line("const long long fz_row_nodes = row * 2 * chunks;");
+    w.line("const int top = __ffsll(~c) - 1;  // c's trailing ones: c completes the runs of levels 1..top");
+    w.line("{} s = fz_none;  // (lane 0) the run of 2^l partitions ending at c", acc);
+    {
+      auto total = w.block("if (lane == 0)");
+      w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
+      w.line("fz_values[fz_row_nodes + 2 * c] = s;");
+      w.line("__threadfence();");
+      w.line("*(volatile unsigned*)(fz_flags + fz_row_nodes + 2 * c) = fz_published;");
+    }
+    wait_for("lane < top");
+    {
+      auto runs = w.block("if (lane == 0 && top > 0)");
+      w.line("for (int l = 1; l <= top; ++l) {{  // the left half, then the right");
+      w.line("  s = fz_combine(fz_runs[l - 1], s);");
+      w.line("  fz_values[fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1] = s;");
+      w.line("}}");
+      w.line("__threadfence();");
+      w.line("for (int l = 1; l <= top; ++l)");
+      w.line("  *(volatile unsigned*)(fz_flags + fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1) = fz_published;");
+    }
+    wait_for("lane > top && ((c >> lane) & 1)  /* (a row has fewer than 2^31 partitions) */");
+    auto carry = w.block("if (lane == 0)");
+    w.line("{} p = fz_none;  // the runs of c's set bits, the largest first", acc);
     w.line("for (int l = 31; l >= 0; --l) if ((c >> l) & 1) p = fz_combine(p, fz_runs[l]);");
     w.line("fz_carry = p;");
   }
