@@ -56,48 +56,56 @@ std::string scan_combine(Op op, DType d) {
   }
 }
 
-/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the runs it
-/// completes, then takes its carry from the runs before it (scan_state.hpp). Warp 0 does it; lane l waits
-/// for the run of bit l of c, lane 0 combines in the fixed order. Nothing is published later than it must
-/// be: the total before any wait, the completed runs after waiting only for their left halves (the runs
-/// of c's trailing ones). Publishing after the carry would chain each partition to the one before it.
+/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the groups it
+/// completes, then takes its carry from the groups before it (scan_state.hpp). Warp 0 does it: lane i
+/// waits for the i-th node of a level, lane 0 combines in the fixed order. Nothing is published later than
+/// it must be: the total before any wait, the completed groups after waiting only for their other 31
+/// nodes. (Publishing after the carry would chain each partition to the one before it.)
 void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
   auto wait_for = [&](const char* lanes) {
     w.line("if ({}) {{", lanes);
-    w.line("  const long long id = fz_row_nodes + (((c >> lane) - 1) << (lane + 1)) + (1ll << lane) - 1;");
-    w.line("  while (*(volatile unsigned*)(fz_flags + id) != fz_published) __nanosleep(32);");
+    w.line("  const long long id = fz_level[l] + ((c >> (5 * l)) & ~31ll) + lane;");
+    w.line("  while (*(volatile unsigned*)(fz_flags + id) != fz_published) __nanosleep(20);");
     w.line("  __threadfence();");
-    w.line("  fz_runs[lane] = fz_values[id];");
+    w.line("  fz_runs[l][lane] = fz_values[id];");
     w.line("}}");
-    w.line("__syncwarp();");
   };
   {
     auto tree = w.block("if (warp == 0)");
-    w.line("const long long fz_row_nodes = row * 2 * chunks;");
-    w.line("const int top = __ffsll(~c) - 1;  // c's trailing ones: c completes the runs of levels 1..top");
-    w.line("{} s = fz_none;  // (lane 0) the run of 2^l partitions ending at c", acc);
+    w.line("long long fz_level[{}];  // where each level's nodes start", kScanLevels);
+    w.line("fz_level[0] = row * (2 * chunks + 8);");
+    w.line("for (int l = 1; l < {}; ++l) fz_level[l] = fz_level[l - 1] + (chunks >> (5 * (l - 1))) + 1;", kScanLevels);
+    w.line("int top = 0;  // c completes the groups of levels 1..top: its digits below top are all 31");
+    w.line("while (top < {} && ((c >> (5 * top)) & 31) == 31) ++top;", kScanLevels - 1);
+    w.line("{} s = fz_none;  // (lane 0) the node of level l ending at c", acc);
     {
       auto total = w.block("if (lane == 0)");
       w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
-      w.line("fz_values[fz_row_nodes + 2 * c] = s;");
+      w.line("fz_values[fz_level[0] + c] = s;");
       w.line("__threadfence();");
-      w.line("*(volatile unsigned*)(fz_flags + fz_row_nodes + 2 * c) = fz_published;");
+      w.line("*(volatile unsigned*)(fz_flags + fz_level[0] + c) = fz_published;");
     }
-    wait_for("lane < top");
+    w.line("for (int l = 0; l < top; ++l)");
+    wait_for("lane < 31");
+    w.line("__syncwarp();");
     {
       auto runs = w.block("if (lane == 0 && top > 0)");
-      w.line("for (int l = 1; l <= top; ++l) {{  // the left half, then the right");
-      w.line("  s = fz_combine(fz_runs[l - 1], s);");
-      w.line("  fz_values[fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1] = s;");
+      w.line("for (int l = 0; l < top; ++l) {{  // the group's other nodes in order, then this one");
+      w.line("  {} t = fz_none;", acc);
+      w.line("  for (int i = 0; i < 31; ++i) t = fz_combine(t, fz_runs[l][i]);");
+      w.line("  s = fz_combine(t, s);");
+      w.line("  fz_values[fz_level[l + 1] + (c >> (5 * (l + 1)))] = s;");
       w.line("}}");
       w.line("__threadfence();");
-      w.line("for (int l = 1; l <= top; ++l)");
-      w.line("  *(volatile unsigned*)(fz_flags + fz_row_nodes + ((c >> l) << (l + 1)) + (1ll << l) - 1) = fz_published;");
+      w.line("for (int l = 1; l <= top; ++l) *(volatile unsigned*)(fz_flags + fz_level[l] + (c >> (5 * l))) = fz_published;");
     }
-    wait_for("lane > top && ((c >> lane) & 1)  /* (a row has fewer than 2^31 partitions) */");
+    w.line("for (int l = top; l < {}; ++l)", kScanLevels);
+    wait_for("lane < ((c >> (5 * l)) & 31)");
+    w.line("__syncwarp();");
     auto carry = w.block("if (lane == 0)");
-    w.line("{} p = fz_none;  // the runs of c's set bits, the largest first", acc);
-    w.line("for (int l = 31; l >= 0; --l) if ((c >> l) & 1) p = fz_combine(p, fz_runs[l]);");
+    w.line("{} p = fz_none;  // the nodes before c's at each level, the highest level first", acc);
+    w.line("for (int l = {}; l >= 0; --l)", kScanLevels - 1);
+    w.line("  for (int i = 0; i < ((c >> (5 * l)) & 31); ++i) p = fz_combine(p, fz_runs[l][i]);");
     w.line("fz_carry = p;");
   }
   w.line("__syncthreads();");
@@ -219,11 +227,11 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
     if (v.lookback) {
       w.line("// The partitions' tree of published sums (codegen/scan_state.hpp).");
-      w.line("__shared__ {} fz_runs[32];  // the runs of c's set bits", acc);
+      w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
       w.line("__shared__ {} fz_carry;", acc);
       w.line("__shared__ long long fz_claimed;");
       w.line("unsigned* const fz_flags = fz_state + {};", kScanStateHeaderBytes / 4);
-      w.line("volatile {}* const fz_values = (volatile {}*)((char*)fz_state + {} + (4 * n_rows * 2 * chunks + 7) / 8 * 8);",
+      w.line("volatile {}* const fz_values = (volatile {}*)((char*)fz_state + {} + (4 * n_rows * (2 * chunks + 8) + 7) / 8 * 8);",
              acc, acc, kScanStateHeaderBytes);
       w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
     }
