@@ -64,10 +64,7 @@ std::string scan_combine(Op op, DType d) {
 void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
   auto wait_for = [&](const char* lanes) {
     w.line("if ({}) {{", lanes);
-    w.line("  const long long id = fz_level[l] + ((c >> (5 * l)) & ~31ll) + lane;");
-    w.line("  while (*(volatile unsigned*)(fz_flags + id) != fz_published) __nanosleep(20);");
-    w.line("  __threadfence();");
-    w.line("  fz_runs[l][lane] = fz_values[id];");
+    w.line("  fz_runs[l][lane] = fz_wait(fz_nodes + fz_level[l] + ((c >> (5 * l)) & ~31ll) + lane, fz_published);");
     w.line("}}");
   };
   {
@@ -81,9 +78,7 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
     {
       auto total = w.block("if (lane == 0)");
       w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
-      w.line("fz_values[fz_level[0] + c] = s;");
-      w.line("__threadfence();");
-      w.line("*(volatile unsigned*)(fz_flags + fz_level[0] + c) = fz_published;");
+      w.line("fz_publish(fz_nodes + fz_level[0] + c, fz_published, s);");
     }
     w.line("for (int l = 0; l < top; ++l)");
     wait_for("lane < 31");
@@ -94,10 +89,8 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
       w.line("  {} t = fz_none;", acc);
       w.line("  for (int i = 0; i < 31; ++i) t = fz_combine(t, fz_runs[l][i]);");
       w.line("  s = fz_combine(t, s);");
-      w.line("  fz_values[fz_level[l + 1] + (c >> (5 * (l + 1)))] = s;");
+      w.line("  fz_publish(fz_nodes + fz_level[l + 1] + (c >> (5 * (l + 1))), fz_published, s);");
       w.line("}}");
-      w.line("__threadfence();");
-      w.line("for (int l = 1; l <= top; ++l) *(volatile unsigned*)(fz_flags + fz_level[l] + (c >> (5 * l))) = fz_published;");
     }
     w.line("for (int l = top; l < {}; ++l)", kScanLevels);
     wait_for("lane < ((c >> (5 * l)) & 31)");
@@ -159,6 +152,27 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)a, lane);");
   w.line("  else return __shfl_sync(0xffffffffu, a, lane);");
   w.line("}}").blank();
+  if (v.lookback) {
+    w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
+    w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");
+    w.line("struct __align__(16) fz_node {{ unsigned long long flag, bits; }};");
+    w.line("__device__ __forceinline__ void fz_publish(fz_node* node, unsigned long long flag, {} v) {{", acc);
+    w.line("  unsigned long long bits = 0;");
+    w.line("  memcpy(&bits, &v, sizeof v);");
+    w.line("  asm volatile(\"st.volatile.global.v2.u64 [%0], {{%1, %2}};\" :: \"l\"(node), \"l\"(flag), \"l\"(bits) : \"memory\");");
+    w.line("}}");
+    w.line("__device__ __forceinline__ {} fz_wait(const fz_node* node, unsigned long long flag) {{", acc);
+    w.line("  unsigned long long f, bits;");
+    w.line("  for (;;) {{");
+    w.line("    asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(f), \"=l\"(bits) : \"l\"(node) : \"memory\");");
+    w.line("    if (f == flag) break;");
+    w.line("    __nanosleep(20);");
+    w.line("  }}");
+    w.line("  {} v;", acc);
+    w.line("  memcpy(&v, &bits, sizeof v);");
+    w.line("  return v;");
+    w.line("}}").blank();
+  }
 
   KernelSignature& sig = k.signature;
   for (int p = 0; p < np; ++p)
@@ -230,9 +244,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
       w.line("__shared__ {} fz_carry;", acc);
       w.line("__shared__ long long fz_claimed;");
-      w.line("unsigned* const fz_flags = fz_state + {};", kScanStateHeaderBytes / 4);
-      w.line("volatile {}* const fz_values = (volatile {}*)((char*)fz_state + {} + (4 * n_rows * (2 * chunks + 8) + 7) / 8 * 8);",
-             acc, acc, kScanStateHeaderBytes);
+      w.line("fz_node* const fz_nodes = (fz_node*)((char*)fz_state + {});", kScanStateHeaderBytes);
       w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
     }
     {
