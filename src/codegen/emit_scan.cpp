@@ -64,21 +64,21 @@ std::string scan_combine(Op op, DType d) {
 void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
   auto wait_for = [&](const char* lanes) {
     w.line("if ({}) {{", lanes);
-    w.line("  fz_runs[l][lane] = fz_wait(fz_nodes + fz_level[l] + ((c >> (5 * l)) & ~31ll) + lane, fz_published);");
+    w.line("  fz_runs[l][lane] = fz_wait(fz_level(l) + ((c >> (5 * l)) & ~31ll) + lane, fz_published);");
     w.line("}}");
   };
   {
     auto tree = w.block("if (warp == 0)");
-    w.line("long long fz_level[{}];  // where each level's nodes start", kScanLevels);
-    w.line("fz_level[0] = row * (2 * chunks + 8);");
-    w.line("for (int l = 1; l < {}; ++l) fz_level[l] = fz_level[l - 1] + (chunks >> (5 * (l - 1))) + 1;", kScanLevels);
+    w.line("fz_node* const fz_row = fz_nodes + row * (2 * chunks + 8);");
+    w.line("// where level l's nodes start (computed where needed: an array of them took registers)");
+    w.line("const auto fz_level = [&](int l) {{ long long o = 0; for (int i = 0; i < l; ++i) o += (chunks >> (5 * i)) + 1; return fz_row + o; }};");
     w.line("int top = 0;  // c completes the groups of levels 1..top: its digits below top are all 31");
     w.line("while (top < {} && ((c >> (5 * top)) & 31) == 31) ++top;", kScanLevels - 1);
     w.line("{} s = fz_none;  // (lane 0) the node of level l ending at c", acc);
     {
       auto total = w.block("if (lane == 0)");
       w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
-      w.line("fz_publish(fz_nodes + fz_level[0] + c, fz_published, s);");
+      w.line("fz_publish(fz_row + c, fz_published, s);");
     }
     w.line("for (int l = 0; l < top; ++l)");
     wait_for("lane < 31");
@@ -89,7 +89,7 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
       w.line("  {} t = fz_none;", acc);
       w.line("  for (int i = 0; i < 31; ++i) t = fz_combine(t, fz_runs[l][i]);");
       w.line("  s = fz_combine(t, s);");
-      w.line("  fz_publish(fz_nodes + fz_level[l + 1] + (c >> (5 * (l + 1))), fz_published, s);");
+      w.line("  fz_publish(fz_level(l + 1) + (c >> (5 * (l + 1))), fz_published, s);");
       w.line("}}");
     }
     w.line("for (int l = top; l < {}; ++l)", kScanLevels);
@@ -244,6 +244,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
       w.line("__shared__ {} fz_carry;", acc);
       w.line("__shared__ long long fz_claimed;");
+      w.line("__shared__ {} fz_stash[{}][{}];  // the tile's scanned values during the walk", acc, I, kScanBlock);
       w.line("fz_node* const fz_nodes = (fz_node*)((char*)fz_state + {});", kScanStateHeaderBytes);
       w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
     }
@@ -288,7 +289,15 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     w.line("if (lane == 0) fz_warp[warp] = run;");
     w.line("__syncthreads();");
-    if (v.lookback) write_lookback(w, acc, W);
+    if (v.lookback) {
+      // The tile's values wait in shared memory while warp 0 walks the tree: registers held across it
+      // (79 against 40) left room for 3 blocks per SM instead of 6, too few partitions in flight.
+      w.line("#pragma unroll");
+      w.line("for (int k = 0; k < {}; ++k) fz_stash[k][threadIdx.x] = v[k];", I);
+      write_lookback(w, acc, W);
+      w.line("#pragma unroll");
+      w.line("for (int k = 0; k < {}; ++k) v[k] = fz_stash[k][threadIdx.x];", I);
+    }
     w.line("{} pre = carry;  // the tile's elements before this warp's, in a fixed order", acc);
     w.line("for (int i = 0; i < warp; ++i) pre = fz_combine(pre, fz_warp[i]);");
     w.line("for (int i = 0; i < {}; ++i) carry = fz_combine(carry, fz_warp[i]);", W);
