@@ -235,8 +235,10 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     if (v.totals) w.line("fz_chunk_totals[row * chunks + c] = carry;");
   } else {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kScanBlock, k.name, sig.list());
+    // (at least 4 blocks per SM: unbounded, the compiler hoisted a whole tile's loads into 228 registers)
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 4) {}({})", kScanBlock, k.name, sig.list());
     w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
+    w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
     if (v.lookback) {
@@ -244,7 +246,6 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
       w.line("__shared__ {} fz_carry;", acc);
       w.line("__shared__ long long fz_claimed;");
-      w.line("__shared__ {} fz_stash[{}][{}];  // the tile's scanned values during the walk", acc, I, kScanBlock);
       w.line("fz_node* const fz_nodes = (fz_node*)((char*)fz_state + {});", kScanStateHeaderBytes);
       w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
     }
@@ -263,52 +264,56 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("{} carry = fz_none;", acc);
     {
     auto tiles = w.block("for (long long base = lo; base < hi; base += {})", v.tile());
-    w.line("{} v[{}];", acc, I);
-    w.line("{} run = fz_none;  // the warp's elements before step k", acc);
-    w.line("const long long wbase = base + (long long)warp * {};", 32 * I);
+    const std::string q = v.reverse ? "n - 1 - j" : "j";
+    w.line("// Loaded coalesced into shared memory (a pad word per 32: a thread's row of {} is conflict-free).", I);
     w.line("#pragma unroll");
     {
-      auto items = w.block("for (int k = 0; k < {}; ++k)", I);
-      w.line("const long long j = wbase + k * 32 + lane;");
-      w.line("const long long q = {};  // the element's place along the axis", v.reverse ? "n - 1 - j" : "j");
+      auto load = w.block("for (int k = 0; k < {}; ++k)", I);
+      w.line("const int e = k * {} + threadIdx.x;", kScanBlock);
+      w.line("const long long j = base + e, q = {};  // the element's place along the axis", q);
       w.line("{} x = fz_none;", acc);
       w.line("if (j < hi) x = fz_expr({});", fmt::join(args, ", "));
-      w.line("{} inc = x;", acc);
-      w.line("#pragma unroll");
-      w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(inc, d); if (lane >= d) inc = fz_combine(y, inc); }}",
-             acc);
-      if (v.exclusive) {
-        w.line("{} exc = fz_shfl_up(inc, 1);", acc);
-        w.line("v[k] = fz_combine(run, lane == 0 ? fz_none : exc);");
-        w.line("inc = fz_combine(run, inc);");
-      } else {
-        w.line("inc = fz_combine(run, inc);");
-        w.line("v[k] = inc;");
-      }
-      w.line("run = fz_shfl(inc, 31);");
+      w.line("fz_tile[e + (e >> 5)] = x;");
     }
-    w.line("if (lane == 0) fz_warp[warp] = run;");
     w.line("__syncthreads();");
-    if (v.lookback) {
-      // The tile's values wait in shared memory while warp 0 walks the tree: registers held across it
-      // (79 against 40) left room for 3 blocks per SM instead of 6, too few partitions in flight.
-      w.line("#pragma unroll");
-      w.line("for (int k = 0; k < {}; ++k) fz_stash[k][threadIdx.x] = v[k];", I);
-      write_lookback(w, acc, W);
-      w.line("#pragma unroll");
-      w.line("for (int k = 0; k < {}; ++k) v[k] = fz_stash[k][threadIdx.x];", I);
-    }
-    w.line("{} pre = carry;  // the tile's elements before this warp's, in a fixed order", acc);
+    w.line("// Each thread scans its {} consecutive elements in order, in place.", I);
+    w.line("{} run = fz_none;", acc);
+    w.line("#pragma unroll");
+    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
+           I, I);
+    w.line("// The warp's threads before this one, then the tile's warps before this one.");
+    w.line("{} inc = run;", acc);
+    w.line("#pragma unroll");
+    w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(inc, d); if (lane >= d) inc = fz_combine(y, inc); }}",
+           acc);
+    w.line("{} before = fz_shfl_up(inc, 1);", acc);
+    w.line("if (lane == 31) fz_warp[warp] = inc;");
+    w.line("__syncthreads();");
+    if (v.lookback) write_lookback(w, acc, W);
+    w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
     w.line("for (int i = 0; i < warp; ++i) pre = fz_combine(pre, fz_warp[i]);");
+    w.line("if (lane > 0) pre = fz_combine(pre, before);");
     w.line("for (int i = 0; i < {}; ++i) carry = fz_combine(carry, fz_warp[i]);", W);
-    w.line("__syncthreads();  // fz_warp is read before the next tile writes it");
+    if (v.exclusive) w.line("{} last = fz_none;  // the thread's elements before k", acc);
+    w.line("#pragma unroll");
+    if (v.exclusive) {
+      auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", I, I);
+      w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
+      w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, last);");
+      w.line("last = here;");
+    } else {
+      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_combine(pre, fz_tile[e + (e >> 5)]);",
+             I, I);
+    }
+    w.line("__syncthreads();");
     if (!v.totals) {
       w.line("#pragma unroll");
       auto store = w.block("for (int k = 0; k < {}; ++k)", I);
-      w.line("const long long j = wbase + k * 32 + lane;");
-      w.line("if (j < hi) out[k_out + ({}) * ast_out] = {};", v.reverse ? "n - 1 - j" : "j",
-             store_conversion(rd, v.out_dtype, "fz_combine(pre, v[k])"));
+      w.line("const int e = k * {} + threadIdx.x;", kScanBlock);
+      w.line("const long long j = base + e, q = {};", q);
+      w.line("if (j < hi) out[k_out + q * ast_out] = {};", store_conversion(rd, v.out_dtype, "fz_tile[e + (e >> 5)]"));
     }
+    w.line("__syncthreads();  // fz_tile and fz_warp are read before the next tile writes them");
     }
     }
     if (v.lookback) {
