@@ -235,8 +235,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     if (v.totals) w.line("fz_chunk_totals[row * chunks + c] = carry;");
   } else {
-    // (at least 4 blocks per SM: unbounded, the compiler hoisted a whole tile's loads into 228 registers)
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 4) {}({})", kScanBlock, k.name, sig.list());
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
+                          k.name, sig.list());
     w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");

@@ -30,6 +30,9 @@ struct ScanVariant {
   /// Rows split into partitions of one tile, claimed by blocks in order; each partition's carry is
   /// combined from the published sums of the partitions before it (one pass, scan_state.hpp).
   bool lookback = false;
+  /// Blocks per SM the kernel's registers must allow (__launch_bounds__): unbounded, the compiler hoisted
+  /// a whole tile's loads into 228 registers; a one-pass scan wants more blocks to cover its waits.
+  std::uint8_t min_blocks = 4;
   /// A thread per row, walking its part of the axis element by element: for an axis that is not the
   /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.
   bool columns = false;

@@ -165,6 +165,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(static_cast<std::uint8_t>(exclusive | reverse << 1 | chunked << 2 | totals << 3 | columns << 4 |
                                        lookback << 5));
   if (items != kScanItemsDefault) h.add_byte(items);  // appended, so default kernels keep their hashes
+  h.add_byte(min_blocks);
   h.add_byte(static_cast<std::uint8_t>(out_dtype));
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);

@@ -62,6 +62,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // the work balances and a few long rows spread over the whole GPU.
   const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4;
   L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : narrow ? 16 : 8;
+  if (!narrow) L.v.items = std::min<std::uint8_t>(L.v.items, 16);  // the tile in shared memory: 33 KB at most
   const int policy = tuning().scan_lookback;
   const bool few_rows = L.n_rows < blocks / 2;
   const auto tiles = [&] { return (L.n + L.v.tile() - 1) / L.v.tile(); };
@@ -71,6 +72,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // 74.9% of the copy limit (fusion-bench-indexing --scans --tune scan_items=N).
     if (tuning().scan_items == 0 && narrow) L.v.items = 32;
     L.v.lookback = true;
+    L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks > 0 ? tuning().scan_min_blocks : 6);
     L.resident_blocks = blocks;
     L.chunk = L.v.tile();
     L.chunks = tiles();

@@ -43,6 +43,8 @@ struct Tuning {
   /// Rows of several tiles: 0 scans them in partitions over blocks in one pass (lookback) when the rows
   /// are too few for a block each, 1 always, 2 never (a block per row).
   int scan_lookback = 0;
+  /// Blocks per SM a one-pass scan's registers must allow (0: 6; a block per row takes 4).
+  int scan_min_blocks = 0;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).
