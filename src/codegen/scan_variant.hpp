@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The variant of a scan kernel: a running reduction along one axis (fz::cumsum and its kin), its operand
 // an elementwise prologue of the kernel's arrays. Each row (every position of the other axes) is scanned
-// by a block, in tiles of kScanBlock x items elements: each warp scans 32 x items of them with shuffles, the
-// warps' totals combine in shared memory, a carry runs from tile to tile. A few long rows are split into
+// by a block, in tiles of kScanBlock x items elements staged in shared memory (loads and stores coalesced):
+// each thread scans its `items` consecutive elements in order, a warp scan combines the threads' totals,
+// shared memory the warps', and a carry runs from tile to tile. A few long rows are split into
 // partitions of one tile over blocks, in one pass (ScanVariant::lookback): each block publishes its
 // partition's total and reads the totals of the partitions before it from a tree of published sums
 // (scan_state.hpp), so the combination order is fixed and results are the same run to run. Scans along
@@ -31,7 +32,7 @@ struct ScanVariant {
   /// combined from the published sums of the partitions before it (one pass, scan_state.hpp).
   bool lookback = false;
   /// Blocks per SM the kernel's registers must allow (__launch_bounds__): unbounded, the compiler hoisted
-  /// a whole tile's loads into 228 registers; a one-pass scan wants more blocks to cover its waits.
+  /// a whole tile's loads into 228 registers.
   std::uint8_t min_blocks = 4;
   /// A thread per row, walking its part of the axis element by element: for an axis that is not the
   /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.

@@ -173,8 +173,8 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 
 std::string ScanVariant::describe() const {
   std::string s = columns ? fmt::format("scan, kept rank {}, a thread per row (consecutive rows coalesce)", rank_kept)
-                          : fmt::format("scan, kept rank {}, {} per tile ({} warps of 32 x {})", rank_kept,
-                                        tile(), kScanBlock / 32, items);
+                          : fmt::format("scan, kept rank {}, {} per tile ({} threads x {} consecutive)", rank_kept,
+                                        tile(), kScanBlock, items);
   if (exclusive) s += ", exclusive";
   if (reverse) s += ", reversed";
   if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";

@@ -72,7 +72,9 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // 74.9% of the copy limit (fusion-bench-indexing --scans --tune scan_items=N).
     if (tuning().scan_items == 0 && narrow) L.v.items = 32;
     L.v.lookback = true;
-    L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks > 0 ? tuning().scan_min_blocks : 6);
+    // 4 blocks per SM (64 registers): at 5 or 6 the registers spilled, and one row of 2^28 f32 fell from
+    // 60.0% of the copy limit to 41.0 and 34.8% (H100, --tune scan_min_blocks=N)
+    if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
     L.resident_blocks = blocks;
     L.chunk = L.v.tile();
     L.chunks = tiles();

@@ -36,14 +36,15 @@ struct Tuning {
   /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
   /// thread looping (grid-stride) over several vectors.
   int linear_blocks_per_sm = 0;
-  /// Elements each thread of a tiled scan takes per tile (a warp scans 32 of them per step); 0: 16 for a
-  /// block per row, 8 for chunks of long rows. H100, float32 (fusion-bench-indexing --scans): rows of
-  /// 8192 x 8192 at 4, 8, 16 items 82.9, 79.5, 89.9% of the limit; one row of 2^28 43.5, 43.5, 40.7%.
+  /// Elements each thread of a tiled scan takes per tile (consecutive ones, scanned in order); 0: 16 for a
+  /// block per row, 32 for one pass over partitions, 8 for 8-byte accumulators. H100, float32
+  /// (fusion-bench-indexing --scans): rows of 8192 x 8192 at 8, 16, 32 items 85.9, 91.2, 91.0% of the
+  /// limit; one row of 2^28 in one pass at 8, 16, 32 items 36.0, 54.1, 60.7%.
   int scan_items = 0;
   /// Rows of several tiles: 0 scans them in partitions over blocks in one pass (lookback) when the rows
   /// are too few for a block each, 1 always, 2 never (a block per row).
   int scan_lookback = 0;
-  /// Blocks per SM a one-pass scan's registers must allow (0: 6; a block per row takes 4).
+  /// Blocks per SM a one-pass scan's registers must allow (0: 4, as a block per row's).
   int scan_min_blocks = 0;
 };
 
