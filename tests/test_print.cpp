@@ -2,6 +2,7 @@
 // Printing arrays as NumPy does, without a GPU: each dtype's element text and the bracket layout
 // (alignment, blocks of higher ranks, summarizing large arrays). test_array_gpu.cpp prints real arrays.
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -21,18 +22,25 @@ std::string indices(const fz::Shape& s) {
 }  // namespace
 
 TEST_CASE("print: each dtype's element reads back as the same value", "[print]") {
+  // NumPy's str of a scalar (a 0-d array prints so): one zero after an integral float's point
   CHECK(text(1.5f) == "1.5");
-  CHECK(text(2.0f) == "2.");  // NumPy's integral float
+  CHECK(text(2.0f) == "2.0");
   CHECK(text(0.1f) == "0.1");
-  CHECK(text(-0.0f) == "-0.");
+  CHECK(text(-0.0f) == "-0.0");
   CHECK(text(1e-30f) == "1e-30");
+  CHECK(text(1.5e20) == "1.5e+20");
   CHECK(text(std::numeric_limits<float>::quiet_NaN()) == "nan");
   CHECK(text(-std::numeric_limits<double>::infinity()) == "-inf");
   CHECK(text(0.1) == "0.1");
   CHECK(text(1.0 / 3.0) == "0.3333333333333333");
   CHECK(text(fz::half(0.1f)) == "0.1");         // shortest in half precision, not float's 0.099975586
   CHECK(text(fz::bfloat16(3.14159f)) == "3.14");  // bfloat16 keeps about 3 digits
-  CHECK(text(fz::half(65504.f)) == "6.55e+04");
+  CHECK(text(fz::half(65504.f)) == "6.55e+04");  // scientific from 1e3 in half, 1e6 in float, 1e16 in double
+  CHECK(text(fz::half(999.f)) == "999.0");
+  CHECK(text(1e6f) == "1e+06");
+  CHECK(text(123456789.f) == "1.2345679e+08");
+  CHECK(text(1e15) == "1000000000000000.0");
+  CHECK(text(1e16) == "1e+16");
   CHECK(text(true) == "True");
   CHECK(text(false) == "False");
   CHECK(text(std::int8_t{-128}) == "-128");
@@ -74,30 +82,62 @@ TEST_CASE("print: a placeholder shows its dtype and shape", "[print]") {
   CHECK(os.str() == "<float32 array of shape (2, 3), a placeholder>");
 }
 
-TEST_CASE("print: decimal numbers align on their points", "[print]") {
-  const std::vector<std::string> cells{"1.5", "2.", "-3.25", "40."};
-  CHECK(fz::detail::format_array({2, 2}, [&](std::int64_t i) { return cells[static_cast<std::size_t>(i)]; }) ==
-        "[[ 1.5   2.  ]\n [-3.25 40.  ]]");
-  const std::vector<std::string> mixed{"1.5", "nan"};  // not all decimal: right-aligned
-  CHECK(fz::detail::format_array({2}, [&](std::int64_t i) { return mixed[static_cast<std::size_t>(i)]; }) ==
-        "[1.5 nan]");
+TEST_CASE("print: NumPy's str, character for character (tests/golden/print_numpy.txt)", "[print]") {
+  // Arrays and options with the text NumPy gave them (tests/tools/print_table.py): every float dtype NumPy
+  // has, positional and scientific notation, nan and inf, summaries, rows wrapped at the line width, 0-d.
+  std::ifstream in(std::string(FUSION_GOLDEN_DIR) + "/print_numpy.txt");
+  REQUIRE(in);
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("case ", 0) != 0) continue;
+    std::istringstream head(line.substr(5));
+    std::string dtype, dims;
+    fz::PrintOptions options;
+    head >> dtype >> dims >> options.precision >> options.threshold >> options.edge_items >> options.line_width;
+    fz::Shape shape;
+    for (std::size_t at = 0; dims != "-" && at < dims.size();) {
+      const std::size_t comma = std::min(dims.find(',', at), dims.size());
+      shape.push_back(std::stoll(dims.substr(at, comma - at)));
+      at = comma + 1;
+    }
+    std::string hex, want, text;
+    std::getline(in, hex);
+    std::vector<unsigned char> bytes;
+    for (std::size_t i = 0; hex != "-" && i + 1 < hex.size(); i += 2)
+      bytes.push_back(static_cast<unsigned char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    while (std::getline(in, text) && text != "end") want += (want.empty() ? "" : "\n") + text;
+    fz::DType d = fz::DType::float32;
+    bool known = false;
+    for (fz::DType each : {fz::DType::float64, fz::DType::float32, fz::DType::float16, fz::DType::int64,
+                           fz::DType::int32, fz::DType::int16, fz::DType::int8, fz::DType::uint64, fz::DType::uint8,
+                           fz::DType::bool_})
+      if (dtype == (each == fz::DType::bool_ ? "bool" : fz::dtype_name(each))) d = each, known = true;
+    INFO(line);
+    REQUIRE(known);
+    REQUIRE(bytes.size() == static_cast<std::size_t>(fz::numel(shape)) * fz::itemsize(d));
+    CHECK(fz::detail::format_values(d, shape, bytes.data(), options) == want);
+    ++cases;
+  }
+  CHECK(cases == 83);
 }
 
-TEST_CASE("print: PrintOptions set digits after the point and where summaries start", "[print]") {
-  auto with = [](double v, int precision) { return fz::detail::element_text(fz::DType::float64, &v, precision); };
-  CHECK(with(1.0 / 3.0, 4) == "0.3333");
-  CHECK(with(2.0 / 3.0, 4) == "0.6667");  // rounded
-  CHECK(with(1.5, 4) == "1.5");           // no more digits than it needs ("maxprec")
-  CHECK(with(2.0, 0) == "2.");
-  CHECK(with(2.75, 0) == "3.");
-  CHECK(with(1.0 / 3e10, 3) == "3.333e-11");
-  CHECK(with(1e-30, 3) == "1e-30");
-  CHECK(with(std::numeric_limits<double>::quiet_NaN(), 2) == "nan");
+TEST_CASE("print: PrintOptions set digits after the point, where summaries start, the line width", "[print]") {
+  auto with = [](std::vector<double> v, int precision) {
+    fz::PrintOptions o;
+    o.precision = precision;
+    return fz::detail::format_values(fz::DType::float64, {static_cast<std::int64_t>(v.size())}, v.data(), o);
+  };
+  CHECK(with({1.0 / 3.0}, 8) == "[0.33333333]");  // NumPy's default
+  CHECK(with({1.0 / 3.0}, -1) == "[0.3333333333333333]");  // the shortest text that reads back
+  CHECK(with({2.0 / 3.0, 1.5}, 4) == "[0.6667 1.5   ]");    // rounded; no more digits than needed
+  CHECK(with({1.0 / 3e10, 1.0}, 3) == "[3.333e-11 1.000e+00]");
   const fz::half h(0.1f);
-  CHECK(fz::detail::element_text(fz::DType::float16, &h, 0) == "0.");
-  CHECK(fz::detail::element_text(fz::DType::float16, &h, 3) == "0.1");
-  const std::int32_t seven = 7;
-  CHECK(fz::detail::element_text(fz::DType::int32, &seven, 2) == "7");  // integers have no point
+  fz::PrintOptions none;
+  none.precision = 0;
+  CHECK(fz::detail::format_values(fz::DType::float16, {1}, &h, none) == "[0.]");
+  const std::vector<std::int32_t> ints{7, -12};
+  CHECK(fz::detail::format_values(fz::DType::int32, {2}, ints.data(), none) == "[  7 -12]");  // integers have no point
 
   fz::PrintOptions small;
   small.threshold = 5;
@@ -107,7 +147,7 @@ TEST_CASE("print: PrintOptions set digits after the point and where summaries st
   CHECK(fz::detail::format_array({6}, [](std::int64_t i) { return std::to_string(i); }, small) == "[0 1 2 3 4 5]");
 
   // process-wide, put back by the scope; bad values are refused and change nothing
-  CHECK(fz::print_options().precision == -1);
+  CHECK(fz::print_options().precision == 8);
   {
     fz::PrintOptions p;
     p.precision = 3;
@@ -118,8 +158,11 @@ TEST_CASE("print: PrintOptions set digits after the point and where summaries st
     CHECK_THROWS_AS(fz::set_print_options(bad), fz::Error);
     CHECK(fz::print_options().precision == 3);
   }
-  CHECK(fz::print_options().precision == -1);
+  CHECK(fz::print_options().precision == 8);
   CHECK(fz::print_options().threshold == 1000);
+  fz::PrintOptions narrow;
+  narrow.line_width = 0;
+  CHECK_THROWS_AS(fz::set_print_options(narrow), fz::Error);
 }
 
 TEST_CASE("print: fmt::format of an array is its to_string", "[print]") {

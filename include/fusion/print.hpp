@@ -10,14 +10,16 @@
 
 namespace fusion {
 
-/// How arrays print, as NumPy's np.set_printoptions: process-wide, read at each print.
+/// How arrays print, as NumPy's np.set_printoptions (its defaults): process-wide, read at each print.
 struct PrintOptions {
   /// Digits after the point at most (NumPy's floatmode "maxprec": fewer when fewer read back the same
   /// value); -1: as many as the shortest text that reads back needs.
-  int precision = -1;
+  int precision = 8;
   /// Arrays of more elements than this are summarized: the first and last `edge_items` along each axis.
   std::int64_t threshold = 1000;
   std::int64_t edge_items = 3;
+  /// Rows wrap before this many characters.
+  std::int64_t line_width = 75;
 };
 PrintOptions print_options();
 void set_print_options(const PrintOptions& options);
@@ -34,20 +36,25 @@ class ScopedPrintOptions {
   PrintOptions previous_;
 };
 
-/// NumPy's str of an array: nested brackets, columns aligned, each value in the shortest text that reads
-/// back to the same value of its dtype (`2.` for an integral float, `nan`, `inf`, `True`); arrays of over
-/// 1,000 elements show the first and last 3 along each axis around `...` (PrintOptions changes both). A
-/// placeholder prints its dtype and shape. Downloads the array (waits for the current stream).
+/// NumPy's str of an array, character for character under the same options: nested brackets, rows wrapped
+/// at 75 characters, columns aligned; floats in the shortest text that reads back to the same value of
+/// their dtype, at most 8 digits after the point, points aligned (`2.` for an integral float), scientific
+/// notation for the whole array when its nonzero magnitudes reach 1e8, fall below 1e-4 or span more than
+/// 1e3; `nan`, `inf`, `True`; arrays of over 1,000 elements show the first and last 3 along each axis
+/// around `...`; a 0-d array prints as NumPy's scalar (`2.0`). A placeholder prints its dtype and shape.
+/// Downloads the array (waits for the current stream).
 /// With fmt: `#include <fusion/fmt.hpp>`, then `fmt::format("{}", a)`.
 std::string to_string(const ArrayBase& a);
 std::ostream& operator<<(std::ostream& os, const ArrayBase& a);
 
 namespace detail {
-/// The text of one element of dtype `d` stored at `bytes` (PrintOptions::precision).
-std::string element_text(DType d, const void* bytes, int precision = -1);
-/// The layout of to_string, from each shown element's text (`cell(flat C-order index)`).
+/// NumPy's str of one value of dtype `d` stored at `bytes` (a scalar's: `2.0`, `1e-05`, `True`).
+std::string element_text(DType d, const void* bytes);
+/// The layout of to_string, from each shown element's text (`cell(flat C-order index)`), aligned right.
 std::string format_array(const Shape& shape, const std::function<std::string(std::int64_t)>& cell,
                          const PrintOptions& options = {});
+/// to_string of an array of dtype `d` and `shape` from its elements in C order on the host.
+std::string format_values(DType d, const Shape& shape, const void* c_order, const PrintOptions& options = {});
 }  // namespace detail
 
 }  // namespace fusion
