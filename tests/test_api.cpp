@@ -195,3 +195,14 @@ TEST_CASE("isclose's graph on the host interpreter gives NumPy's answers at the 
   CHECK(close(nan, nan, true));
   CHECK(close(0, 1e-9f, false));
 }
+
+TEST_CASE("arguments are checked before anything runs: empty arrays, axes no array has", "[api]") {
+  fz::Array<float> empty;  // default-constructed, never assigned
+  CHECK_THROWS_WITH(fz::inspect(empty + 1.f), Catch::Contains("reads an empty Array"));
+  const auto m = fz::placeholder<float>({4, 5});
+  CHECK_THROWS_WITH(fz::inspect(m + empty), Catch::Contains("fz::placeholder"));
+  fz::Array<float> target = fz::placeholder<float>({4, 5});
+  CHECK_THROWS_WITH(fz::inspect_into(target, empty * 2.f), Catch::Contains("reads an empty Array"));
+  CHECK_THROWS_WITH(fz::sum(m, 200), Catch::Contains("at most 8 dimensions"));
+  CHECK_THROWS_WITH(fz::inspect(fz::sum(m, 2)), Catch::Contains("rank 2 (valid: -2 to 1)"));
+}

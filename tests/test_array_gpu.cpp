@@ -141,6 +141,10 @@ TEST_CASE("arrays print as NumPy prints them: values, views, 16-bit floats, summ
   std::ostringstream os;
   os << a.transpose();  // a strided view prints its logical order
   CHECK(os.str() == "[[1.5 3. ]\n [2.  4. ]]");
+  std::ostringstream value;
+  value << a * 2.f;  // an expression prints its value
+  CHECK(value.str() == "[[3. 4.]\n [6. 8.]]");
+  CHECK(fmt::format("{}", a - 1.f) == "[[0.5 1. ]\n [2.  3. ]]");
   CHECK(fz::to_string(fz::asarray(std::vector<std::int32_t>{-1, 20, 300}, {3})) == "[ -1  20 300]");
   CHECK(fz::to_string(fz::asarray(std::vector<fz::half>{fz::half(0.1f), fz::half(-2.f)})) == "[ 0.1 -2. ]");
   CHECK(fz::to_string(fz::Array<bool>(fz::asarray(std::vector<float>{1.f, -1.f}) > 0.f)) == "[ True False]");

@@ -173,6 +173,15 @@ TEST_CASE("print: fmt::format of an array is its to_string", "[print]") {
   CHECK(fmt::format("{}", base) == "<bfloat16 array of shape (4,), a placeholder>");
 }
 
+TEST_CASE("shapes, dtypes and versions print to streams and fmt", "[print]") {
+  std::ostringstream os;
+  os << fz::Shape{2, 3} << " " << fz::Shape{5} << " " << fz::Shape{} << " " << fz::DType::bfloat16 << " "
+     << fz::Version{1, 4, 0};
+  CHECK(os.str() == "(2, 3) (5,) () bfloat16 1.4.0");
+  CHECK(fmt::format("{} {} {}", fz::Shape{7, 1}, fz::DType::int8, fz::version()) ==
+        "(7, 1) int8 " + fz::to_string(fz::version()));
+}
+
 TEST_CASE("version: the headers and the library say the same", "[print]") {
   CHECK(fz::version() == fz::header_version);
   CHECK(FUSION_VERSION == fz::header_version.major * 10000 + fz::header_version.minor * 100 + fz::header_version.patch);

@@ -6,7 +6,9 @@
 #include <iosfwd>
 #include <string>
 
+#include "fusion/array.hpp"
 #include "fusion/array_base.hpp"
+#include "fusion/version.hpp"
 
 namespace fusion {
 
@@ -46,6 +48,16 @@ class ScopedPrintOptions {
 /// With fmt: `#include <fusion/fmt.hpp>`, then `fmt::format("{}", a)`.
 std::string to_string(const ArrayBase& a);
 std::ostream& operator<<(std::ostream& os, const ArrayBase& a);
+/// An expression prints its value: it runs (as fz::eval does), then prints as that array.
+template <Expression E> std::ostream& operator<<(std::ostream& os, const E& e) { return os << eval(e); }
+
+/// A shape as NumPy writes one: `(2, 3)`, `(5,)`, `()`.
+std::ostream& operator<<(std::ostream& os, const Dims& shape);
+/// A dtype's name: `float32`.
+std::ostream& operator<<(std::ostream& os, DType d);
+/// A version: `1.4.0`.
+std::string to_string(const Version& v);
+std::ostream& operator<<(std::ostream& os, const Version& v);
 
 namespace detail {
 /// NumPy's str of one value of dtype `d` stored at `bytes` (a scalar's: `2.0`, `1e-05`, `True`).

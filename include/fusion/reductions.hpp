@@ -51,7 +51,9 @@ class Axes {
     if (arg_.n_axes < 0) arg_.n_axes = 0, all_ = false;
     if (arg_.n_axes == kMaxDims)
       throw ShapeError("a reduction takes at most " + std::to_string(kMaxDims) + " axes");
-    if (axis < -128 || axis > 127) throw ShapeError("axis " + std::to_string(axis) + " is out of range");
+    if (axis < -kMaxDims || axis >= kMaxDims)
+      throw ShapeError("axis " + std::to_string(axis) + " is out of range for any operand: arrays have at most " +
+                       std::to_string(kMaxDims) + " dimensions (an operand of rank r takes axes -r to r - 1)");
     arg_.axes[static_cast<std::size_t>(arg_.n_axes++)] = static_cast<std::int8_t>(axis);
   }
   detail::ReduceArg arg_;

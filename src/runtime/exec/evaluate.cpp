@@ -381,12 +381,23 @@ KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string
   return info;
 }
 
+/// An expression over an empty Array (default-constructed, never assigned) has no shape to inspect: said
+/// here rather than only when it runs.
+void refuse_empty_inputs(const Call& c) {
+  for (int i = 0; i < c.n_arrays; ++i)
+    if (!c.arrays[i]->has_storage() && !c.arrays[i]->is_placeholder())
+      throw Error("fz::inspect: the expression reads an empty Array (default-constructed, never assigned); give it "
+                  "a shape with fz::placeholder, or memory with fz::empty / fz::asarray");
+}
+
 KernelInfo inspect(const Call& call) {
+  refuse_empty_inputs(call);
   const Call c = as_asked(call);
   return assemble(kernels_of(on(Mode::unfused) ? c : with_shared_reductions(c)));
 }
 
 KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
+  refuse_empty_inputs(call);
   const Call asked = as_asked(call);
   const Call c = on(Mode::unfused) ? asked : with_shared_reductions(asked);
   std::vector<KernelInfo> steps = kernels_of(c);

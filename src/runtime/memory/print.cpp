@@ -352,5 +352,9 @@ std::string to_string(const ArrayBase& a) {
 }
 
 std::ostream& operator<<(std::ostream& os, const ArrayBase& a) { return os << to_string(a); }
+std::ostream& operator<<(std::ostream& os, const Dims& shape) { return os << to_string(shape); }
+std::ostream& operator<<(std::ostream& os, DType d) { return os << dtype_name(d); }
+std::string to_string(const Version& v) { return fmt::format("{}.{}.{}", v.major, v.minor, v.patch); }
+std::ostream& operator<<(std::ostream& os, const Version& v) { return os << to_string(v); }
 
 }  // namespace fusion
