@@ -16,6 +16,7 @@ TEST_CASE("take compiles into the kernel of the expression around it", "[indexin
   CHECK(k.source.find("fz_index_raise(") != std::string::npos);
   CHECK(k.source.find("unsigned long long* fz_fault") != std::string::npos);
   CHECK(k.variant.find("rows") != std::string::npos);  // the index is read once per row, the row streams
+  CHECK(fz::inspect(table.take(ids, 0) * 2.f + pos).hash == k.hash);  // NumPy's spelling: the same kernel
 
   const auto w = fz::inspect(fz::take<fz::IndexMode::wrap>(table, ids, 0));
   CHECK(w.source.find("fz_index_wrap(") != std::string::npos);

@@ -95,6 +95,9 @@ template <class T> class Array : public ArrayBase {
 
   Array reshape(Shape s) const { return Array(reshaped(s)); }
   Array transpose(std::vector<int> axes = {}) const { return Array(transposed(std::move(axes))); }
+  /// NumPy's `a.take(indices, axis)`: fz::take (fusion/indexing.hpp), an expression reading this array at
+  /// `indices` along `axis` (`table.take(ids, 0)`: a row per id); checked indices (IndexMode::raise).
+  template <class I> auto take(I&& indices, int axis) const;
   Array slice(const std::vector<Slice>& per_axis) const { return Array(sliced(per_axis)); }
   Array broadcast_to(const Shape& s) const { return Array(broadcast(s)); }
 

@@ -129,6 +129,12 @@ auto take(const Array<T>& a, I&& indices, int axis) {
   return detail::make_take<M, T>(a, expr::ArrayOwned<Idx>(idx.reshape(placed)), axis, std::move(view));
 }
 
+template <class T>
+template <class I>
+auto Array<T>::take(I&& indices, int axis) const {
+  return fusion::take(*this, std::forward<I>(indices), axis);
+}
+
 /// NumPy's take without an axis: `a` read as flat, in C order.
 template <IndexMode M = IndexMode::raise, Element T, class I>
 requires Operand<I>
