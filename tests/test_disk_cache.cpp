@@ -11,6 +11,7 @@
 #include "runtime/compile/cache_commands.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/compile/kernel_cache.hpp"
+#include "runtime/compile/nvrtc.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -280,4 +281,43 @@ TEST_CASE("cache warm compiles another cache's kernels for new architectures, on
   const auto own = fz::detail::cache_warm(from, into, {}, 1, log);
   CHECK(own.compiled == 0);
   CHECK(own.present == 3);
+}
+
+namespace {
+/// Sets an environment variable for a scope, then puts back what was there.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+}  // namespace
+
+TEST_CASE("FUSION_CACHE and FUSION_ARCH take the spellings people write and refuse the rest", "[cache]") {
+  for (const char* off : {"0", "off", "no", "false", "OFF", "False"}) {
+    ScopedEnv env("FUSION_CACHE", off);
+    CHECK_FALSE(fz::detail::cache_enabled_by_environment());
+  }
+  for (const char* on : {"1", "on", "yes", "true", ""}) {
+    ScopedEnv env("FUSION_CACHE", on);
+    CHECK(fz::detail::cache_enabled_by_environment());
+  }
+  {
+    ScopedEnv env("FUSION_CACHE", "maybe");
+    CHECK_THROWS_WITH(fz::detail::cache_enabled_by_environment(), Catch::Contains("give 0, off, no or false"));
+  }
+  {
+    ScopedEnv env("FUSION_ARCH", "90");
+    CHECK(fz::detail::default_target().arch == 90);
+  }
+  for (const char* typo : {"7", "999", "sm90"}) {
+    ScopedEnv env("FUSION_ARCH", typo);
+    CHECK_THROWS_AS(fz::detail::default_target(), fz::Error);
+  }
+  ScopedEnv env("FUSION_ARCH", "7");
+  CHECK_THROWS_WITH(fz::detail::default_target(), Catch::Contains("give one like 90"));
 }

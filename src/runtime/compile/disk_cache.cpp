@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "common/hash.hpp"
+#include "fusion/error.hpp"
 
 namespace fusion::detail {
 namespace fs = std::filesystem;
@@ -74,10 +76,21 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "fusion-cache";
 }
 
+bool cache_enabled_by_environment() {
+  const char* env = std::getenv("FUSION_CACHE");
+  if (!env) return true;
+  std::string v(env);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "0" || v == "off" || v == "no" || v == "false") return false;
+  if (v.empty() || v == "1" || v == "on" || v == "yes" || v == "true") return true;
+  throw Error(fmt::format("FUSION_CACHE='{}': give 0, off, no or false to turn the disk cache off (1, on, yes, true "
+                          "or unset keep it)",
+                          env));
+}
+
 DiskCache& DiskCache::instance() {
   static DiskCache cache = [] {
-    const char* off = std::getenv("FUSION_CACHE");
-    return DiskCache(default_cache_dir(), !(off && std::string(off) == "0"));
+    return DiskCache(default_cache_dir(), cache_enabled_by_environment());
   }();
   return cache;
 }

@@ -13,6 +13,10 @@
 
 namespace fusion::detail {
 
+/// FUSION_CACHE read: off for 0, off, no, false (any case); on when unset or 1, on, yes, true; an Error
+/// naming the choices for anything else.
+bool cache_enabled_by_environment();
+
 class DiskCache final : public KernelStore {
  public:
   /// The process-wide cache configured by FUSION_CACHE / FUSION_CACHE_DIR / XDG_CACHE_HOME / HOME.

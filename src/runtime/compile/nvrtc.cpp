@@ -53,8 +53,14 @@ Target target_for_arch(int device_arch) {
 Target default_target() {
   if (const char* env = std::getenv("FUSION_ARCH")) {
     const int a = std::atoi(env);
-    if (a > 0) return target_for_arch(a);
-    throw Error(fmt::format("FUSION_ARCH='{}' is not a compute capability like 90", env));
+    const auto& archs = supported_archs();
+    if (a <= 0) throw Error(fmt::format("FUSION_ARCH='{}' is not a compute capability like 90", env));
+    // (a value outside what this NVRTC compiles for is a typo, not a device: 7 for 70, 999 for 90)
+    if (a < archs.front() || a > archs.back())
+      throw Error(fmt::format("FUSION_ARCH='{}': this NVRTC compiles for compute capabilities {} to {} (sm_{} to "
+                              "sm_{}); give one like 90",
+                              env, archs.front(), archs.back(), archs.front(), archs.back()));
+    return target_for_arch(a);
   }
   return target_for_arch(90);
 }
