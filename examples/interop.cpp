@@ -33,7 +33,7 @@ int main() {
   const float p = 0.5f;
   fz::Array<float> x = fz::full<float>({1 << 20}, 1.f);
   fz::reset_stats();
-  fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, /*step*/ 1) < p, 0.f, x / (1 - p));
+  fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, fz::random::Offset{1}) < p, 0.f, x / (1 - p));
   const std::int64_t launches = fz::stats().launches;
   const double kept = fz::sum(y).item() / 2.0 / static_cast<double>(x.size());
   std::printf("dropout: %lld kernel(s), kept %.4f of the elements (expect about %.2f)\n",

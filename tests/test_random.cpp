@@ -40,7 +40,7 @@ TEST_CASE("random generators fuse into one elementwise kernel, and come first be
   CHECK_THAT(dropout.name, Catch::StartsWith("fz_random_uniform"));
   CHECK_THAT(dropout.source, Catch::Contains("__umulhi(0xD2511F53u"));
   CHECK(!dropout.arch.empty());
-  CHECK(fz::inspect(fz::random::normal<double>(1, 2) * 2.0 + x).kernels == 1);
+  CHECK(fz::inspect(fz::random::normal<double>(1, fz::random::Offset{2}) * 2.0 + x).kernels == 1);
   CHECK(!fz::inspect(fz::random::bits(5) + fz::placeholder<std::uint32_t>({7, 9})).arch.empty());
   CHECK(!fz::inspect(fz::random::normal<float>(1) + fz::random::uniform<double>(2) + x)
              .arch.empty());  // both in one kernel
@@ -63,7 +63,9 @@ TEST_CASE("a braced shape picks the overload that makes an array, never a seed",
   STATIC_REQUIRE(std::is_same_v<decltype(fz::random::bits({n}, 11)), fz::Array<std::uint32_t>>);
   STATIC_REQUIRE(std::is_same_v<decltype(fz::random::uniform<float>({n, 3}, 11)), fz::Array<float>>);
   // a seed of any integer type makes an expression
-  STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::uniform<float>(n, 11)), fz::Array<float>>);
+  STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::uniform<float>(n)), fz::Array<float>>);
+  STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::uniform<float>(n, fz::random::Offset{11})), fz::Array<float>>);
+  // (two integers do not compile: tests/compile_fail/random_two_ints.cpp)
   STATIC_REQUIRE(!std::is_same_v<decltype(fz::random::bits(11u)), fz::Array<std::uint32_t>>);
   CHECK(fz::inspect(fz::random::uniform<float>(std::int8_t{3}) + fz::placeholder<float>({5})).kernels == 1);
 }

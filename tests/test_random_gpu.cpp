@@ -6,7 +6,7 @@
 
 TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or kernel split", "[gpu][ops][random]") {
   const std::int64_t n = 262147;  // 65,536 vectors of 4 and a tail
-  const auto bits = fz::random::bits({n}, 99, 5).to_host();
+  const auto bits = fz::random::bits({n}, 99, fz::random::Offset{5}).to_host();
   std::size_t bad = 0;
   for (std::int64_t i = 0; i < n; ++i)
     bad += bits[static_cast<std::size_t>(i)] != test::philox::bits(99, 5, static_cast<std::uint64_t>(i));
@@ -14,23 +14,23 @@ TEST_CASE("random bits on the GPU are the Philox stream, whatever the layout or 
 
   // the index is the element's flat index in the result: a 2-d result, a strided (transposed) output,
   // a rows kernel (a per-row operand) and the unfused path all see the same values
-  fz::Array<std::uint32_t> m = fz::random::bits({300, 301}, 99, 5);
+  fz::Array<std::uint32_t> m = fz::random::bits({300, 301}, 99, fz::random::Offset{5});
   const auto hm = m.to_host();
   for (std::size_t i = 0; i < hm.size(); ++i) bad += hm[i] != test::philox::bits(99, 5, i);
   CHECK(bad == 0);
   fz::Array<std::uint32_t> t = fz::empty<std::uint32_t>({301, 300});
   fz::Array<std::uint32_t> tv = t.transpose();  // (300, 301), strided
-  fz::copyto(tv, fz::random::bits(99, 5));
+  fz::copyto(tv, fz::random::bits(99, fz::random::Offset{5}));
   CHECK(tv.to_host() == hm);
   auto zero_rows = fz::zeros<std::uint32_t>({300, 1});
   CHECK(
-      fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() ==
+      fz::Array<std::uint32_t>(fz::random::bits(99, fz::random::Offset{5}) + zero_rows + fz::zeros<std::uint32_t>({300, 301})).to_host() ==
       hm);
   const fz::Array<std::uint32_t> zeros_t = fz::zeros<std::uint32_t>({301, 300});  // a tiles kernel: a transposed input
-  CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + zeros_t.transpose()).to_host() == hm);
+  CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, fz::random::Offset{5}) + zeros_t.transpose()).to_host() == hm);
   {
     fz::Unfused unfused;
-    CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, 5) + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
+    CHECK(fz::Array<std::uint32_t>(fz::random::bits(99, fz::random::Offset{5}) + fz::zeros<std::uint32_t>({300, 301})).to_host() == hm);
   }
   const auto f64 = fz::random::uniform<double>({1001}, 3).to_host();
   for (std::size_t i = 0; i < f64.size(); ++i) bad += f64[i] != test::philox::uniform64(3, 0, i);
@@ -43,7 +43,7 @@ TEST_CASE("dropout is one kernel and keeps the elements the host Philox keeps", 
   auto x = fz::asarray(hx);
   const float p = 0.25f;
   fz::reset_stats();
-  fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, 7) < p, 0.f, x / (1 - p));
+  fz::Array<float> y = fz::where(fz::random::uniform<float>(2024, fz::random::Offset{7}) < p, 0.f, x / (1 - p));
   CHECK(fz::stats().launches == 1);
   const auto hy = y.to_host();
   std::size_t dropped = 0, bad = 0;
@@ -55,7 +55,7 @@ TEST_CASE("dropout is one kernel and keeps the elements the host Philox keeps", 
   CHECK(bad == 0);
   CHECK(std::abs(static_cast<double>(dropped) / n - p) < 0.01);  // about 7 standard deviations of the fraction
   // another offset: another mask
-  fz::Array<float> y2 = fz::where(fz::random::uniform<float>(2024, 8) < p, 0.f, x / (1 - p));
+  fz::Array<float> y2 = fz::where(fz::random::uniform<float>(2024, fz::random::Offset{8}) < p, 0.f, x / (1 - p));
   CHECK(y2.to_host() != hy);
 }
 

@@ -12,7 +12,16 @@
 
 namespace fusion::random {
 
+/// Where a generator's counter starts (the step number of a training loop): a type of its own, so that two
+/// integers never read as (seed, offset) by accident: `uniform<float>(n, seed)`, PyTorch's `rand(n)` habit,
+/// does not compile (it would be one random value with seed n).
+struct Offset {
+  explicit constexpr Offset(std::uint64_t v) : value(v) {}
+  std::uint64_t value;
+};
+
 namespace detail {
+template <class> inline constexpr bool refused = false;
 using Bits = Function<std::uint32_t(std::uint64_t, std::uint64_t, std::int64_t)>;
 using Uniform32 = Function<float(std::uint64_t, std::uint64_t, std::int64_t)>;
 using Uniform64 = Function<double(std::uint64_t, std::uint64_t, std::int64_t)>;
@@ -30,42 +39,61 @@ const Uniform64& normal64_function();
 /// the generator interleaves 65,536 subsequences after that).
 // The seed is a template parameter so that `uniform<float>({n}, seed)` cannot read `{n}` as a seed: a
 // braced list deduces nothing, and the call takes the overload with a shape (below) as it looks like it does.
-template <std::integral Seed> auto bits(Seed seed, std::uint64_t offset = 0) {
-  return detail::bits_function()(static_cast<std::uint64_t>(seed), offset, expr::Iota{});
+template <std::integral Seed> auto bits(Seed seed, Offset offset = Offset{0}) {
+  return detail::bits_function()(static_cast<std::uint64_t>(seed), offset.value, expr::Iota{});
 }
 
 /// Uniform in [0, 1): float32 from 24 bits of word i % 4 of block i / 4 (every value a multiple of
 /// 2^-24); float64 from 53 bits of the words 2(i % 2), 2(i % 2) + 1 of block i / 2.
-template <class T = float, std::integral Seed> auto uniform(Seed seed_, std::uint64_t offset = 0) {
+template <class T = float, std::integral Seed> auto uniform(Seed seed_, Offset offset = Offset{0}) {
   const auto seed = static_cast<std::uint64_t>(seed_);
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "fusion: random::uniform<float> or <double>; cast the result for 16-bit floats");
-  if constexpr (std::is_same_v<T, float>) return detail::uniform32_function()(seed, offset, expr::Iota{});
-  else return detail::uniform64_function()(seed, offset, expr::Iota{});
+  if constexpr (std::is_same_v<T, float>) return detail::uniform32_function()(seed, offset.value, expr::Iota{});
+  else return detail::uniform64_function()(seed, offset.value, expr::Iota{});
+}
+/// Two integers: refused (see Offset).
+template <class T = float, std::integral A, std::integral B> auto uniform(A, B) {
+  static_assert(detail::refused<A>,
+                "fusion: random::uniform<float>(a, b) with two integers is ambiguous: an array of n values is "
+                "random::uniform<float>({n}, seed); a random leaf of an expression starting at step k is "
+                "random::uniform<float>(seed, fz::random::Offset{k})");
 }
 
 /// Standard normal (Box-Muller): float32 from the words 2(i % 2), 2(i % 2) + 1 of block i / 2, float64
 /// from the four words of block i.
-template <class T = float, std::integral Seed> auto normal(Seed seed_, std::uint64_t offset = 0) {
+template <class T = float, std::integral Seed> auto normal(Seed seed_, Offset offset = Offset{0}) {
   const auto seed = static_cast<std::uint64_t>(seed_);
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "fusion: random::normal<float> or <double>; cast the result for 16-bit floats");
-  if constexpr (std::is_same_v<T, float>) return detail::normal32_function()(seed, offset, expr::Iota{});
-  else return detail::normal64_function()(seed, offset, expr::Iota{});
+  if constexpr (std::is_same_v<T, float>) return detail::normal32_function()(seed, offset.value, expr::Iota{});
+  else return detail::normal64_function()(seed, offset.value, expr::Iota{});
+}
+/// Two integers: refused (see Offset).
+template <class T = float, std::integral A, std::integral B> auto normal(A, B) {
+  static_assert(detail::refused<A>,
+                "fusion: random::normal<float>(a, b) with two integers is ambiguous: an array of n values is "
+                "random::normal<float>({n}, seed); a random leaf of an expression starting at step k is "
+                "random::normal<float>(seed, fz::random::Offset{k})");
+}
+template <std::integral A, std::integral B> auto bits(A, B) {
+  static_assert(detail::refused<A>,
+                "fusion: random::bits(a, b) with two integers is ambiguous: an array of n values is "
+                "random::bits({n}, seed); a random leaf starting at step k is random::bits(seed, fz::random::Offset{k})");
 }
 
 /// New arrays of `shape` filled from the generators above (one kernel each).
-template <class T = float> Array<T> uniform(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+template <class T = float> Array<T> uniform(const Shape& shape, std::uint64_t seed, Offset offset = Offset{0}) {
   Array<T> a = empty<T>(shape);
   copyto(a, uniform<T>(seed, offset));
   return a;
 }
-template <class T = float> Array<T> normal(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+template <class T = float> Array<T> normal(const Shape& shape, std::uint64_t seed, Offset offset = Offset{0}) {
   Array<T> a = empty<T>(shape);
   copyto(a, normal<T>(seed, offset));
   return a;
 }
-inline Array<std::uint32_t> bits(const Shape& shape, std::uint64_t seed, std::uint64_t offset = 0) {
+inline Array<std::uint32_t> bits(const Shape& shape, std::uint64_t seed, Offset offset = Offset{0}) {
   Array<std::uint32_t> a = empty<std::uint32_t>(shape);
   copyto(a, bits(seed, offset));
   return a;
