@@ -31,6 +31,14 @@ const Uniform32& uniform32_function();
 const Uniform64& uniform64_function();
 const Uniform32& normal32_function();
 const Uniform64& normal64_function();
+
+/// A float or double leaf from the generator of that width.
+template <class T> auto float_leaf(const Uniform32& f32, const Uniform64& f64, std::uint64_t seed, Offset offset) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "fusion: random::uniform and random::normal make float or double; cast the result for 16-bit floats");
+  if constexpr (std::is_same_v<T, float>) return f32(seed, offset.value, expr::Iota{});
+  else return f64(seed, offset.value, expr::Iota{});
+}
 }  // namespace detail
 
 /// The raw stream: element i of the result is word i % 4 of Philox-4x32-10 with key `seed` and counter
@@ -45,12 +53,8 @@ template <std::integral Seed> auto bits(Seed seed, Offset offset = Offset{0}) {
 
 /// Uniform in [0, 1): float32 from 24 bits of word i % 4 of block i / 4 (every value a multiple of
 /// 2^-24); float64 from 53 bits of the words 2(i % 2), 2(i % 2) + 1 of block i / 2.
-template <class T = float, std::integral Seed> auto uniform(Seed seed_, Offset offset = Offset{0}) {
-  const auto seed = static_cast<std::uint64_t>(seed_);
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "fusion: random::uniform<float> or <double>; cast the result for 16-bit floats");
-  if constexpr (std::is_same_v<T, float>) return detail::uniform32_function()(seed, offset.value, expr::Iota{});
-  else return detail::uniform64_function()(seed, offset.value, expr::Iota{});
+template <class T = float, std::integral Seed> auto uniform(Seed seed, Offset offset = Offset{0}) {
+  return detail::float_leaf<T>(detail::uniform32_function(), detail::uniform64_function(), seed, offset);
 }
 /// Two integers: refused (see Offset).
 template <class T = float, std::integral A, std::integral B> auto uniform(A, B) {
@@ -62,12 +66,8 @@ template <class T = float, std::integral A, std::integral B> auto uniform(A, B) 
 
 /// Standard normal (Box-Muller): float32 from the words 2(i % 2), 2(i % 2) + 1 of block i / 2, float64
 /// from the four words of block i.
-template <class T = float, std::integral Seed> auto normal(Seed seed_, Offset offset = Offset{0}) {
-  const auto seed = static_cast<std::uint64_t>(seed_);
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "fusion: random::normal<float> or <double>; cast the result for 16-bit floats");
-  if constexpr (std::is_same_v<T, float>) return detail::normal32_function()(seed, offset.value, expr::Iota{});
-  else return detail::normal64_function()(seed, offset.value, expr::Iota{});
+template <class T = float, std::integral Seed> auto normal(Seed seed, Offset offset = Offset{0}) {
+  return detail::float_leaf<T>(detail::normal32_function(), detail::normal64_function(), seed, offset);
 }
 /// Two integers: refused (see Offset).
 template <class T = float, std::integral A, std::integral B> auto normal(A, B) {
