@@ -306,8 +306,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
              I, I);
     }
     w.line("__syncthreads();");
-    if (!v.totals) {
-      w.line("#pragma unroll");
+    w.line("#pragma unroll");
+    {
       auto store = w.block("for (int k = 0; k < {}; ++k)", I);
       w.line("const int e = k * {} + threadIdx.x;", kScanBlock);
       w.line("const long long j = base + e, q = {};", q);
