@@ -15,6 +15,7 @@
 #include "fusion/matmul.hpp"
 #include "runtime/blas/cublaslt.hpp"
 #include "runtime/blas/matmul.hpp"
+#include "runtime/blas/written_marks.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -314,6 +315,7 @@ bool matmul_into(const ArrayBase& a_in, const ArrayBase& b_in, ArrayBase& out, E
                                 reinterpret_cast<cudaStream_t>(h)),
               "cublasLtMatmul");
         }
+        mark_written_by_library(h, out);
       },
       &key, sizeof key, scale);
   return true;
