@@ -54,7 +54,9 @@ std::vector<double> scan_ref(Op op, const std::vector<double>& x, const fz::Shap
         const auto at = static_cast<std::size_t>((a * n + j) * inner + b);
         if (o.exclusive) y[at] = acc;
         acc = combine(op, acc, x[at]);
-        mag += std::abs(op == Op::logcumsumexp ? std::exp(x[at]) : x[at]);
+        // (a log-sum-exp's rounding grows with the magnitudes of its terms' logarithms, not of the terms)
+        if (op == Op::logcumsumexp) mag = std::max(mag, 1 + std::abs(x[at]));
+        else mag += std::abs(x[at]);
         if (!o.exclusive) y[at] = acc;
         if (scale) (*scale)[at] = mag;
       }
@@ -192,6 +194,23 @@ TEST_CASE("scans: NaN propagates through cummax; -inf through logcumsumexp; a su
   const auto ninf = fz::asarray(std::vector<float>{-inf, -inf, 0, -inf}, {4});
   CHECK(test::mismatches(fz::eval(fz::logcumsumexp(ninf, 0)).to_host(), {-INFINITY, -INFINITY, 0, 0},
                          fz::DType::float32) == 0);
+  // Long rows with -inf runs, +inf and NaN placed among ordinary values: some threads' elements are all
+  // -inf, some carries are +inf or NaN (the exp-domain pass falls back to the exact step there).
+  for (bool exclusive : {false, true}) {
+    const std::int64_t rows = 6, n = 20000;
+    std::vector<float> h = test::random<float>(static_cast<std::size_t>(rows * n), -40, 40, 50);
+    for (std::int64_t j = 0; j < 3000; ++j) h[static_cast<std::size_t>(j)] = -inf;  // row 0 starts with -inf
+    h[static_cast<std::size_t>(n + 5000)] = inf;                                      // row 1: +inf midway
+    h[static_cast<std::size_t>(2 * n + 7)] = nan;                                     // row 2: NaN early
+    for (std::int64_t j = 100; j < n; j += 37) h[static_cast<std::size_t>(3 * n + j)] = -inf;  // row 3: sprinkled
+    h[static_cast<std::size_t>(4 * n + n - 1)] = inf;                                 // row 4: +inf last
+    std::vector<double> scale;
+    const std::vector<double> want = scan_ref(Op::logcumsumexp, doubles(h), {rows, n}, 1, {exclusive, false}, &scale);
+    fz::Array<float> got = fz::full<float>({rows, n}, 7.f);
+    got = fz::logcumsumexp(fz::asarray(h, {rows, n}), 1, {exclusive, false});
+    INFO((exclusive ? "exclusive" : "inclusive"));
+    CHECK(off(Op::logcumsumexp, got.to_host(), want, scale, n) == 0);
+  }
   const auto z = fz::eval(fz::cumsum(fz::asarray(std::vector<float>{-0.f, -0.f}, {2}), 0)).to_host();
   CHECK((std::signbit(z[0]) && std::signbit(z[1])));
 }

@@ -105,6 +105,62 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
   w.line("carry = fz_carry;");
 }
 
+/// logcumsumexp's thread pass, in the exp domain: with m the maximum of the thread's elements, the tile
+/// keeps the running sums p_k of exp(x - m) (an exp each and a chain of adds: no log on the chain), and
+/// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) the thread scans with
+/// fz_combine as every other scan does, and `fz_exp` says which form its tile holds.
+void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
+  w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
+  w.line("{} fz_m = fz_none;", acc);
+  w.line("#pragma unroll");
+  w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) {{ const {} x = fz_tile[e + (e >> 5)]; fz_m = (x > fz_m || x != x) ? x : fz_m; }}",
+         items, items, acc);
+  w.line("const bool fz_exp = fz_m - fz_m == ({})0;  // a finite maximum", acc);
+  w.line("{} run = fz_none;", acc);
+  {
+    auto sums = w.block("if (fz_exp)");
+    w.line("{} p = 0;", acc);
+    w.line("#pragma unroll");
+    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = p = p + exp(fz_tile[e + (e >> 5)] - fz_m);",
+           items, items);
+    w.line("run = fz_m + log(p);");
+  }
+  {
+    auto exact = w.block("else");
+    w.line("#pragma unroll");
+    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
+           items, items);
+  }
+}
+
+/// logcumsumexp's results from a thread's sums: with M = max(pre, m), each is M + log(a + b p_k) where
+/// a = exp(pre - M) and b = exp(m - M), one log per element. A carry of +inf or NaN takes fz_combine.
+void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive) {
+  w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
+  w.line("const {0} fz_a = exp(pre - fz_big), fz_b = exp(fz_m - fz_big);", acc);
+  if (exclusive) w.line("{} last = 0;  // the thread's sum before k", acc);
+  {
+    auto fast = w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
+    w.line("#pragma unroll");
+    if (exclusive) {
+      auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
+      w.line("const {} here = fz_tile[e + (e >> 5)];", acc);
+      w.line("fz_tile[e + (e >> 5)] = k == 0 ? pre : fz_big + log(fz_a + fz_b * last);");
+      w.line("last = here;");
+    } else {
+      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_big + log(fz_a + fz_b * fz_tile[e + (e >> 5)]);",
+             items, items);
+    }
+  }
+  auto exact = w.block("else");
+  w.line("{} before_k = fz_none;", acc);
+  w.line("#pragma unroll");
+  auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
+  w.line("const {} here = fz_exp ? fz_m + log(fz_tile[e + (e >> 5)]) : fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
+  w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, {});", exclusive ? "before_k" : "here");
+  w.line("before_k = here;");
+}
+
 }  // namespace
 
 GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_view name_given) {
@@ -194,6 +250,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   }
 
   const int W = kScanBlock / 32, I = v.items;
+  const bool lse = scan.op == Op::logcumsumexp;
   std::vector<std::string> args;  // fz_expr's arguments for element q of the row
   for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], fmt::format("in{0}[k{0} + q * ast{0}]", p)));
   for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
@@ -238,6 +295,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
                           k.name, sig.list());
     w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
+    w.line("__shared__ {} fz_next;  // the carry into the next tile", acc);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
@@ -276,11 +334,15 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("fz_tile[e + (e >> 5)] = x;");
     }
     w.line("__syncthreads();");
-    w.line("// Each thread scans its {} consecutive elements in order, in place.", I);
-    w.line("{} run = fz_none;", acc);
-    w.line("#pragma unroll");
-    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
-           I, I);
+    if (lse) {
+      write_lse_thread_scan(w, acc, I);
+    } else {
+      w.line("// Each thread scans its {} consecutive elements in order, in place.", I);
+      w.line("{} run = fz_none;", acc);
+      w.line("#pragma unroll");
+      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
+             I, I);
+    }
     w.line("// The warp's threads before this one, then the tile's warps before this one.");
     w.line("{} inc = run;", acc);
     w.line("#pragma unroll");
@@ -290,22 +352,32 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("if (lane == 31) fz_warp[warp] = inc;");
     w.line("__syncthreads();");
     if (v.lookback) write_lookback(w, acc, W);
-    w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
-    w.line("for (int i = 0; i < warp; ++i) pre = fz_combine(pre, fz_warp[i]);");
-    w.line("if (lane > 0) pre = fz_combine(pre, before);");
-    w.line("for (int i = 0; i < {}; ++i) carry = fz_combine(carry, fz_warp[i]);", W);
-    if (v.exclusive) w.line("{} last = fz_none;  // the thread's elements before k", acc);
+    w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
+    w.line("{} fz_warps = lane < {} ? fz_warp[lane] : fz_none;", acc, W);
     w.line("#pragma unroll");
-    if (v.exclusive) {
-      auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", I, I);
-      w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
-      w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, last);");
-      w.line("last = here;");
+    w.line("for (int d = 1; d < {}; d *= 2) {{ const {} y = fz_shfl_up(fz_warps, d); if (lane >= d) fz_warps = fz_combine(y, fz_warps); }}",
+           W, acc);
+    w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
+    w.line("if (warp > 0) pre = fz_combine(pre, fz_shfl(fz_warps, warp - 1));");
+    w.line("if (lane > 0) pre = fz_combine(pre, before);");
+    w.line("if (threadIdx.x == {}) fz_next = fz_combine(pre, run);  // the next tile's carry", kScanBlock - 1);
+    if (lse) {
+      write_lse_results(w, acc, I, v.exclusive);
     } else {
-      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_combine(pre, fz_tile[e + (e >> 5)]);",
-             I, I);
+      if (v.exclusive) w.line("{} last = fz_none;  // the thread's elements before k", acc);
+      w.line("#pragma unroll");
+      if (v.exclusive) {
+        auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", I, I);
+        w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
+        w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, last);");
+        w.line("last = here;");
+      } else {
+        w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_combine(pre, fz_tile[e + (e >> 5)]);",
+               I, I);
+      }
     }
     w.line("__syncthreads();");
+    w.line("carry = fz_next;");
     w.line("#pragma unroll");
     {
       auto store = w.block("for (int k = 0; k < {}; ++k)", I);
