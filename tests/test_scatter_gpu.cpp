@@ -136,3 +136,91 @@ TEST_CASE("bincount, with and without weights; bad indices and aliasing are erro
   CHECK_THROWS_WITH(fz::index_add(t, 0, fz::asarray(std::vector<std::int32_t>{0}, {1}), t.slice({fz::Slice{0, 1}})),
                     Catch::Contains("read the array they add into"));
 }
+
+namespace {
+
+/// index_max / index_min of `n` values into `bins` bins (private bins in shared memory when the target is
+/// small, global atomics when not), against the host: exact, as a maximum is one of the values.
+template <class T> void check_extremes(std::int64_t n, std::int64_t bins, unsigned seed) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << ", " << n << " values into " << bins << " bins");
+  const double lo = std::is_unsigned_v<T> ? 0 : -1000;
+  const auto hv = test::random<T>(static_cast<std::size_t>(n), lo, 1000, seed);
+  const auto hi = test::random<std::int64_t>(static_cast<std::size_t>(n), -bins, bins - 1, seed + 1);
+  const auto ht = test::random<T>(static_cast<std::size_t>(bins), lo, 1000, seed + 2);
+  for (bool is_max : {true, false}) {
+    std::vector<double> want;
+    for (T t : ht) want.push_back(test::as_double(t));
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t i = hi[static_cast<std::size_t>(k)];
+      double& w = want[static_cast<std::size_t>(i < 0 ? i + bins : i)];
+      const double v = test::as_double(hv[static_cast<std::size_t>(k)]);
+      w = is_max ? std::max(w, v) : std::min(w, v);
+    }
+    fz::Array<T> target = fz::asarray(ht, {bins});
+    fz::reset_stats();
+    if (is_max) fz::index_max(target, 0, fz::asarray(hi, {n}), fz::asarray(hv, {n}));
+    else fz::index_min(target, 0, fz::asarray(hi, {n}), fz::asarray(hv, {n}));
+    CHECK(fz::stats().launches == 1);
+    INFO((is_max ? "index_max" : "index_min"));
+    CHECK(test::mismatches(target.to_host(), want, fz::dtype_of<T>) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("index_max and index_min: every dtype, contended bins in shared memory and bins in global memory",
+          "[gpu][scatter]") {
+  check_extremes<float>(1 << 16, 100, 31);        // private bins
+  check_extremes<float>(1 << 16, 50000, 32);      // 200 KB: global atomics
+  check_extremes<double>(1 << 15, 7, 33);
+  check_extremes<std::int32_t>(1 << 16, 1000, 34);
+  check_extremes<std::int64_t>(1 << 15, 20000, 35);
+  check_extremes<std::uint32_t>(1 << 15, 64, 36);
+  check_extremes<std::uint64_t>(1 << 14, 9, 37);
+  check_extremes<fz::half>(1 << 14, 5, 38);         // 16-bit compare-and-swap, neighbours kept
+  check_extremes<fz::bfloat16>(1 << 14, 301, 39);
+}
+
+TEST_CASE("scatter_max and scatter_min: NaN wins, equal values keep the target's, index expressions fuse",
+          "[gpu][scatter]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // NumPy's maximum.at: NaN in the target or a value wins; of 0 and -0 the target's stays
+  fz::Array<float> t = fz::asarray(std::vector<float>{0.f, nan, 1.f, -0.f, -inf}, {5});
+  fz::index_max(t, 0, fz::asarray(std::vector<std::int32_t>{0, 1, 2, 2, 3, 4, 4}, {7}),
+                fz::asarray(std::vector<float>{-0.f, 5.f, nan, 7.f, 0.f, -inf, 2.f}, {7}));
+  const auto got = t.to_host();
+  CHECK((got[0] == 0.f && !std::signbit(got[0])));
+  CHECK(std::isnan(got[1]));
+  CHECK(std::isnan(got[2]));
+  CHECK((got[3] == 0.f && std::signbit(got[3])));
+  CHECK(got[4] == 2.f);
+  fz::Array<fz::half> h = fz::asarray(std::vector<float>{1, 2, 3}, {3}).astype<fz::half>();
+  fz::index_min(h, 0, fz::asarray(std::vector<std::int32_t>{1, 1}, {2}), fz::asarray(std::vector<float>{nan, -4}, {2}));
+  const auto hh = h.to_host();
+  CHECK((test::as_double(hh[0]) == 1 && std::isnan(test::as_double(hh[1])) && test::as_double(hh[2]) == 3));
+
+  // along axis 1 of a 2-D target, the index an expression (fused: one launch)
+  const std::int64_t R = 6, C = 40, M = 9;
+  const auto hi = test::random<std::int32_t>(static_cast<std::size_t>(R * M), 0, C - 1, 41);
+  const auto hv = test::random<std::int32_t>(static_cast<std::size_t>(R * M), -500, 500, 42);
+  fz::Array<std::int32_t> target = fz::full<std::int32_t>({R, C}, 3);
+  fz::reset_stats();
+  fz::scatter_min(target, 1, (C - 1) - fz::asarray(hi, {R, M}), fz::asarray(hv, {R, M}) * 2);
+  CHECK(fz::stats().launches == 1);
+  std::vector<std::int32_t> want(static_cast<std::size_t>(R * C), 3);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t m = 0; m < M; ++m) {
+      auto& w = want[static_cast<std::size_t>(r * C + (C - 1 - hi[static_cast<std::size_t>(r * M + m)]))];
+      w = std::min(w, 2 * hv[static_cast<std::size_t>(r * M + m)]);
+    }
+  CHECK(target.to_host() == want);
+  fz::Array<std::int32_t> up = fz::full<std::int32_t>({R, C}, 3);
+  fz::scatter_max<fz::IndexMode::clip>(up, 1, fz::asarray(hi, {R, M}) + 1000, fz::asarray(hv, {R, M}));
+  std::vector<std::int32_t> want_up(static_cast<std::size_t>(R * C), 3);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t m = 0; m < M; ++m)
+      want_up[static_cast<std::size_t>(r * C + C - 1)] = std::max(want_up[static_cast<std::size_t>(r * C + C - 1)], hv[static_cast<std::size_t>(r * M + m)]);
+  CHECK(up.to_host() == want_up);
+  CHECK_THROWS_AS(fz::index_max(target, 0, fz::asarray(std::vector<std::int32_t>{0, R}, {2}), 1), fz::IndexError);
+  CHECK_THROWS_AS(fz::scatter_max(target, 2, fz::asarray(hi, {R, M}), 1), fz::ShapeError);
+}

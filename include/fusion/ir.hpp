@@ -138,6 +138,10 @@ enum class Op : std::uint8_t {
   // (the target's dtype); adds b atomically to the target's element at its own position plus the offset. The
   // only output of its graph, whose target array is that output (exec's scatter_into)
   scatter_add,
+  // the same writes keeping the larger (smaller) of the target's element and b: NumPy's maximum.at, PyTorch's
+  // scatter_reduce_ "amax" (NaN wins, as in fz::maximum; of equal values the target's stays)
+  scatter_max,
+  scatter_min,
   count_
 };
 
@@ -281,6 +285,8 @@ inline constexpr OpInfo kOps[] = {
     {Op::cummin, "cummin", Arity::scan},
     {Op::logcumsumexp, "logcumsumexp", Arity::scan},
     {Op::scatter_add, "scatter_add", Arity::indexing},
+    {Op::scatter_max, "scatter_max", Arity::indexing},
+    {Op::scatter_min, "scatter_min", Arity::indexing},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -298,6 +304,8 @@ constexpr bool is_product(Op op) { return op < Op::count_ && arity(op) == Arity:
 /// fz::take's nodes: an index made valid, and the read through it.
 constexpr bool is_indexing(Op op) { return op < Op::count_ && arity(op) == Arity::indexing; }
 /// A scan: a running reduction along one axis, an output per element (a kernel of its own, schedule/partition).
+/// A write through an index into the call's target (its graph's only output).
+constexpr bool is_scatter(Op op) { return op == Op::scatter_add || op == Op::scatter_max || op == Op::scatter_min; }
 constexpr bool is_scan(Op op) { return op < Op::count_ && arity(op) == Arity::scan; }
 /// The result dtype of a scan of `in`: sums and products widen integers as sum does (NumPy's cumsum), cummax
 /// and cummin keep the dtype, logcumsumexp is floating.
@@ -485,7 +493,8 @@ struct Graph {
   /// Adds `value` (converted to `target`, the target's dtype) at element offset `offset` from the target's
   /// position: the graph's output node of an fz::index_add.
   /// `checked`: the take_index node of a checked index (its -1 marks a bad one: nothing is added).
-  std::uint32_t scatter_add(std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked = kNone);
+  /// A write through an index (`op`: scatter_add, scatter_max or scatter_min).
+  std::uint32_t scatter(Op op, std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked = kNone);
   /// The scan `op` of `x` (converted to its result dtype), along the axis of the next descriptor slot.
   std::uint32_t scan(Op op, std::uint32_t x);
   /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.

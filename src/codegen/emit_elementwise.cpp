@@ -31,7 +31,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
   const bool fault = checks_indices(g);
   // fz::index_add: the output is the target, added to through fz_expr (its pointer at the element's position)
-  const bool scatter = K == 1 && g.nodes[g.outputs[0]].op == Op::scatter_add;
+  const Op scatter_op = g.nodes[g.outputs[0]].op;
+  const bool scatter = K == 1 && ir::is_scatter(scatter_op);
   if (scatter && !v.has_strided()) throw Error("internal: a scatter's kernel addresses its target by strides");
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
   // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.
@@ -345,7 +346,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         w.line("// This block's copy of the target's bins, in shared memory: added into the target once, at the end.");
         w.line("extern __shared__ __align__(16) unsigned char fz_shared[];");
         w.line("{0}* const fz_bins = reinterpret_cast<{0}*>(fz_shared);", bins_t);
-        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x) fz_bins[b] = 0;");
+        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x) fz_bins[b] = {};",
+               scatter_identity(scatter_op, v.out_dtype[0]));
         w.line("__syncthreads();");
       }
       {
@@ -382,7 +384,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       if (v.private_bins) {
         w.line("__syncthreads();");
         w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x)");
-        w.line("  if (fz_bins[b] != 0) fz_scatter_add(out + b, fz_bins[b]);");
+        w.line("  if (fz_bins[b] != ({}){}) {}(out + b, fz_bins[b]);", bins_t, scatter_identity(scatter_op, v.out_dtype[0]),
+               scatter_function(scatter_op));
       }
     }
   }

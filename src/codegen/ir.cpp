@@ -69,8 +69,9 @@ std::uint32_t Graph::gather(std::uint32_t offset, std::uint32_t source, std::uin
   return push(*this, {Op::gather, dtype(source), cast(offset, DType::int64), source, checked});
 }
 
-std::uint32_t Graph::scatter_add(std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked) {
-  return push(*this, {Op::scatter_add, target, cast(offset, DType::int64), cast(value, target), checked});
+std::uint32_t Graph::scatter(Op op, std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked) {
+  if (!is_scatter(op)) throw Error("internal: not a scatter");
+  return push(*this, {op, target, cast(offset, DType::int64), cast(value, target), checked});
 }
 
 std::uint32_t Graph::scan(Op op, std::uint32_t x) {

@@ -176,12 +176,64 @@ __device__ __forceinline__ int fz_scatter_add_16(unsigned short* p, float v) {
   } while (assumed != old);
   return 0;
 })";
+    case Helper::scatter_extreme:
+      return R"(// Keeps the larger (smaller) of *p and v, atomically: NaN wins, as in fz::maximum; of equal values (0 and
+// -0) *p stays. Integers have atomicMax/atomicMin; floats compare-and-swap their bits while v still wins.
+__device__ __forceinline__ int fz_scatter_max(int* p, int v) { atomicMax(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_max(unsigned* p, unsigned v) { atomicMax(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_max(long long* p, long long v) { atomicMax(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_max(unsigned long long* p, unsigned long long v) { atomicMax(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_min(int* p, int v) { atomicMin(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_min(unsigned* p, unsigned v) { atomicMin(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_min(long long* p, long long v) { atomicMin(p, v); return 0; }
+__device__ __forceinline__ int fz_scatter_min(unsigned long long* p, unsigned long long v) { atomicMin(p, v); return 0; }
+template <bool Max, class T> __device__ __forceinline__ bool fz_scatter_wins(T v, T old) {
+  return old == old && (v != v || (Max ? v > old : v < old));
+}
+template <bool Max, class T, class Bits> __device__ __forceinline__ int fz_scatter_extreme(T* p, T v) {
+  Bits old = *(volatile Bits*)p, want;
+  memcpy(&want, &v, sizeof v);
+  for (;;) {
+    T seen;
+    memcpy(&seen, &old, sizeof old);
+    if (!fz_scatter_wins<Max>(v, seen)) return 0;
+    const Bits now = atomicCAS((Bits*)p, old, want);
+    if (now == old) return 0;
+    old = now;
+  }
+}
+__device__ __forceinline__ int fz_scatter_max(float* p, float v) { return fz_scatter_extreme<true, float, unsigned>(p, v); }
+__device__ __forceinline__ int fz_scatter_max(double* p, double v) { return fz_scatter_extreme<true, double, unsigned long long>(p, v); }
+__device__ __forceinline__ int fz_scatter_min(float* p, float v) { return fz_scatter_extreme<false, float, unsigned>(p, v); }
+__device__ __forceinline__ int fz_scatter_min(double* p, double v) { return fz_scatter_extreme<false, double, unsigned long long>(p, v); }
+template <float (*To)(unsigned short), unsigned short (*From)(float), bool Max>
+__device__ __forceinline__ int fz_scatter_extreme_16(unsigned short* p, float v) {
+  unsigned short old = *(volatile unsigned short*)p;
+  while (fz_scatter_wins<Max>(v, To(old))) {
+    const unsigned short now = atomicCAS(p, old, From(v));
+    if (now == old) break;
+    old = now;
+  }
+  return 0;
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
   }
   return "";
 }
+
+std::string scatter_identity(ir::Op op, DType d) {
+  using ir::Op;
+  switch (op) {
+    case Op::scatter_add: return "0";
+    case Op::scatter_max: return dtype_info(d).lowest;
+    case Op::scatter_min: return dtype_info(d).highest;
+    default: throw Error("internal: not a scatter");
+  }
+}
+
+std::string scatter_function(ir::Op op) { return std::string("fz_") + ir::op_info(op).name; }
 
 bool checks_indices(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes)
@@ -328,16 +380,21 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       }
       return fmt::format("fz_index_raise({}, {}, {})", a, b, kIndexFault);
     }
-    case Op::scatter_add: {
-      needs.insert(Helper::scatter_add);
+    case Op::scatter_add:
+    case Op::scatter_max:
+    case Op::scatter_min: {
+      const bool add = n.op == Op::scatter_add;
+      needs.insert(add ? Helper::scatter_add : Helper::scatter_extreme);
       const std::string at = fmt::format("{} + {}", kScatterTarget, a);
-      std::string add = fmt::format("fz_scatter_add({}, ({}){})", at, compute_type(n.dtype), b);
+      std::string write = fmt::format("{}({}, ({}){})", scatter_function(n.op), at, compute_type(n.dtype), b);
       if (is_16bit_float(n.dtype)) {
         need_conversions(ctx, n.dtype);
-        add = fmt::format("fz_scatter_add_16<{}, {}>({}, {})", dtype_info(n.dtype).to_float,
-                          dtype_info(n.dtype).from_float, at, b);
+        const DTypeInfo& info = dtype_info(n.dtype);
+        write = add ? fmt::format("fz_scatter_add_16<{}, {}>({}, {})", info.to_float, info.from_float, at, b)
+                    : fmt::format("fz_scatter_extreme_16<{}, {}, {}>({}, {})", info.to_float, info.from_float,
+                                  n.op == Op::scatter_max, at, b);
       }
-      return c.empty() ? add : fmt::format("({} < 0 ? 0 : {})", c, add);  // a bad checked index adds nothing
+      return c.empty() ? write : fmt::format("({} < 0 ? 0 : {})", c, write);  // a bad checked index writes nothing
     }
     // `b` names the source's pointer at this element's position in it (emitters pass gathered inputs so)
     case Op::gather:  // (a bad checked index reads nothing: 0)

@@ -34,7 +34,8 @@ enum class Helper {
   log1p_fast,
   gelu,
   take_index,
-  scatter_add
+  scatter_add,
+  scatter_extreme  // scatter_max and scatter_min
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
@@ -68,6 +69,11 @@ inline constexpr const char* kIndexFault = "fz_fault";
 inline constexpr int kIndexFaultWorkspace = 2;
 /// The name of fz_expr's pointer argument at the element's position in a scatter's target.
 inline constexpr const char* kScatterTarget = "fz_target";
+/// The value a scatter's private bin starts from and leaves unflushed: 0 for adds, the dtype's lowest
+/// (highest) for max (min).
+std::string scatter_identity(ir::Op op, DType d);
+/// The device function writing through an index for scatter op `op` (fz_scatter_add, _max, _min).
+std::string scatter_function(ir::Op op);
 /// Whether graph `g` checks an index (fz::take in IndexMode::raise): its kernel takes kIndexFault.
 bool checks_indices(const ir::Graph& g);
 

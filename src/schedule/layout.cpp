@@ -269,7 +269,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   // A scatter's target (fz::index_add) is addressed by its strides, 0 along the index's axes: every element
   // adds into it, none is skipped as a smaller output's broadcast copies are.
   const ir::Graph& graph = graph_of(c);
-  if (K == 1 && graph.nodes[graph.outputs[0]].op == ir::Op::scatter_add) {
+  if (K == 1 && ir::is_scatter(graph.nodes[graph.outputs[0]].op)) {
     L.v.out_access[0] = Access::strided;
     try_private_bins(c, *outs[0], L);
   }
