@@ -116,6 +116,15 @@ int main(int argc, char** argv) {
       report(fmt::format("index_add of {} f32 into {} bins (int64 ids)", N, bins).c_str(),
              12.0 * N + 8.0 * bins, median_ms(run), copy, kernels_of(run));
     }
+    // index_max of uniform random values (a constant would never replace a bin's value after the first)
+    const auto noise = fz::random::uniform<float>({N}, 6);
+    for (const std::int64_t bins : {std::int64_t{1} << 20, std::int64_t{1024}}) {
+      const auto idx = random_ids<std::int64_t>(N, bins, 5);
+      fz::Array<float> top = fz::zeros<float>({bins});
+      auto run = [&] { fz::index_max<fz::IndexMode::wrap>(top, 0, idx, noise); };
+      report(fmt::format("index_max of {} f32 into {} bins (int64 ids)", N, bins).c_str(),
+             12.0 * N + 8.0 * bins, median_ms(run), copy, kernels_of(run));
+    }
   }
   {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
     const std::int64_t N = quick ? (1 << 24) : (1 << 28);

@@ -61,7 +61,13 @@ def main():
         hist = torch.zeros((bins,), dtype=torch.float32, device="cuda")
         report(f"index_add of {n} f32 into {bins} bins (int64 ids) torch index_add_", 12.0 * n + 8.0 * bins,
                median_ms(lambda: hist.index_add_(0, ids, vals)))
-    del vals, ids, hist
+    noise = torch.rand((n,), dtype=torch.float32, device="cuda", generator=gen)
+    for bins in (1 << 20, 1024):
+        ids = torch.randint(0, bins, (n,), device="cuda", generator=gen, dtype=torch.int64)
+        top = torch.zeros((bins,), dtype=torch.float32, device="cuda")
+        report(f"index_max of {n} f32 into {bins} bins (int64 ids) torch index_reduce_ amax", 12.0 * n + 8.0 * bins,
+               median_ms(lambda: top.index_reduce_(0, ids, noise, "amax")))
+    del vals, ids, hist, noise, top
 
     n = (1 << 24) if quick else (1 << 28)
     x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
