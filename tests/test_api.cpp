@@ -206,3 +206,18 @@ TEST_CASE("arguments are checked before anything runs: empty arrays, axes no arr
   CHECK_THROWS_WITH(fz::sum(m, 200), Catch::Contains("at most 8 dimensions"));
   CHECK_THROWS_WITH(fz::inspect(fz::sum(m, 2)), Catch::Contains("rank 2 (valid: -2 to 1)"));
 }
+
+TEST_CASE("NumPy's everyday names build one kernel each and check their arguments first", "[api]") {
+  const auto x = fz::placeholder<float>({64, 100});
+  CHECK(fz::inspect(fz::nanmean(x, 1)).kernels == 1);
+  CHECK(fz::inspect(fz::nanvar(x, 1)).kernels == 1);  // a layer kernel: the nanmean, then the deviations
+  CHECK(fz::inspect(fz::nanstd(x)).kernels <= 2);
+  CHECK(fz::inspect(fz::norm(x, 1)).kernels == 1);
+  CHECK(fz::inspect(fz::vector_norm<INFINITY>(x)).kernels == 1);
+  CHECK(fz::inspect(fz::dropout(x * 2.f, 0.5, 3) + 1.f).kernels == 1);
+  static_assert(decltype(fz::norm(fz::placeholder<std::int32_t>({4})))::dtype == fz::DType::float64);
+  static_assert(decltype(fz::nanmean(fz::placeholder<fz::half>({4})))::dtype == fz::DType::float16);
+  CHECK_THROWS_WITH(fz::dropout(x, 1.5, 3), Catch::Contains("[0, 1]"));
+  CHECK_THROWS_WITH(fz::linspace<float>(0, 1, -2), Catch::Contains("negative"));
+  CHECK_THROWS_AS(fz::eye<float>(-1), fz::ShapeError);
+}

@@ -361,3 +361,90 @@ TEST_CASE("NumPy's view functions, *_like, count_nonzero, isclose, allclose and 
   CHECK_FALSE(fz::array_equal(x, x.flip(0)));
   CHECK_FALSE(fz::array_equal(x, x.ravel()));  // another shape
 }
+
+TEST_CASE("linspace and eye as NumPy makes them", "[gpu][arrays]") {
+  CHECK(fz::linspace<float>(0, 1, 5).to_host() == std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1});
+  CHECK(fz::linspace<std::int32_t>(0, 10, 4).to_host() == std::vector<std::int32_t>{0, 3, 6, 10});  // truncated
+  CHECK(fz::linspace<float>(2, 3, 1).to_host() == std::vector<float>{2});
+  CHECK(fz::linspace<float>(2, 3, 0).size() == 0);
+  const auto open = fz::linspace<double>(-1, 2, 7, false).to_host();
+  REQUIRE(open.size() == 7);
+  for (int i = 0; i < 7; ++i) CHECK(std::abs(open[static_cast<std::size_t>(i)] - (-1 + i * (3.0 / 7))) <= 1e-15);
+  const auto closed = fz::linspace<double>(0.1, 0.7, 1000).to_host();
+  CHECK(closed.back() == 0.7);  // the endpoint exactly, as NumPy sets it
+  CHECK(std::abs(closed[500] - (0.1 + 500 * (0.6 / 999))) <= 1e-15);
+  CHECK(fz::eye<float>(3).to_host() == std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(fz::eye<std::int32_t>(3, 5, 1).to_host() ==
+        std::vector<std::int32_t>{0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0});
+  CHECK(fz::eye<float>(4, 2, -1).to_host() == std::vector<float>{0, 0, 1, 0, 0, 1, 0, 0});
+  CHECK(fz::eye<bool>(2).to_host() == std::vector<bool>{true, false, false, true});
+  CHECK(fz::eye<float>(0).shape() == fz::Shape{0, 0});
+}
+
+TEST_CASE("nanmean, nanvar, nanstd and the vector norms against float64 on the host", "[gpu][arrays]") {
+  const std::int64_t R = 7, C = 300;
+  std::vector<float> h = test::random<float>(static_cast<std::size_t>(R * C), -3, 5, 71);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < h.size(); i += 7) h[i] = nan;
+  for (std::int64_t c = 0; c < C; ++c) h[static_cast<std::size_t>(2 * C + c)] = nan;  // row 2: every element NaN
+  h[static_cast<std::size_t>(3 * C + 1)] = 0.0f;
+  const auto x = fz::asarray(h, {R, C});
+  std::vector<double> mean(R), var1(R), n1(R, 1), l1(R), l2(R), l3(R), hi(R), lo(R), nz(R);
+  for (std::int64_t r = 0; r < R; ++r) {
+    double s = 0, n = 0;
+    for (std::int64_t c = 0; c < C; ++c)
+      if (const double v = h[static_cast<std::size_t>(r * C + c)]; !std::isnan(v)) s += v, n += 1;
+    mean[r] = s / n;
+    double d = 0;
+    for (std::int64_t c = 0; c < C; ++c)
+      if (const double v = h[static_cast<std::size_t>(r * C + c)]; !std::isnan(v)) d += (v - mean[r]) * (v - mean[r]);
+    var1[r] = d / (n - 1);
+  }
+  const auto y = fz::asarray(test::random<float>(static_cast<std::size_t>(R * C), -3, 5, 72), {R, C});
+  const auto hy = y.to_host();
+  for (std::int64_t r = 0; r < R; ++r) {
+    hi[r] = 0, lo[r] = INFINITY;
+    for (std::int64_t c = 0; c < C; ++c) {
+      const double m = std::abs(static_cast<double>(hy[static_cast<std::size_t>(r * C + c)]));
+      l1[r] += m, l2[r] += m * m, l3[r] += m * m * m, hi[r] = std::max(hi[r], m), lo[r] = std::min(lo[r], m), nz[r] += m != 0;
+    }
+    l2[r] = std::sqrt(l2[r]), l3[r] = std::cbrt(l3[r]);
+  }
+  CHECK(test::mismatches(fz::eval(fz::nanmean(x, 1)).to_host(), mean, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::nanvar(x, -1, false, 1)).to_host(), var1, fz::DType::float32) == 0);
+  std::vector<double> sd(R);
+  for (std::int64_t r = 0; r < R; ++r) sd[r] = std::sqrt(var1[r]);
+  CHECK(test::mismatches(fz::eval(fz::nanstd(x, 1, true, 1)).to_host(), sd, fz::DType::float32) == 0);
+  CHECK(std::isnan(fz::eval(fz::nanmean(x, 1)).to_host()[2]));
+  CHECK(test::mismatches(fz::eval(fz::vector_norm<1>(y, 1)).to_host(), l1, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::norm(y, 1)).to_host(), l2, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::vector_norm<3>(y, -1)).to_host(), l3, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::vector_norm<INFINITY>(y, 1)).to_host(), hi, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::vector_norm<-INFINITY>(y, 1)).to_host(), lo, fz::DType::float32) == 0);
+  CHECK(test::mismatches(fz::eval(fz::vector_norm<0>(y, 1)).to_host(), nz, fz::DType::float32) == 0);
+  // the Frobenius norm of integers, in float64
+  const auto m = fz::asarray(std::vector<std::int32_t>{3, -4, 12, 0}, {2, 2});
+  CHECK(fz::eval(fz::norm(m)).item() == 13.0);
+  CHECK(fz::eval(fz::nanmean(m, 0)).to_host() == std::vector<double>{7.5, -2});
+}
+
+TEST_CASE("dropout: zeros with probability p, the rest scaled by 1 / (1 - p), one mask per seed and offset",
+          "[gpu][arrays]") {
+  const std::int64_t N = 1 << 18;
+  const auto hx = test::random<float>(static_cast<std::size_t>(N), 0.5, 2, 81);  // never 0
+  const auto x = fz::asarray(hx, {N});
+  const auto a = fz::eval(fz::dropout(x, 0.3, 42)).to_host();
+  const float scale = static_cast<float>(1 / (1 - 0.3));
+  std::int64_t zeros = 0, wrong = 0;
+  for (std::int64_t i = 0; i < N; ++i) {
+    const float v = a[static_cast<std::size_t>(i)];
+    if (v == 0) ++zeros;
+    else if (v != hx[static_cast<std::size_t>(i)] * scale) ++wrong;
+  }
+  CHECK(wrong == 0);
+  CHECK(std::abs(static_cast<double>(zeros) / N - 0.3) < 0.005);  // 0.3 within ~5 standard deviations
+  CHECK(fz::eval(fz::dropout(x, 0.3, 42)).to_host() == a);        // the same mask again
+  CHECK(fz::eval(fz::dropout(x, 0.3, 42, fz::random::Offset{N})).to_host() != a);
+  CHECK(fz::eval(fz::dropout(x, 0.0, 7)).to_host() == hx);
+  for (float v : fz::eval(fz::dropout(x, 1.0, 7)).to_host()) REQUIRE(v == 0.0f);
+}

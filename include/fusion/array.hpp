@@ -191,6 +191,29 @@ template <Element T> Array<T> arange(double start, double stop, double step = 1)
   return a;
 }
 template <Element T> Array<T> arange(std::int64_t n) { return arange<T>(0.0, static_cast<double>(n)); }
+/// `num` evenly spaced values from start to stop (NumPy's linspace: start + i * step in float64, then
+/// converted; with `endpoint` the last value is stop exactly, without it stop is left out).
+template <Element T> Array<T> linspace(double start, double stop, std::int64_t num, bool endpoint = true) {
+  if (num < 0) throw Error("linspace: num must not be negative; it is " + std::to_string(num));
+  const std::int64_t div = endpoint ? num - 1 : num;
+  const double step = div > 0 ? (stop - start) / static_cast<double>(div) : 0;
+  Array<T> a = empty<T>({num});
+  const auto i = expr::Iota{};
+  const auto value = expr::Scalar<double>{{}, start} + i * step;
+  if (endpoint && num > 1) detail::assign(a, cast<T>(where(i == num - 1, stop, value)), detail::AssignMode::into);
+  else detail::assign(a, cast<T>(value), detail::AssignMode::into);
+  return a;
+}
+/// An n x m array with ones on diagonal k (above the main one for k > 0) and zeros elsewhere (NumPy's eye).
+template <Element T> Array<T> eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::int64_t k = 0) {
+  const std::int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0) throw ShapeError("eye: negative extents " + std::to_string(n) + " x " + std::to_string(cols));
+  Array<T> a = empty<T>({n, cols});
+  if (a.size() == 0) return a;
+  const auto i = expr::Iota{};
+  detail::assign(a, cast<T>(remainder(i, cols) - floor_divide(i, cols) == k), detail::AssignMode::into);
+  return a;
+}
 /// Copies host data to a new device array of `shape` (C order); the copy is ordered on the current stream.
 template <Element T> Array<T> asarray(std::span<const T> host, const Shape& shape) {
   if (static_cast<std::int64_t>(host.size()) != numel(shape))  // (before any GPU is needed)

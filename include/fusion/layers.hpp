@@ -7,8 +7,11 @@
 //   h = fz::rms_norm(x + residual, weight, 1e-6f);   // the add fused into the norm's kernel
 //   a = fz::silu(fz::matmul(x, w_gate)) * fz::matmul(x, w_up);
 #pragma once
+#include <concepts>
+#include <string>
 #include <utility>
 
+#include "fusion/random.hpp"
 #include "fusion/reductions.hpp"
 
 namespace fusion {
@@ -17,6 +20,16 @@ namespace fusion {
 template <Operand A>
 auto relu(A&& a) {
   return maximum(detail::to_node(std::forward<A>(a)), 0);
+}
+
+/// Inverted dropout, as PyTorch's in training: each element zero with probability p, the others scaled by
+/// 1 / (1 - p). The mask comes from the counter-based stream (seed, offset) at each element's flat index in
+/// the result: the same seed and offset give the same mask (a step's backward pass can redraw it).
+template <Operand A, std::integral Seed>
+auto dropout(A&& a, double p, Seed seed, random::Offset offset = random::Offset{0}) {
+  if (!(p >= 0 && p <= 1)) throw Error("dropout: p is a probability in [0, 1]; it is " + std::to_string(p));
+  const auto x = detail::to_node(std::forward<A>(a));
+  return where(random::uniform<float>(seed, offset) < static_cast<float>(p), 0, x * (p < 1 ? 1 / (1 - p) : 0.0));
 }
 
 /// 1 / (1 + exp(-x)): 0 and 1 at the far ends, no overflow.

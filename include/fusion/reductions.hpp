@@ -185,4 +185,59 @@ auto std(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 
   return sqrt(var<U>(std::forward<A>(a), axes, keepdims, ddof));
 }
 
+/// mean ignoring NaN (NumPy's nanmean): the sum of the other elements over their count; NaN where every
+/// element is NaN. For integers it is mean (float64). One reduction kernel computes both sums.
+template <Operand A> auto nanmean(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
+  auto x = detail::to_node(std::forward<A>(a));
+  using X = decltype(x);
+  if constexpr (is_floating(X::dtype)) {
+    using T = TypeOf<X::dtype>;
+    return sum(where(isnan(x), 0, x), axes, keepdims) / cast<T>(sum<std::int64_t>(!isnan(x), axes, keepdims));
+  } else {
+    return mean(std::move(x), axes, keepdims);
+  }
+}
+/// var ignoring NaN (NumPy's nanvar): the mean square deviation from nanmean of the other elements, times
+/// n / (n - ddof) for their count n. A second pass over the elements after their nanmean.
+template <Operand A> auto nanvar(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
+  auto x = detail::to_node(std::forward<A>(a));
+  using X = decltype(x);
+  if constexpr (is_floating(X::dtype)) {
+    using T = TypeOf<X::dtype>;
+    const auto deviation = x - nanmean(x, axes, true);
+    const auto n = cast<T>(sum<std::int64_t>(!isnan(x), axes, keepdims));
+    return sum(where(isnan(x), 0, deviation * deviation), axes, keepdims) / (n - static_cast<T>(ddof));
+  } else {
+    return var(std::move(x), axes, keepdims, ddof);
+  }
+}
+template <Operand A> auto nanstd(A&& a, const Axes& axes = {}, KeepDims keepdims = false, double ddof = 0) {
+  return sqrt(nanvar(std::forward<A>(a), axes, keepdims, ddof));
+}
+
+/// The vector norm of order Ord over `axes` (every axis by default; PyTorch's linalg.vector_norm, NumPy's
+/// norm for vectors), a fused expression: (sum |x|^Ord)^(1/Ord). Ord = 2 is the Euclidean norm (the
+/// Frobenius norm over a matrix's two axes), 1 the sum of magnitudes, INFINITY (-INFINITY) the largest
+/// (smallest) magnitude, 0 the count of non-zeros. Integers give float64, as NumPy's.
+/// (`fz::vector_norm<1>(x, 0)`; the order is a template argument: each order is a different expression.)
+template <auto P = 2, Operand A> auto vector_norm(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
+  static_assert(std::is_arithmetic_v<decltype(P)>, "fusion: vector_norm's order is a number: vector_norm<1>(x)");
+  constexpr double Ord = static_cast<double>(P);
+  static_assert(Ord == Ord, "fusion: vector_norm's order is NaN");
+  auto x = detail::to_node(std::forward<A>(a));
+  using X = decltype(x);
+  using R = std::conditional_t<is_floating(X::dtype), TypeOf<X::dtype>, double>;
+  const auto m = abs(cast<R>(std::move(x)));
+  if constexpr (Ord == 2) return sqrt(sum(m * m, axes, keepdims));
+  else if constexpr (Ord == 1) return sum(m, axes, keepdims);
+  else if constexpr (Ord == INFINITY) return max(m, axes, keepdims);
+  else if constexpr (Ord == -INFINITY) return min(m, axes, keepdims);
+  else if constexpr (Ord == 0) return cast<R>(sum<std::int64_t>(m != 0, axes, keepdims));
+  else return pow(sum(pow(m, static_cast<R>(Ord)), axes, keepdims), static_cast<R>(1 / Ord));
+}
+/// The Euclidean norm over `axes` (every axis: a vector's 2-norm, a matrix's Frobenius norm).
+template <Operand A> auto norm(A&& a, const Axes& axes = {}, KeepDims keepdims = false) {
+  return vector_norm<2>(std::forward<A>(a), axes, keepdims);
+}
+
 }  // namespace fusion
