@@ -118,6 +118,40 @@ TEST_CASE("assignment writes into same-shaped arrays, views included", "[gpu][ar
   CHECK_THROWS_AS(a.broadcast_to({2, 4, 6}) = fz::zeros<float>({2, 4, 6}) + 1.f, fz::Error);  // read-only broadcast
 }
 
+TEST_CASE("assignment has one rule for every value category: a temporary of the same shape writes through a view",
+          "[gpu][arrays]") {
+  fz::Array<float> a = fz::zeros<float>({4, 6});
+  auto row = a.slice({{2, 3}});  // a[2:3]
+  row = fz::eval(row + 7.f);     // a temporary: still written into a
+  auto make = [] { return fz::full<float>({1, 6}, 3.f); };
+  auto col = a.slice({{}, {5, 6}});
+  CHECK(col.shape() == fz::Shape{4, 1});
+  auto first = a.slice({{0, 1}});
+  first = make();                // a function's result: written into a too
+  std::vector<float> want(24, 0.f);
+  for (int j = 0; j < 6; ++j) want[static_cast<std::size_t>(2 * 6 + j)] = 7.f, want[static_cast<std::size_t>(j)] = 3.f;
+  CHECK(a.to_host() == want);
+  // the array a live view looks into: assigning the array a temporary writes its memory, the view sees it
+  a = fz::eval(fz::full<float>({4, 6}, 1.f) * 2.f);
+  for (float v : col.to_host()) CHECK(v == 2.f);
+  // another shape: the view becomes a new array (and leaves a as it was)
+  col = fz::full<float>({3}, 9.f);
+  CHECK(col.shape() == fz::Shape{3});
+  CHECK(a.to_host() == std::vector<float>(24, 2.f));
+  // an array no one else sees takes a temporary's memory over: the same values, no copy
+  fz::Array<float> b = fz::zeros<float>({1000});
+  fz::Array<float> t = fz::eval(fz::full<float>({1000}, 4.f) + 1.f);
+  const auto p = t.data_ptr();
+  b = std::move(t);
+  CHECK(b.data_ptr() == p);
+  CHECK(b.to_host() == std::vector<float>(1000, 5.f));
+  // memory from elsewhere (from_device) is written, never replaced
+  fz::Array<float> owner = fz::zeros<float>({8});
+  fz::Array<float> outside = fz::from_device(owner.data_ptr<float>(), fz::Shape{8});
+  outside = fz::full<float>({8}, 6.f);
+  CHECK(owner.to_host() == std::vector<float>(8, 6.f));
+}
+
 TEST_CASE("creation functions", "[gpu][arrays]") {
   CHECK(fz::zeros<std::int16_t>({3}).to_host() == std::vector<std::int16_t>{0, 0, 0});
   CHECK(fz::ones<double>({2, 2}).to_host() == std::vector<double>(4, 1.0));

@@ -40,13 +40,25 @@ template <class T> class Array : public ArrayBase {
     detail::assign(*this, detail::to_node(o), detail::AssignMode::fresh);
   }
 
-  /// Same shape: writes into this array's memory (a view writes through to its base, like NumPy's
-  /// `a[...] = b`). Otherwise this array becomes a new one of the right-hand side's shape.
+  /// Arrays are values: a copy copies the elements (`Array b = a;` is new memory; so is an Array put into
+  /// std::make_tuple), and views (slice, transpose, ...) are the only way to share memory.
+  /// Assignment, whatever the right-hand side (an array, a temporary such as `fz::eval(e)` or `f()`, an
+  /// expression): of the same shape, it writes into this array's memory, so a view writes through to its
+  /// base, like NumPy's `a[...] = b`; of another shape, this array becomes a new one of that shape.
+  /// (A temporary's memory is taken over instead of copied where no one else can see this array's memory:
+  /// the same result, no kernel.)
   Array& operator=(const Array& o) {
     if (this != &o) detail::assign(*this, detail::to_node(o), detail::AssignMode::replace);
     return *this;
   }
-  Array& operator=(Array&&) noexcept = default;
+  Array& operator=(Array&& o) {
+    if (this == &o) return *this;
+    if (!memory_is_private() && o.has_storage() && o.shape() == shape())
+      detail::assign(*this, detail::to_node(o), detail::AssignMode::replace);  // a view: write through
+    else
+      ArrayBase::operator=(std::move(o));
+    return *this;
+  }
   template <Expression E> Array& operator=(const E& e) {
     detail::assign(*this, e, detail::AssignMode::replace);
     return *this;

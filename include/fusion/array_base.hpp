@@ -48,6 +48,10 @@ class ArrayBase {
   }
   /// How many handles (arrays and views, this one included) share this array's memory; 0 when empty.
   long memory_references() const { return storage_ ? storage_.use_count() : placeholder_memory_.use_count(); }
+  /// Whether no one else can see this array's memory: no other array or view shares it, it is fusion's own
+  /// (not fz::from_device's), and its address never left fusion (data_ptr<U>(), DLPack). Replacing the
+  /// memory of such an array is indistinguishable from writing into it.
+  bool memory_is_private() const;
   /// Device address of the first element (the offset applied).
   std::uint64_t data_ptr() const;
   /// The same address as a typed pointer, for other libraries (cuBLAS, thrust, a raw kernel): `U` is the

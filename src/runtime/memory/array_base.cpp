@@ -93,6 +93,10 @@ void ArrayBase::note_escape() const {
   if (storage_) storage_->escaped = true;
 }
 
+bool ArrayBase::memory_is_private() const {
+  return !storage_ || (storage_.use_count() == 1 && !storage_->external && !storage_->escaped.load());
+}
+
 std::uint64_t ArrayBase::data_ptr() const {
   // A placeholder's memory starts at (aligned) address 0 and its views keep their offsets, so
   // fz::inspect of a view shows the variant a real call gets (a misaligned view: no 16-byte vectors).
