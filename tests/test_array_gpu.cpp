@@ -482,3 +482,19 @@ TEST_CASE("dropout: zeros with probability p, the rest scaled by 1 / (1 - p), on
   CHECK(fz::eval(fz::dropout(x, 0.0, 7)).to_host() == hx);
   for (float v : fz::eval(fz::dropout(x, 1.0, 7)).to_host()) REQUIRE(v == 0.0f);
 }
+
+TEST_CASE("the README's first example prints what the README says it prints", "[gpu][arrays][print][docs]") {
+  std::vector<float> hx{1, 2, 3, 4}, hy{0.5f, 1, 1.5f, 2};  // examples/hello.cpp's statements
+  fz::Array<float> x = fz::asarray(hx, {2, 2}), y = fz::asarray(hy, {2, 2});
+  fz::Array<float> out = fz::sin(x) + fz::cos(y) / fz::sqrt(x);
+  fz::Array<float> p = fz::softmax(x * y);
+  float d = fz::eval(fz::sum((x - y) * (x - y))).item();
+  std::ostringstream printed;
+  printed << out << "\n" << p << "\n" << d << "\n";
+  std::string name = fz::inspect(fz::sin(x) + fz::cos(y) / fz::sqrt(x)).name;
+  name = name.substr(0, name.size() - 16) + "<hash>";
+  printed << name << "\n";
+  const std::string readme = test::read_file(std::string(FUSION_GOLDEN_DIR) + "/../../README.md");
+  const std::size_t block = readme.find("```\n", readme.find("\nprints")) + 4;
+  CHECK(readme.substr(block, readme.find("```", block) - block) == printed.str());
+}

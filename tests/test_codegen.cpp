@@ -114,9 +114,15 @@ TEST_CASE("large expressions compile in bounded time", "[codegen][nvrtc][compile
   CHECK(poly_s < 10.0);
 }
 
-TEST_CASE("the README shows the generated seed kernel exactly", "[codegen][docs]") {
-  const std::string readme = test::read_file(std::string(FUSION_GOLDEN_DIR) + "/../../README.md");
-  CHECK(readme.find(test::read_file(std::string(FUSION_GOLDEN_DIR) + "/seed_f32.cu")) != std::string::npos);
+TEST_CASE("the docs show the generated seed kernel exactly; the README's example is examples/hello.cpp",
+          "[codegen][docs]") {
+  const std::string root = std::string(FUSION_GOLDEN_DIR) + "/../../";
+  const std::string tour = test::read_file(root + "docs/tour.md");
+  CHECK(tour.find(test::read_file(std::string(FUSION_GOLDEN_DIR) + "/seed_f32.cu")) != std::string::npos);
+  const std::string readme = test::read_file(root + "README.md"), hello = test::read_file(root + "examples/hello.cpp");
+  const std::size_t code = readme.find("```cpp\n") + 7;
+  const std::string snippet = readme.substr(code, readme.find("```", code) - code);
+  CHECK(hello.ends_with("\n" + snippet));
 }
 
 TEST_CASE("an emitted kernel's signature is its parameter list: sources in launch order", "[codegen][signature]") {
