@@ -249,6 +249,15 @@ Scalar apply(const Node& n, DType od, Scalar a, Scalar b, Scalar c, std::int64_t
     case Op::iota: r.i = index; break;
     case Op::cast: r = convert(a, od, n.dtype, undefined); break;
     case Op::where: r = a.i ? b : c; break;
+    case Op::take_index: {  // an index made valid by the mode (fz::take), as the kernels' fz_index_* do
+      const std::int64_t i = a.i, m = b.i;
+      switch (static_cast<fusion::ir::IndexMode>(n.slot)) {
+        case fusion::ir::IndexMode::wrap: r.i = i % m < 0 ? i % m + m : i % m; break;
+        case fusion::ir::IndexMode::clip: r.i = i < 0 ? 0 : (i >= m ? m - 1 : i); break;
+        case fusion::ir::IndexMode::raise: r.i = i >= -m && i < m ? (i < 0 ? i + m : i) : -1; break;
+      }
+      break;
+    }
     case Op::logical_not: r.i = !a.i; break;
     case Op::logical_and: r.i = a.i && b.i; break;
     case Op::logical_or: r.i = a.i || b.i; break;

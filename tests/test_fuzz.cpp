@@ -106,6 +106,27 @@ TEST_CASE("fuzz: a fixed-seed slice compiles through codegen and NVRTC, and the 
   CHECK(checkable > 1000);  // the reference gives most elements a checkable value
 }
 
+TEST_CASE("fuzz: gathers are drawn, build, compile through NVRTC and print as take_along_axis", "[fuzz][nvrtc]") {
+  int gathers = 0, failed = 0;
+  for (int k = 0; k < 40; ++k) {
+    const fuzz::Case c = fuzz::generate(0x6a'0000 + static_cast<std::uint64_t>(k), {.scans = true, .gathers = true});
+    bool has = false;
+    for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { has = has || x.kind == fuzz::Kind::gather; });
+    if (!has) continue;
+    ++gathers;
+    const fuzz::Verdict v = fuzz::compile_only(c);
+    CHECK(v.kind != fuzz::Verdict::invalid);
+    if (v.failed()) ++failed, UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "gather") << v.detail);
+    CHECK(fuzz::to_cpp(c, "gather").find("fz::take_along_axis<fz::IndexMode::") != std::string::npos);
+  }
+  CHECK(gathers >= 5);
+  CHECK(failed == 0);
+  // the case the fuzzer found (a one-element source also read per element): one kernel that compiles
+  const auto x = fz::placeholder<float>({1});
+  const auto y = fz::placeholder<fz::bfloat16>({1});
+  CHECK(fz::inspect(fz::take_along_axis<fz::IndexMode::clip>(x, fz::cast<std::int64_t>(fz::minimum(y, x)), 0)).kernels == 1);
+}
+
 TEST_CASE("fuzz: shrinking finds the smallest failing case and prints it as C++", "[fuzz]") {
   // A stand-in for a bug: "fails" whenever the expression takes a square root.
   const auto sqrt_is_broken = [](const fuzz::Case& c) {

@@ -9,20 +9,22 @@ namespace {
 
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
-  int failed = 0, with_scans = 0;
+  int failed = 0, with_scans = 0, with_gathers = 0;
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
   Slice s;
   for (int k = 0; k < n; ++k) {
     const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
-    bool scan = false;
+    bool scan = false, gather = false;
     auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
       scan = scan || x.kind == fuzz::Kind::scan;
+      gather = gather || x.kind == fuzz::Kind::gather;
       for (const fuzz::Expr& a : x.args) self(self, a);
     };
     for (const fuzz::Expr& e : c.outputs) walk(walk, e);
     s.with_scans += scan;
+    s.with_gathers += gather;
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
       ++s.failed;
@@ -50,7 +52,25 @@ TEST_CASE("fuzz: a fixed-seed slice with scans (running maxima, minima, integer 
   CHECK(s.compared > 50000);
 }
 
+TEST_CASE("fuzz: a fixed-seed slice with gathers (take_along_axis, wrap and clip) and scans matches the reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0x6a'0000, 200, {.scans = true, .gathers = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_gathers > 25);
+  CHECK(s.compared > 50000);
+}
+
 // ---- regressions the fuzzer found ------------------------------------------------------------------
+
+TEST_CASE("fuzz regression: a gather's source that is also read per element stays two parameters",
+          "[gpu][fuzz]") {
+  // take_along_axis(x, ..., 0) of a one-element x: its source view is x itself, and merging the two slots
+  // gave the kernel a pointer where it loaded a value (an NVRTC error)
+  const auto x = fz::asarray(std::vector<float>{-1.0f}, {1});
+  const auto y = fz::asarray(std::vector<fz::bfloat16>{fz::bfloat16(-2.0f)}, {1});
+  const auto out = fz::eval(fz::take_along_axis<fz::IndexMode::clip>(x, fz::cast<std::int64_t>(fz::minimum(y, x)), 0));
+  CHECK(out.to_host() == std::vector<float>{-1.0f});
+}
 
 TEST_CASE("fuzz regression: a plan that fails in a later step leaves earlier outputs unwritten", "[gpu][fuzz]") {
   // case 1002887: fz::tie of an argmin and a max over an empty extent wrote the argmin, then threw

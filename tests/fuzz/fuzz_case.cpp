@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -154,6 +155,7 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       const auto a = result_dtype(c, e.args[0]);
       return a ? std::optional(fusion::ir::scan_result_dtype(e.op, *a)) : std::nullopt;
     }
+    case Kind::gather: return result_dtype(c, e.args[0]);
   }
   return std::nullopt;
 }
@@ -227,7 +229,41 @@ struct Lowering {
       case Kind::input: {
         const Input& in = c.inputs.at(static_cast<std::size_t>(e.input));
         b.slot_input.push_back(e.input);
+        b.slot_gather_axis.push_back(-1);
         return Result{g.input(in.dtype), shape_of(c, in.dims)};
+      }
+      case Kind::gather: {
+        // fz::take_along_axis: the index, the axis's extent and stride, then the source (pack()'s order)
+        if (e.args[0].kind != Kind::input) return fail("a gather from an expression");
+        const Input& in = c.inputs.at(static_cast<std::size_t>(e.args[0].input));
+        const Shape src = shape_of(c, in.dims);
+        if (e.axis >= src.size()) return fail("a gather's axis beyond the source's rank");
+        if (src[e.axis] == 0) return fail("a gather from an empty axis");
+        auto i = lower(e.args[1]);
+        if (!i) return std::nullopt;
+        const DType id = g.dtype(i->node);
+        if (!fusion::is_integer(id) || id == DType::bool_) return fail("a gather's index that is not an integer");
+        if (i->shape.size() != src.size()) return fail("a gather's index of another rank than its source");
+        std::int64_t offset;
+        fusion::Strides strides;
+        view_of(c, in, offset, strides);
+        Shape view = src;
+        view[e.axis] = 1;
+        auto s = broadcast(i->shape, view);
+        if (!s) return std::nullopt;
+        auto int64_scalar = [&](std::int64_t v) {
+          fusion::detail::ScalarArg a;
+          a.dtype = DType::int64;
+          std::memcpy(&a.bits, &v, 8);
+          b.scalars.push_back(a);
+          return g.scalar(DType::int64);
+        };
+        const std::uint32_t n = int64_scalar(src[e.axis]), st = int64_scalar(strides[e.axis]);
+        const std::uint32_t k = g.take_index(i->node, n, e.mode);
+        const std::uint32_t at = g.binary(Op::mul, k, st);
+        b.slot_input.push_back(e.args[0].input);
+        b.slot_gather_axis.push_back(e.axis);
+        return Result{g.gather(at, g.input(in.dtype)), *s};
       }
       case Kind::scalar: return fail("a literal on its own");
       case Kind::cast: {

@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -42,8 +42,11 @@ struct Expr {
   fusion::ScalarKind scalar_kind = fusion::ScalarKind::floating;
   unsigned axes = 0;                 // reduce: bit d set = reduce axis d of the operand
   bool all_axes = false, keepdims = false, negative_axes = false;  // negative: written as -1, -2, ...
-  int axis = 0;                      // scan: along which axis of the operand
+  int axis = 0;                      // scan: along which axis of the operand; gather: of the source
   bool exclusive = false, reverse = false;  // scan: its options
+  fusion::ir::IndexMode mode = fusion::ir::IndexMode::wrap;  // gather: what makes an index valid
+  // gather: fz::take_along_axis(args[0], args[1], axis): args[0] an input leaf (the source), args[1] an
+  // integer expression of the source's rank (the index), broadcasting with it off the axis
   std::vector<Expr> args;
 };
 
@@ -62,6 +65,7 @@ struct Case {
 struct Built {
   fusion::ir::Graph graph;
   std::vector<int> slot_input;  // per input slot: the case's input
+  std::vector<int> slot_gather_axis;  // per input slot: -1, or a gather's source passed as its view along this axis
   std::vector<fusion::detail::ScalarArg> scalars;
   std::vector<fusion::detail::ReduceArg> reductions;
   std::vector<fusion::Shape> result_shapes;  // each output expression's own shape
@@ -94,6 +98,8 @@ struct GenOptions {
   /// Draw scans too (exact ones: running maxima, minima, integer sums). Off by default: drawing them
   /// changes the cases of every fixed seed the regression tests name.
   bool scans = false;
+  /// Draw gathers too (take_along_axis in the wrap and clip modes), off by default for the same reason.
+  bool gathers = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

@@ -227,6 +227,32 @@ struct Generator {
     return e;
   }
 
+  /// take_along_axis of a new input of the target's rank (its own extent along the axis) through an integer
+  /// index expression of the target's rank, in the wrap or clip mode.
+  Expr gather(const std::vector<int>& target, int depth) {
+    const int axis = pick(static_cast<int>(target.size()));
+    Input in;
+    in.dtype = random_dtype();
+    in.dims = target;
+    std::vector<int> others = target;
+    others.erase(others.begin() + axis);
+    in.dims[static_cast<std::size_t>(axis)] = new_dim(others);
+    c.dim_sizes.back() = std::max<std::int64_t>(c.dim_sizes.back(), 1);  // a gather needs something to read
+    in.layout = layout();
+    in.seed = rng();
+    c.inputs.push_back(in);
+    Expr source;
+    source.kind = Kind::input;
+    source.input = static_cast<int>(c.inputs.size() - 1);
+    Expr index = gen(target, depth - 1, true);
+    const auto d = dtype(index);
+    if (!d || !fusion::is_integer(*d) || *d == DType::bool_) index = cast(std::move(index), chance(0.5) ? DType::int32 : DType::int64);
+    Expr e = wrap(Kind::gather, Op::gather, {std::move(source), std::move(index)});
+    e.axis = axis;
+    e.mode = chance(0.5) ? fusion::ir::IndexMode::wrap : fusion::ir::IndexMode::clip;
+    return e;
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
@@ -243,6 +269,7 @@ struct Generator {
       return wrap(Kind::where, Op::where, {gen(target, depth - 1), std::move(x), std::move(y)});
     }
     if (o.scans && reductions < 3 && !target.empty() && chance(0.25)) return scan(target, depth);
+    if (o.gathers && !target.empty() && c.inputs.size() < 12 && chance(0.35)) return gather(target, depth);
     if (reductions < 3 && !target.empty() && chance(0.4)) return feedback(target, depth);
     if (reductions < 3) return reduce(target, depth, full);
     return unary(target, depth, full);

@@ -105,6 +105,11 @@ struct Printer {
         return fmt::format("fz::{}({}, {}, {{.exclusive = {}, .reverse = {}}})", fusion::ir::op_name(e.op), a,
                            arg.axes[0], arg.exclusive, arg.reverse);
       }
+      case Kind::gather: {
+        const std::string index = (*this)(e.args[1]);  // (first: the index's reductions are numbered first)
+        return fmt::format("fz::take_along_axis<fz::IndexMode::{}>({}, {}, {})",
+                           e.mode == fusion::ir::IndexMode::wrap ? "wrap" : "clip", (*this)(e.args[0]), index, e.axis);
+      }
     }
     return "?";
   }

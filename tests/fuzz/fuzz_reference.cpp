@@ -300,6 +300,41 @@ struct Interpreter {
     return r;
   }
 
+  /// fz::take_along_axis: the source's element at the result element's position with the axis's coordinate
+  /// replaced by the valid index (the take_index node beside the stride in the offset's product).
+  Tensor gather(const Node& n) {
+    const fusion::ir::Graph& g = b.graph;
+    const Node& src_node = g.nodes[n.b];
+    const Input& in = c.inputs[static_cast<std::size_t>(b.slot_input[src_node.slot])];
+    const int axis = b.slot_gather_axis[src_node.slot];
+    const Shape src = shape_of(c, in.dims);
+    const std::vector<test::Scalar> values = logical_values(c, in);
+    const Node& offset = g.nodes[n.a];
+    const std::uint32_t k_node = g.nodes[offset.a].op == fusion::ir::Op::take_index ? offset.a : offset.b;
+    const Tensor& k = v[k_node];
+    Shape view = src;
+    view[axis] = 1;
+    const Shape s = fusion::broadcast_shapes(k.shape, view);
+    const auto total = static_cast<std::size_t>(fusion::numel(s));
+    Tensor r{s, std::vector<test::Scalar>(total), std::vector<std::uint8_t>(total)};
+    const Broadcaster at_k(k.shape, s);
+    const fusion::Strides cs = fusion::contiguous_strides(src);
+    for (std::size_t e = 0; e < total; ++e) {
+      const std::size_t ki = at_k(static_cast<std::int64_t>(e));
+      std::int64_t rest = static_cast<std::int64_t>(e), at = 0;
+      for (int d = s.size() - 1; d >= 0; --d) {
+        const std::int64_t coord = rest % s[d];
+        rest /= s[d];
+        const int sd = d - (s.size() - src.size());
+        if (sd < 0) continue;
+        at += (sd == axis ? k.values[ki].i : (src[sd] == 1 ? 0 : coord)) * cs[sd];
+      }
+      r.values[e] = values[static_cast<std::size_t>(at)];
+      r.undefined[e] = k.undefined[ki];
+    }
+    return r;
+  }
+
   /// A running maximum, minimum or integer sum along one axis (exact: no rounding to model).
   Tensor scan(const Node& n) {
     const fusion::detail::ReduceArg& arg = b.reductions[n.slot];
@@ -355,6 +390,8 @@ struct Interpreter {
         v[k] = reduce(k, n);
       } else if (fusion::ir::is_scan(n.op)) {
         v[k] = scan(n);
+      } else if (n.op == fusion::ir::Op::gather) {
+        v[k] = gather(n);
       } else {
         v[k] = elementwise(k, n);
       }

@@ -50,6 +50,7 @@ ArrayBase make_view(const Case& c, const Input& in, const ArrayBase& base) {
 struct Prepared {
   Built b;
   std::vector<ArrayBase> views;
+  std::vector<ArrayBase> gathered;  // gathers' sources as fz::take_along_axis passes them
   std::vector<const ArrayBase*> slots;
 
   Prepared(const Case& c, Built built, bool placeholder) : b(std::move(built)) {
@@ -58,7 +59,17 @@ struct Prepared {
       views.push_back(make_view(c, in, placeholder ? ArrayBase::make_placeholder(in.dtype, bs)
                                                    : test::upload(base_values(c, in), in.dtype, bs)));
     }
-    for (int i : b.slot_input) slots.push_back(&views[static_cast<std::size_t>(i)]);
+    gathered.reserve(b.slot_input.size());  // (slots point into it)
+    for (std::size_t k = 0; k < b.slot_input.size(); ++k) {
+      const ArrayBase& view = views[static_cast<std::size_t>(b.slot_input[k])];
+      const int axis = b.slot_gather_axis[k];
+      if (axis < 0) {
+        slots.push_back(&view);
+      } else {
+        gathered.push_back(fusion::detail::gather_view(view, axis, 1, "fuzz"));
+        slots.push_back(&gathered.back());
+      }
+    }
   }
   fusion::detail::Call call() const {
     return {fusion::detail::lowered_for_graph(b.graph),

@@ -81,9 +81,15 @@ Call with_shared_reductions(const Call& c) {
   // Equal reductions read their arrays through different input slots (each use of `x` is one), so
   // inputs that are the same view merge first; then reductions with equal arguments share a slot.
   std::vector<std::uint32_t> key(static_cast<std::size_t>(c.n_arrays + c.n_reductions + (gathers ? c.n_scalars : 0)));
+  // (a gather's source is read through a pointer: it merges only with other sources, never with the same
+  // view loaded per element; found by the fuzzer: take_along_axis(x, cast(minimum(y, x)), 0) of one element)
+  std::vector<bool> source(static_cast<std::size_t>(c.n_arrays), false);
+  if (gathers)
+    for (const ir::Node& n : c.lowered->graph.nodes)
+      if (n.op == ir::Op::gather) source[c.lowered->graph.nodes[n.b].slot] = true;
   for (int s = 0; s < c.n_arrays; ++s) {
     int r = 0;
-    while (!same_view(*c.arrays[r], *c.arrays[s])) ++r;
+    while (!same_view(*c.arrays[r], *c.arrays[s]) || source[static_cast<std::size_t>(r)] != source[static_cast<std::size_t>(s)]) ++r;
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;
