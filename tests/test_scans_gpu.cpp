@@ -278,3 +278,15 @@ TEST_CASE("scans: empty extents, in place, the unfused baseline, bit-identical r
   const auto want = scan_ref(Op::cumsum, doubles(hx), {1 << 20}, 0, {}, &scale);
   CHECK(off(Op::cumsum, x.to_host(), want, scale, 1 << 20) == 0);
 }
+
+TEST_CASE("scans written into a larger array broadcast as any expression does", "[gpu][scans]") {
+  // (the fuzzer's case 21000348: fz::copyto of a (1, n) scan into (2, n) was refused)
+  const auto row = fz::asarray(std::vector<std::int64_t>{1, 2, 3}, {1, 3});
+  auto out = fz::empty<std::int64_t>({2, 3});
+  fz::copyto(out, fz::cumsum(row, -1));
+  CHECK(out.to_host() == std::vector<std::int64_t>{1, 3, 6, 1, 3, 6});
+  auto wide = fz::full<double>({4, 1, 3}, 7.0);
+  fz::copyto(wide, fz::cummax(fz::asarray(std::vector<float>{2, 1, 5}, {3}), 0, {.exclusive = false, .reverse = true}));
+  for (std::size_t i = 0; i < 12; i += 3) CHECK((wide.to_host()[i] == 5 && wide.to_host()[i + 1] == 5 && wide.to_host()[i + 2] == 5));
+  CHECK_THROWS_AS(fz::copyto(out, fz::cumsum(fz::asarray(std::vector<std::int64_t>{1, 2}, {2}), 0)), fz::ShapeError);
+}
