@@ -166,6 +166,32 @@ TEST_CASE("NumPy's view functions: squeeze, flip, swapaxes, moveaxis, ravel; *_l
   CHECK_THROWS_WITH(fz::asarray(three, {2, 2}), Catch::Contains("3 elements for a shape of (2, 2)"));
 }
 
+TEST_CASE("NumPy's basic indexing: m[i], m(i, fz::_), slices spelled fz::slice / from / to / step", "[api][views]") {
+  const auto m = fz::placeholder<float>({4, 5, 6});  // strides (30, 6, 1)
+  CHECK(m[1].shape() == fz::Shape{5, 6});
+  CHECK(m[1].offset() == 30);
+  CHECK(m[-1].offset() == 90);
+  const auto col = m(fz::_, 2);  // m[:, 2]
+  CHECK(col.shape() == fz::Shape{4, 6});
+  CHECK(col.strides() == fz::Strides{30, 1});
+  CHECK(col.offset() == 12);
+  const auto e = m(3, -2, 5);  // one element: a 0-d view
+  CHECK(e.shape() == fz::Shape{});
+  CHECK(e.offset() == 3 * 30 + 3 * 6 + 5);
+  const auto every = m(fz::_, fz::step(2));  // m[:, ::2]
+  CHECK(every.shape() == fz::Shape{4, 3, 6});
+  CHECK(every.strides() == fz::Strides{30, 12, 1});
+  const auto mixed = m(fz::slice(1, 3), 0, fz::from(-2));  // m[1:3, 0, -2:]
+  CHECK(mixed.shape() == fz::Shape{2, 2});
+  CHECK(mixed.offset() == 30 + 4);
+  CHECK(m(fz::to(2), fz::_, fz::step(-1)).shape() == fz::Shape{2, 5, 6});
+  CHECK(m(fz::to(2), fz::_, fz::step(-1)).offset() == 5);  // ::-1 starts at the last element
+  CHECK_THROWS_WITH(m[4], Catch::Contains("index 4 is out of bounds for axis 0 with size 4"));
+  CHECK_THROWS_AS(m(0, -6), fz::IndexError);
+  CHECK_THROWS_WITH(m(0, 0, 0, 0), Catch::Contains("too many indices: 4"));
+  CHECK(fz::inspect(m(fz::_, 1) * 2.f).kernels == 1);
+}
+
 TEST_CASE("isclose's graph on the host interpreter gives NumPy's answers at the edges", "[api][views]") {
   const auto a = fz::placeholder<float>({1}), b = fz::placeholder<float>({1});
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();

@@ -498,3 +498,23 @@ TEST_CASE("the README's first example prints what the README says it prints", "[
   const std::size_t block = readme.find("```\n", readme.find("\nprints")) + 4;
   CHECK(readme.substr(block, readme.find("```", block) - block) == printed.str());
 }
+
+TEST_CASE("NumPy's basic indexing reads and writes through views", "[gpu][arrays][views]") {
+  const auto h = test::random<float>(4 * 5 * 6, -2, 2, 91);
+  fz::Array<float> m = fz::asarray(h, {4, 5, 6});
+  auto at = [&](int i, int j, int k) { return h[static_cast<std::size_t>((i * 5 + j) * 6 + k)]; };
+  const auto row = m[2].to_host();
+  for (int j = 0; j < 5; ++j)
+    for (int k = 0; k < 6; ++k) REQUIRE(row[static_cast<std::size_t>(j * 6 + k)] == at(2, j, k));
+  const auto odd = fz::eval(m(fz::_, -1, fz::from(1, 2)) + 0.0f).to_host();  // m[:, -1, 1::2]
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 3; ++k) REQUIRE(odd[static_cast<std::size_t>(i * 3 + k)] == at(i, 4, 1 + 2 * k));
+  CHECK(m(1, 2, 3).item() == at(1, 2, 3));
+  auto plane = m(fz::_, 0);  // m[:, 0] = 9
+  plane = fz::full<float>({4, 6}, 9.f);
+  const auto after = m.to_host();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 6; ++k)
+        REQUIRE(after[static_cast<std::size_t>((i * 5 + j) * 6 + k)] == (j == 0 ? 9.f : at(i, j, k)));
+}

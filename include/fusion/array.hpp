@@ -7,7 +7,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "fusion/evaluate.hpp"
@@ -111,9 +113,24 @@ template <class T> class Array : public ArrayBase {
   /// `indices` along `axis` (`table.take(ids, 0)`: a row per id); checked indices (IndexMode::raise).
   template <class I> auto take(I&& indices, int axis) const;
   Array slice(const std::vector<Slice>& per_axis) const { return Array(sliced(per_axis)); }
+  /// NumPy's `a[i]`: the view of element i along the first axis, that axis dropped (negative i from the end).
+  Array operator[](std::int64_t i) const { return Array(indexed({i})); }
+  /// NumPy's `a[i, 1:3, ::2]` as `a(i, fz::slice(1, 3), fz::step(2))`: per leading axis an integer (dropped)
+  /// or a slice (`fz::_` the whole axis); a view.
+  template <class... A>
+    requires(sizeof...(A) >= 1 && ((std::is_integral_v<A> || std::is_same_v<A, Slice>) && ...))
+  Array operator()(const A&... per_axis) const {
+    std::vector<std::variant<std::int64_t, Slice>> v;
+    (v.push_back(index_argument(per_axis)), ...);
+    return Array(indexed(v));
+  }
   Array broadcast_to(const Shape& s) const { return Array(broadcast(s)); }
 
  private:
+  template <class A> static std::variant<std::int64_t, Slice> index_argument(const A& a) {
+    if constexpr (std::is_same_v<A, Slice>) return a;
+    else return static_cast<std::int64_t>(a);
+  }
   std::vector<int> identity_axes() const {
     std::vector<int> p;
     for (int i = 0; i < this->ndim(); ++i) p.push_back(i);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <variant>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,6 +24,13 @@ struct Slice {
   std::optional<std::int64_t> start, stop;
   std::int64_t step = 1;
 };
+/// NumPy's indexing spelled in C++ (`m(i, fz::_)` is `m[i, :]`, `m(fz::_, fz::step(2))` is `m[:, ::2]`):
+/// `fz::_` a whole axis, `fz::slice(a, b, s)` a:b:s, `fz::from(a)` a:, `fz::to(b)` :b, `fz::step(s)` ::s.
+inline constexpr Slice _{};
+constexpr Slice slice(std::int64_t start, std::int64_t stop, std::int64_t step = 1) { return {start, stop, step}; }
+constexpr Slice from(std::int64_t start, std::int64_t step = 1) { return {start, std::nullopt, step}; }
+constexpr Slice to(std::int64_t stop, std::int64_t step = 1) { return {std::nullopt, stop, step}; }
+constexpr Slice step(std::int64_t step) { return {std::nullopt, std::nullopt, step}; }
 
 class PinnedMemory;
 
@@ -100,6 +108,9 @@ class ArrayBase {
   ArrayBase broadcast(const Shape& shape) const;
   ArrayBase expanded(int axis) const;                ///< a new axis of extent 1
   ArrayBase squeezed(std::optional<int> axis) const;  ///< without axis `axis` of extent 1, or every such axis
+  /// NumPy's basic indexing: per leading axis an integer (that element; the axis is dropped) or a slice;
+  /// the axes after them whole. An integer outside [-n, n) is an IndexError.
+  ArrayBase indexed(const std::vector<std::variant<std::int64_t, Slice>>& per_axis) const;
   ArrayBase contiguous_copy() const;                 ///< a fresh C-ordered copy on the current stream
 
   /// An array of dtype `d` without memory (what `Array<T>()` is).

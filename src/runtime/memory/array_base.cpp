@@ -225,6 +225,29 @@ ArrayBase ArrayBase::sliced(const std::vector<Slice>& per_axis) const {
   return v;
 }
 
+ArrayBase ArrayBase::indexed(const std::vector<std::variant<std::int64_t, Slice>>& per_axis) const {
+  if (static_cast<int>(per_axis.size()) > ndim())
+    throw IndexError(fmt::format("too many indices: {} for an array of {} dimension(s)", per_axis.size(), ndim()));
+  std::vector<Slice> slices;
+  std::vector<int> dropped;
+  for (int i = 0; i < static_cast<int>(per_axis.size()); ++i) {
+    const auto& a = per_axis[static_cast<std::size_t>(i)];
+    if (const Slice* s = std::get_if<Slice>(&a)) {
+      slices.push_back(*s);
+      continue;
+    }
+    const std::int64_t k = std::get<std::int64_t>(a), n = shape_[i];
+    if (k < -n || k >= n)
+      throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}", k, i, n));
+    const std::int64_t at = k < 0 ? k + n : k;
+    slices.push_back(Slice{at, at + 1, 1});
+    dropped.push_back(i);
+  }
+  ArrayBase v = sliced(slices);
+  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) v = v.squeezed(*it);
+  return v;
+}
+
 ArrayBase ArrayBase::broadcast(const Shape& shape) const {
   if (broadcast_shapes(shape_, shape) != shape)
     throw ShapeError(fmt::format("broadcast_to: shape {} cannot broadcast to {}", to_string(shape_), to_string(shape)));
