@@ -105,6 +105,25 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
   w.line("carry = fz_carry;");
 }
 
+/// A thread's results over its `items` elements, in place: each element's running form x becomes value(x)
+/// (inclusive), or the form before it does, `last_init` before the first (exclusive; `first`, when given,
+/// is element 0's result as it is).
+template <class Value>
+void write_thread_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, const std::string& last_init,
+                          const std::string& first, Value&& value) {
+  if (exclusive) w.line("{} last = {};  // the thread's elements before k", acc, last_init);
+  w.line("#pragma unroll");
+  if (!exclusive) {
+    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = {};", items, items,
+           value("fz_tile[e + (e >> 5)]"));
+    return;
+  }
+  auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
+  w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
+  w.line("fz_tile[e + (e >> 5)] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
+  w.line("last = here;");
+}
+
 /// logcumsumexp's thread pass, in the exp domain: with m the maximum of the thread's elements, the tile
 /// keeps the running sums p_k of exp(x - m) (an exp each and a chain of adds: no log on the chain), and
 /// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) the thread scans with
@@ -138,19 +157,10 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
 void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive) {
   w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
   w.line("const {0} fz_a = exp(pre - fz_big), fz_b = exp(fz_m - fz_big);", acc);
-  if (exclusive) w.line("{} last = 0;  // the thread's sum before k", acc);
   {
     auto fast = w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
-    w.line("#pragma unroll");
-    if (exclusive) {
-      auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
-      w.line("const {} here = fz_tile[e + (e >> 5)];", acc);
-      w.line("fz_tile[e + (e >> 5)] = k == 0 ? pre : fz_big + log(fz_a + fz_b * last);");
-      w.line("last = here;");
-    } else {
-      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_big + log(fz_a + fz_b * fz_tile[e + (e >> 5)]);",
-             items, items);
-    }
+    write_thread_results(w, acc, items, exclusive, "0", "pre",
+                         [](const char* p) { return fmt::format("fz_big + log(fz_a + fz_b * {})", p); });
   }
   auto exact = w.block("else");
   w.line("{} before_k = fz_none;", acc);
@@ -364,17 +374,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     if (lse) {
       write_lse_results(w, acc, I, v.exclusive);
     } else {
-      if (v.exclusive) w.line("{} last = fz_none;  // the thread's elements before k", acc);
-      w.line("#pragma unroll");
-      if (v.exclusive) {
-        auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", I, I);
-        w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
-        w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, last);");
-        w.line("last = here;");
-      } else {
-        w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = fz_combine(pre, fz_tile[e + (e >> 5)]);",
-               I, I);
-      }
+      write_thread_results(w, acc, I, v.exclusive, "fz_none", "",
+                           [](const char* p) { return fmt::format("fz_combine(pre, {})", p); });
     }
     w.line("__syncthreads();");
     w.line("carry = fz_next;");
