@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <array>
+#include <span>
+
 #include "support.hpp"
 
 TEST_CASE("broadcasting follows NumPy and names both shapes when it fails", "[shape]") {
@@ -44,4 +47,19 @@ TEST_CASE("views compute shapes, strides and offsets like NumPy", "[shape]") {
   CHECK_THROWS_WITH(a.reshape({5, 5}), Catch::Contains("(4, 6)") && Catch::Contains("(5, 5)"));
   CHECK_THROWS_AS(a.transpose({0, 0}), fz::ShapeError);
   CHECK_THROWS_AS(a.slice({{0, 1, 0}}), fz::ShapeError);
+}
+
+TEST_CASE("extents from std::size_t and other integers, and shapes from vectors, arrays and spans", "[shape]") {
+  // (a braced list of a std::size_t was a narrowing error on clang and a warning on g++, an error under -Werror)
+  const std::vector<float> h(6);
+  const std::size_t n = h.size();
+  const unsigned two = 2;
+  CHECK(fz::Shape{n, two} == fz::Shape{6, 2});
+  CHECK(fz::placeholder<float>({n}).shape() == fz::Shape{6});
+  const std::vector<std::size_t> dims{2, 3};
+  const std::array<int, 2> fixed{4, 5};
+  CHECK(fz::Shape(dims) == fz::Shape{2, 3});
+  CHECK(fz::placeholder<float>(fixed).shape() == fz::Shape{4, 5});
+  CHECK(fz::placeholder<float>(std::span(dims)).reshape({n}).shape() == fz::Shape{6});
+  CHECK(fz::Shape{}.size() == 0);
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <string>
+#include <type_traits>
 
 namespace fusion {
 
@@ -14,12 +16,26 @@ inline constexpr int kMaxDims = 8;
 /// A list of up to kMaxDims signed 64-bit extents or strides.
 class Dims {
  public:
+  /// One extent or stride of a braced list: any integer type converts, so `{v.size(), 3}` with a
+  /// std::size_t is not a narrowing error (values past INT64_MAX are not extents anyone allocates).
+  struct Extent {
+    template <class I>
+      requires std::is_integral_v<I>
+    Extent(I v) : value(static_cast<std::int64_t>(v)) {}  // NOLINT: implicit by design
+    std::int64_t value;
+  };
+
   Dims() = default;
-  Dims(std::initializer_list<std::int64_t> v);
+  Dims(std::initializer_list<Extent> v);
   template <class It>
   Dims(It first, It last) {
     for (; first != last; ++first) push_back(static_cast<std::int64_t>(*first));
   }
+  /// From a std::vector, std::array or std::span of integers.
+  template <class R>
+    requires(!std::is_same_v<std::remove_cvref_t<R>, Dims> &&
+             requires(const R& r) { std::begin(r); std::end(r); requires std::is_integral_v<std::remove_cvref_t<decltype(*std::begin(r))>>; })
+  Dims(const R& r) : Dims(std::begin(r), std::end(r)) {}  // NOLINT: implicit, as a braced list is
 
   int size() const { return n_; }
   bool empty() const { return n_ == 0; }

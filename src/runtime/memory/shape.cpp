@@ -7,8 +7,8 @@
 
 namespace fusion {
 
-Dims::Dims(std::initializer_list<std::int64_t> v) {
-  for (std::int64_t x : v) push_back(x);
+Dims::Dims(std::initializer_list<Extent> v) {
+  for (const Extent& x : v) push_back(x.value);
 }
 
 void Dims::push_back(std::int64_t x) {
