@@ -100,6 +100,7 @@ TEST_CASE("disk cache: an unwritable directory means memory-only caching, never 
     DiskCache cache(file / "sub");
     CHECK_NOTHROW(cache.store(sample()));
     CHECK_FALSE(cache.load(sample().key));
+    CHECK(cache.location(sample().key).empty());  // no path to a file that was never written
     CHECK_NOTHROW(cache.store(sample()));  // warned once, then silent
     fs::remove(file);
   } else {
@@ -109,6 +110,7 @@ TEST_CASE("disk cache: an unwritable directory means memory-only caching, never 
     DiskCache cache(d);
     CHECK_NOTHROW(cache.store(sample()));
     CHECK_FALSE(cache.load(sample().key));
+    CHECK(cache.location(sample().key).empty());
     fs::permissions(d, fs::perms::owner_all);
     fs::remove_all(d);
   }

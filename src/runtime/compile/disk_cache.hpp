@@ -30,7 +30,11 @@ class DiskCache final : public KernelStore {
   std::optional<CacheEntry> load(const CacheKey& key) const override;
   /// Stores atomically; an unwritable directory disables the cache with one warning.
   void store(const CacheEntry& e) override;
-  std::string location(const CacheKey& key) const override { return enabled_ ? path_for(key).string() : std::string(); }
+  /// "" when entries are not written (the cache off, or its directory found unwritable): no path names a
+  /// file that was never written (KernelInfo::cache_path).
+  std::string location(const CacheKey& key) const override {
+    return enabled_ && writable_ ? path_for(key).string() : std::string();
+  }
 
   /// Reads any entry file (for the `fusion cache` tool); nothing when it is not a valid entry.
   static std::optional<CacheEntry> read_file(const std::filesystem::path& p);
