@@ -83,13 +83,11 @@ Call with_shared_reductions(const Call& c) {
   std::vector<std::uint32_t> key(static_cast<std::size_t>(c.n_arrays + c.n_reductions + (gathers ? c.n_scalars : 0)));
   // (a gather's source is read through a pointer: it merges only with other sources, never with the same
   // view loaded per element; found by the fuzzer: take_along_axis(x, cast(minimum(y, x)), 0) of one element)
-  std::vector<bool> source(static_cast<std::size_t>(c.n_arrays), false);
-  if (gathers)
-    for (const ir::Node& n : c.lowered->graph.nodes)
-      if (n.op == ir::Op::gather) source[c.lowered->graph.nodes[n.b].slot] = true;
+  const std::vector<bool> source = gather_sources(c);  // (empty without a gather)
+  auto is_source = [&](int s) { return !source.empty() && source[static_cast<std::size_t>(s)]; };
   for (int s = 0; s < c.n_arrays; ++s) {
     int r = 0;
-    while (!same_view(*c.arrays[r], *c.arrays[s]) || source[static_cast<std::size_t>(r)] != source[static_cast<std::size_t>(s)]) ++r;
+    while (!same_view(*c.arrays[r], *c.arrays[s]) || is_source(r) != is_source(s)) ++r;
     key[static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(r);
   }
   bool any = false;

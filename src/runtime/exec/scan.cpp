@@ -116,10 +116,7 @@ void evaluate_scan(const Call& c, ArrayBase& out, AssignMode mode) {
   if (out.shape() != shape) {
     // a scan written into a larger array (`out[...] = cumsum(x)` with x broadcasting): computed at its own
     // shape, then broadcast by a copy (found by the fuzzer)
-    bool fits = shape.size() <= out.shape().size();
-    for (int k = 1; fits && k <= shape.size(); ++k)
-      fits = shape[shape.size() - k] == 1 || shape[shape.size() - k] == out.shape()[out.shape().size() - k];
-    if (!fits)
+    if (broadcast_shapes(shape, out.shape()) != out.shape())  // (a ShapeError naming both where they do not broadcast)
       throw ShapeError(fmt::format("a scan of shape {} cannot be broadcast into an array of shape {}",
                                    to_string(shape), to_string(out.shape())));
     ArrayBase aside(out.dtype());
