@@ -118,6 +118,20 @@ int main(int argc, char** argv) {
     }
     // index_max of uniform random values (a constant would never replace a bin's value after the first)
     const auto noise = fz::random::uniform<float>({N}, 6);
+    // the deterministic mode beside the fast one, on random values (their exponents vary, as real data's do)
+    for (const std::int64_t bins : {std::int64_t{1} << 20, std::int64_t{1024}}) {
+      const auto idx = random_ids<std::int64_t>(N, bins, 5);
+      fz::Array<float> hist = fz::zeros<float>({bins});
+      auto fast = [&] { fz::index_add<fz::IndexMode::wrap>(hist, 0, idx, noise); };
+      report(fmt::format("index_add of {} random f32 into {} bins, fast (atomics)", N, bins).c_str(),
+             12.0 * N + 8.0 * bins, median_ms(fast), copy, kernels_of(fast));
+      auto exact = [&] {
+        fz::Deterministic deterministic;
+        fz::index_add<fz::IndexMode::wrap>(hist, 0, idx, noise);
+      };
+      report("  the same, fz::Deterministic (exact sums, bit-identical)", 12.0 * N + 8.0 * bins, median_ms(exact),
+             copy, kernels_of(exact));
+    }
     for (const std::int64_t bins : {std::int64_t{1} << 20, std::int64_t{1024}}) {
       const auto idx = random_ids<std::int64_t>(N, bins, 5);
       fz::Array<float> top = fz::zeros<float>({bins});

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "codegen/emit_elementwise.hpp"
+#include "codegen/exact_sum.hpp"
 #include "runtime/compile/nvrtc.hpp"
 #include "support.hpp"
 
@@ -193,4 +194,38 @@ TEST_CASE("ordered float comparisons test for NaN explicitly (ptxas folds exp2f(
   auto i = fz::placeholder<std::int32_t>({64});
   CHECK_THAT(fz::inspect(fz::exp2(x) >= 0.f).source, Catch::Contains("!isnan(t"));
   CHECK_THAT(fz::inspect(i >= 3).source, !Catch::Contains("&&"));  // integers: a plain compare
+}
+
+TEST_CASE("fz::Deterministic's exact sums compile: the scatter into them (global and shared bins) and the rounding kernel",
+          "[codegen][nvrtc][scatter]") {
+  std::string program;
+  int n = 0;
+  for (DType d : {DType::float32, DType::float64, DType::float16, DType::bfloat16}) {
+    INFO(fz::dtype_name(d));
+    const int words = fz::codegen::exact_sum_words(d);
+    CHECK(words == (d == DType::float64 ? 67 : 10));
+    for (bool shared : {false, true}) {
+      fz::ir::Graph g;
+      const std::uint32_t idx = g.input(DType::int32), values = g.input(d);
+      const std::uint32_t k = g.take_index(idx, g.scalar(DType::int64), fz::ir::IndexMode::raise);
+      const std::uint32_t at = g.binary(Op::mul, k, g.scalar(DType::int64));
+      g.outputs.push_back(g.scatter(Op::scatter_add, at, g.binary(Op::mul, values, values), d, k));
+      fz::codegen::Variant v = linear_variant(g, d);
+      v.vector_width = 1;
+      v.access[0] = v.access[1] = fz::codegen::Access::strided;
+      v.out_access[0] = fz::codegen::Access::strided;
+      v.private_bins = shared;
+      v.exact_words = static_cast<std::uint8_t>(words);
+      const auto kernel = fz::codegen::emit_elementwise(fz::ir::canonicalize(g), v, "");
+      CHECK_THAT(kernel.source, Catch::Contains("fz_scatter_exact(") && Catch::Contains("long long* __restrict__ out"));
+      CHECK_THAT(v.describe(), Catch::Contains("exact sums"));
+      program += fmt::format("namespace k{} {{\n{}}}\n", n++, kernel.source);
+    }
+    const auto finish = fz::codegen::exact_sum_finish_kernel(d);
+    CHECK_THAT(finish.name, Catch::StartsWith("fz_exact_sum_" + std::string(fz::dtype_tag(d))));
+    CHECK(fz::codegen::exact_sum_finish_kernel(d).hash == finish.hash);  // stable: one cache entry
+    CHECK_NOTHROW(fz::detail::compile(finish.source, finish.name, fz::detail::default_target()));
+  }
+  CHECK_NOTHROW(fz::detail::compile(program, "exact_scatters", fz::detail::default_target()));
+  CHECK(fz::codegen::exact_sum_words(DType::int32) == 0);  // integer sums are exact as they are
 }

@@ -10,7 +10,7 @@
 namespace fusion {
 
 namespace detail {
-enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, count_ };
+enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, deterministic, count_ };
 /// This thread's switch for `m` (defined in the library, read on every assignment).
 bool& mode_flag(Mode m);
 }  // namespace detail
@@ -49,5 +49,14 @@ using SeparateReductions = ScopedMode<detail::Mode::separate_reductions>;
 /// 10-bit mantissa, products accumulated in float32 (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32). Several times
 /// faster on Ampere and later, with about 1e-3 relative error instead of float32's 1e-6. Off by default.
 using TF32Products = ScopedMode<detail::Mode::tf32_products>;
+
+/// While alive, floating fz::index_add, fz::scatter_add and fz::bincount with weights give bit-identical
+/// results run to run (PyTorch's use_deterministic_algorithms): the values add into exact fixed-point sums
+/// (integer atomics, whose order cannot matter) and each target element is rounded once, to nearest, from its
+/// old value plus the exact sum, so the result is also the correctly rounded one (subnormal results aside; a
+/// 16-bit target rounds through float). It costs a second small kernel and temporary memory: 80 bytes per
+/// target element (float32, float16, bfloat16) or 536 (float64). Everything else fusion runs is deterministic
+/// already: reductions combine in a fixed order, integer sums and maxima are exact.
+using Deterministic = ScopedMode<detail::Mode::deterministic>;
 
 }  // namespace fusion

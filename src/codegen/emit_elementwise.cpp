@@ -34,6 +34,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const Op scatter_op = g.nodes[g.outputs[0]].op;
   const bool scatter = K == 1 && ir::is_scatter(scatter_op);
   if (scatter && !v.has_strided()) throw Error("internal: a scatter's kernel addresses its target by strides");
+  // fz::Deterministic: the output is the target's exact sums, v.exact_words 64-bit words per element
+  const int W = v.exact_words;
+  ctx.exact_sums = W > 0;
+  auto target_type = [&] { return W ? std::string("long long") : std::string(storage_type(v.out_dtype[0])); };
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
   // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.
   const bool raw_copy = K == 1 && g.nodes[g.outputs[0]].op == Op::input && result_dtype(0) == v.out_dtype[0];
@@ -59,7 +63,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
     if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
-    if (scatter) args.push_back(fmt::format("{}* {}", storage_type(v.out_dtype[0]), kScatterTarget));
+    if (scatter) args.push_back(fmt::format("{}* {}", target_type(), kScatterTarget));
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
                          K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
@@ -86,7 +90,12 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
     if (fault) args.push_back(kIndexFault);
-    if (scatter) args.push_back(v.private_bins ? "fz_bins" : v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
+    if (scatter) {
+      const std::string words = W ? fmt::format(" * {}", W) : "";
+      args.push_back(v.private_bins                             ? std::string("fz_bins")
+                     : v.out_access[0] == Access::contiguous ? "out + i" + words
+                                                             : "out + o_out" + words);
+    }
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
   auto stored = [&](int o, const std::string& value) {
@@ -125,7 +134,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     sig.add(ArgSource::pointer, p, fmt::format("const {}*{} in{}", storage_type(pdt[p]), restrict_, p));
   for (int o = 0; o < K; ++o)
     sig.add(ArgSource::pointer, v.n_params + o,
-            fmt::format("{}*{} {}", storage_type(v.out_dtype[o]), restrict_, out_name(o)));
+            fmt::format("{}*{} {}", scatter ? target_type() : std::string(storage_type(v.out_dtype[o])), restrict_,
+                        out_name(o)));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   if (fault) sig.add(ArgSource::workspace, kIndexFaultWorkspace, fmt::format("unsigned long long* {}", kIndexFault));
   sig.add(Count::n, "const long long n");
@@ -341,13 +351,15 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       auto loop = w.block("for ({} i = first; i < n; i += step)", index_t);
       store_all(w, call(element_inputs([&](int p) { return load(p, "i"); }), "i"), at_index("i"));
     } else {
-      const std::string bins_t(storage_type(v.out_dtype[0]));
+      const std::string bins_t = scatter ? target_type() : "";
+      // (exact sums: W words a bin)
+      const std::string bin_words = W ? fmt::format("fz_nbins * {}", W) : "fz_nbins";
       if (v.private_bins) {
         w.line("// This block's copy of the target's bins, in shared memory: added into the target once, at the end.");
         w.line("extern __shared__ __align__(16) unsigned char fz_shared[];");
         w.line("{0}* const fz_bins = reinterpret_cast<{0}*>(fz_shared);", bins_t);
-        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x) fz_bins[b] = {};",
-               scatter_identity(scatter_op, v.out_dtype[0]));
+        w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x) fz_bins[b] = {};", bin_words,
+               W ? "0" : scatter_identity(scatter_op, v.out_dtype[0]));
         w.line("__syncthreads();");
       }
       {
@@ -383,9 +395,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       }
       if (v.private_bins) {
         w.line("__syncthreads();");
-        w.line("for (long long b = threadIdx.x; b < fz_nbins; b += blockDim.x)");
-        w.line("  if (fz_bins[b] != ({}){}) {}(out + b, fz_bins[b]);", bins_t, scatter_identity(scatter_op, v.out_dtype[0]),
-               scatter_function(scatter_op));
+        w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
+        if (W)  // each digit adds; the flags word (the last of a bin's) ors
+          w.line("  if (fz_bins[b] != 0) (b % {0} == {0} - 1) ? atomicOr((unsigned long long*)out + b, (unsigned long long)fz_bins[b]) "
+                 ": atomicAdd((unsigned long long*)out + b, (unsigned long long)fz_bins[b]);", W);
+        else
+          w.line("  if (fz_bins[b] != ({}){}) {}(out + b, fz_bins[b]);", bins_t, scatter_identity(scatter_op, v.out_dtype[0]),
+                 scatter_function(scatter_op));
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "codegen/device_functions.hpp"
+#include "codegen/exact_sum.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion {
@@ -216,6 +217,7 @@ __device__ __forceinline__ int fz_scatter_extreme_16(unsigned short* p, float v)
   }
   return 0;
 })";
+    case Helper::scatter_exact: return exact_sum_source();
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
@@ -384,6 +386,12 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::scatter_max:
     case Op::scatter_min: {
       const bool add = n.op == Op::scatter_add;
+      if (add && ctx.exact_sums && is_floating(n.dtype)) {  // (16-bit values add as float)
+        needs.insert(Helper::scatter_exact);
+        const std::string write = fmt::format("fz_scatter_exact({}, {}, ({}){})", kScatterTarget, a,
+                                              n.dtype == DType::float64 ? "double" : "float", b);
+        return c.empty() ? write : fmt::format("({} < 0 ? 0 : {})", c, write);
+      }
       needs.insert(add ? Helper::scatter_add : Helper::scatter_extreme);
       const std::string at = fmt::format("{} + {}", kScatterTarget, a);
       std::string write = fmt::format("{}({}, ({}){})", scatter_function(n.op), at, compute_type(n.dtype), b);

@@ -35,7 +35,8 @@ enum class Helper {
   gelu,
   take_index,
   scatter_add,
-  scatter_extreme  // scatter_max and scatter_min
+  scatter_extreme,  // scatter_max and scatter_min
+  scatter_exact     // a deterministic floating scatter_add (exact_sum.hpp)
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
@@ -53,6 +54,7 @@ struct SpellContext {
   bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
   std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
   bool fast_math = false;            ///< the kernel compiles with fast math: float log1p is spelled approximately
+  bool exact_sums = false;           ///< a floating scatter_add adds into exact sums (Variant::exact_words)
 };
 
 /// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining

@@ -23,6 +23,10 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   if (rows) h.add_byte(0x52);  // appended, so other hashes stay what they were
   if (tiles) h.add_byte(0x54);
   if (private_bins) h.add_byte(0x42);
+  if (exact_words) {
+    h.add_byte(0x45);
+    h.add_byte(exact_words);
+  }
   if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
     h.add_byte(n_outputs);
     for (int k = 1; k < n_outputs; ++k) {
@@ -40,6 +44,7 @@ std::string Variant::describe() const {
   s += index64 ? ", 64-bit index" : ", 32-bit index";
   if (out_aliases_input) s += ", output aliases an input";
   if (private_bins) s += ", each block's bins in shared memory";
+  if (exact_words) s += fmt::format(", exact sums ({} words per element, deterministic)", exact_words);
   int broadcast = 0, strided = 0, row = 0, along = 0, across = 0;
   for (int p = 0; p < n_params; ++p) {
     across += access[p] == Access::across;

@@ -48,6 +48,10 @@ struct Variant {
   /// (bincount, a histogram): each block adds into its own copy of the target in shared memory, then adds
   /// that copy into the target once (a global atomic per bin and block instead of per element).
   bool private_bins = false;
+  /// A floating scatter_add under fz::Deterministic: the kernel adds into exact sums of this many 64-bit words
+  /// per target element (codegen/exact_sum.hpp; the output pointer is theirs, in the target's element order),
+  /// which a second kernel rounds into the target. 0: atomics on the target itself.
+  std::uint8_t exact_words = 0;
   std::uint8_t n_outputs = 1;
   std::array<DType, kMaxOutputs> out_dtype{};    ///< per output
   std::array<Access, kMaxOutputs> out_access{};  ///< per output

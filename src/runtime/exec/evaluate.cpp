@@ -10,16 +10,19 @@
 #include <map>
 #include <mutex>
 
+#include "codegen/exact_sum.hpp"
 #include "fusion/error.hpp"
 #include "fusion/inspect.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/exact_scatter.hpp"
 #include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/region_hook.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/exec/launch.hpp"
+#include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
 #include "schedule/tuning.hpp"
 #include "runtime/measure/stats_counters.hpp"
@@ -134,8 +137,12 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
   } else {
     grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
     if (L.v.private_bins) {  // a block's bins are added into the target once: a wave of blocks, each looping
-      grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * 4);
-      grid.shared_bytes = static_cast<unsigned>(L.bins * static_cast<std::int64_t>(itemsize(outs[0]->dtype())));
+      const DeviceProperties& props = properties_of(stream->device);
+      const std::int64_t words = std::max<int>(1, L.v.exact_words);  // (exact sums: so many int64 words a bin)
+      grid.shared_bytes = static_cast<unsigned>(L.bins * words * static_cast<std::int64_t>(itemsize(outs[0]->dtype())));
+      const std::int64_t per_sm =
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(props.max_shared_bytes_per_sm) / grid.shared_bytes, 1, 4);
+      grid.x = std::min<std::int64_t>(grid.x, std::int64_t{props.multiprocessor_count} * per_sm);
       a.count(codegen::Count::lanes) = L.bins;
     }
     if (const int cap = tuning().linear_blocks_per_sm; cap > 0)
@@ -293,7 +300,25 @@ void scatter_into(const Call& call, const ArrayBase& target) {
   ArrayBase* outs[1] = {&out};
   Layout L;
   analyze(c, outs, 1, L);
-  launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, outs, 1, stream);
+  const ir::Graph& g = graph_of(c);
+  const int words = on(Mode::deterministic) && g.nodes[g.outputs[0]].op == ir::Op::scatter_add
+                        ? codegen::exact_sum_words(target.dtype())
+                        : 0;
+  if (words == 0) return launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, outs, 1, stream);
+  // fz::Deterministic: exact sums beside the target (its private bins only where a block's copy of them fits
+  // twice in a multiprocessor's shared memory), then rounded into it
+  L.v.exact_words = static_cast<std::uint8_t>(words);
+  if (L.v.private_bins && L.bins * words * 8 * 2 > static_cast<std::int64_t>(properties_of(device).max_shared_bytes_per_sm))
+    L.v.private_bins = false;
+  if (out.size() > (std::int64_t{1} << 31))
+    throw Error("index_add: fz::Deterministic adds at most 2^31 values in one call (its exact sums have room for "
+                "so many); split the values");
+  const ExactSums sums = begin_exact_sums(target, words, stream);
+  ArrayBase at_target = sums.at_target;
+  ArrayBase* into[1] = {&at_target};
+  launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, into, 1, stream);
+  ArrayBase written = target;
+  finish_exact_sums(sums, written, stream);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {
