@@ -52,8 +52,8 @@ void evaluate(const Call& call, ArrayBase& out, AssignMode mode);
 /// The shape call `c`'s (first) result has, checked as evaluation checks it; nothing runs.
 Shape expression_shape(const Call& c);
 /// Runs a scatter's call (its graph's output: ir::is_scatter) writing into `target`, a view of the target
-/// array in the call's index space (extent 1 where the index's axes are).
-void scatter_into(const Call& call, const ArrayBase& target);
+/// array `whole` in the call's index space (extent 1 where the index's axes are).
+void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& whole);
 /// Several outputs from one call (fz::tie): `outs[k]` receives the graph's output k.
 void evaluate_multi(const Call& call, ArrayBase* const* outs, int n_outs, AssignMode mode);
 

@@ -63,7 +63,7 @@ void scatter_into_target(Array<T>& target, int axis, I&& index_node, V&& values,
   auto v = to_node_beside<dtype_of<T>>(std::forward<V>(values));
   const expr::Scatter<OP, M, T, In, decltype(v)> node{
       {}, std::forward<I>(index_node), std::move(v), {target.shape()[axis], target.strides()[axis]}};
-  with_call(node, [&](const Call& c) { scatter_into(c, view); });
+  with_call(node, [&](const Call& c) { scatter_into(c, view, target); });
 }
 
 /// index_add and its max and min: the index's axes take the axis's place in `values`.

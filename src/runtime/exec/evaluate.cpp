@@ -279,7 +279,7 @@ void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
-void scatter_into(const Call& call, const ArrayBase& target) {
+void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& whole) {
   region_barrier();  // what a region recorded runs first: the target may be one of its results
   const Call c = as_asked(call);
   const auto& stream = current_stream_state();
@@ -313,11 +313,12 @@ void scatter_into(const Call& call, const ArrayBase& target) {
   if (out.size() > (std::int64_t{1} << 31))
     throw Error("index_add: fz::Deterministic adds at most 2^31 values in one call (its exact sums have room for "
                 "so many); split the values");
-  const ExactSums sums = begin_exact_sums(target, words, stream);
+  if (whole.data_ptr() != target.data_ptr()) throw Error("internal: a scatter's view starts elsewhere than its target");
+  const ExactSums sums = begin_exact_sums(whole, words, stream);
   ArrayBase at_target = sums.at_target;
   ArrayBase* into[1] = {&at_target};
   launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, into, 1, stream);
-  ArrayBase written = target;
+  ArrayBase written = whole;
   finish_exact_sums(sums, written, stream);
 }
 
