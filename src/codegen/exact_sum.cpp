@@ -50,24 +50,26 @@ template <bool Atomic> __device__ __forceinline__ void fz_exact_word(long long* 
   if (Atomic) atomicAdd((unsigned long long*)w, x);
   else *w = (long long)((unsigned long long)*w + x);
 }
-template <bool Atomic, class T> __device__ __forceinline__ void fz_exact_add(long long* w, T v) {
+// Word k of the element at w is w[k * plane]: in memory each word has a plane of its own, so that the planes
+// no value reaches (most of them: a bin's values span a few digits) stay out of the caches.
+template <bool Atomic, class T> __device__ __forceinline__ void fz_exact_add(long long* w, long long plane, T v) {
   unsigned long long m = 0;
   int pos = 0;
   bool neg = false;
   if (const unsigned flag = fz_exact_split(v, m, pos, neg)) {
-    if (Atomic) atomicOr((unsigned long long*)(w + FzExact<T>::digits), (unsigned long long)flag);
-    else w[FzExact<T>::digits] |= flag;
+    if (Atomic) atomicOr((unsigned long long*)(w + FzExact<T>::digits * plane), (unsigned long long)flag);
+    else w[FzExact<T>::digits * plane] |= flag;
     return;
   }
   const int k = pos >> 5, s = pos & 31;
   const unsigned long long rest = m >> (32 - s);  // the digits above digit k (s = 0: m >> 32)
-  fz_exact_word<Atomic>(w + k, (m << s) & 0xffffffffull, neg);
-  fz_exact_word<Atomic>(w + k + 1, rest & 0xffffffffull, neg);
-  fz_exact_word<Atomic>(w + k + 2, rest >> 32, neg);  // (float: always 0; double: at most the top digit)
+  fz_exact_word<Atomic>(w + k * plane, (m << s) & 0xffffffffull, neg);
+  fz_exact_word<Atomic>(w + (k + 1) * plane, rest & 0xffffffffull, neg);
+  fz_exact_word<Atomic>(w + (k + 2) * plane, rest >> 32, neg);  // (float: always 0; double: at most the top digit)
 }
 // fz_expr's scatter: element `at` of the words from `element0` on.
-template <class T> __device__ __forceinline__ int fz_scatter_exact(long long* element0, long long at, T v) {
-  fz_exact_add<true>(element0 + at * (FzExact<T>::digits + 1), v);
+template <class T> __device__ __forceinline__ int fz_scatter_exact(long long* element0, long long at, T v, long long plane) {
+  fz_exact_add<true>(element0 + at, plane, v);
   return 0;
 }
 // Every word but the top one into [0, 2^32), the carries moved up.
@@ -134,9 +136,9 @@ GeneratedKernel exact_sum_finish_kernel(DType d) {
     auto loop = w.block("for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)");
     w.line("long long w[{}];", words);
     w.line("bool any = false;");
-    w.line("for (int k = 0; k < {}; ++k) any = (w[k] = words[p * {} + k]) != 0 || any;", words, words);
+    w.line("for (int k = 0; k < {}; ++k) any = (w[k] = words[p + k * n]) != 0 || any;", words);
     w.line("if (!any) continue;  // nothing added here (or not an element of the target's view)");
-    w.line("fz_exact_add<false>(w, ({}){});", acc, load_conversion(d, "target[p]"));
+    w.line("fz_exact_add<false>(w, 1, ({}){});", acc, load_conversion(d, "target[p]"));
     w.line("target[p] = {};", store_conversion(is_16bit_float(d) ? DType::float32 : d, d,
                                                  fmt::format("fz_exact_value<{}>(w)", acc)));
   }

@@ -388,7 +388,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       const bool add = n.op == Op::scatter_add;
       if (add && ctx.exact_sums && is_floating(n.dtype)) {  // (16-bit values add as float)
         needs.insert(Helper::scatter_exact);
-        const std::string write = fmt::format("fz_scatter_exact({}, {}, ({}){})", kScatterTarget, a,
+        const std::string write = fmt::format("fz_scatter_exact({}, {}, ({}){}, fz_plane)", kScatterTarget, a,
                                               n.dtype == DType::float64 ? "double" : "float", b);
         return c.empty() ? write : fmt::format("({} < 0 ? 0 : {})", c, write);
       }

@@ -45,6 +45,7 @@ struct Layout {
   const ArrayBase* params[codegen::kMaxParams];
   Strides strides[codegen::kMaxParams + codegen::kMaxOutputs];     // collapsed; outputs first, then the parameters
   std::int64_t bins = 0;  // Variant::private_bins: the target's elements (each block's copy in shared memory)
+  std::int64_t exact_plane = 0;  // Variant::exact_words: the words of one plane of the exact sums
 };
 /// The index space of a call: the broadcast of every output's shape.
 Shape index_space(const ArrayBase* const* outs, int K);

@@ -145,6 +145,7 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
       grid.x = std::min<std::int64_t>(grid.x, std::int64_t{props.multiprocessor_count} * per_sm);
       a.count(codegen::Count::lanes) = L.bins;
     }
+    if (L.v.exact_words) a.count(codegen::Count::chunk) = L.exact_plane;
     if (const int cap = tuning().linear_blocks_per_sm; cap > 0)
       grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * cap);
   }
@@ -315,6 +316,7 @@ void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& wh
                 "so many); split the values");
   if (whole.data_ptr() != target.data_ptr()) throw Error("internal: a scatter's view starts elsewhere than its target");
   const ExactSums sums = begin_exact_sums(whole, words, stream);
+  L.exact_plane = sums.span;
   ArrayBase at_target = sums.at_target;
   ArrayBase* into[1] = {&at_target};
   launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, into, 1, stream);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // fz::Deterministic's floating scatter_add: the scatter kernel adds into exact sums beside the target
 // (codegen/exact_sum.hpp), and one more kernel rounds each element that received something into the target.
-// The sums mirror the target's memory: a row of words for every element offset its view spans, so the
-// scatter kernel addresses them with the target's own strides (a view that skips memory costs the rows between).
+// The sums mirror the target's memory: each plane of words has a word for every element offset its view
+// spans, so the scatter kernel addresses them with the target's own strides (a view that skips memory costs
+// the words between).
 #include "runtime/exec/exact_scatter.hpp"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ ExactSums begin_exact_sums(const ArrayBase& target, int words, const std::shared
   s.span = hi - s.lowest + 1;
   s.all = ArrayBase::make_empty(DType::int64, {s.span * words});
   FUSION_CU(cuMemsetD8Async, s.all.data_ptr(), 0, static_cast<std::size_t>(s.span * words) * 8, stream->handle);
-  s.at_target = s.all.sliced({Slice{-s.lowest * words, std::nullopt, 1}});
+  s.at_target = s.all.sliced({Slice{-s.lowest, std::nullopt, 1}});
   return s;
 }
 

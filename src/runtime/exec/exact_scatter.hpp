@@ -10,11 +10,11 @@
 namespace fusion::detail {
 
 struct ExactSums {
-  int words = 0;               ///< per element offset (codegen::exact_sum_words)
+  int words = 0;               ///< planes of `span` words (codegen::exact_sum_words)
   std::int64_t lowest = 0;     ///< the target's lowest element offset (<= 0: negative strides reach below)
   std::int64_t span = 0;       ///< element offsets from the lowest to the highest
   ArrayBase all{DType::int64}; ///< span * words words, zeroed on the stream
-  ArrayBase at_target{DType::int64};  ///< from the target's first element's row on: the scatter kernel's output
+  ArrayBase at_target{DType::int64};  ///< from the target's first element's word on: the scatter kernel's output
 };
 
 /// Zeroed exact sums for every element `target` spans.
