@@ -36,7 +36,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   if (scatter && !v.has_strided()) throw Error("internal: a scatter's kernel addresses its target by strides");
   // fz::Deterministic: the output is the target's exact sums, v.exact_words 64-bit words per element
   const int W = v.exact_words;
-  ctx.exact_sums = W > 0;
+  ctx.exact_sums = W == 0 ? ExactSums::none : v.private_bins ? ExactSums::shared : ExactSums::global;
   auto target_type = [&] { return W ? std::string("long long") : std::string(storage_type(v.out_dtype[0])); };
   auto result_dtype = [&](int o) { return g.nodes[g.outputs[o]].dtype; };
   // A plain copy moves bits: no round trip through float that could change a 16-bit NaN's payload.

@@ -44,32 +44,45 @@ __device__ __forceinline__ unsigned fz_exact_split(double v, unsigned long long&
   if (e) m |= 0x10000000000000ull;
   return 0u;
 }
-template <bool Atomic> __device__ __forceinline__ void fz_exact_word(long long* w, unsigned long long digit, bool neg) {
+// Where the words are: in registers (plain adds), global memory (64-bit atomics) or a block's shared memory,
+// where a 64-bit atomic add is a compare-and-swap loop on Hopper: there two 32-bit ones, the low half's carry
+// added into the high half (the sum stays exact modulo 2^64, as a 64-bit add).
+enum FzWords { fz_in_registers, fz_in_global, fz_in_shared };
+template <int Where> __device__ __forceinline__ void fz_exact_word(long long* w, unsigned long long digit, bool neg) {
   if (digit == 0) return;
   const unsigned long long x = neg ? 0ull - digit : digit;
-  if (Atomic) atomicAdd((unsigned long long*)w, x);
-  else *w = (long long)((unsigned long long)*w + x);
+  if (Where == fz_in_global) {
+    atomicAdd((unsigned long long*)w, x);
+  } else if (Where == fz_in_shared) {
+    unsigned* const half = (unsigned*)w;
+    const unsigned lo = (unsigned)x, old = atomicAdd(half, lo);
+    const unsigned hi = (unsigned)(x >> 32) + ((unsigned)(old + lo) < old ? 1u : 0u);
+    if (hi) atomicAdd(half + 1, hi);
+  } else {
+    *w = (long long)((unsigned long long)*w + x);
+  }
 }
 // Word k of the element at w is w[k * plane]: in memory each word has a plane of its own, so that the planes
 // no value reaches (most of them: a bin's values span a few digits) stay out of the caches.
-template <bool Atomic, class T> __device__ __forceinline__ void fz_exact_add(long long* w, long long plane, T v) {
+template <int Where, class T> __device__ __forceinline__ void fz_exact_add(long long* w, long long plane, T v) {
   unsigned long long m = 0;
   int pos = 0;
   bool neg = false;
   if (const unsigned flag = fz_exact_split(v, m, pos, neg)) {
-    if (Atomic) atomicOr((unsigned long long*)(w + FzExact<T>::digits * plane), (unsigned long long)flag);
-    else w[FzExact<T>::digits * plane] |= flag;
+    long long* const flags = w + FzExact<T>::digits * plane;
+    if (Where == fz_in_registers) *flags |= flag;
+    else atomicOr((unsigned*)flags, flag);  // (the low half holds them)
     return;
   }
   const int k = pos >> 5, s = pos & 31;
   const unsigned long long rest = m >> (32 - s);  // the digits above digit k (s = 0: m >> 32)
-  fz_exact_word<Atomic>(w + k * plane, (m << s) & 0xffffffffull, neg);
-  fz_exact_word<Atomic>(w + (k + 1) * plane, rest & 0xffffffffull, neg);
-  fz_exact_word<Atomic>(w + (k + 2) * plane, rest >> 32, neg);  // (float: always 0; double: at most the top digit)
+  fz_exact_word<Where>(w + k * plane, (m << s) & 0xffffffffull, neg);
+  fz_exact_word<Where>(w + (k + 1) * plane, rest & 0xffffffffull, neg);
+  fz_exact_word<Where>(w + (k + 2) * plane, rest >> 32, neg);  // (float: always 0; double: at most the top digit)
 }
 // fz_expr's scatter: element `at` of the words from `element0` on.
-template <class T> __device__ __forceinline__ int fz_scatter_exact(long long* element0, long long at, T v, long long plane) {
-  fz_exact_add<true>(element0 + at, plane, v);
+template <int Where, class T> __device__ __forceinline__ int fz_scatter_exact(long long* element0, long long at, T v, long long plane) {
+  fz_exact_add<Where>(element0 + at, plane, v);
   return 0;
 }
 // Every word but the top one into [0, 2^32), the carries moved up.
@@ -138,7 +151,7 @@ GeneratedKernel exact_sum_finish_kernel(DType d) {
     w.line("bool any = false;");
     w.line("for (int k = 0; k < {}; ++k) any = (w[k] = words[p + k * n]) != 0 || any;", words);
     w.line("if (!any) continue;  // nothing added here (or not an element of the target's view)");
-    w.line("fz_exact_add<false>(w, 1, ({}){});", acc, load_conversion(d, "target[p]"));
+    w.line("fz_exact_add<fz_in_registers>(w, 1, ({}){});", acc, load_conversion(d, "target[p]"));
     w.line("target[p] = {};", store_conversion(is_16bit_float(d) ? DType::float32 : d, d,
                                                  fmt::format("fz_exact_value<{}>(w)", acc)));
   }

@@ -386,9 +386,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::scatter_max:
     case Op::scatter_min: {
       const bool add = n.op == Op::scatter_add;
-      if (add && ctx.exact_sums && is_floating(n.dtype)) {  // (16-bit values add as float)
+      if (add && ctx.exact_sums != ExactSums::none && is_floating(n.dtype)) {  // (16-bit values add as float)
         needs.insert(Helper::scatter_exact);
-        const std::string write = fmt::format("fz_scatter_exact({}, {}, ({}){}, fz_plane)", kScatterTarget, a,
+        const std::string write = fmt::format("fz_scatter_exact<{}>({}, {}, ({}){}, fz_plane)",
+                                              ctx.exact_sums == ExactSums::shared ? "fz_in_shared" : "fz_in_global", kScatterTarget, a,
                                               n.dtype == DType::float64 ? "double" : "float", b);
         return c.empty() ? write : fmt::format("({} < 0 ? 0 : {})", c, write);
       }

@@ -43,6 +43,9 @@ const char* helper_source(Helper h);
 const char* conversion_source(DType d);
 
 struct SpellContext;
+/// Where a deterministic scatter's exact sums are: none (atomics on the target), in global memory, or in each
+/// block's shared copy of the bins.
+enum class ExactSums : std::uint8_t { none, global, shared };
 /// Records the conversion helpers loading and storing dtype `d` needs (16-bit floats).
 void need_conversions(SpellContext& ctx, DType d);
 
@@ -54,7 +57,7 @@ struct SpellContext {
   bool outline_heavy_math = false;   ///< route costly math calls through wrappers (see kHeavyMathBudget)
   std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
   bool fast_math = false;            ///< the kernel compiles with fast math: float log1p is spelled approximately
-  bool exact_sums = false;           ///< a floating scatter_add adds into exact sums (Variant::exact_words)
+  ExactSums exact_sums = ExactSums::none;  ///< where a floating scatter_add's exact sums are (Variant::exact_words)
 };
 
 /// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining
