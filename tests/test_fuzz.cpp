@@ -127,6 +127,26 @@ TEST_CASE("fuzz: gathers are drawn, build, compile through NVRTC and print as ta
   CHECK(fz::inspect(fz::take_along_axis<fz::IndexMode::clip>(x, fz::cast<std::int64_t>(fz::minimum(y, x)), 0)).kernels == 1);
 }
 
+TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::scatter_*", "[fuzz]") {
+  int scatters = 0, deterministic = 0;
+  for (int k = 0; k < 60; ++k) {
+    const fuzz::Case c = fuzz::generate(0x5ca'0000 + static_cast<std::uint64_t>(k), {.scans = true, .gathers = true, .scatters = true});
+    if (c.outputs[0].kind != fuzz::Kind::scatter) continue;
+    ++scatters;
+    deterministic += c.deterministic;
+    const fuzz::Verdict v = fuzz::compile_only(c);  // builds, and the reference runs
+    CHECK(v.kind == fuzz::Verdict::pass);
+    CHECK(v.compared + v.unstable + v.undefined > 0);
+    const std::string cpp = fuzz::to_cpp(c, "scatter");
+    CHECK_THAT(cpp, Catch::Contains("fz::scatter_") && Catch::Contains("auto& out0 = in"));
+  }
+  CHECK(scatters >= 10);
+  CHECK(deterministic > 0);
+  CHECK(deterministic < scatters);
+  // without the option no case is a scatter (fixed seeds keep their cases)
+  for (int k = 0; k < 60; ++k) CHECK(fuzz::generate(0x5ca'0000 + static_cast<std::uint64_t>(k)).outputs[0].kind != fuzz::Kind::scatter);
+}
+
 TEST_CASE("fuzz: shrinking finds the smallest failing case and prints it as C++", "[fuzz]") {
   // A stand-in for a bug: "fails" whenever the expression takes a square root.
   const auto sqrt_is_broken = [](const fuzz::Case& c) {

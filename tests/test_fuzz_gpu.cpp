@@ -9,7 +9,7 @@ namespace {
 
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
-  int failed = 0, with_scans = 0, with_gathers = 0;
+  int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0;
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
@@ -17,6 +17,7 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
   for (int k = 0; k < n; ++k) {
     const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
     bool scan = false, gather = false;
+    s.with_scatters += !c.outputs.empty() && c.outputs[0].kind == fuzz::Kind::scatter;
     auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
       scan = scan || x.kind == fuzz::Kind::scan;
       gather = gather || x.kind == fuzz::Kind::gather;
@@ -58,6 +59,14 @@ TEST_CASE("fuzz: a fixed-seed slice with gathers (take_along_axis, wrap and clip
   CHECK(s.failed == 0);
   CHECK(s.with_gathers > 25);
   CHECK(s.compared > 50000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice of scatters (add, max, min; fz::Deterministic half the time) matches the reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0x5ca'0000, 200, {.scans = true, .gathers = true, .scatters = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_scatters > 40);
+  CHECK(s.compared > 20000);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

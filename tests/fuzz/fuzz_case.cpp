@@ -156,6 +156,7 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       return a ? std::optional(fusion::ir::scan_result_dtype(e.op, *a)) : std::nullopt;
     }
     case Kind::gather: return result_dtype(c, e.args[0]);
+    case Kind::scatter: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
   }
   return std::nullopt;
 }
@@ -207,6 +208,14 @@ struct Lowering {
     return scalar(e, fusion::promote_weak(*partner, e.scalar_kind));
   }
 
+  std::uint32_t int64_scalar(std::int64_t v) {
+    fusion::detail::ScalarArg a;
+    a.dtype = DType::int64;
+    std::memcpy(&a.bits, &v, 8);
+    b.scalars.push_back(a);
+    return b.graph.scalar(DType::int64);
+  }
+
   std::optional<Shape> broadcast(const Shape& x, const Shape& y) {
     try {
       return fusion::broadcast_shapes(x, y);
@@ -251,19 +260,38 @@ struct Lowering {
         view[e.axis] = 1;
         auto s = broadcast(i->shape, view);
         if (!s) return std::nullopt;
-        auto int64_scalar = [&](std::int64_t v) {
-          fusion::detail::ScalarArg a;
-          a.dtype = DType::int64;
-          std::memcpy(&a.bits, &v, 8);
-          b.scalars.push_back(a);
-          return g.scalar(DType::int64);
-        };
         const std::uint32_t n = int64_scalar(src[e.axis]), st = int64_scalar(strides[e.axis]);
         const std::uint32_t k = g.take_index(i->node, n, e.mode);
         const std::uint32_t at = g.binary(Op::mul, k, st);
         b.slot_input.push_back(e.args[0].input);
         b.slot_gather_axis.push_back(e.axis);
         return Result{g.gather(at, g.input(in.dtype)), *s};
+      }
+      case Kind::scatter: {
+        // fz::scatter_add and kin: the index, the axis's extent and stride, then the values (pack()'s order)
+        const Input& target = c.inputs.at(static_cast<std::size_t>(e.input));
+        const Shape ts = shape_of(c, target.dims);
+        if (e.axis >= ts.size()) return fail("a scatter's axis beyond the target's rank");
+        if (ts[e.axis] == 0) return fail("a scatter into an empty axis");
+        auto i = lower(e.args[0]);
+        if (!i) return std::nullopt;
+        const DType id = g.dtype(i->node);
+        if (!fusion::is_integer(id) || id == DType::bool_) return fail("a scatter's index that is not an integer");
+        if (i->shape.size() != ts.size()) return fail("a scatter's index of another rank than its target");
+        std::int64_t offset;
+        fusion::Strides strides;
+        view_of(c, target, offset, strides);
+        const std::uint32_t n = int64_scalar(ts[e.axis]), st = int64_scalar(strides[e.axis]);
+        const std::uint32_t k = g.take_index(i->node, n, e.mode);
+        auto values = operand(e.args[1], target.dtype);
+        if (!values) return std::nullopt;
+        Shape view = ts;
+        view[e.axis] = 1;
+        auto s = broadcast(i->shape, values->shape);
+        if (s) s = broadcast(*s, view);
+        if (!s) return std::nullopt;
+        if (s->size() != ts.size()) return fail("values of a higher rank than the scatter's target");
+        return Result{g.scatter(e.op, g.binary(Op::mul, k, st), values->node, target.dtype), ts};
       }
       case Kind::scalar: return fail("a literal on its own");
       case Kind::cast: {
@@ -353,11 +381,25 @@ std::optional<Built> build(const Case& c, std::string* why) {
   Lowering l{c, b, why};
   b.out_shape = shape_of(c, c.out_dims);
   if (c.outputs.empty()) return l.fail("no outputs");
+  auto nested_scatter = [](auto& self, const Expr& e) -> bool {
+    for (const Expr& a : e.args)
+      if (a.kind == Kind::scatter || self(self, a)) return true;
+    return false;
+  };
   for (const Expr& e : c.outputs) {
+    if (nested_scatter(nested_scatter, e) || (e.kind == Kind::scatter && c.outputs.size() > 1))
+      return l.fail("a scatter is a statement: the case's only tree");
     auto r = l.lower(e);
     if (!r) return std::nullopt;
     b.graph.outputs.push_back(r->node);
     b.result_shapes.push_back(r->shape);
+    if (e.kind == Kind::scatter) {  // written in place: the target is the output
+      b.out_shape = r->shape;
+      b.scatter_target = e.input;
+      for (int k : b.slot_input)
+        if (k == e.input) return l.fail("a scatter whose values or index read its target");
+      continue;
+    }
     // Outputs are written at out_shape: each result must broadcast to it (fresh: equal it).
     auto s = l.broadcast(r->shape, b.out_shape);
     if (!s) return std::nullopt;

@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -47,6 +47,8 @@ struct Expr {
   fusion::ir::IndexMode mode = fusion::ir::IndexMode::wrap;  // gather: what makes an index valid
   // gather: fz::take_along_axis(args[0], args[1], axis): args[0] an input leaf (the source), args[1] an
   // integer expression of the source's rank (the index), broadcasting with it off the axis
+  // scatter (a case's only tree): fz::scatter_add / scatter_max / scatter_min (`op`) of the values args[1] into
+  // input `input` (the target, written in place: no tree reads it) at the integer index args[0] along `axis`
   std::vector<Expr> args;
 };
 
@@ -59,6 +61,7 @@ struct Case {
   bool into = false;                    // write into preallocated outputs (else the engine allocates)
   Layout out_layout = Layout::contiguous;  // into: each output is this view of a larger, poisoned allocation
   bool unfused = false;                 // evaluate under fz::Unfused
+  bool deterministic = false;           // a scatter: run under fz::Deterministic (exact floating sums)
 };
 
 /// A case lowered to the IR, with the run-time arguments in the order the graph numbered them.
@@ -70,6 +73,7 @@ struct Built {
   std::vector<fusion::detail::ReduceArg> reductions;
   std::vector<fusion::Shape> result_shapes;  // each output expression's own shape
   fusion::Shape out_shape;                   // the shape outputs are written at
+  int scatter_target = -1;                   // a scatter case: the input it writes into (out_shape its shape)
 };
 
 /// Lowers a case, or says why it is not a well-formed expression (ill-typed, shapes that do not
@@ -100,6 +104,8 @@ struct GenOptions {
   bool scans = false;
   /// Draw gathers too (take_along_axis in the wrap and clip modes), off by default for the same reason.
   bool gathers = false;
+  /// Make some cases scatters (scatter_add, scatter_max, scatter_min into a target input), likewise.
+  bool scatters = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

@@ -253,6 +253,41 @@ struct Generator {
     return e;
   }
 
+  /// A scatter case: scatter_add, scatter_max or scatter_min into a new target input of rank 1 to 3 (at least one
+  /// element along the axis), the index and the values expressions over the index space (the target's shape with
+  /// its own extent along the axis), in the wrap or clip mode; a floating sum under fz::Deterministic half the time.
+  void scatter_case(int depth) {
+    static const DType targets[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::bfloat16,
+                                    DType::int32,   DType::int64,   DType::uint32,  DType::uint64};
+    static const Op ops[] = {Op::scatter_add, Op::scatter_add, Op::scatter_max, Op::scatter_min};
+    const int rank = 1 + pick(3);
+    Input target;
+    target.dtype = targets[pick(static_cast<int>(std::size(targets)))];
+    for (int k = 0; k < rank; ++k) target.dims.push_back(new_dim(target.dims));
+    Expr e = wrap(Kind::scatter, ops[pick(static_cast<int>(std::size(ops)))], {});
+    e.axis = pick(rank);
+    e.mode = chance(0.5) ? fusion::ir::IndexMode::wrap : fusion::ir::IndexMode::clip;
+    auto& bins = c.dim_sizes[static_cast<std::size_t>(target.dims[static_cast<std::size_t>(e.axis)])];
+    bins = std::max<std::int64_t>(bins, 1);
+    target.layout = layout();
+    target.seed = rng();
+    c.out_dims = target.dims;
+    std::vector<int> space = target.dims;
+    std::vector<int> others = target.dims;
+    others.erase(others.begin() + e.axis);
+    space[static_cast<std::size_t>(e.axis)] = new_dim(others);
+    Expr index = gen(space, depth - 1, true);
+    const auto d = dtype(index);
+    if (!d || !fusion::is_integer(*d) || *d == DType::bool_) index = cast(std::move(index), chance(0.5) ? DType::int32 : DType::int64);
+    Expr values = chance(0.1) ? literal() : gen(space, depth - 1);
+    c.inputs.push_back(target);  // (after the trees: they never read it)
+    e.input = static_cast<int>(c.inputs.size() - 1);
+    e.args = {std::move(index), std::move(values)};
+    c.outputs = {std::move(e)};
+    c.into = true;
+    c.deterministic = chance(0.5);
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
@@ -282,6 +317,10 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
   Case c;
   c.seed = seed;
   Generator g{std::mt19937_64(seed), c, o};
+  if (o.scatters && g.chance(0.3)) {  // (drawn only with the option: other seeds' cases stay what they were)
+    g.scatter_case(1 + g.pick(o.max_depth));
+    return c;
+  }
   const int rank = g.pick(5);
   for (int k = 0; k < rank; ++k) c.out_dims.push_back(g.new_dim(c.out_dims));
   const int n_out = g.chance(0.8) ? 1 : 2 + g.pick(2);

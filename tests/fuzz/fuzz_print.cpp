@@ -110,6 +110,12 @@ struct Printer {
         return fmt::format("fz::take_along_axis<fz::IndexMode::{}>({}, {}, {})",
                            e.mode == fusion::ir::IndexMode::wrap ? "wrap" : "clip", (*this)(e.args[0]), index, e.axis);
       }
+      case Kind::scatter: {  // a statement
+        const std::string index = (*this)(e.args[0]);
+        return fmt::format("fz::{}<fz::IndexMode::{}>(in{}, {}, {}, {})", fusion::ir::op_name(e.op),
+                           e.mode == fusion::ir::IndexMode::wrap ? "wrap" : "clip", e.input, e.axis, index,
+                           (*this)(e.args[1]));
+      }
     }
     return "?";
   }
@@ -137,15 +143,20 @@ std::string to_cpp(const Case& c, const std::string& title) {
     const fusion::Shape bs = base_shape(c, in);
     std::string values;
     for (const test::Scalar& v : base_values(c, in)) values += (values.empty() ? "" : ", ") + literal(v, in.dtype);
-    s += fmt::format("  const auto in{} = fz::asarray(std::vector<{}>{{{}}}, {}){};\n", i, cpp_type(in.dtype), values,
-                     shape_literal(bs), view_suffix(bs, in.layout));
+    const bool target = static_cast<int>(i) == b.scatter_target;  // (written in place)
+    s += fmt::format("  {} in{} = fz::asarray(std::vector<{}>{{{}}}, {}){};\n", target ? "auto" : "const auto", i,
+                     cpp_type(in.dtype), values, shape_literal(bs), view_suffix(bs, in.layout));
   }
   if (c.unfused) s += "  fz::Unfused unfused;  // every operation its own kernel\n";
+  if (b.scatter_target >= 0 && c.deterministic) s += "  fz::Deterministic deterministic;  // exact floating sums\n";
   Printer print{b};
   std::vector<std::string> exprs;
   for (const Expr& e : c.outputs) exprs.push_back(print(e));
   std::string run;
-  if (!c.into && exprs.size() == 1) {
+  if (b.scatter_target >= 0) {
+    run = exprs[0] + ";";
+    s += fmt::format("  auto& out0 = in{};  // the scatter's target\n", b.scatter_target);
+  } else if (!c.into && exprs.size() == 1) {
     // (a bare array is not an expression: unary + makes it one)
     run = fmt::format("const auto out0 = fz::eval({}{});", c.outputs[0].kind == Kind::input ? "+" : "", exprs[0]);
   } else if (!c.into) {  // several outputs into new arrays: a tie of empty ones

@@ -335,6 +335,73 @@ struct Interpreter {
     return r;
   }
 
+  /// fz::scatter_add / scatter_max / scatter_min: the target's values, each element of the index space added
+  /// (or kept if larger, smaller) at the target's element with the axis's coordinate replaced by its valid index.
+  /// Float atomics add in any order, each add rounding: perturbed runs move a sum by (count + 1) units of the
+  /// magnitudes added, and a sum whose partial sums could leave the dtype's range has no defined value.
+  Tensor scatter(std::size_t k, const Node& n) {
+    const fusion::ir::Graph& g = b.graph;
+    const Input& in = c.inputs[static_cast<std::size_t>(b.scatter_target)];
+    const int axis = c.outputs[0].axis;
+    Tensor r{shape_of(c, in.dims), logical_values(c, in), {}};
+    r.undefined.assign(r.values.size(), 0);
+    const Node& offset = g.nodes[n.a];
+    const std::uint32_t k_node = g.nodes[offset.a].op == fusion::ir::Op::take_index ? offset.a : offset.b;
+    const Tensor &index = v[k_node], &values = v[n.b];
+    Shape view = r.shape;
+    view[axis] = 1;
+    const Shape s = fusion::broadcast_shapes(fusion::broadcast_shapes(index.shape, values.shape), view);
+    const Broadcaster at_index(index.shape, s), at_value(values.shape, s);
+    const fusion::Strides cs = fusion::contiguous_strides(r.shape);
+    const DType d = n.dtype;
+    const bool fl = fusion::is_floating(d), unsigned_ = fusion::is_unsigned_int(d), add = n.op == fusion::ir::Op::scatter_add;
+    std::vector<double> magnitude(r.values.size());
+    std::vector<std::int64_t> count(r.values.size());
+    std::vector<std::uint8_t> non_finite(r.values.size());
+    for (std::size_t e = 0; e < r.values.size(); ++e) magnitude[e] = fl ? std::fabs(r.values[e].f) : 0;
+    for (std::int64_t e = 0; e < fusion::numel(s); ++e) {
+      const std::size_t ii = at_index(e), vi = at_value(e);
+      std::int64_t rest = e, at = 0;
+      for (int dim = s.size() - 1; dim >= 0; --dim) {
+        const std::int64_t coord = rest % s[dim];
+        rest /= s[dim];
+        at += (dim == axis ? index.values[ii].i : coord) * cs[dim];
+      }
+      const auto t = static_cast<std::size_t>(at);
+      test::Scalar& acc = r.values[t];
+      const test::Scalar x = values.values[vi];
+      r.undefined[t] = r.undefined[t] || index.undefined[ii] || values.undefined[vi];
+      ++count[t];
+      if (add && fl) {
+        acc.f += x.f;
+        magnitude[t] += std::fabs(x.f);
+        non_finite[t] = non_finite[t] || !std::isfinite(x.f);
+      } else if (add) {  // integers wrap
+        acc.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(acc.i) + static_cast<std::uint64_t>(x.i));
+      } else {  // NaN wins; of equal values the target's stays
+        const bool max = n.op == fusion::ir::Op::scatter_max;
+        const bool wins = fl ? !std::isnan(acc.f) && (std::isnan(x.f) || (max ? x.f > acc.f : x.f < acc.f))
+                          : unsigned_ ? (max ? static_cast<std::uint64_t>(x.i) > static_cast<std::uint64_t>(acc.i)
+                                             : static_cast<std::uint64_t>(x.i) < static_cast<std::uint64_t>(acc.i))
+                                      : (max ? x.i > acc.i : x.i < acc.i);
+        if (wins) acc = x;
+      }
+    }
+    const double u = rounding_unit(d);
+    for (std::size_t e = 0; e < r.values.size(); ++e) {
+      if (count[e] == 0) continue;
+      double& f = r.values[e].f;
+      if (add && fl) {
+        const double top = d == DType::float64 ? DBL_MAX : d == DType::float32 ? FLT_MAX : d == DType::float16 ? 65504.0 : 3.38953139e38;
+        if (!non_finite[e] && magnitude[e] > top) r.undefined[e] = 1;  // a partial sum may overflow in some order
+        if (run && std::isfinite(f)) f += (jitter(run, k, e, u * static_cast<double>(count[e] + 1)) - 1) * magnitude[e];
+      }
+      if (!add && fl && f == 0) r.undefined[e] = 1;  // which zero of a (+0, -0) pair stays is unspecified
+      r.values[e] = test::normalize(r.values[e], d);
+    }
+    return r;
+  }
+
   /// A running maximum, minimum or integer sum along one axis (exact: no rounding to model).
   Tensor scan(const Node& n) {
     const fusion::detail::ReduceArg& arg = b.reductions[n.slot];
@@ -392,6 +459,8 @@ struct Interpreter {
         v[k] = scan(n);
       } else if (n.op == fusion::ir::Op::gather) {
         v[k] = gather(n);
+      } else if (fusion::ir::is_scatter(n.op)) {
+        v[k] = scatter(k, n);
       } else {
         v[k] = elementwise(k, n);
       }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 
@@ -49,15 +50,16 @@ ArrayBase make_view(const Case& c, const Input& in, const ArrayBase& base) {
 /// A case's arrays and arguments, ready to hand to the engine.
 struct Prepared {
   Built b;
-  std::vector<ArrayBase> views;
+  std::vector<ArrayBase> bases, views;
   std::vector<ArrayBase> gathered;  // gathers' sources as fz::take_along_axis passes them
   std::vector<const ArrayBase*> slots;
 
   Prepared(const Case& c, Built built, bool placeholder) : b(std::move(built)) {
     for (const Input& in : c.inputs) {
       const Shape bs = base_shape(c, in);
-      views.push_back(make_view(c, in, placeholder ? ArrayBase::make_placeholder(in.dtype, bs)
-                                                   : test::upload(base_values(c, in), in.dtype, bs)));
+      bases.push_back(placeholder ? ArrayBase::make_placeholder(in.dtype, bs)
+                                  : test::upload(base_values(c, in), in.dtype, bs));
+      views.push_back(make_view(c, in, bases.back()));
     }
     gathered.reserve(b.slot_input.size());  // (slots point into it)
     for (std::size_t k = 0; k < b.slot_input.size(); ++k) {
@@ -191,12 +193,63 @@ std::vector<std::string> strategies(const Case& c, const Prepared& p, const std:
 
 }  // namespace
 
+namespace {
+
+/// A scatter case: the target input is written in place (under fz::Deterministic where the case says so); its
+/// view is compared, and the rest of its allocation must keep its values.
+Verdict run_scatter(const Case& c, const Prepared& p, const Oracle& o) {
+  const auto t = static_cast<std::size_t>(p.b.scatter_target);
+  ArrayBase target = p.views[t];
+  const std::uint64_t launches = fusion::stats().launches;
+  try {
+    std::optional<fusion::Unfused> unfused;
+    if (c.unfused) unfused.emplace();
+    std::optional<fusion::Deterministic> deterministic;
+    if (c.deterministic) deterministic.emplace();
+    fusion::detail::scatter_into(p.call(), fusion::detail::gather_view(target, c.outputs[0].axis, 1, "fuzz"), target);
+  } catch (const fusion::Error& e) {
+    if (o.exact.error.empty()) return {Verdict::engine_error, e.what()};
+    return {Verdict::pass, e.what()};
+  }
+  if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
+  Verdict v = compare(p, o, {target});
+  const Input& in = c.inputs[t];
+  std::int64_t offset;
+  fusion::Strides strides;
+  view_of(c, in, offset, strides);
+  const std::vector<test::Scalar> before = base_values(c, in), after = test::download(p.bases[t]);
+  std::vector<char> in_view(before.size(), 0);
+  const Shape s = shape_of(c, in.dims);
+  for (std::int64_t k = 0; k < fusion::numel(s); ++k) {
+    std::int64_t rest = k, at = offset;
+    for (int d = s.size() - 1; d >= 0; --d) at += rest % s[d] * strides[d], rest /= s[d];
+    in_view[static_cast<std::size_t>(at)] = 1;
+  }
+  std::int64_t changed = 0;
+  for (std::size_t e = 0; e < before.size(); ++e)
+    changed += !in_view[e] && !(before[e].i == after[e].i && (std::isnan(before[e].f) ? std::isnan(after[e].f)
+                                                                                        : before[e].f == after[e].f));
+  if (changed) {
+    v.kind = Verdict::mismatch;
+    v.detail += fmt::format("{} element(s) of the target's allocation outside its {} view changed\n", changed,
+                            layout_name(in.layout));
+  }
+  v.kernels = static_cast<int>(fusion::stats().launches - launches);
+  v.strategies = {c.deterministic && fusion::is_floating(in.dtype) && c.outputs[0].op == Op::scatter_add
+                      ? "scatter (exact sums)"
+                      : "scatter"};
+  return v;
+}
+
+}  // namespace
+
 Verdict run_on_gpu(const Case& c) {
   std::string why;
   auto built = build(c, &why);
   if (!built) return {Verdict::invalid, why};
   const Oracle o = oracle(c, *built);
   const Prepared p(c, std::move(*built), false);
+  if (p.b.scatter_target >= 0) return run_scatter(c, p, o);
   const std::size_t n_out = c.outputs.size();
   std::vector<ArrayBase> outs, bases;
   std::vector<ArrayBase*> out_ptrs;
@@ -244,6 +297,13 @@ Verdict compile_only(const Case& c) {
   const Oracle o = oracle(c, *built);  // the reference runs here too: it must not fail on any case
   const Prepared p(c, std::move(*built), true);
   Verdict v;
+  if (p.b.scatter_target >= 0) {  // (a scatter writes into an array: nothing to inspect without one)
+    for (std::size_t e = 0; e < o.exact.outputs[0].values.size(); ++e) {
+      const Status s = status(o, 0, e, p.b.graph.dtype(p.b.graph.outputs[0]));
+      ++(s == Status::check ? v.compared : s == Status::unstable ? v.unstable : v.undefined);
+    }
+    return v;
+  }
   try {
     const fusion::KernelInfo info = fusion::detail::inspect(p.call());
     v.kernels = info.kernels;
@@ -285,7 +345,7 @@ Expr& node_at(Expr& root, const std::vector<int>& path) {
 void drop_unused_inputs(Case& c) {
   std::vector<int> used(c.inputs.size(), 0);
   auto mark = [&](auto& self, Expr& e) -> void {
-    if (e.kind == Kind::input) used[static_cast<std::size_t>(e.input)] = 1;
+    if (e.kind == Kind::input || e.kind == Kind::scatter) used[static_cast<std::size_t>(e.input)] = 1;
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) mark(mark, e);
@@ -294,7 +354,7 @@ void drop_unused_inputs(Case& c) {
   for (std::size_t k = 0; k < c.inputs.size(); ++k)
     if (used[k]) renumber[k] = static_cast<int>(kept.size()), kept.push_back(c.inputs[k]);
   auto remap = [&](auto& self, Expr& e) -> void {
-    if (e.kind == Kind::input) e.input = renumber[static_cast<std::size_t>(e.input)];
+    if (e.kind == Kind::input || e.kind == Kind::scatter) e.input = renumber[static_cast<std::size_t>(e.input)];
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) remap(remap, e);
