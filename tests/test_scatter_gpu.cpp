@@ -224,3 +224,20 @@ TEST_CASE("scatter_max and scatter_min: NaN wins, equal values keep the target's
   CHECK_THROWS_AS(fz::index_max(target, 0, fz::asarray(std::vector<std::int32_t>{0, R}, {2}), 1), fz::IndexError);
   CHECK_THROWS_AS(fz::scatter_max(target, 2, fz::asarray(hi, {R, M}), 1), fz::ShapeError);
 }
+
+TEST_CASE("scatters whose index or values hold a reduction or a scan compute those first", "[gpu][scatter]") {
+  // found by the fuzzer: the scatter's one kernel had no spelling for a reduction inside its operands
+  const auto x = fz::asarray(std::vector<float>{1, 5, 2, 7, 3, 4}, {2, 3});
+  fz::Array<float> t = fz::zeros<float>({2, 3});
+  // row sums into the column each row's largest element is in: rows {1,5,2} -> 8 at column 1, {7,3,4} -> 14 at 0
+  fz::scatter_add(t, 1, fz::argmax(x, 1, true), fz::sum(x, 1, true));
+  CHECK(t.to_host() == std::vector<float>{0, 8, 0, 14, 0, 0});
+  fz::Array<std::int32_t> c = fz::zeros<std::int32_t>({4});
+  fz::index_max(c, 0, fz::asarray(std::vector<std::int32_t>{3, 0, 3}, {3}),
+                fz::cumsum(fz::asarray(std::vector<std::int32_t>{2, 5, -1}, {3}), 0));
+  CHECK(c.to_host() == std::vector<std::int32_t>{7, 0, 0, 6});
+  // an empty index space still evaluates its operands: a reduction over nothing is an error, as in NumPy
+  fz::Array<float> empty = fz::zeros<float>({0, 1});
+  CHECK_THROWS_AS(fz::scatter_max(empty, 1, fz::cast<std::int32_t>(fz::max(fz::zeros<float>({0, 1}), 0, true)), 0.5f),
+                  fz::Error);
+}

@@ -51,6 +51,8 @@ struct Call {
 void evaluate(const Call& call, ArrayBase& out, AssignMode mode);
 /// The shape call `c`'s (first) result has, checked as evaluation checks it; nothing runs.
 Shape expression_shape(const Call& c);
+/// True when call `c` runs as more than one kernel: a reduction, scan or matrix product inside it.
+bool runs_in_steps(const Call& c);
 /// Runs a scatter's call (its graph's output: ir::is_scatter) writing into `target`, a view of the target
 /// array `whole` in the call's index space (extent 1 where the index's axes are).
 void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& whole);

@@ -62,6 +62,17 @@ void scatter_into_target(Array<T>& target, int axis, I&& index_node, V&& values,
   using In = std::decay_t<I>;
   static_assert(is_integer(In::dtype), "fusion: indices must be integers; cast them first with fz::cast<std::int64_t>(e)");
   auto v = to_node_beside<dtype_of<T>>(std::forward<V>(values));
+  // A scatter is one pass over its index space: a reduction, scan or product inside the index or the values
+  // runs first, into an array (found by the fuzzer: the kernel had no spelling for them)
+  auto steps = [](const auto& node) { return with_call(node, [](const Call& c) { return runs_in_steps(c); }); };
+  if (steps(index_node)) {
+    const auto index = eval(index_node);
+    return scatter_into_target<OP, M>(target, axis, to_node(index), std::move(v), view);
+  }
+  if (steps(v)) {
+    const auto evaluated = eval(v);
+    return scatter_into_target<OP, M>(target, axis, std::forward<I>(index_node), to_node(evaluated), view);
+  }
   const expr::Scatter<OP, M, T, In, decltype(v)> node{
       {}, std::forward<I>(index_node), std::move(v), {target.shape()[axis], target.strides()[axis]}};
   with_call(node, [&](const Call& c) { scatter_into(c, view, target); });

@@ -276,6 +276,9 @@ struct Generator {
     std::vector<int> others = target.dims;
     others.erase(others.begin() + e.axis);
     space[static_cast<std::size_t>(e.axis)] = new_dim(others);
+    // (no reductions or scans inside: fz::scatter_add evaluates such operands first, into arrays, as the
+    // harness's one scatter call cannot; test_scatter_gpu checks that)
+    reductions = 3;
     Expr index = gen(space, depth - 1, true);
     const auto d = dtype(index);
     if (!d || !fusion::is_integer(*d) || *d == DType::bool_) index = cast(std::move(index), chance(0.5) ? DType::int32 : DType::int64);

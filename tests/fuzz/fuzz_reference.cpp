@@ -365,9 +365,14 @@ struct Interpreter {
       for (int dim = s.size() - 1; dim >= 0; --dim) {
         const std::int64_t coord = rest % s[dim];
         rest /= s[dim];
-        at += (dim == axis ? index.values[ii].i : coord) * cs[dim];
+        if (dim != axis) at += coord * cs[dim];
       }
-      const auto t = static_cast<std::size_t>(at);
+      const std::int64_t i = index.values[ii].i;
+      if (index.undefined[ii] || i < 0 || i >= r.shape[axis]) {  // any element along the axis may receive it
+        for (std::int64_t j = 0; j < r.shape[axis]; ++j) r.undefined[static_cast<std::size_t>(at + j * cs[axis])] = 1;
+        continue;
+      }
+      const auto t = static_cast<std::size_t>(at + i * cs[axis]);
       test::Scalar& acc = r.values[t];
       const test::Scalar x = values.values[vi];
       r.undefined[t] = r.undefined[t] || index.undefined[ii] || values.undefined[vi];

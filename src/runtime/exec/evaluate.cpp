@@ -280,6 +280,8 @@ void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
 }
 
+bool runs_in_steps(const Call& c) { return c.lowered->has_reduction || c.lowered->has_scan || c.lowered->has_product; }
+
 void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& whole) {
   region_barrier();  // what a region recorded runs first: the target may be one of its results
   const Call c = as_asked(call);
