@@ -61,7 +61,8 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 
 /// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN
 /// matches any NaN).
-int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads) {
+int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads,
+                bool indexing) {
   std::atomic<std::int64_t> next_case{0};
   std::mutex mu;
   std::map<std::string, std::int64_t> verdicts;
@@ -75,7 +76,7 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
       current_seed = s;
       fuzz::Verdict v;
       try {
-        v = fuzz::run_region_case(s);
+        v = fuzz::run_region_case(s, indexing);
       } catch (const std::exception& e) {
         v = {fuzz::Verdict::engine_error, std::string("uncaught: ") + e.what()};
       }
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   if (regions && print) {
-    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed));
+    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed, gen.gathers || gen.scatters));
     return 0;
   }
   if (print) {
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
     return 77;
   }
-  if (regions) return region_main(count, seed, one_case, threads);
+  if (regions) return region_main(count, seed, one_case, threads, gen.gathers || gen.scatters);
   const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
   const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));

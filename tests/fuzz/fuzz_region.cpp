@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Random multi-statement regions: a pool of arrays (several dtypes, one shape, some viewed transposed or
 // reversed) and a few statements writing pool arrays or temporaries from random elementwise expressions
-// of the pool. The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
+// of the pool, some reading through take_along_axis (a gather, possibly of an array an earlier statement
+// wrote), some scattering into a pool array (scatter_add under fz::Deterministic, scatter_max, scatter_min). The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
 // every pool array must end bit-identical. The oracle is the engine itself, statement by statement:
 // what a region promises is exactly that.
 #include "fuzz_region.hpp"
@@ -45,9 +46,11 @@ struct Operand {
 struct Statement {
   Graph graph;
   std::vector<Operand> reads;  // by input slot
+  std::vector<int> gather_axis;  // by input slot: -1, or a gather's source (passed as its view along this axis)
   std::vector<detail::ScalarArg> scalars;
   Operand out;
   bool fresh = false;  // a new temporary (fresh assignment), else into an existing array
+  int scatter_axis = -1;  // >= 0: the graph is a scatter into `out` along this axis (under fz::Deterministic)
 };
 
 struct RegionCase {
@@ -63,7 +66,7 @@ ArrayBase view_of(const ArrayBase& a, View v) {
   return a;
 }
 
-RegionCase generate_region(std::uint64_t seed) {
+RegionCase generate_region(std::uint64_t seed, bool indexing) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   RegionCase rc;
@@ -79,16 +82,42 @@ RegionCase generate_region(std::uint64_t seed) {
   auto any_view = [&] {
     return rc.rows == rc.cols && pick(4) == 0 ? View::transposed : pick(6) == 0 ? View::reversed : View::whole;
   };
+  // A view's stride along `axis` (the pool and temporaries are C-ordered (rows, cols) arrays)
+  auto stride_of = [&](View v, int axis) -> std::int64_t {
+    if (v == View::transposed) return axis == 0 ? 1 : rc.cols;
+    if (axis == 1) return 1;
+    return v == View::reversed ? -rc.cols : rc.cols;
+  };
+  auto int64_scalar = [](Statement& st, std::int64_t v) {
+    detail::ScalarArg a;
+    a.dtype = DType::int64;
+    std::memcpy(&a.bits, &v, 8);
+    st.scalars.push_back(a);
+    return st.graph.scalar(DType::int64);
+  };
   for (int s = 0; s < n_statements; ++s) {
     Statement st;
     const int available = n_pool + static_cast<int>(rc.temps.size());
     // A random tree of depth <= 3 over available arrays and scalars.
     std::function<std::uint32_t(int)> tree = [&](int depth) -> std::uint32_t {
-      const int kind = depth >= 3 ? pick(2) : pick(5);
+      const int kind = depth >= 3 ? pick(2) : pick(indexing ? 6 : 5);
       if (kind == 0) {
         const Operand o{pick(available), any_view()};
         st.reads.push_back(o);
+        st.gather_axis.push_back(-1);
         return st.graph.input(dtype_of(o.index));
+      }
+      if (kind == 5) {  // take_along_axis(source, index tree as int32, axis), wrapping
+        const int axis = pick(2);
+        const std::uint32_t index = st.graph.explicit_cast(tree(depth + 1), DType::int32);
+        const Operand src{pick(available), any_view()};
+        const std::uint32_t extent = int64_scalar(st, axis == 0 ? rc.rows : rc.cols);
+        const std::uint32_t stride = int64_scalar(st, stride_of(src.view, axis));
+        const std::uint32_t at =
+            st.graph.binary(Op::mul, st.graph.take_index(index, extent, fusion::ir::IndexMode::wrap), stride);
+        st.reads.push_back(src);
+        st.gather_axis.push_back(axis);
+        return st.graph.gather(at, st.graph.input(dtype_of(src.index)));
       }
       if (kind == 1) {
         const double v = (pick(2) ? 1 : -1) * (0.25 + pick(8) * 0.5);
@@ -107,10 +136,33 @@ RegionCase generate_region(std::uint64_t seed) {
       const std::uint32_t x = tree(depth + 1), y = tree(depth + 1);
       return fusion::ir::accepts(op, st.graph.dtype(x), st.graph.dtype(y)) ? st.graph.binary(op, x, y) : x;
     };
+    if (indexing && pick(5) == 0) {  // a scatter into a pool array no tree of the statement reads
+      const Operand target{pick(n_pool), rc.rows == rc.cols && pick(4) == 0 ? View::transposed : any_view()};
+      const DType td = rc.pool[static_cast<std::size_t>(target.index)];
+      const int axis = pick(2);
+      const std::uint32_t index = st.graph.explicit_cast(tree(1), DType::int64);
+      const std::uint32_t extent = int64_scalar(st, axis == 0 ? rc.rows : rc.cols);
+      const std::uint32_t stride = int64_scalar(st, stride_of(target.view, axis));
+      const std::uint32_t at =
+          st.graph.binary(Op::mul, st.graph.take_index(index, extent, fusion::ir::IndexMode::wrap), stride);
+      const std::uint32_t values = tree(1);
+      const bool reads_target =
+          std::any_of(st.reads.begin(), st.reads.end(), [&](const Operand& o) { return o.index == target.index; });
+      if (td != DType::bool_ && !reads_target) {
+        static const Op ops[] = {Op::scatter_add, Op::scatter_max, Op::scatter_min};
+        st.graph.outputs.push_back(st.graph.scatter(ops[pick(3)], at, values, td));
+        st.out = target;
+        st.scatter_axis = axis;
+        rc.statements.push_back(std::move(st));
+        continue;
+      }
+      st = Statement{};  // (drawn again as a plain statement)
+    }
     std::uint32_t root = tree(0);
     if (st.reads.empty()) {  // every statement reads an array (its shape is the pool's)
       const Operand o{pick(available), View::whole};
       st.reads.push_back(o);
+      st.gather_axis.push_back(-1);
       root = st.graph.binary(Op::add, root, st.graph.input(dtype_of(o.index)));
     }
     st.graph.outputs.push_back(root);
@@ -141,12 +193,19 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool, std::size_t count =
   for (std::size_t si = 0; si < std::min(count, rc.statements.size()); ++si) {
     const Statement& st = rc.statements[si];
     std::vector<ArrayBase> reads;
-    for (const Operand& o : st.reads) reads.push_back(array(o));
+    for (std::size_t k = 0; k < st.reads.size(); ++k) {
+      const ArrayBase a = array(st.reads[k]);
+      reads.push_back(st.gather_axis[k] < 0 ? a : detail::gather_view(a, st.gather_axis[k], 1, "fuzz"));
+    }
     std::vector<const ArrayBase*> slots;
     for (const ArrayBase& a : reads) slots.push_back(&a);
     const detail::Call call{detail::lowered_for_graph(st.graph), slots.data(), st.scalars.data(), nullptr,
                             static_cast<int>(slots.size()), static_cast<int>(st.scalars.size()), 0, {}};
-    if (st.fresh) {
+    if (st.scatter_axis >= 0) {  // (floating sums exact: the same bits in both runs)
+      fusion::Deterministic deterministic;
+      const ArrayBase target = array(st.out);
+      detail::scatter_into(call, detail::gather_view(target, st.scatter_axis, 1, "fuzz"), target);
+    } else if (st.fresh) {
       ArrayBase& t = temps[static_cast<std::size_t>(st.out.index) - pool.size()];
       t = ArrayBase::make_placeholder(t.dtype(), {0});  // fresh: only the dtype is kept
       ArrayBase fresh = ArrayBase::make_empty(t.dtype(), {0});
@@ -239,8 +298,8 @@ std::string describe(const RegionCase& rc) {
   s += "; statements:";
   for (std::size_t i = 0; i < rc.statements.size(); ++i) {
     const Statement& st = rc.statements[i];
-    s += fmt::format("\n  {}: {} {}{} = graph(", i + 1, st.fresh ? "temp" : "array", st.out.index,
-                     view_name(st.out.view));
+    s += fmt::format("\n  {}: {} {}{} {} graph(", i + 1, st.fresh ? "temp" : "array", st.out.index,
+                     view_name(st.out.view), st.scatter_axis >= 0 ? fmt::format("scatters along axis {}:", st.scatter_axis) : "=");
     for (const fusion::ir::Node& n : st.graph.nodes)
       s += n.op == Op::input ? fmt::format(" a{}{}", st.reads[n.slot].index, view_name(st.reads[n.slot].view))
                              : fmt::format(" {}:{}", fusion::ir::op_name(n.op), fusion::dtype_name(n.dtype));
@@ -251,8 +310,8 @@ std::string describe(const RegionCase& rc) {
 
 }  // namespace
 
-std::string describe_region_case(std::uint64_t seed) {
-  const RegionCase rc = generate_region(seed);
+std::string describe_region_case(std::uint64_t seed, bool indexing) {
+  const RegionCase rc = generate_region(seed, indexing);
   std::string s = describe(rc);
   // The kernels, without a GPU: the region over placeholder arrays, and each statement alone.
   std::vector<ArrayBase> pool;
@@ -266,14 +325,21 @@ std::string describe_region_case(std::uint64_t seed) {
   }
   for (std::size_t i = 0; i < rc.statements.size(); ++i) {
     const Statement& st = rc.statements[i];
+    if (st.scatter_axis >= 0) {  // (a scatter writes into an array: nothing to inspect without one)
+      s += fmt::format("\n// statement {} scatters", i + 1);
+      continue;
+    }
     std::vector<ArrayBase> reads;
-    for (const Operand& o : st.reads)
-      reads.push_back(
+    for (std::size_t k = 0; k < st.reads.size(); ++k) {
+      const Operand& o = st.reads[k];
+      const ArrayBase a =
           view_of(ArrayBase::make_placeholder(o.index < static_cast<int>(rc.pool.size())
                                                   ? rc.pool[static_cast<std::size_t>(o.index)]
                                                   : rc.temps[static_cast<std::size_t>(o.index) - rc.pool.size()],
                                               {rc.rows, rc.cols}),
-                  o.view));
+                  o.view);
+      reads.push_back(st.gather_axis[k] < 0 ? a : detail::gather_view(a, st.gather_axis[k], 1, "fuzz"));
+    }
     std::vector<const ArrayBase*> slots;
     for (const ArrayBase& a : reads) slots.push_back(&a);
     const detail::Call call{detail::lowered_for_graph(st.graph), slots.data(), st.scalars.data(), nullptr,
@@ -283,8 +349,8 @@ std::string describe_region_case(std::uint64_t seed) {
   return s;
 }
 
-Verdict run_region_case(std::uint64_t seed) {
-  const RegionCase rc = generate_region(seed);
+Verdict run_region_case(std::uint64_t seed, bool indexing) {
+  const RegionCase rc = generate_region(seed, indexing);
   std::vector<ArrayBase> eager = upload_pool(rc, seed), lazy = upload_pool(rc, seed);
   Verdict v;
   std::string eager_error, lazy_error;
