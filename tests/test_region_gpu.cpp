@@ -299,3 +299,23 @@ TEST_CASE("a region run again finds the plan of what it records now: held arrays
     if (keep) CHECK(same_bits(kept_eager, kept.to_host()));
   }
 }
+
+TEST_CASE("a region gathers from an array it wrote only after writing it (a kernel boundary), and scatters in order",
+          "[gpu][region]") {
+  // found by the region fuzzer: of an array of extent 1 along the gather's axis, the written value was handed
+  // to the gather as if it were the array (NVRTC: "expression must have pointer-to-object type")
+  const auto x = fz::asarray(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {8, 1});
+  const auto idx = fz::asarray(std::vector<std::int32_t>{0, 3, -1, 2, 0, 1, 5, 0}, {8, 1});
+  fz::Array<float> a = fz::zeros<float>({8, 1}), b = fz::zeros<float>({8, 1});
+  fz::Array<std::int32_t> counts = fz::zeros<std::int32_t>({3});
+  {
+    fz::Lazy region;
+    a = x + 1.f;
+    b = fz::take_along_axis<fz::IndexMode::wrap>(a, idx, 1) * 2.f;
+    fz::scatter_add(counts, 0, fz::asarray(std::vector<std::int32_t>{0, 2, 2}, {3}), 1);  // runs what came before
+    a = b + 1.f;  // after the gather read it
+  }
+  CHECK(b.to_host() == std::vector<float>{4, 6, 8, 10, 12, 14, 16, 18});
+  CHECK(a.to_host() == std::vector<float>{5, 7, 9, 11, 13, 15, 17, 19});
+  CHECK(counts.to_host() == std::vector<std::int32_t>{1, 0, 2});
+}

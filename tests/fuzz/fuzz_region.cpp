@@ -109,7 +109,17 @@ RegionCase generate_region(std::uint64_t seed, bool indexing) {
       }
       if (kind == 5) {  // take_along_axis(source, index tree as int32, axis), wrapping
         const int axis = pick(2);
-        const std::uint32_t index = st.graph.explicit_cast(tree(depth + 1), DType::int32);
+        // the index reads a whole array too, so that the gather's result has the pool's shape (a later gather
+        // from a temporary it makes assumes that shape)
+        std::uint32_t index = tree(depth + 1);
+        const Operand whole{pick(available), View::whole};
+        st.reads.push_back(whole);
+        st.gather_axis.push_back(-1);
+        const std::uint32_t full = st.graph.input(dtype_of(whole.index));
+        index = fusion::ir::accepts(Op::add, st.graph.dtype(index), st.graph.dtype(full))
+                    ? st.graph.binary(Op::add, index, full)
+                    : full;
+        index = st.graph.explicit_cast(index, DType::int32);
         const Operand src{pick(available), any_view()};
         const std::uint32_t extent = int64_scalar(st, axis == 0 ? rc.rows : rc.cols);
         const std::uint32_t stride = int64_scalar(st, stride_of(src.view, axis));
@@ -272,7 +282,11 @@ std::string bisect(const RegionCase& rc, std::uint64_t seed) {
     {
       fusion::Lazy region;
       run(rc, lazy, k, [&] {
-        for (const std::string& e : fusion::inspect(region).plan) plan += "    " + e + "\n";
+        try {
+          for (const std::string& e : fusion::inspect(region).plan) plan += "    " + e + "\n";
+        } catch (const fusion::Error& e) {  // (a scatter ran what was recorded before it)
+          plan += fmt::format("    ({})\n", e.what());
+        }
       });
     }
     for (std::size_t i = 0; i < rc.pool.size(); ++i) {

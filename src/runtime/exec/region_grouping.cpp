@@ -33,11 +33,18 @@ std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::ve
   for (std::size_t k = 0; k < g.source.size(); ++k)
     for (int from : g.source[k]) reads += from == kFromMemory;
   source.assign(s.args.size(), kFromMemory);
+  // A gather's source is read through a pointer, anywhere in it: never a value the kernel computes (found by
+  // the region fuzzer: an array of extent 1 along the gather's axis looked whole, and the kernel indexed a float)
+  std::vector<bool> gathered(s.args.size(), false);
+  for (const ir::Node& n : s.lowered->graph.nodes)
+    if (n.op == ir::Op::gather) gathered[s.lowered->graph.nodes[n.b].slot] = true;
   for (std::size_t slot = 0; slot < s.args.size(); ++slot) {
     const ArrayBase& a = s.args[slot];
     for (int v = static_cast<int>(g.values.size()) - 1; v >= 0 && source[slot] == kFromMemory; --v) {
       const Value& val = g.values[static_cast<std::size_t>(v)];
       if (!shares_memory(a, out_of(val))) continue;
+      if (gathered[slot])
+        return fmt::format("it gathers from {}, which the kernel before writes", describe(out_of(val)));
       if (val.superseded || !whole(a, out_of(val)))
         return fmt::format("it reads a {} view of memory the kernel before writes as {}", describe(a),
                            describe(out_of(val)));
