@@ -208,6 +208,33 @@ struct Lowering {
     return scalar(e, fusion::promote_weak(*partner, e.scalar_kind));
   }
 
+  /// A gather's or scatter's element offset along `e.axis` of input `in` through the integer expression `index`
+  /// (take_index(index, extent) * stride), and the index space: the index broadcast with `in` off the axis.
+  struct AxisOffset {
+    std::uint32_t offset;
+    Shape space;
+  };
+  std::optional<AxisOffset> axis_offset(const Expr& index, const Input& in, const Expr& e, const std::string& what) {
+    fusion::ir::Graph& g = b.graph;
+    const Shape shape = shape_of(c, in.dims);
+    if (e.axis >= shape.size()) return fail("a " + what + "'s axis beyond its array's rank");
+    if (shape[e.axis] == 0) return fail("a " + what + " along an empty axis");
+    auto i = lower(index);
+    if (!i) return std::nullopt;
+    const DType id = g.dtype(i->node);
+    if (!fusion::is_integer(id) || id == DType::bool_) return fail("a " + what + "'s index that is not an integer");
+    if (i->shape.size() != shape.size()) return fail("a " + what + "'s index of another rank than its array");
+    std::int64_t offset;
+    fusion::Strides strides;
+    view_of(c, in, offset, strides);
+    Shape view = shape;
+    view[e.axis] = 1;
+    auto s = broadcast(i->shape, view);
+    if (!s) return std::nullopt;
+    const std::uint32_t n = int64_scalar(shape[e.axis]), st = int64_scalar(strides[e.axis]);
+    return AxisOffset{g.binary(Op::mul, g.take_index(i->node, n, e.mode), st), *s};
+  }
+
   std::uint32_t int64_scalar(std::int64_t v) {
     fusion::detail::ScalarArg a;
     a.dtype = DType::int64;
@@ -245,53 +272,23 @@ struct Lowering {
         // fz::take_along_axis: the index, the axis's extent and stride, then the source (pack()'s order)
         if (e.args[0].kind != Kind::input) return fail("a gather from an expression");
         const Input& in = c.inputs.at(static_cast<std::size_t>(e.args[0].input));
-        const Shape src = shape_of(c, in.dims);
-        if (e.axis >= src.size()) return fail("a gather's axis beyond the source's rank");
-        if (src[e.axis] == 0) return fail("a gather from an empty axis");
-        auto i = lower(e.args[1]);
-        if (!i) return std::nullopt;
-        const DType id = g.dtype(i->node);
-        if (!fusion::is_integer(id) || id == DType::bool_) return fail("a gather's index that is not an integer");
-        if (i->shape.size() != src.size()) return fail("a gather's index of another rank than its source");
-        std::int64_t offset;
-        fusion::Strides strides;
-        view_of(c, in, offset, strides);
-        Shape view = src;
-        view[e.axis] = 1;
-        auto s = broadcast(i->shape, view);
-        if (!s) return std::nullopt;
-        const std::uint32_t n = int64_scalar(src[e.axis]), st = int64_scalar(strides[e.axis]);
-        const std::uint32_t k = g.take_index(i->node, n, e.mode);
-        const std::uint32_t at = g.binary(Op::mul, k, st);
+        auto at = axis_offset(e.args[1], in, e, "gather");
+        if (!at) return std::nullopt;
         b.slot_input.push_back(e.args[0].input);
         b.slot_gather_axis.push_back(e.axis);
-        return Result{g.gather(at, g.input(in.dtype)), *s};
+        return Result{g.gather(at->offset, g.input(in.dtype)), at->space};
       }
       case Kind::scatter: {
         // fz::scatter_add and kin: the index, the axis's extent and stride, then the values (pack()'s order)
         const Input& target = c.inputs.at(static_cast<std::size_t>(e.input));
-        const Shape ts = shape_of(c, target.dims);
-        if (e.axis >= ts.size()) return fail("a scatter's axis beyond the target's rank");
-        if (ts[e.axis] == 0) return fail("a scatter into an empty axis");
-        auto i = lower(e.args[0]);
-        if (!i) return std::nullopt;
-        const DType id = g.dtype(i->node);
-        if (!fusion::is_integer(id) || id == DType::bool_) return fail("a scatter's index that is not an integer");
-        if (i->shape.size() != ts.size()) return fail("a scatter's index of another rank than its target");
-        std::int64_t offset;
-        fusion::Strides strides;
-        view_of(c, target, offset, strides);
-        const std::uint32_t n = int64_scalar(ts[e.axis]), st = int64_scalar(strides[e.axis]);
-        const std::uint32_t k = g.take_index(i->node, n, e.mode);
+        auto at = axis_offset(e.args[0], target, e, "scatter");
+        if (!at) return std::nullopt;
         auto values = operand(e.args[1], target.dtype);
         if (!values) return std::nullopt;
-        Shape view = ts;
-        view[e.axis] = 1;
-        auto s = broadcast(i->shape, values->shape);
-        if (s) s = broadcast(*s, view);
+        auto s = broadcast(at->space, values->shape);
         if (!s) return std::nullopt;
-        if (s->size() != ts.size()) return fail("values of a higher rank than the scatter's target");
-        return Result{g.scatter(e.op, g.binary(Op::mul, k, st), values->node, target.dtype), ts};
+        if (s->size() != at->space.size()) return fail("values of a higher rank than the scatter's target");
+        return Result{g.scatter(e.op, at->offset, values->node, target.dtype), shape_of(c, target.dims)};
       }
       case Kind::scalar: return fail("a literal on its own");
       case Kind::cast: {
