@@ -201,13 +201,13 @@ TEST_CASE("fuzz: random multi-statement regions are bit-identical to their state
 TEST_CASE("fuzz: regions whose statements gather and scatter are bit-identical to their statements one by one",
           "[gpu][fuzz][region]") {
   int failed = 0, checked = 0;
-  for (std::uint64_t seed = 0x5ca000; seed < 0x5ca000 + 150; ++seed) {
+  for (std::uint64_t seed = 0x5ca000; seed < 0x5ca000 + 80; ++seed) {
     const fuzz::Verdict v = fuzz::run_region_case(seed, true);
     INFO("region case " << seed << " (--gathers): " << v.detail);
     CHECK_FALSE(v.failed());
     failed += v.failed();
     checked += v.kind == fuzz::Verdict::pass;
   }
-  CHECK(checked > 100);
+  CHECK(checked > 55);
   CHECK(failed == 0);
 }

@@ -2,7 +2,8 @@
 // Random multi-statement regions: a pool of arrays (several dtypes, one shape, some viewed transposed or
 // reversed) and a few statements writing pool arrays or temporaries from random elementwise expressions
 // of the pool, some reading through take_along_axis (a gather, possibly of an array an earlier statement
-// wrote), some scattering into a pool array (scatter_add under fz::Deterministic, scatter_max, scatter_min). The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
+// wrote), some scattering into a pool array (floats: scatter_add under fz::Deterministic; integers also
+// scatter_max and scatter_min). The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
 // every pool array must end bit-identical. The oracle is the engine itself, statement by statement:
 // what a region promises is exactly that.
 #include "fuzz_region.hpp"
@@ -159,8 +160,10 @@ RegionCase generate_region(std::uint64_t seed, bool indexing) {
       const bool reads_target =
           std::any_of(st.reads.begin(), st.reads.end(), [&](const Operand& o) { return o.index == target.index; });
       if (td != DType::bool_ && !reads_target) {
+        // (a float maximum keeps whichever of +0 and -0 came first: not the same bits run to run)
         static const Op ops[] = {Op::scatter_add, Op::scatter_max, Op::scatter_min};
-        st.graph.outputs.push_back(st.graph.scatter(ops[pick(3)], at, values, td));
+        const Op op = fusion::is_floating(td) ? Op::scatter_add : ops[pick(3)];
+        st.graph.outputs.push_back(st.graph.scatter(op, at, values, td));
         st.out = target;
         st.scatter_axis = axis;
         rc.statements.push_back(std::move(st));
