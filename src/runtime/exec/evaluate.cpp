@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running an expression: layout analysis (which variant), the per-expression kernel list (lock-free on
 // the hot path), argument packing and launch of elementwise kernels (one or several outputs); the
-// dispatch between elementwise kernels, reductions and plans; and inspection. The registry of lowered
+// dispatch between elementwise kernels, reductions and plans; and inspection. Scatters run in scatter.cpp. The registry of lowered
 // graphs the kernel lists hang off is lowered.cpp.
 #include <fmt/format.h>
 
@@ -10,13 +10,11 @@
 #include <map>
 #include <mutex>
 
-#include "codegen/exact_sum.hpp"
 #include "fusion/error.hpp"
 #include "fusion/inspect.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
-#include "runtime/exec/exact_scatter.hpp"
 #include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/plan.hpp"
 #include "runtime/exec/region_hook.hpp"
@@ -87,14 +85,12 @@ Shape output_shape(const Call& c, int k) {
   return s;
 }
 
-namespace {
-
 /// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
 /// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
 /// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
 /// full). The kernels keep a grid-stride loop for work beyond the largest grid.
-void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
-            const std::shared_ptr<StreamState>& stream) {
+void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
+                        const std::shared_ptr<StreamState>& stream) {
   // Arrays and dims entries are numbered as emit_elementwise's signature names them.
   const int np = L.v.n_params;
   std::uint64_t ptrs[kMaxParams + kMaxOutputs];
@@ -153,6 +149,8 @@ void launch(const ElementwiseSlot& k, const Layout& L, const Call& c, ArrayBase*
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);
 }
 
+namespace {
+
 /// True when writing the outputs could change an input before it is read: an output shares memory
 /// with an input that is not the very same view walked over the whole index space
 /// (x = x.slice(reversed) + 1, x += x.transpose(), tie(a, b) = (a + 1, a + y) with `a` broadcast).
@@ -205,7 +203,7 @@ void evaluate_prepared(const Call& c, ArrayBase* const* outs, int K) {
   Layout L;
   analyze(c, outs, K, L);
   const ElementwiseSlot& k = kernel_for(*c.lowered, L.v, stream->device, c.name);
-  launch(k, L, c, outs, K, stream);
+  launch_elementwise(k, L, c, outs, K, stream);
 }
 
 namespace {
@@ -278,52 +276,6 @@ void evaluate(const Call& c, ArrayBase& out, AssignMode mode) {
   if (tls_region != nullptr && !tls_region_busy && record_in_region(c, outs, 1, mode)) return;
   evaluate_call(as_asked(c), outs, 1, mode);
   note_minimum({c.arrays, static_cast<std::size_t>(c.n_arrays)}, outs);
-}
-
-bool runs_in_steps(const Call& c) { return c.lowered->has_reduction || c.lowered->has_scan || c.lowered->has_product; }
-
-void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& whole) {
-  region_barrier();  // what a region recorded runs first: the target may be one of its results
-  const Call c = as_asked(call);
-  const auto& stream = current_stream_state();
-  const int device = stream->device;
-  if (!target.has_storage()) throw Error("index_add: the target array has no memory");
-  if (target.device() != device)
-    throw Error(fmt::format("index_add: the target lives on device {} but device {} is current", target.device(),
-                            device));
-  ArrayBase none(target.dtype());
-  (void)prepare_output(c, none, AssignMode::fresh, device, Shape());  // (checks the operands only)
-  for (int i = 0; i < c.n_arrays; ++i)
-    if (shares_memory(*c.arrays[i], target))
-      throw Error("index_add: the values or the index read the array they add into; evaluate them first "
-                  "(fz::eval) or add into another array");
-  const Shape space = broadcast_shapes(expression_shape(c), target.shape());
-  ArrayBase out = target.broadcast(space);
-  if (out.size() == 0) return;
-  ArrayBase* outs[1] = {&out};
-  Layout L;
-  analyze(c, outs, 1, L);
-  const ir::Graph& g = graph_of(c);
-  const int words = on(Mode::deterministic) && g.nodes[g.outputs[0]].op == ir::Op::scatter_add
-                        ? codegen::exact_sum_words(target.dtype())
-                        : 0;
-  if (words == 0) return launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, outs, 1, stream);
-  // fz::Deterministic: exact sums beside the target (its private bins only where a block's copy of them fits
-  // twice in a multiprocessor's shared memory), then rounded into it
-  L.v.exact_words = static_cast<std::uint8_t>(words);
-  if (L.v.private_bins && L.bins * words * 8 * 2 > static_cast<std::int64_t>(properties_of(device).max_shared_bytes_per_sm))
-    L.v.private_bins = false;
-  if (out.size() > (std::int64_t{1} << 31))
-    throw Error("index_add: fz::Deterministic adds at most 2^31 values in one call (its exact sums have room for "
-                "so many); split the values");
-  if (whole.data_ptr() != target.data_ptr()) throw Error("internal: a scatter's view starts elsewhere than its target");
-  const ExactSums sums = begin_exact_sums(whole, words, stream);
-  L.exact_plane = sums.span;
-  ArrayBase at_target = sums.at_target;
-  ArrayBase* into[1] = {&at_target};
-  launch(kernel_for(*c.lowered, L.v, device, c.name), L, c, into, 1, stream);
-  ArrayBase written = whole;
-  finish_exact_sums(sums, written, stream);
 }
 
 void evaluate_multi(const Call& c, ArrayBase* const* outs, int n_outs, AssignMode mode) {

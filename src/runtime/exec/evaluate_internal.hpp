@@ -198,6 +198,10 @@ Shape output_shape(const Call& c, int k);
 void check_distinct_outputs(ArrayBase* const* outs, int K, AssignMode mode);
 /// The call as this thread asks for it: fz::function calls resolved, the fast-math twin inside fz::FastMath.
 Call as_asked(const Call& call);
+struct StreamState;  // (runtime/cuda/stream_state.hpp)
+/// Packs the arguments of elementwise kernel `k` in layout `L` and launches it on `stream` (evaluate.cpp).
+void launch_elementwise(const KernelSlot<codegen::Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs,
+                        int K, const std::shared_ptr<StreamState>& stream);
 /// One KernelInfo for several kernels: the last one's fields, every one in `plan` (with `notes[i]`
 /// appended to entry i), every source.
 KernelInfo assemble(std::vector<KernelInfo> steps, const std::vector<std::string>& notes = {});
