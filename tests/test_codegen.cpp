@@ -43,7 +43,7 @@ TEST_CASE("generated source of representative kernels matches the golden files",
   test::check_golden("strided_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 2}}) * 2.f + 1.f).source);
 }
 
-TEST_CASE("every op compiles through NVRTC for every dtype it accepts", "[codegen][nvrtc]") {
+TEST_CASE("every op compiles through NVRTC for every dtype it accepts", "[codegen][nvrtc][compile-sweep]") {
   std::vector<Op> ops;
   for (const fz::ir::OpInfo& o : fz::ir::kOps)
     if (fz::ir::is_elementwise(o.op) && o.op != Op::cast) ops.push_back(o.op);

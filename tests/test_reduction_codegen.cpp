@@ -105,7 +105,7 @@ std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
 
 }  // namespace
 
-TEST_CASE("every reduction compiles through NVRTC for every dtype and thread layout", "[reduction][nvrtc]") {
+TEST_CASE("every reduction compiles through NVRTC for every dtype and thread layout", "[reduction][nvrtc][compile-sweep]") {
   int kernels = 0;
   for (int di = 0; di < fz::kNumDTypes; ++di) {
     const DType d = static_cast<DType>(di);
