@@ -107,6 +107,10 @@ class ArrayBase {
   ArrayBase sliced(const std::vector<Slice>& per_axis) const;
   ArrayBase broadcast(const Shape& shape) const;
   ArrayBase expanded(int axis) const;                ///< a new axis of extent 1
+  /// This view seen in a larger index space `shape` (as many axes) that holds it from position `at`: its element
+  /// at p there is its own at p - at. Positions outside it address memory past it, which fz::concatenate's
+  /// kernels never read (a piece's arrays are read only where the piece lies).
+  ArrayBase placed(const Shape& shape, const std::vector<std::int64_t>& at) const;
   ArrayBase squeezed(std::optional<int> axis) const;  ///< without axis `axis` of extent 1, or every such axis
   /// NumPy's basic indexing: per leading axis an integer (that element; the axis is dropped) or a slice;
   /// the axes after them whole. An integer outside [-n, n) is an IndexError.

@@ -142,6 +142,13 @@ enum class Op : std::uint8_t {
   // scatter_reduce_ "amax" (NaN wins, as in fz::maximum; of equal values the target's stays)
   scatter_max,
   scatter_min,
+  // joining (fz::concatenate, fz::stack): the pieces of a result, each chosen where the element lies
+  leading,      // bool: whether the element's coordinate along a joined axis lies before a bound. As packed:
+                // a = the axes after the joined one, b = the bound, c = the join's extent along it; the
+                // launcher resolves a and b for its index space (schedule/pieces.hpp): a = the axis's extent
+                // times those after it, b = the bound times those; the kernel tests i % a < b
+  concatenate,  // a ? b : c, except that b's and c's own nodes run only in their branch: a piece's arrays are
+                // viewed in the result's index space, shifted to its place, and read only where it lies
   count_
 };
 
@@ -287,6 +294,8 @@ inline constexpr OpInfo kOps[] = {
     {Op::scatter_add, "scatter_add", Arity::indexing},
     {Op::scatter_max, "scatter_max", Arity::indexing},
     {Op::scatter_min, "scatter_min", Arity::indexing},
+    {Op::leading, "leading", Arity::ternary, Operands::promoted, false, Accepts::any, true},
+    {Op::concatenate, "concatenate", Arity::ternary},
 };
 constexpr bool rows_in_enum_order() {
   int i = 0;
@@ -495,6 +504,12 @@ struct Graph {
   /// `checked`: the take_index node of a checked index (its -1 marks a bad one: nothing is added).
   /// A write through an index (`op`: scatter_add, scatter_max or scatter_min).
   std::uint32_t scatter(Op op, std::uint32_t offset, std::uint32_t value, DType target, std::uint32_t checked = kNone);
+  /// Whether the element's coordinate along the axis with `after` axes after it is below `bound`, for a join of
+  /// extent `extent` along it (int64 scalar nodes, resolved at launch): Op::leading.
+  std::uint32_t leading(std::uint32_t after, std::uint32_t bound, std::uint32_t extent);
+  /// `cond ? x : y`, the nodes only `x` (`y`) needs computed in its branch alone (Op::concatenate); x and y
+  /// converted to their promoted dtype.
+  std::uint32_t join(std::uint32_t cond, std::uint32_t x, std::uint32_t y);
   /// The scan `op` of `x` (converted to its result dtype), along the axis of the next descriptor slot.
   std::uint32_t scan(Op op, std::uint32_t x);
   /// The matrix product of `x` and `y`, each converted to `result` (a floating dtype) first.
@@ -510,6 +525,16 @@ struct Graph {
 /// Canonical form: duplicate inputs merged (by `same_input`, slot -> representative slot), common
 /// subexpressions removed, dead nodes dropped. Slots keep their numbering so arguments need no remap.
 Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative = {});
+
+/// Per node: whether it is computed only inside a concatenate's piece (reached from the outputs only through
+/// an Op::concatenate's b or c): its arrays are read, and its value computed, only where that piece lies.
+std::vector<bool> inside_pieces(const Graph& g);
+/// Whether the graph joins pieces (has an Op::concatenate node).
+bool has_pieces(const Graph& g);
+/// Per input slot: whether the kernel reads it through a pointer at the element's position, never loading it
+/// per element: fz::take's sources (read where the index says) and arrays inside a concatenate's pieces (read
+/// only where their piece lies). Empty when there is none.
+std::vector<bool> pointer_inputs(const Graph& g);
 
 /// Stable 64-bit hash of a graph's structure (same on every machine and run).
 std::uint64_t hash(const Graph& g);

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Joining arrays: fz::concatenate, fz::stack and fz::pad. Each allocates its result and writes every piece
-// into its place with one kernel per piece: an expression given as a piece is computed straight into the
-// result (`concatenate(0, x * 2, y)` reads x once and writes the result once, no temporary). They return
-// arrays (they run when called), not expressions.
-//   fz::concatenate(pieces, axis)          a span (vector) of arrays of one type, NumPy's argument order
-//   fz::concatenate(axis, e1, e2, ...)     any arrays and expressions; the result takes their promoted dtype
-//   fz::stack(pieces, axis), fz::stack(axis, e1, e2, ...)       along a new axis
-//   fz::pad(e, {{before, after}, ...}, value)                   NumPy's constant pad
+// Joining arrays: fz::concatenate and fz::stack are expressions, fz::pad runs when called.
+//   fz::concatenate(axis, e1, e2, ...)     arrays and expressions; the result takes their promoted dtype
+//   fz::stack(axis, e1, e2, ...)           pieces of one shape along a new axis
+//   fz::concatenate(pieces, axis), fz::stack(pieces, axis)      a vector of arrays of one type: an array
+//   fz::pad(e, {{before, after}, ...}, value)                   NumPy's constant pad: an array
+//
+// How a join fuses: each piece's arrays are seen in the result's index space, shifted back to where the
+// piece sits (ArrayBase::placed), so the piece's math finds its elements at the result's own positions; the
+// kernel tests where an element lies (ir::Op::leading: its flat index modulo the axis's period, below the
+// piece's end) and computes only that piece there (ir::Op::concatenate, an if/else in the kernel). So
+// `fz::concatenate(1, x * 2, fz::exp(y)) + b` is one kernel reading x, y and b once and writing once.
+// A piece whose value depends on more than its own elements (a reduction, a scan, a product, fz::arange or
+// fz::random, another join) is computed first, into an array.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,6 +22,8 @@
 #include <vector>
 
 #include "fusion/array.hpp"
+#include "fusion/function.hpp"
+#include "fusion/indexing.hpp"
 
 namespace fusion {
 
@@ -62,48 +69,152 @@ inline Shape joined_shape(std::span<const Shape> shapes, int& axis, bool stacked
   return out;
 }
 
-/// The part of `out` piece `k` fills: `at` to `at + extent` along `axis` (a view; `stacked`: that one index,
-/// the axis dropped).
-template <Element T> Array<T> piece_view(Array<T>& out, int axis, std::int64_t at, std::int64_t extent, bool stacked) {
-  std::vector<Slice> s(static_cast<std::size_t>(out.ndim()));
-  s[static_cast<std::size_t>(axis)] = Slice{at, at + extent, 1};
-  Array<T> v = out.slice(s);
-  if (stacked) return v.squeeze(axis);
-  return v;  // (moved: a copy of an Array copies its elements, and this view must write into `out`)
+/// Whether an operand joins as it is (its value at each element depends on that element's operands alone):
+/// arrays, scalars, elementwise math, fz::function calls, gathers. Anything else is computed first.
+template <class E> struct FusesAsPiece : std::false_type {};
+template <Element T> struct FusesAsPiece<expr::ArrayRef<T>> : std::true_type {};
+template <Element T> struct FusesAsPiece<expr::ArrayOwned<T>> : std::true_type {};
+template <Element T> struct FusesAsPiece<expr::Scalar<T>> : std::true_type {};
+template <DType To, class A> struct FusesAsPiece<expr::Cast<To, A>> : FusesAsPiece<A> {};
+template <ir::Op OP, class A> struct FusesAsPiece<expr::Unary<OP, A>> : FusesAsPiece<A> {};
+template <ir::Op OP, class A, class B>
+struct FusesAsPiece<expr::Binary<OP, A, B>> : std::bool_constant<FusesAsPiece<A>::value && FusesAsPiece<B>::value> {};
+template <class C, class A, class B>
+struct FusesAsPiece<expr::Where<C, A, B>>
+    : std::bool_constant<FusesAsPiece<C>::value && FusesAsPiece<A>::value && FusesAsPiece<B>::value> {};
+template <class A> struct FusesAsPiece<expr::Named<A>> : FusesAsPiece<A> {};
+template <class A> struct FusesAsPiece<expr::FastMath<A>> : FusesAsPiece<A> {};
+template <IndexMode M, Element T, class I> struct FusesAsPiece<expr::Take<M, T, I>> : FusesAsPiece<I> {};
+template <DType R, DType... P, class... A>
+struct FusesAsPiece<expr::Call<R, expr::DTypes<P...>, A...>> : std::bool_constant<(FusesAsPiece<A>::value && ...)> {};
+
+/// The node a piece becomes: itself when it fuses, else an array computed now.
+template <class E> auto piece_node(E&& e) {
+  using N = node_t<E>;
+  if constexpr (FusesAsPiece<N>::value) return to_node(std::forward<E>(e));
+  else return expr::ArrayOwned<TypeOf<N::dtype>>(eval(to_node(std::forward<E>(e))));
 }
 
-template <bool Stacked, class... Es> auto join(int axis, const Es&... pieces) {
-  static_assert(sizeof...(Es) >= 1, "fusion: joining needs at least one array");
-  using T = TypeOf<promoted_dtype<Es...>()>;
-  const std::array<Shape, sizeof...(Es)> shapes{operand_shape(pieces)...};
-  const Shape out_shape = joined_shape(shapes, axis, Stacked, Stacked ? "stack" : "concatenate");
-  Array<T> out = empty<T>(out_shape);
+}  // namespace detail
+
+namespace expr {
+
+/// Pieces joined along an axis (fz::concatenate, fz::stack): the pieces' arrays placed in the result's index
+/// space (ArrayBase::placed), and at each element the value of the piece it lies in, computed there alone.
+template <DType D, class... Ps> struct Join : Node<Join<D, Ps...>> {
+  static constexpr DType dtype = D;
+  static constexpr int N = static_cast<int>(sizeof...(Ps));
+  // the axes after the joined one, the join's extent along it, then where each piece but the last ends
+  static constexpr int n_own_scalars = N > 1 ? N + 1 : 0;
+  static constexpr int n_arrays = (Ps::n_arrays + ...), n_scalars = (Ps::n_scalars + ...) + n_own_scalars;
+  static constexpr int n_reductions = (Ps::n_reductions + ...), n_functions = (Ps::n_functions + ...);
+  static_assert(n_reductions == 0, "internal: a piece with a reduction is computed before it joins");
+  std::tuple<Ps...> pieces;
+  std::vector<ArrayBase> views;                 // the pieces' arrays placed in the result, in pack() order
+  std::array<std::int64_t, n_own_scalars> place{};  // those scalars (ir::Op::leading)
+
+  static std::uint32_t lower(ir::Graph& g) {
+    const std::uint32_t value[] = {Ps::lower(g)...};  // braces evaluate left to right, as pack() visits
+    if constexpr (N == 1) {
+      return value[0];
+    } else {
+      const std::uint32_t after = g.scalar(DType::int64);
+      const std::uint32_t extent = g.scalar(DType::int64);
+      std::uint32_t below[N - 1];
+      for (int k = 0; k + 1 < N; ++k) below[k] = g.leading(after, g.scalar(DType::int64), extent);
+      std::uint32_t v = value[N - 1];
+      for (int k = N - 2; k >= 0; --k) v = g.join(below[k], value[k], v);
+      return v;
+    }
+  }
+  void pack(detail::ArgSink& s) const {
+    std::size_t next = 0;
+    std::apply([&](const auto&... p) {
+      ([&] {
+        const int first = s.n_arrays;
+        p.pack(s);
+        for (int a = first; a < s.n_arrays; ++a) s.arrays[a] = &views[next++];
+      }(), ...);
+    }, pieces);
+    for (std::int64_t e : place) s.scalars[s.n_scalars++] = detail::to_scalar_arg(e);
+  }
+};
+
+}  // namespace expr
+
+namespace detail {
+
+/// The join of `pieces` (nodes) along `axis` (a new axis there when Stacked) into dtype D.
+template <DType D, bool Stacked, class... Ps> auto make_join(int axis, Ps&&... pieces) {
+  using J = expr::Join<D, std::decay_t<Ps>...>;
+  const std::array<Shape, sizeof...(Ps)> shapes{operand_shape(pieces)...};
+  const Shape out = joined_shape(shapes, axis, Stacked, Stacked ? "stack" : "concatenate");
+  J j{{}, {std::forward<Ps>(pieces)...}, {}, {}};
+  j.views.reserve(static_cast<std::size_t>(J::n_arrays));
   std::int64_t at = 0;
   std::size_t k = 0;
-  auto write = [&](const auto& piece) {
-    const Shape& s = shapes[k++];
-    const std::int64_t extent = Stacked ? 1 : s[axis];
-    if (numel(s) > 0) {
-      Array<T> view = piece_view(out, axis, at, extent, Stacked);
-      copyto(view, piece);
-    }
-    at += extent;
-  };
-  (write(pieces), ...);
-  return out;
+  std::apply([&](const auto&... p) {
+    ([&] {
+      Shape own = shapes[k];
+      if (Stacked) own.insert(axis, 1);
+      std::vector<std::int64_t> where(static_cast<std::size_t>(out.size()), 0);
+      where[static_cast<std::size_t>(axis)] = at;
+      std::array<const ArrayBase*, std::max(std::decay_t<decltype(p)>::n_arrays, 1)> arrays{};
+      std::array<ScalarArg, std::max(std::decay_t<decltype(p)>::n_scalars, 1)> scalars{};
+      std::array<ReduceArg, 1> reductions{};
+      std::array<std::uint32_t, std::max(std::decay_t<decltype(p)>::n_functions, 1)> functions{};
+      ArgSink sink{arrays.data(), scalars.data(), reductions.data(), functions.data()};
+      p.pack(sink);
+      for (int a = 0; a < sink.n_arrays; ++a) {
+        ArrayBase v = arrays[static_cast<std::size_t>(a)]->broadcast(shapes[k]);
+        if (Stacked) v = v.expanded(axis);
+        j.views.push_back(v.placed(out, where));
+      }
+      at += own[axis];
+      if (J::n_own_scalars > 0 && k + 1 < sizeof...(Ps)) j.place[k + 2] = at;
+      ++k;
+    }(), ...);
+  }, j.pieces);
+  if constexpr (J::n_own_scalars > 0) j.place[0] = out.size() - 1 - axis, j.place[1] = out[axis];
+  return j;
 }
 
+template <bool Stacked, class... Es> auto join(int axis, Es&&... pieces) {
+  static_assert(sizeof...(Es) >= 1, "fusion: joining needs at least one array");
+  constexpr DType D = promoted_dtype<std::decay_t<Es>...>();
+  return make_join<D, Stacked>(axis, piece_node(std::forward<Es>(pieces))...);
+}
+
+/// Arrays of one type from a vector, joined into a new array: a kernel per 8 pieces (a kernel's pieces are
+/// its parameters), each writing its part of the result.
 template <bool Stacked, Element T> Array<T> join(std::span<const Array<T>> pieces, int axis) {
   std::vector<Shape> shapes;
   for (const Array<T>& p : pieces) shapes.push_back(p.shape());
   const Shape out_shape = joined_shape(shapes, axis, Stacked, Stacked ? "stack" : "concatenate");
   Array<T> out = empty<T>(out_shape);
+  constexpr std::size_t kPer = 8;
+  std::vector<ArrayBase> part;
   std::int64_t at = 0;
-  for (const Array<T>& p : pieces) {
-    const std::int64_t extent = Stacked ? 1 : p.shape()[axis];
-    if (p.size() > 0) {
-      Array<T> view = piece_view(out, axis, at, extent, Stacked);
-      copyto(view, p);
+  for (std::size_t first = 0; first < pieces.size(); first += kPer) {
+    part.clear();
+    std::int64_t extent = 0;
+    for (std::size_t k = first; k < first + kPer; ++k) {
+      if (k < pieces.size()) {
+        part.push_back(Stacked ? pieces[k].expanded(axis) : ArrayBase(pieces[k]));
+      } else {  // (an empty piece: never chosen)
+        std::vector<Slice> none(static_cast<std::size_t>(out.ndim()));
+        none[static_cast<std::size_t>(axis)] = Slice{0, 0, 1};
+        part.push_back(out.sliced(none));
+      }
+      extent += part.back().shape()[axis];
+    }
+    if (extent > 0) {
+      std::vector<Slice> s(static_cast<std::size_t>(out.ndim()));
+      s[static_cast<std::size_t>(axis)] = Slice{at, at + extent, 1};
+      Array<T> view = out.slice(s);
+      auto piece = [&](std::size_t k) { return expr::ArrayRef<T>{{}, &part[k]}; };
+      copyto(view, make_join<dtype_of<T>, false>(axis, piece(0), piece(1), piece(2), piece(3), piece(4), piece(5),
+                                                  piece(6), piece(7)));
     }
     at += extent;
   }
@@ -119,8 +230,11 @@ template <Element T> Array<T> concatenate(std::span<const Array<T>> pieces, int 
 template <Element T> Array<T> concatenate(const std::vector<Array<T>>& pieces, int axis = 0) {
   return detail::join<false>(std::span<const Array<T>>(pieces), axis);
 }
-/// Concatenates arrays and expressions along `axis`; each expression is computed into its place.
-template <Operand... Es> auto concatenate(int axis, const Es&... pieces) { return detail::join<false>(axis, pieces...); }
+/// NumPy's concatenate of arrays and expressions along `axis`, as an expression: one kernel computes every
+/// piece into its place and whatever math uses the result (arrays given as lvalues must outlive it).
+template <Operand... Es> auto concatenate(int axis, Es&&... pieces) {
+  return detail::join<false>(axis, std::forward<Es>(pieces)...);
+}
 
 /// NumPy's stack: pieces of one shape along a new axis `axis`.
 template <Element T> Array<T> stack(std::span<const Array<T>> pieces, int axis = 0) {
@@ -129,7 +243,10 @@ template <Element T> Array<T> stack(std::span<const Array<T>> pieces, int axis =
 template <Element T> Array<T> stack(const std::vector<Array<T>>& pieces, int axis = 0) {
   return detail::join<true>(std::span<const Array<T>>(pieces), axis);
 }
-template <Operand... Es> auto stack(int axis, const Es&... pieces) { return detail::join<true>(axis, pieces...); }
+/// NumPy's stack of arrays and expressions of one shape along a new axis `axis`, as an expression.
+template <Operand... Es> auto stack(int axis, Es&&... pieces) {
+  return detail::join<true>(axis, std::forward<Es>(pieces)...);
+}
 
 /// NumPy's constant pad: `widths[d]` elements of `value` before and after axis d (one pair per axis), `e`
 /// in the middle. Two kernels: the border's value, then `e` computed into the middle.

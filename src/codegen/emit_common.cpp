@@ -55,8 +55,9 @@ std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_
 std::vector<bool> gathered_params(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                   int n_params) {
   std::vector<bool> gathered(static_cast<std::size_t>(n_params), false);
-  for (const ir::Node& n : g.nodes)
-    if (n.op == ir::Op::gather) gathered[param_of_slot[g.nodes[n.b].slot]] = true;
+  const std::vector<bool> pointer = ir::pointer_inputs(g);
+  for (std::size_t slot = 0; slot < pointer.size(); ++slot)
+    if (pointer[slot]) gathered[param_of_slot[slot]] = true;
   return gathered;
 }
 
@@ -86,17 +87,58 @@ std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, cons
   return value[node];
 }
 
-void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
-                  SpellContext& ctx) {
+namespace {
+
+/// Writes the wanted, not yet named nodes `scope` marks, in graph order; a concatenate becomes an if/else whose
+/// branches write the nodes only their piece needs (named inside the branch, forgotten after it).
+void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& scope, std::vector<std::string>& value,
+                 SpellContext& ctx) {
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!wanted[i] || !value[i].empty()) continue;
+    if (!scope[i] || !value[i].empty()) continue;
     const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::concatenate) {
+      w.line("{} t{};", compute_type(n.dtype), i);
+      bool first = true;
+      for (std::uint32_t piece : {n.b, n.c}) {
+        // the piece's own nodes: those it reaches that no outer scope named, not looking into other pieces
+        std::vector<bool> own(g.nodes.size(), false);
+        own[piece] = true;
+        for (std::size_t j = piece + 1; j-- > 0;) {
+          if (!own[j] || !value[j].empty()) continue;
+          const ir::Node& m = g.nodes[j];
+          for (std::uint32_t o : {m.a, m.b, m.c})
+            if (o != ir::kNone) own[o] = true;
+        }
+        for (std::size_t j = 0; j < g.nodes.size(); ++j) own[j] = own[j] && value[j].empty();
+        auto branch = w.block("{}", first ? fmt::format("if ({})", value[n.a]) : std::string("else"));
+        write_scope(w, g, own, value, ctx);
+        w.line("t{} = {};", i, value[piece]);
+        for (std::size_t j = 0; j < g.nodes.size(); ++j)
+          if (own[j]) value[j].clear();
+        first = false;
+      }
+      value[i] = fmt::format("t{}", i);
+      continue;
+    }
     auto name_of = [&](std::uint32_t o) { return o == ir::kNone ? std::string() : value[o]; };
     const DType operand = n.a == ir::kNone ? n.dtype : g.nodes[n.op == ir::Op::where ? n.b : n.a].dtype;
     const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx);
     value[i] = fmt::format("t{}", i);
     w.line("const {} t{} = {};", compute_type(n.dtype), i, e);
   }
+}
+
+}  // namespace
+
+void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
+                  SpellContext& ctx) {
+  // A concatenate's pieces are written inside its branches: only the nodes outside every piece come first.
+  std::vector<bool> scope = wanted;
+  if (ir::has_pieces(g)) {
+    const std::vector<bool> inside = ir::inside_pieces(g);
+    for (std::size_t i = 0; i < scope.size(); ++i) scope[i] = scope[i] && !inside[i];
+  }
+  write_scope(w, g, scope, value, ctx);
 }
 
 void write_decode(SourceWriter& w, const std::string& index, const std::string& shape, int rank,

@@ -40,8 +40,9 @@ GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std:
 std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                 int n_params);
 
-/// Per parameter: whether a gather reads it (fz::take's source, passed to the expression as a pointer at the
-/// element's position in it, never loaded per element).
+/// Per parameter: whether it is passed to the expression as a pointer at the element's position in it, never
+/// loaded per element: fz::take's sources (read through the index), and a concatenate's pieces' arrays (read
+/// only in their piece's branch, their views reaching past their own extent elsewhere).
 std::vector<bool> gathered_params(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                   int n_params);
 

@@ -24,8 +24,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const int K = v.n_outputs;
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the variant's differ");
   auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
-  bool iota = false;
-  for (const Node& n : g.nodes) iota = iota || n.op == Op::iota;
+  bool iota = false;  // (the flat index: fz::arange's, and where a concatenate's pieces lie)
+  for (const Node& n : g.nodes) iota = iota || n.op == Op::iota || n.op == Op::leading;
   // fz::take's sources reach the expression as pointers at the element's position in them; a checked index
   // reports a bad value through the fault word.
   const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
@@ -68,9 +68,15 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
                          K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
+    std::vector<bool> gather_source(g.nodes.size(), false);
+    for (const Node& n : g.nodes)
+      if (n.op == Op::gather) gather_source[n.b] = true;
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
-      if (n.op == Op::input) value[i] = fmt::format("x{}", v.param_of_slot[n.slot]);
+      const int p = n.op == Op::input ? v.param_of_slot[n.slot] : 0;
+      // (a piece's array is loaded where its branch reads it)
+      if (n.op == Op::input)
+        value[i] = gathered[p] && !gather_source[i] ? load_conv(pdt[p], fmt::format("x{}[0]", p)) : fmt::format("x{}", p);
       if (n.op == Op::scalar) value[i] = fmt::format("s{}", n.slot);
       if (n.op == Op::iota) value[i] = "i";
     }

@@ -2,6 +2,7 @@
 // IR construction (with the casts the typing rules imply) and canonicalization.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -88,6 +89,20 @@ std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y)
   return push(*this, {Op::where, d, c, cx, cy});
 }
 
+std::uint32_t Graph::leading(std::uint32_t after, std::uint32_t bound, std::uint32_t extent) {
+  for (std::uint32_t s : {after, bound, extent})
+    if (nodes[s].op != Op::scalar || dtype(s) != DType::int64) throw Error("internal: a join's position takes int64 scalars");
+  return push(*this, {Op::leading, DType::bool_, after, bound, extent});
+}
+
+std::uint32_t Graph::join(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
+  const DType d = promote_types(dtype(x), dtype(y));
+  const std::uint32_t c = cast(cond, DType::bool_);
+  const std::uint32_t cx = cast(x, d);
+  const std::uint32_t cy = cast(y, d);
+  return push(*this, {Op::concatenate, d, c, cx, cy});
+}
+
 std::uint32_t Graph::reduce(Op op, std::uint32_t x, DType result) {
   if (!is_reduction(op)) throw Error(fmt::format("internal: {} is not a reduction", op_name(op)));
   if (reduce_info(op).accumulator != ReduceAccumulator::result) x = cast(x, reduction_accumulator_dtype(op, result));
@@ -137,6 +152,47 @@ Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_repre
   }
   for (std::uint32_t o : g.outputs) out.outputs.push_back(remap[o]);
   return out;
+}
+
+std::vector<bool> inside_pieces(const Graph& g) {
+  // Nodes the outputs reach without passing a piece (eager), then every node a piece reaches (inside);
+  // a node both reach is eager: it is read at every element anyway.
+  std::vector<bool> eager(g.nodes.size(), false), inside(g.nodes.size(), false);
+  for (std::uint32_t o : g.outputs) eager[o] = true;
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (!eager[i] && !inside[i]) continue;
+    const bool join = n.op == Op::concatenate;
+    for (std::uint32_t o : {n.a, n.b, n.c}) {
+      if (o == kNone) continue;
+      if (eager[i] && !(join && o != n.a)) eager[o] = true;
+      else inside[o] = true;
+    }
+  }
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) inside[i] = inside[i] && !eager[i];
+  return inside;
+}
+
+bool has_pieces(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.op == Op::concatenate) return true;
+  return false;
+}
+
+std::vector<bool> pointer_inputs(const Graph& g) {
+  std::vector<bool> pointer;
+  auto mark = [&](std::uint32_t slot) {
+    pointer.resize(std::max<std::size_t>(g.n_inputs, slot + 1), false);
+    pointer[slot] = true;
+  };
+  for (const Node& n : g.nodes)
+    if (n.op == Op::gather) mark(g.nodes[n.b].slot);
+  if (has_pieces(g)) {
+    const std::vector<bool> inside = inside_pieces(g);
+    for (std::size_t i = 0; i < g.nodes.size(); ++i)
+      if (inside[i] && g.nodes[i].op == Op::input) mark(g.nodes[i].slot);
+  }
+  return pointer;
 }
 
 }  // namespace fusion::ir

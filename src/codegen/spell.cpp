@@ -146,6 +146,15 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
   const double cube = __dmul_rn(__dmul_rn(0.044715, x), __dmul_rn(x, x));
   return __dmul_rn(__dmul_rn(0.5, x), __dadd_rn(1.0, tanh(__dmul_rn(0.797884560802865355, __dadd_rn(x, cube)))));
 })";
+    case Helper::leading:
+      return R"(// Whether element i's coordinate along a joined axis lies before a bound: i modulo the axis's period (its
+// extent times the extents after it) below the bound times those. No division when one period spans the
+// result (joins along the first axis); a 32-bit one where both fit (a 64-bit one is a long software routine).
+__device__ __forceinline__ bool fz_leading(long long i, long long period, long long bound) {
+  if (i < period) return i < bound;
+  if ((unsigned long long)(i | period) <= 0xffffffffull) return (long long)((unsigned)i % (unsigned)period) < bound;
+  return i % period < bound;
+})";
     case Helper::take_index:
       return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
 // clamped (negative ones to 0, as NumPy's clip), or is recorded for the launcher to report (the first one:
@@ -373,6 +382,11 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logical_and: return fmt::format("({} && {})", a, b);
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
+    // (an emitter writes a concatenate as branches, each computing its piece: write_values)
+    case Op::leading:  // (`i`: the flat index of the element, which the emitters pass as fz::arange's; a and b
+                       // as the launcher resolves them; c, the join's own extent, is for the launcher alone)
+      needs.insert(Helper::leading);
+      return fmt::format("fz_leading(i, {}, {})", a, b);
     case Op::take_index: {
       needs.insert(Helper::take_index);
       switch (static_cast<ir::IndexMode>(n.slot)) {

@@ -36,7 +36,8 @@ enum class Helper {
   take_index,
   scatter_add,
   scatter_extreme,  // scatter_max and scatter_min
-  scatter_exact     // a deterministic floating scatter_add (exact_sum.hpp)
+  scatter_exact,    // a deterministic floating scatter_add (exact_sum.hpp)
+  leading           // fz::concatenate's test of where an element lies
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).

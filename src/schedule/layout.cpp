@@ -80,14 +80,9 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
 }
 
 std::vector<bool> gather_sources(const Call& c) {
-  std::vector<bool> gathered;
-  const ir::Graph& g = graph_of(c);
-  for (const ir::Node& n : g.nodes)
-    if (n.op == ir::Op::gather) {
-      gathered.resize(static_cast<std::size_t>(c.n_arrays), false);
-      gathered[g.nodes[n.b].slot] = true;
-    }
-  return gathered;
+  std::vector<bool> pointer = ir::pointer_inputs(graph_of(c));
+  if (!pointer.empty()) pointer.resize(static_cast<std::size_t>(c.n_arrays), false);
+  return pointer;
 }
 
 bool same_view(const ArrayBase& a, const ArrayBase& b) {
@@ -241,6 +236,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   for (int k = 0; k < K; ++k) L.v.out_dtype[k] = outs[k]->dtype();
   const Shape full = index_space(outs, K);
   L.n = numel(full);
+  L.space = full;
 
   const int np = distinct_params(c, L.params, L.v.param_of_slot);
   L.v.n_params = static_cast<std::uint8_t>(np);
@@ -296,8 +292,9 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     bool aligned = V > 1;
     auto ok = [&](const ArrayBase& a) { return a.data_ptr() % (V * itemsize(a.dtype())) == 0; };
     for (int k = 0; k < K && aligned; ++k) aligned = ok(*outs[k]);
-    for (int p = 0; p < np && aligned; ++p)
-      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous) aligned = ok(*L.params[p]);
+    const std::vector<bool> pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+    for (int p = 0; p < np && aligned; ++p)  // (a pointer parameter is read element by element)
+      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous && !pointer[p]) aligned = ok(*L.params[p]);
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
 }

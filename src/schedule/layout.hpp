@@ -25,7 +25,8 @@ Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
 bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// Whether the memory spans of two arrays overlap.
 bool shares_memory(const ArrayBase& a, const ArrayBase& b);
-/// Per array slot of the call: whether a gather reads it (fz::take's source); empty when none does.
+/// Per array slot of the call: whether the kernel reads it through a pointer (fz::take's source, an array of a
+/// concatenate's piece: ir::pointer_inputs); empty when none does.
 std::vector<bool> gather_sources(const Call& c);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
 /// Throws when one kernel would take more array operands than it has parameter slots.
@@ -42,6 +43,7 @@ struct Layout {
   codegen::Variant v;
   std::int64_t n = 0;
   Shape shape;                                                     // collapsed
+  Shape space;                                                     // the index space, not collapsed
   const ArrayBase* params[codegen::kMaxParams];
   Strides strides[codegen::kMaxParams + codegen::kMaxOutputs];     // collapsed; outputs first, then the parameters
   std::int64_t bins = 0;  // Variant::private_bins: the target's elements (each block's copy in shared memory)

@@ -9,7 +9,10 @@
 namespace fusion::detail {
 namespace {
 
-bool is_op(const ir::Node& n) { return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast; }
+/// (fz::Unfused runs each op as a kernel of its own; a concatenate's test of where an element lies is part of it)
+bool is_op(const ir::Node& n) {
+  return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast && n.op != ir::Op::leading;
+}
 
 /// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
 template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
@@ -101,7 +104,7 @@ std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::v
 bool reads_index(const ir::Graph& g, std::uint32_t root) {
   bool found = false;
   walk_below(g, root, [&](std::uint32_t i) {
-    found = found || g.nodes[i].op == ir::Op::iota;
+    found = found || g.nodes[i].op == ir::Op::iota || g.nodes[i].op == ir::Op::leading;
     return !ir::is_reduction(g.nodes[i].op);  // a reduction's result has its own shape
   });
   return found;
@@ -202,11 +205,13 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
   // Reduction kernels read their operands through a layout of their own, which passes no gather source
   // through: a gather below a reduction (`sum(take(table, ids))`) is computed first, into a temporary
   // (a layer kernel, tried first, reads it in place: `rms_norm(take(table, ids, 0) + pos)`).
+  // So is a concatenate below one (fz::sum(fz::concatenate(0, x, y))), with its pieces.
   for (const ir::Node& n : g.nodes) {
     if (!unfused && ir::takes_descriptor(n.op))  // (and a scan's kernel, likewise)
       walk_below(g, n.a, [&](std::uint32_t i) {
-        if (g.nodes[i].op == ir::Op::gather) own_kernel[i] = true;
-        return !ir::takes_descriptor(g.nodes[i].op);
+        const ir::Op op = g.nodes[i].op;
+        if (op == ir::Op::gather || op == ir::Op::concatenate) own_kernel[i] = true;
+        return !ir::takes_descriptor(op) && op != ir::Op::concatenate;
       });
   }
   // A matrix product is a library call of its own, on arrays: what it reads is computed first, into
@@ -217,6 +222,12 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
         if (g.nodes[o].op != ir::Op::input) own_kernel[o] = true;
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
     if (ir::is_product(g.nodes[i].op)) own_kernel[i] = true;
+  // A piece's nodes run in its concatenate's branch, where its arrays' shifted views are valid: never alone
+  // (fz::Unfused included: the concatenate is one kernel, its pieces' math inside).
+  if (ir::has_pieces(g)) {
+    const std::vector<bool> inside = ir::inside_pieces(g);
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) own_kernel[i] = own_kernel[i] && !inside[i];
+  }
   for (std::uint32_t o : g.outputs) own_kernel[o] = false;  // the outputs' steps come last
   if (!unfused && g.outputs.size() == 1) {
     const std::uint32_t r = root_reduction(g, g.outputs[0]);
@@ -228,7 +239,7 @@ Partition split(const ir::Graph& g, PartitionMode mode) {
   // depends on the call's shapes and axes, so the plan only says when to ask.
   plan.layer = mode == PartitionMode::fused && has_reduction && !has_product && !has_scan;
   for (const ir::Node& n : g.nodes)
-    plan.layer = plan.layer && n.op != ir::Op::iota && !ir::is_arg_reduction(n.op);
+    plan.layer = plan.layer && n.op != ir::Op::iota && n.op != ir::Op::concatenate && !ir::is_arg_reduction(n.op);
   // One kernel over the expression's own graph: the evaluators take the call as it is.
   // (A scan runs as a step of a plan, even alone: its kernel is its own kind.)
   if (!any && !has_product && !has_scan && (g.outputs.size() == 1 || (!has_reduction && !unfused))) {

@@ -22,6 +22,7 @@
 #include "runtime/exec/launch.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
+#include "schedule/pieces.hpp"
 #include "schedule/tuning.hpp"
 #include "runtime/measure/stats_counters.hpp"
 #include "runtime/memory/storage.hpp"
@@ -101,7 +102,8 @@ void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Cal
   for (int k = 0; k < K + np; ++k) dims[1 + k] = L.strides[k].begin();
   LaunchArgs a;
   a.pointers = {ptrs, static_cast<std::size_t>(np + K)};
-  a.scalars = {c.scalars, static_cast<std::size_t>(c.n_scalars)};
+  std::vector<ScalarArg> placed;  // (a join's positions, for this index space)
+  a.scalars = {place_pieces(c, L.space, placed), static_cast<std::size_t>(c.n_scalars)};
   a.dims = {dims, static_cast<std::size_t>(1 + K + np)};
   a.count(codegen::Count::n) = L.n;
   Grid grid;

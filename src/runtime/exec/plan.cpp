@@ -14,6 +14,7 @@
 #include "runtime/cuda/device_state.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
+#include "schedule/pieces.hpp"
 #include "schedule/product_epilogue.hpp"
 
 namespace fusion::detail {
@@ -93,9 +94,12 @@ Call with_shared_reductions(const Call& c) {
   bool any = false;
   for (int s = 0; s < c.n_arrays && (c.lowered->has_product || gathers); ++s)
     any = any || key[static_cast<std::size_t>(s)] != static_cast<std::uint32_t>(s);
+  // (a join's positions are rewritten at launch: never shared)
+  const std::vector<bool> positions = gathers ? position_scalars(c.lowered->graph) : std::vector<bool>();
+  auto kept = [&](int j) { return static_cast<std::size_t>(j) < positions.size() && positions[static_cast<std::size_t>(j)]; };
   for (int j = 0; j < c.n_scalars && gathers; ++j) {  // equal values of one dtype: one slot
     int r = 0;
-    while (c.scalars[r].dtype != c.scalars[j].dtype || c.scalars[r].bits != c.scalars[j].bits) ++r;
+    while (r < j && (kept(r) || kept(j) || c.scalars[r].dtype != c.scalars[j].dtype || c.scalars[r].bits != c.scalars[j].bits)) ++r;
     key[static_cast<std::size_t>(c.n_arrays + c.n_reductions + j)] = static_cast<std::uint32_t>(r);
     any = any || r != j;
   }

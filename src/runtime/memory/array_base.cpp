@@ -262,6 +262,18 @@ ArrayBase ArrayBase::broadcast(const Shape& shape) const {
   return v;
 }
 
+ArrayBase ArrayBase::placed(const Shape& shape, const std::vector<std::int64_t>& at) const {
+  if (shape.size() != ndim() || static_cast<int>(at.size()) != ndim())
+    throw Error(fmt::format("internal: placing shape {} in {}", to_string(shape_), to_string(shape)));
+  ArrayBase v = *this;
+  v.shape_ = shape;
+  for (int d = 0; d < ndim(); ++d) {
+    if (shape_[d] == 1) v.strides_[d] = 0;  // (one position: read there, no shift needed)
+    v.offset_ -= at[static_cast<std::size_t>(d)] * v.strides_[d];
+  }
+  return v;
+}
+
 ArrayBase ArrayBase::squeezed(std::optional<int> axis) const {
   ArrayBase v = *this;
   if (axis) {

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where a concatenate's pieces lie in a kernel's index space. A join packs, for each test of where an element
+// lies (ir::Op::leading), the axes after the joined one, a bound along it and its own extent there; the kernel
+// tests `i % period < bound` on its flat index i. The launcher turns the first two into that period and bound
+// for the index space it launches over, which may be larger than the join's own shape: in
+// `concatenate(1, a, b) + c` with c of shape (8, n, m) and the join of (n, m), the kernel numbers c's elements.
+#pragma once
+#include <vector>
+
+#include "fusion/evaluate.hpp"
+#include "fusion/shape.hpp"
+
+namespace fusion::detail {
+
+/// The scalar arguments of `c` with its joins' positions resolved for index space `space`: `c.scalars` itself
+/// when it joins nothing, else `storage` filled.
+const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage);
+
+/// Per scalar slot of `g`: whether a join's position reads it (the launcher rewrites it: never shared).
+std::vector<bool> position_scalars(const ir::Graph& g);
+
+}  // namespace fusion::detail

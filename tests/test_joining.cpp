@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// fz::concatenate and fz::stack without a GPU: what they compile to (one kernel, each piece computed in its
+// own branch, its arrays read through pointers), the plans around reductions, and the shape errors.
+#include "support.hpp"
+
+TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math around it fused", "[joining]") {
+  const auto x = fz::placeholder<float>({64, 100}), y = fz::placeholder<float>({64, 28});
+  const auto b = fz::placeholder<float>({128});
+  const auto k = fz::inspect(fz::concatenate(1, x * 2.f, fz::exp(y)) + b);
+  CHECK(k.kernels == 1);
+  INFO(k.source);
+  CHECK(k.name.rfind("fz_mul_exp_leading_concatenate", 0) == 0);
+  CHECK(k.source.find("fz_leading(i, ") != std::string::npos);  // where an element lies: its flat index
+  CHECK(k.source.find("else {") != std::string::npos);           // a branch per piece
+  CHECK(k.source.find("const float* x0") != std::string::npos);  // a piece's array: a pointer, read in its branch
+  // the exp is spelled only inside the branch of its piece: after the test of where the element lies
+  CHECK(k.source.find("exp(") > k.source.find("if ("));
+  // sizes are arguments: other extents, the same kernel
+  const auto x2 = fz::placeholder<float>({32, 40}), y2 = fz::placeholder<float>({32, 24});
+  const auto b2 = fz::placeholder<float>({64});
+  CHECK(fz::inspect(fz::concatenate(1, x2 * 2.f, fz::exp(y2)) + b2).hash == k.hash);
+  // the pieces' order is part of it
+  CHECK(fz::inspect(fz::concatenate(1, fz::exp(y), x * 2.f) + b).hash != k.hash);
+}
+
+TEST_CASE("stack and concatenate plans: a reduction of a join runs the join first", "[joining][plan]") {
+  const auto x = fz::placeholder<float>({64, 100}), y = fz::placeholder<float>({64, 100});
+  CHECK(fz::inspect(fz::stack(0, x, y * 2.f)).kernels == 1);
+  CHECK(fz::inspect(fz::stack(2, x, y)).kernels == 1);
+  CHECK(fz::inspect(fz::sum(fz::concatenate(0, x, y))).kernels == 2);
+  CHECK(fz::inspect(fz::concatenate(0, x, y) - fz::mean(y)).kernels == 2);  // the mean, then one kernel
+  const fz::Unfused unfused;  // the join stays one kernel with its pieces' math (each op of its own elsewhere)
+  CHECK(fz::inspect(fz::concatenate(0, x + 1.f, y) * 2.f).kernels == 2);
+}
+
+TEST_CASE("joining checks shapes and axes", "[joining]") {
+  const auto x = fz::placeholder<float>({4, 5}), y = fz::placeholder<float>({4, 6});
+  CHECK_THROWS_AS(fz::concatenate(0, x, y), fz::ShapeError);
+  CHECK_THROWS_AS(fz::concatenate(2, x, x), fz::ShapeError);
+  CHECK_THROWS_AS(fz::concatenate(-3, x, x), fz::ShapeError);
+  CHECK_THROWS_AS(fz::stack(0, x, y), fz::ShapeError);
+  CHECK_THROWS_AS(fz::stack(3, x, x), fz::ShapeError);
+  CHECK_NOTHROW(fz::concatenate(-1, x, y));
+  CHECK_NOTHROW(fz::stack(-3, x, x));
+}
