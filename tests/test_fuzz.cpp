@@ -68,8 +68,9 @@ TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature
   // reference, tests/test_matmul*.cpp; the fuzzer does not generate them yet), and the ops added after it
   // (gelu, gelu_tanh: drawing them would change every fixed-seed case the regression tests name; the
   // every-op test covers them, tests/test_ops_gpu.cpp)
-  // (and fz::take's, the scans and the scatters, added later still: scans are drawn with GenOptions::scans, below)
-  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 17);
+  // (and fz::take's, the scans and the scatters, added later still: scans are drawn with GenOptions::scans, below;
+  // and the joins' two, drawn with GenOptions::joins)
+  CHECK(ops.size() == static_cast<std::size_t>(fz::ir::Op::count_) - 19);
   CHECK(dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(out_dtypes.size() == static_cast<std::size_t>(fz::kNumDTypes));
   CHECK(layouts.size() == 4);
@@ -125,6 +126,28 @@ TEST_CASE("fuzz: gathers are drawn, build, compile through NVRTC and print as ta
   const auto x = fz::placeholder<float>({1});
   const auto y = fz::placeholder<fz::bfloat16>({1});
   CHECK(fz::inspect(fz::take_along_axis<fz::IndexMode::clip>(x, fz::cast<std::int64_t>(fz::minimum(y, x)), 0)).kernels == 1);
+}
+
+TEST_CASE("fuzz: joins are drawn, build, compile through NVRTC, have a reference and print as fz::concatenate",
+          "[fuzz][nvrtc]") {
+  int joins = 0, built = 0, failed = 0;
+  for (int k = 0; k < 60; ++k) {
+    const fuzz::Case c = fuzz::generate(0x701'0000 + static_cast<std::uint64_t>(k), {.gathers = true, .joins = true});
+    bool has = false;
+    for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { has = has || x.kind == fuzz::Kind::join; });
+    if (!has) continue;
+    ++joins;
+    const auto b = fuzz::build(c);
+    if (!b) continue;  // (a piece that broadcasts to less than its shape: the front end refuses it too)
+    ++built;
+    CHECK(fuzz::reference(c, *b).error.empty());
+    const fuzz::Verdict v = fuzz::compile_only(c);
+    if (v.failed()) ++failed, UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "join") << v.detail);
+    CHECK(fuzz::to_cpp(c, "join").find("fz::concatenate(") != std::string::npos);
+  }
+  CHECK(joins >= 15);
+  CHECK(built >= 10);
+  CHECK(failed == 0);
 }
 
 TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::scatter_*", "[fuzz]") {

@@ -9,23 +9,25 @@ namespace {
 
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
-  int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0;
+  int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0;
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
   Slice s;
   for (int k = 0; k < n; ++k) {
     const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
-    bool scan = false, gather = false;
+    bool scan = false, gather = false, join = false;
     s.with_scatters += !c.outputs.empty() && c.outputs[0].kind == fuzz::Kind::scatter;
     auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
       scan = scan || x.kind == fuzz::Kind::scan;
       gather = gather || x.kind == fuzz::Kind::gather;
+      join = join || x.kind == fuzz::Kind::join;
       for (const fuzz::Expr& a : x.args) self(self, a);
     };
     for (const fuzz::Expr& e : c.outputs) walk(walk, e);
     s.with_scans += scan;
     s.with_gathers += gather;
+    s.with_joins += join;
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
       ++s.failed;
@@ -67,6 +69,14 @@ TEST_CASE("fuzz: a fixed-seed slice of scatters (add, max, min; fz::Deterministi
   CHECK(s.failed == 0);
   CHECK(s.with_scatters > 40);
   CHECK(s.compared > 20000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice with joins (fz::concatenate, gathers inside pieces) matches the reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0x701'0000, 200, {.gathers = true, .joins = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_joins > 40);
+  CHECK(s.compared > 50000);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

@@ -116,9 +116,9 @@ TEST_CASE("concatenate of views, broadcasts, mixed and 16-bit dtypes, empty piec
   static_assert(decltype(mixed)::dtype == fz::DType::float64);
   CHECK(fz::eval(mixed).to_host() == std::vector<double>{1, 2, 0.5});
   // 16-bit floats, an odd number of them per piece
-  const auto h16 = fz::asarray(std::vector<float>{1.5f, -2.25f, 3.f}, {3}).astype<fz::bfloat16>();
-  const auto g16 = fz::asarray(std::vector<float>{0.5f, 7.f}, {2}).astype<fz::bfloat16>();
-  const auto j16 = fz::eval(fz::concatenate(0, fz::eval(h16), fz::eval(g16) * 2));
+  const auto h16 = fz::eval(fz::asarray(std::vector<float>{1.5f, -2.25f, 3.f}, {3}).astype<fz::bfloat16>());
+  const auto g16 = fz::eval(fz::asarray(std::vector<float>{0.5f, 7.f}, {2}).astype<fz::bfloat16>());
+  const auto j16 = fz::eval(fz::concatenate(0, h16, g16 * 2));
   static_assert(std::is_same_v<decltype(j16)::value_type, fz::bfloat16>);
   CHECK(host(j16) == std::vector<double>{1.5, -2.25, 3, 1, 14});
   // bool and integer pieces

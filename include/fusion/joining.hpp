@@ -201,10 +201,10 @@ template <bool Stacked, Element T> Array<T> join(std::span<const Array<T>> piece
     for (std::size_t k = first; k < first + kPer; ++k) {
       if (k < pieces.size()) {
         part.push_back(Stacked ? pieces[k].expanded(axis) : ArrayBase(pieces[k]));
-      } else {  // (an empty piece: never chosen)
+      } else {  // (an empty piece, never chosen: none of the first one, which is not the result's memory)
         std::vector<Slice> none(static_cast<std::size_t>(out.ndim()));
         none[static_cast<std::size_t>(axis)] = Slice{0, 0, 1};
-        part.push_back(out.sliced(none));
+        part.push_back(part.front().sliced(none));
       }
       extent += part.back().shape()[axis];
     }

@@ -156,6 +156,15 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       return a ? std::optional(fusion::ir::scan_result_dtype(e.op, *a)) : std::nullopt;
     }
     case Kind::gather: return result_dtype(c, e.args[0]);
+    case Kind::join: {
+      std::optional<DType> d;
+      for (const Expr& a : e.args) {
+        const auto x = result_dtype(c, a);
+        if (!x) return std::nullopt;
+        d = d ? fusion::promote_types(*d, *x) : *x;
+      }
+      return d;
+    }
     case Kind::scatter: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
   }
   return std::nullopt;
@@ -235,6 +244,51 @@ struct Lowering {
     return AxisOffset{g.binary(Op::mul, g.take_index(i->node, n, e.mode), st), *s};
   }
 
+  /// fz::concatenate: the pieces (their slots placed in the join's index space), then the join's scalars (the
+  /// axes after the joined one, its extent there, each piece's end but the last's), as Join::lower has them.
+  std::optional<Result> join(const Expr& e) {
+    fusion::ir::Graph& g = b.graph;
+    std::vector<Result> parts;
+    std::vector<std::size_t> first;
+    for (const Expr& a : e.args) {
+      if (a.kind == Kind::scalar) return fail("a literal as a piece");
+      first.push_back(b.slot_input.size());
+      const std::size_t nodes = g.nodes.size();
+      auto r = lower(a);
+      if (!r) return std::nullopt;
+      for (std::size_t i = nodes; i < g.nodes.size(); ++i)
+        if (fusion::ir::takes_descriptor(g.nodes[i].op)) return fail("a reduction or a scan inside a piece");
+      parts.push_back(*r);
+    }
+    first.push_back(b.slot_input.size());
+    Shape out = parts[0].shape;
+    if (e.axis >= out.size()) return fail("a join's axis beyond its pieces' rank");
+    out[e.axis] = 0;
+    for (const Result& p : parts) {
+      bool same = p.shape.size() == out.size();
+      for (int d = 0; same && d < out.size(); ++d) same = d == e.axis || p.shape[d] == out[d];
+      if (!same) return fail("pieces of different shapes off the joined axis");
+      out[e.axis] += p.shape[e.axis];
+    }
+    std::vector<std::int64_t> at(static_cast<std::size_t>(out.size()), 0), ends;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      for (std::size_t slot = first[k]; slot < first[k + 1]; ++slot) {
+        Built::Placement& p = b.slot_place[slot];
+        if (p.join.size() > 0) return fail("a join inside a piece");
+        p = {parts[k].shape, out, at};
+      }
+      at[static_cast<std::size_t>(e.axis)] += parts[k].shape[e.axis];
+      ends.push_back(at[static_cast<std::size_t>(e.axis)]);
+    }
+    if (parts.size() == 1) return Result{parts[0].node, out};
+    const std::uint32_t after = int64_scalar(out.size() - 1 - e.axis), extent = int64_scalar(out[e.axis]);
+    std::vector<std::uint32_t> below;
+    for (std::size_t k = 0; k + 1 < parts.size(); ++k) below.push_back(g.leading(after, int64_scalar(ends[k]), extent));
+    std::uint32_t v = parts.back().node;
+    for (std::size_t k = parts.size() - 1; k-- > 0;) v = g.join(below[k], parts[k].node, v);
+    return Result{v, out};
+  }
+
   std::uint32_t int64_scalar(std::int64_t v) {
     fusion::detail::ScalarArg a;
     a.dtype = DType::int64;
@@ -266,6 +320,7 @@ struct Lowering {
         const Input& in = c.inputs.at(static_cast<std::size_t>(e.input));
         b.slot_input.push_back(e.input);
         b.slot_gather_axis.push_back(-1);
+        b.slot_place.emplace_back();
         return Result{g.input(in.dtype), shape_of(c, in.dims)};
       }
       case Kind::gather: {
@@ -276,6 +331,7 @@ struct Lowering {
         if (!at) return std::nullopt;
         b.slot_input.push_back(e.args[0].input);
         b.slot_gather_axis.push_back(e.axis);
+        b.slot_place.emplace_back();
         return Result{g.gather(at->offset, g.input(in.dtype)), at->space};
       }
       case Kind::scatter: {
@@ -290,6 +346,7 @@ struct Lowering {
         if (s->size() != at->space.size()) return fail("values of a higher rank than the scatter's target");
         return Result{g.scatter(e.op, at->offset, values->node, target.dtype), shape_of(c, target.dims)};
       }
+      case Kind::join: return join(e);
       case Kind::scalar: return fail("a literal on its own");
       case Kind::cast: {
         auto a = lower(e.args[0]);

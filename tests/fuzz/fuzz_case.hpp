@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -49,6 +49,8 @@ struct Expr {
   // integer expression of the source's rank (the index), broadcasting with it off the axis
   // scatter (a case's only tree): fz::scatter_add / scatter_max / scatter_min (`op`) of the values args[1] into
   // input `input` (the target, written in place: no tree reads it) at the integer index args[0] along `axis`
+  // join: fz::concatenate(axis, args...), the pieces of one shape off the axis (no reduction, scan or join inside:
+  // the front end computes such pieces first, into arrays)
   std::vector<Expr> args;
 };
 
@@ -69,6 +71,13 @@ struct Built {
   fusion::ir::Graph graph;
   std::vector<int> slot_input;  // per input slot: the case's input
   std::vector<int> slot_gather_axis;  // per input slot: -1, or a gather's source passed as its view along this axis
+  /// Where a join's piece places a slot's view (fz::concatenate's ArrayBase::placed): the piece's shape, the
+  /// join's, and the piece's start along each axis; an empty `join` for a slot outside every piece.
+  struct Placement {
+    fusion::Shape piece, join;
+    std::vector<std::int64_t> at;
+  };
+  std::vector<Placement> slot_place;  // per input slot
   std::vector<fusion::detail::ScalarArg> scalars;
   std::vector<fusion::detail::ReduceArg> reductions;
   std::vector<fusion::Shape> result_shapes;  // each output expression's own shape
@@ -106,6 +115,8 @@ struct GenOptions {
   bool gathers = false;
   /// Make some cases scatters (scatter_add, scatter_max, scatter_min into a target input), likewise.
   bool scatters = false;
+  /// Draw joins too (fz::concatenate of 2 or 3 pieces along a random axis), likewise.
+  bool joins = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

@@ -16,6 +16,7 @@ struct Generator {
   Case& c;
   GenOptions o;
   int reductions = 0;
+  int in_piece = 0;  // inside a join's piece: no reduction, scan or join
 
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
@@ -58,10 +59,14 @@ struct Generator {
   }
 
   /// `full`: the leaf must have the target's rank (a reduction's operand needs its axes to exist).
+  /// In a join's piece, the leaf a `full` chain reaches has exactly the target's shape (so has the piece, as
+  /// fz::concatenate requires).
   Expr input_leaf(const std::vector<int>& target, bool full) {
+    const bool exact = full && in_piece > 0;
     std::vector<int> fits;
     for (std::size_t k = 0; k < c.inputs.size(); ++k)
-      if (broadcasts_to(c.inputs[k].dims, target) && (!full || c.inputs[k].dims.size() == target.size()))
+      if (broadcasts_to(c.inputs[k].dims, target) && (!full || c.inputs[k].dims.size() == target.size()) &&
+          (!exact || c.inputs[k].dims == target))
         fits.push_back(static_cast<int>(k));
     Expr e;
     e.kind = Kind::input;
@@ -72,7 +77,7 @@ struct Generator {
     Input in;
     in.dtype = random_dtype();
     const std::size_t drop = full || target.empty() || chance(0.8) ? 0 : 1 + pick(static_cast<int>(target.size()));
-    for (std::size_t k = drop; k < target.size(); ++k) in.dims.push_back(chance(0.15) ? -1 : target[k]);
+    for (std::size_t k = drop; k < target.size(); ++k) in.dims.push_back(!exact && chance(0.15) ? -1 : target[k]);
     in.layout = layout();
     in.seed = rng();
     c.inputs.push_back(in);
@@ -227,6 +232,30 @@ struct Generator {
     return e;
   }
 
+  /// fz::concatenate of 2 or 3 pieces along a random axis: the target's extent there cut into theirs (each a new
+  /// dimension; some may be empty), each piece an expression of its own shape with no reduction, scan or join.
+  Expr join(const std::vector<int>& target, int depth) {
+    const int axis = pick(static_cast<int>(target.size()));
+    const std::int64_t total = c.dim_sizes[static_cast<std::size_t>(target[static_cast<std::size_t>(axis)])];
+    const int n = 2 + pick(2);
+    std::vector<std::int64_t> cuts{0, total};
+    for (int k = 1; k < n; ++k) cuts.push_back(total == 0 ? 0 : pick(static_cast<int>(total) + 1));
+    std::sort(cuts.begin(), cuts.end());
+    Expr e;
+    e.kind = Kind::join;
+    e.op = Op::concatenate;
+    e.axis = axis;
+    ++in_piece;
+    for (int k = 0; k < n; ++k) {
+      std::vector<int> t = target;
+      c.dim_sizes.push_back(cuts[static_cast<std::size_t>(k) + 1] - cuts[static_cast<std::size_t>(k)]);
+      t[static_cast<std::size_t>(axis)] = static_cast<int>(c.dim_sizes.size() - 1);
+      e.args.push_back(gen(t, depth - 1, true));
+    }
+    --in_piece;
+    return e;
+  }
+
   /// take_along_axis of a new input of the target's rank (its own extent along the axis) through an integer
   /// index expression of the target's rank, in the wrap or clip mode.
   Expr gather(const std::vector<int>& target, int depth) {
@@ -306,6 +335,11 @@ struct Generator {
       if (chance(0.4)) std::swap(x, y);
       return wrap(Kind::where, Op::where, {gen(target, depth - 1), std::move(x), std::move(y)});
     }
+    if (in_piece > 0) {  // (a piece computes its own elements alone; a join's index or source may gather)
+      if (o.gathers && !target.empty() && c.inputs.size() < 12 && chance(0.35)) return gather(target, depth);
+      return unary(target, depth, full);
+    }
+    if (o.joins && !target.empty() && c.inputs.size() < 12 && chance(0.3)) return join(target, depth);
     if (o.scans && reductions < 3 && !target.empty() && chance(0.25)) return scan(target, depth);
     if (o.gathers && !target.empty() && c.inputs.size() < 12 && chance(0.35)) return gather(target, depth);
     if (reductions < 3 && !target.empty() && chance(0.4)) return feedback(target, depth);

@@ -110,6 +110,11 @@ struct Printer {
         return fmt::format("fz::take_along_axis<fz::IndexMode::{}>({}, {}, {})",
                            e.mode == fusion::ir::IndexMode::wrap ? "wrap" : "clip", (*this)(e.args[0]), index, e.axis);
       }
+      case Kind::join: {
+        std::string pieces;
+        for (const Expr& a : e.args) pieces += ", " + (*this)(a);
+        return fmt::format("fz::concatenate({}{})", e.axis, pieces);
+      }
       case Kind::scatter: {  // a statement
         const std::string index = (*this)(e.args[0]);
         return fmt::format("fz::{}<fz::IndexMode::{}>(in{}, {}, {}, {})", fusion::ir::op_name(e.op),

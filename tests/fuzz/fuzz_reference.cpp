@@ -300,6 +300,31 @@ struct Interpreter {
     return r;
   }
 
+  /// fz::concatenate (two pieces at a time: a join of more nests in its last operand): b's elements, then c's,
+  /// along the axis its position test names (the axes after it, a scalar).
+  Tensor join(const Node& n) {
+    const fusion::ir::Graph& g = b.graph;
+    const Tensor& x = v[n.b];
+    const Tensor& y = v[n.c];
+    const auto after = static_cast<int>(scalar_value(b.scalars[g.nodes[g.nodes[n.a].a].slot]).i);
+    const int axis = x.shape.size() - 1 - after;
+    std::int64_t inner = 1;
+    for (int d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+    Shape s = x.shape;
+    s[axis] += y.shape[axis];
+    Tensor r{s, {}, {}};
+    const std::int64_t bx = x.shape[axis] * inner, by = y.shape[axis] * inner;
+    const std::int64_t outer = bx + by == 0 ? 0 : fusion::numel(s) / (bx + by);
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (const auto& [t, block] : {std::pair{&x, bx}, std::pair{&y, by}})
+        for (std::int64_t i = 0; i < block; ++i) {
+          const auto at = static_cast<std::size_t>(o * block + i);
+          r.values.push_back(test::normalize(t->values[at], n.dtype));
+          r.undefined.push_back(t->undefined[at]);
+        }
+    return r;
+  }
+
   /// fz::take_along_axis: the source's element at the result element's position with the axis's coordinate
   /// replaced by the valid index (the take_index node beside the stride in the offset's product).
   Tensor gather(const Node& n) {
@@ -464,6 +489,10 @@ struct Interpreter {
         v[k] = scan(n);
       } else if (n.op == fusion::ir::Op::gather) {
         v[k] = gather(n);
+      } else if (n.op == fusion::ir::Op::leading) {
+        v[k] = Tensor{Shape{}, {test::Scalar{}}, {0}};  // (read by the concatenate: its axis)
+      } else if (n.op == fusion::ir::Op::concatenate) {
+        v[k] = join(n);
       } else if (fusion::ir::is_scatter(n.op)) {
         v[k] = scatter(k, n);
       } else {

@@ -61,16 +61,19 @@ struct Prepared {
                                   : test::upload(base_values(c, in), in.dtype, bs));
       views.push_back(make_view(c, in, bases.back()));
     }
-    gathered.reserve(b.slot_input.size());  // (slots point into it)
+    gathered.reserve(2 * b.slot_input.size());  // (slots point into it)
     for (std::size_t k = 0; k < b.slot_input.size(); ++k) {
-      const ArrayBase& view = views[static_cast<std::size_t>(b.slot_input[k])];
+      const ArrayBase* view = &views[static_cast<std::size_t>(b.slot_input[k])];
       const int axis = b.slot_gather_axis[k];
-      if (axis < 0) {
-        slots.push_back(&view);
-      } else {
-        gathered.push_back(fusion::detail::gather_view(view, axis, 1, "fuzz"));
-        slots.push_back(&gathered.back());
+      if (axis >= 0) {
+        gathered.push_back(fusion::detail::gather_view(*view, axis, 1, "fuzz"));
+        view = &gathered.back();
       }
+      if (const Built::Placement& p = b.slot_place[k]; p.join.size() > 0) {  // as fz::concatenate places it
+        gathered.push_back(view->broadcast(p.piece).placed(p.join, p.at));
+        view = &gathered.back();
+      }
+      slots.push_back(view);
     }
   }
   fusion::detail::Call call() const {
