@@ -57,15 +57,17 @@ template <class F> std::uint64_t kernels_of(F&& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, scans_only = false;
+  bool quick = false, scans_only = false, joins_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--scans")) scans_only = true;
+    else if (!std::strcmp(argv[i], "--joins")) joins_only = true;
     else if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) fz::detail::set_tuning(argv[++i]);
   }
   const double copy = fz::copy_bandwidth_gbs();
   fmt::print("device copy bandwidth {:.1f} GB/s\n", copy);
   const std::int64_t V = quick ? 4096 : 32768, D = 4096, B = quick ? 2048 : 16384;
+  if (joins_only) scans_only = true;  // (the joins alone: the sections before the scans are skipped with them)
 
   if (!scans_only) {  // row gather, f32 rows of 4096
     const auto table = fz::full<float>({V, D}, 1.5f);
@@ -140,7 +142,37 @@ int main(int argc, char** argv) {
              12.0 * N + 8.0 * bins, median_ms(run), copy, kernels_of(run));
     }
   }
-  {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
+  {  // joins: fz::concatenate and fz::stack as one kernel, the math around them fused
+    const std::int64_t N = quick ? (1 << 22) : (1 << 26), R = quick ? 2048 : 8192, C = 4096;
+    const auto a = fz::full<float>({N}, 1.f), b = fz::full<float>({N}, 2.f);
+    fz::Array<float> flat = fz::zeros<float>({2 * N}), stacked = fz::zeros<float>({2, N});
+    auto cat0 = [&] { flat = fz::concatenate(0, a, b); };
+    report(fmt::format("concatenate(0, a, b) of 2 x {} f32", N).c_str(), 16.0 * N, median_ms(cat0), copy,
+           kernels_of(cat0));
+    auto st = [&] { stacked = fz::stack(0, a, b); };
+    report(fmt::format("stack(0, a, b) of 2 x {} f32", N).c_str(), 16.0 * N, median_ms(st), copy, kernels_of(st));
+    const auto x = fz::full<float>({R, C}, 0.5f), y = fz::full<float>({R, C}, 0.25f);
+    const auto bias = fz::full<float>({2 * C}, 1.f);
+    fz::Array<float> wide = fz::zeros<float>({R, 2 * C});
+    auto cat1 = [&] { wide = fz::concatenate(1, x, y); };
+    report(fmt::format("concatenate(1, x, y) of 2 x {}x{} f32 (last axis)", R, C).c_str(), 16.0 * R * C,
+           median_ms(cat1), copy, kernels_of(cat1));
+    auto math = [&] { wide = fz::concatenate(1, x * 2.f, fz::exp(y)) + bias; };
+    const double math_bytes = 16.0 * R * C + 8.0 * C;
+    report("concatenate(1, x * 2, exp(y)) + bias (one kernel)", math_bytes, median_ms(math), copy, kernels_of(math));
+    auto unfused = [&] {
+      fz::Unfused u;
+      wide = fz::concatenate(1, x * 2.f, fz::exp(y)) + bias;
+    };
+    report("  the same, fz::Unfused (an op a kernel)", math_bytes, median_ms(unfused), copy, kernels_of(unfused));
+    std::vector<fz::Array<float>> eight;
+    for (int k = 0; k < 8; ++k) eight.push_back(fz::full<float>({R, C / 8}, static_cast<float>(k)));
+    fz::Array<float> joined = fz::zeros<float>({R, C});
+    auto cat8 = [&] { joined = fz::concatenate(eight, 1); };
+    report(fmt::format("concatenate of 8 arrays {}x{} f32 along axis 1", R, C / 8).c_str(), 8.0 * R * C,
+           median_ms(cat8), copy, kernels_of(cat8));
+  }
+  if (!joins_only) {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
     const std::int64_t N = quick ? (1 << 24) : (1 << 28);
     const auto x = fz::full<float>({N}, 0.5f);
     fz::Array<float> out = fz::zeros<float>({N});

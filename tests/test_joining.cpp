@@ -10,7 +10,7 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   CHECK(k.kernels == 1);
   INFO(k.source);
   CHECK(k.name.rfind("fz_mul_exp_leading_concatenate", 0) == 0);
-  CHECK(k.source.find("fz_leading(i, ") != std::string::npos);  // where an element lies: its flat index
+  CHECK(k.source.find("fz_position(i, ") != std::string::npos);  // where an element lies: its flat index
   CHECK(k.source.find("else {") != std::string::npos);           // a branch per piece
   CHECK(k.source.find("const float* x0") != std::string::npos);  // a piece's array: a pointer, read in its branch
   // the exp is spelled only inside the branch of its piece: after the test of where the element lies
@@ -21,6 +21,18 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   CHECK(fz::inspect(fz::concatenate(1, x2 * 2.f, fz::exp(y2)) + b2).hash == k.hash);
   // the pieces' order is part of it
   CHECK(fz::inspect(fz::concatenate(1, fz::exp(y), x * 2.f) + b).hash != k.hash);
+}
+
+TEST_CASE("a join of three pieces computes each piece's math only in its own branch", "[joining]") {
+  const auto a = fz::placeholder<float>({8}), b = fz::placeholder<float>({5}), c = fz::placeholder<float>({3});
+  const auto k = fz::inspect(fz::concatenate(0, a * 2.f, fz::exp(b), fz::sqrt(c)));
+  INFO(k.source);
+  // the second test of where an element lies comes before both the exp and the sqrt, each inside a branch
+  const std::size_t second = k.source.find("_at < ", k.source.find("_at < ") + 1);
+  REQUIRE(second != std::string::npos);
+  CHECK(k.source.find("exp(") > second);
+  CHECK(k.source.find("sqrt(") > second);
+  CHECK(k.source.find("sqrt(") > k.source.find("else", second));
 }
 
 TEST_CASE("stack and concatenate plans: a reduction of a join runs the join first", "[joining][plan]") {

@@ -63,6 +63,16 @@ TEST_CASE("concatenate: every axis, arrays and expressions, one kernel", "[gpu][
     CHECK(test::mismatches(fz::eval(fz::concatenate(axis, a, p1, p3)).to_host(),
                            concat_ref({doubles(ha), doubles(h1), doubles(h3)}, {sa, s1, s3}, axis),
                            fz::DType::float32) == 0);
+    // math in every piece, an empty one last (its array is never read: found by the fuzzer)
+    fz::Shape s0 = sa;
+    s0[axis] = 0;
+    std::vector<double> h3exp;
+    for (float v : h3) h3exp.push_back(std::exp(static_cast<double>(v)));
+    CHECK(test::mismatches(fz::eval(fz::concatenate(axis, fz::abs(a), fz::exp(p3), fz::sqrt(fz::zeros<float>(s0)))).to_host(),
+                           concat_ref({[&] { std::vector<double> r; for (float v : ha) r.push_back(std::fabs(v)); return r; }(),
+                                       h3exp, {}},
+                                      {sa, s3, s0}, axis),
+                           fz::DType::float32) == 0);
   }
 }
 

@@ -69,6 +69,26 @@ def main():
                median_ms(lambda: top.index_reduce_(0, ids, noise, "amax")))
     del vals, ids, hist, noise, top
 
+    n = (1 << 22) if quick else (1 << 26)
+    a = torch.full((n,), 1.0, dtype=torch.float32, device="cuda")
+    b = torch.full((n,), 2.0, dtype=torch.float32, device="cuda")
+    flat = torch.empty((2 * n,), dtype=torch.float32, device="cuda")
+    report(f"concatenate(0, a, b) of 2 x {n} f32 torch.cat(out=)", 16.0 * n,
+           median_ms(lambda: torch.cat((a, b), 0, out=flat)))
+    both(f"stack(0, a, b) of 2 x {n} f32 torch.stack", 16.0 * n, lambda u, v: torch.stack((u, v), 0), a, b)
+    del a, b, flat
+    r, c = (2048 if quick else 8192), 4096
+    x = torch.full((r, c), 0.5, dtype=torch.float32, device="cuda")
+    y = torch.full((r, c), 0.25, dtype=torch.float32, device="cuda")
+    bias = torch.ones((2 * c,), dtype=torch.float32, device="cuda")
+    both(f"concatenate(1, x, y) of 2 x {r}x{c} f32 torch.cat", 16.0 * r * c, lambda u, v: torch.cat((u, v), 1), x, y)
+    both("concatenate(1, x * 2, exp(y)) + bias", 16.0 * r * c + 8.0 * c,
+         lambda u, v, w: torch.cat((u * 2, torch.exp(v)), 1) + w, x, y, bias)
+    eight = [torch.full((r, c // 8), float(k), dtype=torch.float32, device="cuda") for k in range(8)]
+    both(f"concatenate of 8 arrays {r}x{c // 8} f32 along axis 1 torch.cat", 8.0 * r * c,
+         lambda *p: torch.cat(p, 1), *eight)
+    del x, y, bias, eight
+
     n = (1 << 24) if quick else (1 << 28)
     x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
     both(f"cumsum(x * 2) of {n} f32", 8.0 * n, lambda v: torch.cumsum(v * 2, 0), x)

@@ -100,14 +100,16 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
       w.line("{} t{};", compute_type(n.dtype), i);
       bool first = true;
       for (std::uint32_t piece : {n.b, n.c}) {
-        // the piece's own nodes: those it reaches that no outer scope named, not looking into other pieces
+        // the piece's own nodes: those it reaches that no outer scope named, not looking into the pieces of a
+        // concatenate inside it (their nodes belong to its branches: found by the fuzzer, an empty third piece's
+        // array read in the second's branch)
         std::vector<bool> own(g.nodes.size(), false);
         own[piece] = true;
         for (std::size_t j = piece + 1; j-- > 0;) {
           if (!own[j] || !value[j].empty()) continue;
           const ir::Node& m = g.nodes[j];
           for (std::uint32_t o : {m.a, m.b, m.c})
-            if (o != ir::kNone) own[o] = true;
+            if (o != ir::kNone && (m.op != ir::Op::concatenate || o == m.a)) own[o] = true;
         }
         for (std::size_t j = 0; j < g.nodes.size(); ++j) own[j] = own[j] && value[j].empty();
         auto branch = w.block("{}", first ? fmt::format("if ({})", value[n.a]) : std::string("else"));

@@ -80,6 +80,11 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       if (n.op == Op::scalar) value[i] = fmt::format("s{}", n.slot);
       if (n.op == Op::iota) value[i] = "i";
     }
+    // where the element lies along each joined axis, once for all of a join's tests (Op::leading)
+    std::set<std::string> positions;
+    for (const Node& n : g.nodes)
+      if (n.op == Op::leading && positions.insert(value[n.a]).second)
+        body.line("const long long {0}_at = fz_position(i, {0});", value[n.a]);
     write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
     std::vector<std::string> results;
     for (int o = 0; o < K; ++o)

@@ -147,13 +147,14 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
   return __dmul_rn(__dmul_rn(0.5, x), __dadd_rn(1.0, tanh(__dmul_rn(0.797884560802865355, __dadd_rn(x, cube)))));
 })";
     case Helper::leading:
-      return R"(// Whether element i's coordinate along a joined axis lies before a bound: i modulo the axis's period (its
-// extent times the extents after it) below the bound times those. No division when one period spans the
-// result (joins along the first axis); a 32-bit one where both fit (a 64-bit one is a long software routine).
-__device__ __forceinline__ bool fz_leading(long long i, long long period, long long bound) {
-  if (i < period) return i < bound;
-  if ((unsigned long long)(i | period) <= 0xffffffffull) return (long long)((unsigned)i % (unsigned)period) < bound;
-  return i % period < bound;
+      return R"(// Where element i lies along a joined axis, as a flat offset: i modulo the axis's period (its extent times
+// the extents after it), which the kernel compares with each piece's end times those. No division when one
+// period spans the result (joins along the first axis); a 32-bit one where both fit (a 64-bit one is a long
+// software routine). Computed once per element for all of a join's tests.
+__device__ __forceinline__ long long fz_position(long long i, long long period) {
+  if (i < period) return i;
+  if ((unsigned long long)(i | period) <= 0xffffffffull) return (long long)((unsigned)i % (unsigned)period);
+  return i % period;
 })";
     case Helper::take_index:
       return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
@@ -383,10 +384,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
     // (an emitter writes a concatenate as branches, each computing its piece: write_values)
-    case Op::leading:  // (`i`: the flat index of the element, which the emitters pass as fz::arange's; a and b
-                       // as the launcher resolves them; c, the join's own extent, is for the launcher alone)
+    case Op::leading:  // (a and b as the launcher resolves them; c, the join's own extent, is for the launcher
+                       // alone; `<a>_at`, fz_position of the element's flat index, the emitter writes first)
       needs.insert(Helper::leading);
-      return fmt::format("fz_leading(i, {}, {})", a, b);
+      return fmt::format("({}_at < {})", a, b);
     case Op::take_index: {
       needs.insert(Helper::take_index);
       switch (static_cast<ir::IndexMode>(n.slot)) {
