@@ -35,6 +35,23 @@ TEST_CASE("a join of three pieces computes each piece's math only in its own bra
   CHECK(k.source.find("sqrt(") > k.source.find("else", second));
 }
 
+TEST_CASE("joins the fuzzer found wrong: a gather's source read in another piece; promotion over all pieces",
+          "[joining]") {
+  // the same array gathered from in one piece and read in another (extent 1 along the gather's axis: the two
+  // views are one): two parameters, one read through the index, one loaded (it was one, spelled both ways)
+  const auto a = fz::placeholder<std::uint16_t>({4, 1});
+  const auto b = fz::placeholder<fz::half>({4, 1});
+  const auto idx = fz::placeholder<std::int64_t>({4, 1});
+  CHECK(fz::inspect(fz::concatenate(1, fz::take_along_axis<fz::IndexMode::clip>(a, idx, 1), fz::pow(a, b))).kernels == 1);
+  // NumPy's result type of int8, uint8 and float16 is float32 (promoting the last two first would give float16)
+  const auto i8 = fz::placeholder<std::int8_t>({2});
+  const auto u8 = fz::placeholder<std::uint8_t>({2});
+  const auto f16 = fz::placeholder<fz::half>({2});
+  using J = decltype(fz::concatenate(0, i8, u8, f16));
+  STATIC_REQUIRE(J::dtype == fz::DType::float32);
+  CHECK(fz::inspect(fz::concatenate(0, i8, u8, f16)).name.find("_f32_") != std::string::npos);
+}
+
 TEST_CASE("stack and concatenate plans: a reduction of a join runs the join first", "[joining][plan]") {
   const auto x = fz::placeholder<float>({64, 100}), y = fz::placeholder<float>({64, 100});
   CHECK(fz::inspect(fz::stack(0, x, y * 2.f)).kernels == 1);

@@ -114,7 +114,9 @@ template <DType D, class... Ps> struct Join : Node<Join<D, Ps...>> {
   std::array<std::int64_t, n_own_scalars> place{};  // those scalars (ir::Op::leading)
 
   static std::uint32_t lower(ir::Graph& g) {
-    const std::uint32_t value[] = {Ps::lower(g)...};  // braces evaluate left to right, as pack() visits
+    // (each piece in the join's dtype first: NumPy's promotion, a left fold, is not associative, so the chain
+    // of two-way joins below must not promote pair by pair: int8, uint8, float16 join as float32)
+    const std::uint32_t value[] = {g.cast(Ps::lower(g), D)...};  // braces evaluate left to right, as pack() visits
     if constexpr (N == 1) {
       return value[0];
     } else {

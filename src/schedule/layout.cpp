@@ -80,9 +80,14 @@ int distinct_params(const Call& c, const ArrayBase** params, std::array<std::uin
 }
 
 std::vector<bool> gather_sources(const Call& c) {
-  std::vector<bool> pointer = ir::pointer_inputs(graph_of(c));
-  if (!pointer.empty()) pointer.resize(static_cast<std::size_t>(c.n_arrays), false);
-  return pointer;
+  std::vector<bool> gathered;
+  const ir::Graph& g = graph_of(c);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::gather) {
+      gathered.resize(static_cast<std::size_t>(c.n_arrays), false);
+      gathered[g.nodes[n.b].slot] = true;
+    }
+  return gathered;
 }
 
 bool same_view(const ArrayBase& a, const ArrayBase& b) {

@@ -25,8 +25,8 @@ Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
 bool same_view(const ArrayBase& a, const ArrayBase& b);
 /// Whether the memory spans of two arrays overlap.
 bool shares_memory(const ArrayBase& a, const ArrayBase& b);
-/// Per array slot of the call: whether the kernel reads it through a pointer (fz::take's source, an array of a
-/// concatenate's piece: ir::pointer_inputs); empty when none does.
+/// Per array slot of the call: whether a gather reads it (fz::take's source); empty when none does. Such a slot
+/// never shares a parameter with one read per element (a concatenate's piece's arrays may: both are loads).
 std::vector<bool> gather_sources(const Call& c);
 /// Distinct arrays of a call (the same view read twice is one parameter); fills `param_of_slot`.
 /// Throws when one kernel would take more array operands than it has parameter slots.

@@ -280,6 +280,9 @@ struct Lowering {
       at[static_cast<std::size_t>(e.axis)] += parts[k].shape[e.axis];
       ends.push_back(at[static_cast<std::size_t>(e.axis)]);
     }
+    const auto d = dtype_of(e);  // (every piece in the join's dtype first, as the front end converts them)
+    if (!d) return fail("a join without a dtype");
+    for (Result& p : parts) p.node = g.cast(p.node, *d);
     if (parts.size() == 1) return Result{parts[0].node, out};
     const std::uint32_t after = int64_scalar(out.size() - 1 - e.axis), extent = int64_scalar(out[e.axis]);
     std::vector<std::uint32_t> below;

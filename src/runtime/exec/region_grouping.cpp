@@ -35,17 +35,16 @@ std::string try_join(const std::vector<Statement>& all, Group& g, int i, std::ve
   source.assign(s.args.size(), kFromMemory);
   // A gather's source is read through a pointer, anywhere in it: never a value the kernel computes (found by
   // the region fuzzer: an array of extent 1 along the gather's axis looked whole, and the kernel indexed a float)
-  // (so is a concatenate's piece's array: its view reaches past the piece, and it is read where the piece lies)
-  std::vector<bool> gathered = ir::pointer_inputs(s.lowered->graph);
-  gathered.resize(s.args.size(), false);
+  std::vector<bool> gathered(s.args.size(), false);
+  for (const ir::Node& n : s.lowered->graph.nodes)
+    if (n.op == ir::Op::gather) gathered[s.lowered->graph.nodes[n.b].slot] = true;
   for (std::size_t slot = 0; slot < s.args.size(); ++slot) {
     const ArrayBase& a = s.args[slot];
     for (int v = static_cast<int>(g.values.size()) - 1; v >= 0 && source[slot] == kFromMemory; --v) {
       const Value& val = g.values[static_cast<std::size_t>(v)];
       if (!shares_memory(a, out_of(val))) continue;
       if (gathered[slot])
-        return fmt::format("it reads {} through a pointer (a gather's source, a joined piece), which the kernel before writes",
-                           describe(out_of(val)));
+        return fmt::format("it gathers from {}, which the kernel before writes", describe(out_of(val)));
       if (val.superseded || !whole(a, out_of(val)))
         return fmt::format("it reads a {} view of memory the kernel before writes as {}", describe(a),
                            describe(out_of(val)));
