@@ -9,7 +9,7 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   const auto k = fz::inspect(fz::concatenate(1, x * 2.f, fz::exp(y)) + b);
   CHECK(k.kernels == 1);
   INFO(k.source);
-  CHECK(k.name.rfind("fz_mul_exp_leading_concatenate", 0) == 0);
+  CHECK(k.name.rfind("fz_mul_exp_concatenate_add_f32_", 0) == 0);
   CHECK(k.source.find("fz_position(i, ") != std::string::npos);  // where an element lies: its flat index
   CHECK(k.source.find("else {") != std::string::npos);           // a branch per piece
   CHECK(k.source.find("const float* x0") != std::string::npos);  // a piece's array: a pointer, read in its branch

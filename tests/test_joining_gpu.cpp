@@ -85,6 +85,8 @@ TEST_CASE("concatenate fuses with the math around it and inside each piece", "[g
   fz::reset_stats();
   out = fz::concatenate(1, x * 2.f, fz::exp(y)) * 3.f + bias;
   CHECK(fz::stats().launches == 1);
+  // the bytes it moves: each piece's own elements (not the join's), the bias row, the result
+  CHECK(fz::stats().min_bytes == static_cast<std::uint64_t>(4 * (R * C1 + R * C2 + (C1 + C2) + R * (C1 + C2))));
   std::vector<double> want;
   for (std::int64_t r = 0; r < R; ++r)
     for (std::int64_t c = 0; c < C1 + C2; ++c) {

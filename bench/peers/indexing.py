@@ -2,7 +2,7 @@
 """PyTorch eager and torch.compile on the workloads of fusion-bench-indexing, timed as it times fusion (events
 around 10 calls, median of 9), as % of the copy limit measured here the same way (a device-to-device copy of
 1 GiB, bytes read + written).
-    python3 bench/peers/indexing.py [--quick] [--no-compile]"""
+    python3 bench/peers/indexing.py [--quick] [--no-compile] [--joins]   (--joins: the joins alone)"""
 import sys
 
 import torch
@@ -10,26 +10,8 @@ import torch
 from timing import median_ms
 
 
-def main():
-    quick = "--quick" in sys.argv
-    compile_too = "--no-compile" not in sys.argv
-    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
-    dst = torch.empty_like(src)
-    copy_gbs = 2 * src.numel() * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}: copy bandwidth {copy_gbs:.1f} GB/s")
+def gathers_and_scatters(quick, gen, report, both):
     V, D, B = (4096, 4096, 2048) if quick else (32768, 4096, 16384)
-    gen = torch.Generator(device="cuda").manual_seed(1)
-
-    def report(name, nbytes, ms):
-        gbs = nbytes / (ms * 1e-3) / 1e9
-        print(f"{name:<58} {ms * 1e3:9.1f} us {gbs:8.1f} GB/s {100 * gbs / copy_gbs:6.1f}% of limit")
-
-    def both(name, nbytes, fn, *args):
-        report(name + " eager", nbytes, median_ms(lambda: fn(*args)))
-        if compile_too:
-            compiled = torch.compile(fn)
-            report(name + " torch.compile", nbytes, median_ms(lambda: compiled(*args)))
-
     table = torch.full((V, D), 1.5, dtype=torch.float32, device="cuda")
     ids = torch.randint(0, V, (B,), device="cuda", generator=gen, dtype=torch.int32)
     out = torch.empty((B, D), dtype=torch.float32, device="cuda")
@@ -69,6 +51,43 @@ def main():
                median_ms(lambda: top.index_reduce_(0, ids, noise, "amax")))
     del vals, ids, hist, noise, top
 
+
+def scans(quick, both):
+    n = (1 << 24) if quick else (1 << 28)
+    x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
+    both(f"cumsum(x * 2) of {n} f32", 8.0 * n, lambda v: torch.cumsum(v * 2, 0), x)
+    del x
+    r = 2048 if quick else 8192
+    m = torch.full((r, r), 0.25, dtype=torch.float32, device="cuda")
+    both(f"row-wise cumsum of {r}x{r} f32", 8.0 * r * r, lambda v: torch.cumsum(v, 1), m)
+    both(f"column-wise cumsum of {r}x{r} f32 (axis 0)", 8.0 * r * r, lambda v: torch.cumsum(v, 0), m)
+    both(f"row-wise logcumsumexp of {r}x{r} f32", 8.0 * r * r, lambda v: torch.logcumsumexp(v, 1), m)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    compile_too = "--no-compile" not in sys.argv
+    src = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    copy_gbs = 2 * src.numel() * 4 / (median_ms(lambda: dst.copy_(src)) * 1e-3) / 1e9
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}: copy bandwidth {copy_gbs:.1f} GB/s")
+    joins_only = "--joins" in sys.argv
+    V, D, B = (4096, 4096, 2048) if quick else (32768, 4096, 16384)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+
+    def report(name, nbytes, ms):
+        gbs = nbytes / (ms * 1e-3) / 1e9
+        print(f"{name:<58} {ms * 1e3:9.1f} us {gbs:8.1f} GB/s {100 * gbs / copy_gbs:6.1f}% of limit")
+
+    def both(name, nbytes, fn, *args):
+        report(name + " eager", nbytes, median_ms(lambda: fn(*args)))
+        if compile_too:
+            compiled = torch.compile(fn)
+            report(name + " torch.compile", nbytes, median_ms(lambda: compiled(*args)))
+
+    if not joins_only:
+        gathers_and_scatters(quick, gen, report, both)
+
     n = (1 << 22) if quick else (1 << 26)
     a = torch.full((n,), 1.0, dtype=torch.float32, device="cuda")
     b = torch.full((n,), 2.0, dtype=torch.float32, device="cuda")
@@ -89,16 +108,8 @@ def main():
          lambda *p: torch.cat(p, 1), *eight)
     del x, y, bias, eight
 
-    n = (1 << 24) if quick else (1 << 28)
-    x = torch.full((n,), 0.5, dtype=torch.float32, device="cuda")
-    both(f"cumsum(x * 2) of {n} f32", 8.0 * n, lambda v: torch.cumsum(v * 2, 0), x)
-    del x
-    r = 2048 if quick else 8192
-    m = torch.full((r, r), 0.25, dtype=torch.float32, device="cuda")
-    both(f"row-wise cumsum of {r}x{r} f32", 8.0 * r * r, lambda v: torch.cumsum(v, 1), m)
-    both(f"column-wise cumsum of {r}x{r} f32 (axis 0)", 8.0 * r * r, lambda v: torch.cumsum(v, 0), m)
-    both(f"row-wise logcumsumexp of {r}x{r} f32", 8.0 * r * r, lambda v: torch.logcumsumexp(v, 1), m)
-
+    if not joins_only:
+        scans(quick, both)
 
 if __name__ == "__main__":
     main()

@@ -44,6 +44,10 @@ class ArrayBase {
   int ndim() const { return shape_.size(); }
   std::int64_t size() const { return numel(shape_); }
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
+  /// The bytes a kernel reading this view touches: nbytes(), but a piece's own for a view placed() in a join.
+  std::size_t touched_bytes() const {
+    return piece_elements_ < 0 ? nbytes() : static_cast<std::size_t>(piece_elements_) * itemsize(dtype_);
+  }
   int device() const;
   bool is_contiguous() const;
   /// A placeholder has a shape and dtype but no memory: for fz::inspect without a GPU.
@@ -129,6 +133,7 @@ class ArrayBase {
   std::int64_t offset_ = 0;
   bool placeholder_ = false;
   std::shared_ptr<const int> placeholder_memory_;  // a placeholder's identity, shared by its views
+  std::int64_t piece_elements_ = -1;  // placed(): the elements of the piece (the view's shape is the join's)
 };
 
 }  // namespace fusion

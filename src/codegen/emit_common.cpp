@@ -36,7 +36,10 @@ std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     iota = iota || n.op == ir::Op::iota;
-    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast || n.op == ir::Op::take_index || index_math[i]) continue;
+    // (a join's tests of where an element lies show as the concatenate itself)
+    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast || n.op == ir::Op::take_index || n.op == ir::Op::leading ||
+        index_math[i])
+      continue;
     std::string name = n.op == ir::Op::call ? device_function(n.slot).name : ir::op_name(n.op);
     if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
   }

@@ -106,7 +106,7 @@ void note_launch(std::span<const ArrayBase* const> read, std::span<const ArrayBa
   std::uint64_t bytes_read = 0, bytes_written = 0;
   for (const ArrayBase* r : read) {
     r->storage()->note_use(stream);
-    bytes_read += static_cast<std::uint64_t>(r->nbytes());
+    bytes_read += static_cast<std::uint64_t>(r->touched_bytes());
   }
   for (const ArrayBase* w : written) {
     w->storage()->note_use(stream);
@@ -128,7 +128,7 @@ void note_minimum(std::span<const ArrayBase* const> read, std::span<const ArrayB
   for (std::size_t i = 0; i < read.size(); ++i) {
     bool seen = false;
     for (std::size_t j = 0; j < i && !seen; ++j) seen = same_view(*read[j], *read[i]);
-    if (!seen) bytes += static_cast<std::uint64_t>(read[i]->nbytes());
+    if (!seen) bytes += static_cast<std::uint64_t>(read[i]->touched_bytes());
   }
   for (const ArrayBase* w : written) bytes += static_cast<std::uint64_t>(w->nbytes());
   counters().min_bytes.fetch_add(bytes, std::memory_order_relaxed);

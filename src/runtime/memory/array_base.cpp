@@ -267,6 +267,8 @@ ArrayBase ArrayBase::placed(const Shape& shape, const std::vector<std::int64_t>&
     throw Error(fmt::format("internal: placing shape {} in {}", to_string(shape_), to_string(shape)));
   ArrayBase v = *this;
   v.shape_ = shape;
+  v.piece_elements_ = 1;  // (the distinct elements: a broadcast axis holds one)
+  for (int d = 0; d < ndim(); ++d) v.piece_elements_ *= strides_[d] == 0 ? std::min<std::int64_t>(shape_[d], 1) : shape_[d];
   for (int d = 0; d < ndim(); ++d) {
     if (shape_[d] == 1) v.strides_[d] = 0;  // (one position: read there, no shift needed)
     v.offset_ -= at[static_cast<std::size_t>(d)] * v.strides_[d];
