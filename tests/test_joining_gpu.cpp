@@ -122,6 +122,16 @@ TEST_CASE("concatenate of views, broadcasts, mixed and 16-bit dtypes, empty piec
   const auto col = fz::asarray(std::vector<float>{10, 20}, {2, 1});
   const auto m = fz::asarray(std::vector<float>{-1, -2, -3}, {1, 3});
   CHECK(host(fz::concatenate(0, row + col, m)) == std::vector<double>{11, 12, 13, 21, 22, 23, -1, -2, -3});
+  // a join broadcast into a larger result: along an axis after its own (its place is found in the kernel's
+  // index space, not its own shape), and along its own axis when it has extent 1 there
+  const auto top = fz::asarray(std::vector<float>{1, 2}, {2, 1}), low = fz::asarray(std::vector<float>{3, 4, 5}, {3, 1});
+  const auto wide = fz::asarray(std::vector<float>{0, 10, 20, 30}, {4});
+  std::vector<double> want_wide;
+  for (double r : {1, 2, 3, 4, 5})
+    for (double c : {0, 10, 20, 30}) want_wide.push_back(r + c);
+  CHECK(host(fz::concatenate(0, top, low) + wide) == want_wide);
+  CHECK(host(fz::concatenate(1, top, fz::zeros<float>({2, 0})) * fz::ones<float>({3, 2, 4})) ==
+        std::vector<double>{1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2});
   // mixed dtypes promote as NumPy's
   const auto mixed = fz::concatenate(0, fz::asarray(std::vector<std::int32_t>{1, 2}, {2}),
                                      fz::asarray(std::vector<double>{0.5}, {1}));

@@ -526,6 +526,10 @@ struct Graph {
 /// subexpressions removed, dead nodes dropped. Slots keep their numbering so arguments need no remap.
 Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_representative = {});
 
+/// The join of pieces `value[0..n)` given `below[k]`, whether an element lies before piece k's end: a balanced
+/// tree of Op::concatenate choices, so an element passes about log2(n) tests, not up to n - 1.
+std::uint32_t join_tree(Graph& g, const std::uint32_t* value, const std::uint32_t* below, int n);
+
 /// Per node: whether it is computed only inside a concatenate's piece (reached from the outputs only through
 /// an Op::concatenate's b or c): its arrays are read, and its value computed, only where that piece lies.
 std::vector<bool> inside_pieces(const Graph& g);

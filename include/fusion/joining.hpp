@@ -122,11 +122,9 @@ template <DType D, class... Ps> struct Join : Node<Join<D, Ps...>> {
     } else {
       const std::uint32_t after = g.scalar(DType::int64);
       const std::uint32_t extent = g.scalar(DType::int64);
-      std::uint32_t below[N - 1];
+      std::uint32_t below[N - 1];  // whether the element lies before piece k's end
       for (int k = 0; k + 1 < N; ++k) below[k] = g.leading(after, g.scalar(DType::int64), extent);
-      std::uint32_t v = value[N - 1];
-      for (int k = N - 2; k >= 0; --k) v = g.join(below[k], value[k], v);
-      return v;
+      return ir::join_tree(g, value, below, N);
     }
   }
   void pack(detail::ArgSink& s) const {

@@ -81,12 +81,19 @@ std::uint32_t Graph::scan(Op op, std::uint32_t x) {
   return push(*this, {op, result, cast(x, result), kNone, kNone, n_reductions++});
 }
 
+namespace {
+/// `cond ? x : y` as op `op` (where, or a join's lazy choice): the condition as bool, x and y promoted.
+std::uint32_t choose(Graph& g, Op op, std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
+  const DType d = promote_types(g.dtype(x), g.dtype(y));
+  const std::uint32_t c = g.cast(cond, DType::bool_);
+  const std::uint32_t cx = g.cast(x, d);
+  const std::uint32_t cy = g.cast(y, d);
+  return push(g, {op, d, c, cx, cy});
+}
+}  // namespace
+
 std::uint32_t Graph::where(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
-  const DType d = promote_types(dtype(x), dtype(y));
-  const std::uint32_t c = cast(cond, DType::bool_);
-  const std::uint32_t cx = cast(x, d);
-  const std::uint32_t cy = cast(y, d);
-  return push(*this, {Op::where, d, c, cx, cy});
+  return choose(*this, Op::where, cond, x, y);
 }
 
 std::uint32_t Graph::leading(std::uint32_t after, std::uint32_t bound, std::uint32_t extent) {
@@ -96,11 +103,7 @@ std::uint32_t Graph::leading(std::uint32_t after, std::uint32_t bound, std::uint
 }
 
 std::uint32_t Graph::join(std::uint32_t cond, std::uint32_t x, std::uint32_t y) {
-  const DType d = promote_types(dtype(x), dtype(y));
-  const std::uint32_t c = cast(cond, DType::bool_);
-  const std::uint32_t cx = cast(x, d);
-  const std::uint32_t cy = cast(y, d);
-  return push(*this, {Op::concatenate, d, c, cx, cy});
+  return choose(*this, Op::concatenate, cond, x, y);
 }
 
 std::uint32_t Graph::reduce(Op op, std::uint32_t x, DType result) {
@@ -152,6 +155,14 @@ Graph canonicalize(const Graph& g, const std::vector<std::uint32_t>& input_repre
   }
   for (std::uint32_t o : g.outputs) out.outputs.push_back(remap[o]);
   return out;
+}
+
+std::uint32_t join_tree(Graph& g, const std::uint32_t* value, const std::uint32_t* below, int n) {
+  if (n == 1) return value[0];
+  const int half = n / 2;  // pieces [0, half) lie before piece half - 1's end
+  const std::uint32_t left = join_tree(g, value, below, half);
+  const std::uint32_t right = join_tree(g, value + half, below + half, n - half);
+  return g.join(below[half - 1], left, right);
 }
 
 std::vector<bool> inside_pieces(const Graph& g) {

@@ -287,9 +287,9 @@ struct Lowering {
     const std::uint32_t after = int64_scalar(out.size() - 1 - e.axis), extent = int64_scalar(out[e.axis]);
     std::vector<std::uint32_t> below;
     for (std::size_t k = 0; k + 1 < parts.size(); ++k) below.push_back(g.leading(after, int64_scalar(ends[k]), extent));
-    std::uint32_t v = parts.back().node;
-    for (std::size_t k = parts.size() - 1; k-- > 0;) v = g.join(below[k], parts[k].node, v);
-    return Result{v, out};
+    std::vector<std::uint32_t> values;
+    for (const Result& p : parts) values.push_back(p.node);
+    return Result{fusion::ir::join_tree(g, values.data(), below.data(), static_cast<int>(values.size())), out};
   }
 
   std::uint32_t int64_scalar(std::int64_t v) {

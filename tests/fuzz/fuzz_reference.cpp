@@ -300,7 +300,7 @@ struct Interpreter {
     return r;
   }
 
-  /// fz::concatenate (two pieces at a time: a join of more nests in its last operand): b's elements, then c's,
+  /// fz::concatenate (two pieces at a time: a join of more is a tree of them, ir::join_tree): b's elements, then c's,
   /// along the axis its position test names (the axes after it, a scalar).
   Tensor join(const Node& n) {
     const fusion::ir::Graph& g = b.graph;
