@@ -28,9 +28,6 @@ ScalarArg int64_arg(std::int64_t v) {
 
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage) {
   const ir::Graph& g = graph_of(c);
-  bool any = false;
-  for (const ir::Node& n : g.nodes) any = any || n.op == ir::Op::leading;
-  if (!any) return c.scalars;
   storage.assign(c.scalars, c.scalars + c.n_scalars);
   const int rank = space.size();
   for (const ir::Node& n : g.nodes) {

@@ -12,8 +12,8 @@
 
 namespace fusion::detail {
 
-/// The scalar arguments of `c` with its joins' positions resolved for index space `space`: `c.scalars` itself
-/// when it joins nothing, else `storage` filled.
+/// The scalar arguments of `c` with its joins' positions resolved for index space `space`, in `storage` (the
+/// launcher calls it only for a call that joins: exec's Lowered::has_join).
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage);
 
 /// Per scalar slot of `g`: whether a join's position reads it (the launcher rewrites it: never shared).

@@ -102,8 +102,8 @@ void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Cal
   for (int k = 0; k < K + np; ++k) dims[1 + k] = L.strides[k].begin();
   LaunchArgs a;
   a.pointers = {ptrs, static_cast<std::size_t>(np + K)};
-  std::vector<ScalarArg> placed;  // (a join's positions, for this index space)
-  a.scalars = {place_pieces(c, L.space, placed), static_cast<std::size_t>(c.n_scalars)};
+  std::vector<ScalarArg> placed;  // (a join's positions, for this index space; no scan of the graph otherwise)
+  a.scalars = {c.lowered->has_join ? place_pieces(c, L.space, placed) : c.scalars, static_cast<std::size_t>(c.n_scalars)};
   a.dims = {dims, static_cast<std::size_t>(1 + K + np)};
   a.count(codegen::Count::n) = L.n;
   Grid grid;
