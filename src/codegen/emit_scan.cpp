@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/scan_state.hpp"
+#include "codegen/scan_tiles.hpp"
 #include "codegen/spell.hpp"
 #include "fusion/error.hpp"
 
@@ -77,7 +78,7 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
     w.line("{} s = fz_none;  // (lane 0) the node of level l ending at c", acc);
     {
       auto total = w.block("if (lane == 0)");
-      w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[i]);  // the partition's total", warps);
+      w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[fz_buf][i]);  // the partition's total", warps);
       w.line("fz_publish(fz_row + c, fz_published, s);");
     }
     w.line("for (int l = 0; l < top; ++l)");
@@ -218,6 +219,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)a, lane);");
   w.line("  else return __shfl_sync(0xffffffffu, a, lane);");
   w.line("}}").blank();
+  if (v.vector > 1) write_vector_helpers(w);
   if (v.lookback) {
     w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
     w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");
@@ -261,9 +263,12 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
 
   const int W = kScanBlock / 32, I = v.items;
   const bool lse = scan.op == Op::logcumsumexp;
-  std::vector<std::string> args;  // fz_expr's arguments for element q of the row
-  for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], fmt::format("in{0}[k{0} + q * ast{0}]", p)));
-  for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
+  const ElementCall expr_call = [&](const std::function<std::string(int)>& element) {
+    std::vector<std::string> args;  // fz_expr's arguments: each parameter's element, then the scalars
+    for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], element(p)));
+    for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
+    return fmt::format("fz_expr({})", fmt::join(args, ", "));
+  };
   auto decode = [&](const char* row) {
     std::vector<std::pair<std::string, std::string>> targets;
     for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
@@ -289,7 +294,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     {
       auto walk = w.block("for (long long j = lo; j < hi; ++j)");
       w.line("const long long q = {};", v.reverse ? "n - 1 - j" : "j");
-      w.line("const {} x = fz_expr({});", acc, fmt::join(args, ", "));
+      w.line("const {} x = {};", acc, expr_call([](int p) { return fmt::format("in{0}[k{0} + q * ast{0}]", p); }));
       if (v.totals) {
         w.line("carry = fz_combine(carry, x);");
       } else if (v.exclusive) {
@@ -304,11 +309,12 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   } else {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
                           k.name, sig.list());
-    w.line("__shared__ {} fz_warp[{}];  // each warp's total of the tile", acc, W);
-    w.line("__shared__ {} fz_next;  // the carry into the next tile", acc);
+    w.line("// Each warp's total of a tile, for two tiles: a warp runs at most one tile ahead of the others.");
+    w.line("__shared__ {} fz_warp[2][{}];", acc, W);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
+    w.line("int fz_buf = 0;  // which of fz_warp this tile writes");
     if (v.lookback) {
       w.line("// The partitions' tree of published sums (codegen/scan_state.hpp).");
       w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
@@ -331,19 +337,9 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     decode("row");
     w.line("{} carry = fz_none;", acc);
     {
-    auto tiles = w.block("for (long long base = lo; base < hi; base += {})", v.tile());
-    const std::string q = v.reverse ? "n - 1 - j" : "j";
-    w.line("// Loaded coalesced into shared memory (a pad word per 32: a thread's row of {} is conflict-free).", I);
-    w.line("#pragma unroll");
-    {
-      auto load = w.block("for (int k = 0; k < {}; ++k)", I);
-      w.line("const int e = k * {} + threadIdx.x;", kScanBlock);
-      w.line("const long long j = base + e, q = {};  // the element's place along the axis", q);
-      w.line("{} x = fz_none;", acc);
-      w.line("if (j < hi) x = fz_expr({});", fmt::join(args, ", "));
-      w.line("fz_tile[e + (e >> 5)] = x;");
-    }
-    w.line("__syncthreads();");
+    auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
+    write_tile_loads(w, v, pdt, acc, expr_call);
+    w.line("__syncwarp();  // (each warp moves its own span of the tile: no block-wide barrier)");
     if (lse) {
       write_lse_thread_scan(w, acc, I);
     } else {
@@ -359,34 +355,28 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(inc, d); if (lane >= d) inc = fz_combine(y, inc); }}",
            acc);
     w.line("{} before = fz_shfl_up(inc, 1);", acc);
-    w.line("if (lane == 31) fz_warp[warp] = inc;");
+    w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
     w.line("__syncthreads();");
     if (v.lookback) write_lookback(w, acc, W);
     w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
-    w.line("{} fz_warps = lane < {} ? fz_warp[lane] : fz_none;", acc, W);
+    w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
     w.line("#pragma unroll");
     w.line("for (int d = 1; d < {}; d *= 2) {{ const {} y = fz_shfl_up(fz_warps, d); if (lane >= d) fz_warps = fz_combine(y, fz_warps); }}",
            W, acc);
     w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
     w.line("if (warp > 0) pre = fz_combine(pre, fz_shfl(fz_warps, warp - 1));");
     w.line("if (lane > 0) pre = fz_combine(pre, before);");
-    w.line("if (threadIdx.x == {}) fz_next = fz_combine(pre, run);  // the next tile's carry", kScanBlock - 1);
+    w.line("const {} fz_total = fz_shfl(fz_warps, {});  // the tile's, for the next tile's carry", acc, W - 1);
     if (lse) {
       write_lse_results(w, acc, I, v.exclusive);
     } else {
       write_thread_results(w, acc, I, v.exclusive, "fz_none", "",
                            [](const char* p) { return fmt::format("fz_combine(pre, {})", p); });
     }
-    w.line("__syncthreads();");
-    w.line("carry = fz_next;");
-    w.line("#pragma unroll");
-    {
-      auto store = w.block("for (int k = 0; k < {}; ++k)", I);
-      w.line("const int e = k * {} + threadIdx.x;", kScanBlock);
-      w.line("const long long j = base + e, q = {};", q);
-      w.line("if (j < hi) out[k_out + q * ast_out] = {};", store_conversion(rd, v.out_dtype, "fz_tile[e + (e >> 5)]"));
-    }
-    w.line("__syncthreads();  // fz_tile and fz_warp are read before the next tile writes them");
+    w.line("carry = fz_combine(carry, fz_total);");
+    w.line("__syncwarp();");
+    write_tile_stores(w, v, [&](const std::string& e) { return store_conversion(rd, v.out_dtype, fmt::format("fz_tile[{}]", e)); });
+    w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
     }
     }
     if (v.lookback) {

@@ -37,6 +37,12 @@ struct ScanVariant {
   /// A thread per row, walking its part of the axis element by element: for an axis that is not the
   /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.
   bool columns = false;
+  /// (tiles) Every operand and the output run along the axis with stride 1, forward: a whole tile's loads and
+  /// stores take no bounds test and address from one pointer per operand.
+  bool contiguous = false;
+  /// (contiguous) Elements per 16-byte access: 4 where every operand and the output holds 4-byte elements at
+  /// 16-byte aligned row starts, else 1.
+  std::uint8_t vector = 1;
   DType out_dtype = DType::float32;
   std::uint8_t n_params = 0;
   std::array<std::uint8_t, kMaxParams> param_of_slot{};

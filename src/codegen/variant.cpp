@@ -174,12 +174,15 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(static_cast<std::uint8_t>(out_dtype));
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+  if (contiguous) h.add_byte(static_cast<std::uint8_t>(0x80 | vector));
 }
 
 std::string ScanVariant::describe() const {
   std::string s = columns ? fmt::format("scan, kept rank {}, a thread per row (consecutive rows coalesce)", rank_kept)
                           : fmt::format("scan, kept rank {}, {} per tile ({} threads x {} consecutive)", rank_kept,
                                         tile(), kScanBlock, items);
+  if (vector > 1) s += fmt::format(", contiguous, {}-element vectors", vector);
+  else if (contiguous) s += ", contiguous";
   if (exclusive) s += ", exclusive";
   if (reverse) s += ", reversed";
   if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";

@@ -56,6 +56,16 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.v.chunked = L.chunks > 1;
     return;
   }
+  // Every operand forward along the axis at stride 1: whole tiles load and store without bounds tests, from one
+  // pointer each; 16-byte vectors where all hold 4-byte elements whose rows start 16-byte aligned.
+  L.v.contiguous = !L.v.reverse;
+  bool vectors = true;
+  for (int op = 0; op <= np; ++op) {
+    const ArrayBase& a = op < np ? *L.params[op] : out;
+    L.v.contiguous = L.v.contiguous && L.ast[op] == 1;
+    vectors = vectors && itemsize(a.dtype()) == 4 && a.data_ptr() % 16 == 0;
+    for (int d = 0; d < L.kshape.size(); ++d) vectors = vectors && (L.kshape[d] == 1 || L.kst[op][d] % 4 == 0);
+  }
   // Tiles: 16 elements per thread for accumulators of 4 bytes at most, else 8 (an int64 exclusive scan's 16
   // took 92 registers). A block per row fills the GPU when the rows are many and short; rows of several
   // tiles split into partitions of a tile scanned in one pass (lookback): blocks claim them in order, so
@@ -79,6 +89,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.chunk = L.v.tile();
     L.chunks = tiles();
   }
+  L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
 }
 
 }  // namespace fusion::detail

@@ -80,10 +80,13 @@ void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* ou
   a.count(codegen::Count::n_red) = L.n;
   a.count(codegen::Count::chunk) = L.chunk;
   a.count(codegen::Count::lanes) = L.chunks;
-  // (a one-pass scan's blocks claim partitions until none is left: a few per SM keep the GPU busy)
+  // (a one-pass scan's blocks claim partitions until none is left: a few per SM keep the GPU busy; columns
+  // take a thread per row and chunk, where the others take a block)
   const std::int64_t parts = L.n_rows * L.chunks;
-  const std::int64_t blocks = std::min<std::int64_t>(
-      L.v.lookback ? std::min<std::int64_t>(parts, L.resident_blocks) : parts, codegen::kMaxGridX);
+  std::int64_t blocks = parts;
+  if (L.v.lookback) blocks = std::min<std::int64_t>(parts, L.resident_blocks);
+  if (L.v.columns) blocks = (parts + codegen::kScanBlock - 1) / codegen::kScanBlock;
+  blocks = std::min<std::int64_t>(blocks, codegen::kMaxGridX);
   launch_kernel(k.kernel->function, k.signature, a, {blocks, 1, codegen::kScanBlock, 0}, *stream);
   std::vector<const ArrayBase*> written;
   if (out) written.push_back(out);

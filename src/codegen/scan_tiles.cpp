@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "codegen/scan_tiles.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/spell.hpp"
+
+namespace fusion::codegen {
+
+namespace {
+
+/// The element-by-element move of a tile, each tested against the row part's end: every tile of a strided
+/// or reversed row, and a contiguous row's last tile. `each` writes the move of element (fz_e, j, q).
+template <class Each> void write_checked(SourceWriter& w, const ScanVariant& v, Each&& each) {
+  // (a contiguous row's last tile only: unrolled in full beside the whole-tile path, its 64-bit addresses
+  // spilled registers, H100 rows of 8192 f32)
+  w.text(v.contiguous ? "#pragma unroll 4" : "#pragma unroll");
+  auto loop = w.block("for (int k = 0; k < {}; ++k)", v.items);
+  w.line("const int fz_e = warp * {} + k * 32 + lane;  // the tile's element", 32 * v.items);
+  w.line("const long long j = base + fz_e, q = {};  // its place along the axis", v.reverse ? "n - 1 - j" : "j");
+  each();
+}
+
+/// The whole-tile move of a contiguous row: each operand addressed from one pointer (`pointers` declares
+/// them from fz_at, this lane's first element), `each` writing the move of lane element block k.
+template <class Pointers, class Each>
+void write_whole(SourceWriter& w, const ScanVariant& v, Pointers&& pointers, Each&& each) {
+  const int V = v.vector, I = v.items;
+  w.line("const long long fz_at = base + warp * {} + lane * {};", 32 * I, V);
+  pointers();
+  w.line("#pragma unroll");
+  auto loop = w.block("for (int k = 0; k < {}; ++k)", I / V);
+  w.line("const int fz_e = warp * {} + k * {} + lane * {};  // the tile's element (the first of {})", 32 * I, 32 * V, V, V);
+  each();
+}
+
+}  // namespace
+
+void write_vector_helpers(SourceWriter& w) {
+  w.line("// Four 4-byte elements in one 16-byte access (the address 16-byte aligned).");
+  w.line("template <class T> __device__ __forceinline__ void fz_load4(T (&v)[4], const T* p) {{");
+  w.line("  const uint4 r = *(const uint4*)p;");
+  w.line("  memcpy(v, &r, 16);");
+  w.line("}}");
+  w.line("template <class T> __device__ __forceinline__ void fz_store4(T* p, const T (&v)[4]) {{");
+  w.line("  uint4 r;");
+  w.line("  memcpy(&r, v, 16);");
+  w.line("  *(uint4*)p = r;");
+  w.line("}}").blank();
+}
+
+void write_tile_loads(SourceWriter& w, const ScanVariant& v, std::span<const DType> pdt, const std::string& acc,
+                      const ElementCall& call) {
+  const int np = v.n_params;
+  auto checked = [&] {
+    w.line("// Each warp loads its span of the tile coalesced into shared memory (a pad word per 32: a thread's {} "
+           "consecutive elements are conflict-free).", v.items);
+    write_checked(w, v, [&] {
+      w.line("{} x = fz_none;", acc);
+      w.line("if (j < hi) x = {};", call([](int p) { return fmt::format("in{0}[k{0} + q * ast{0}]", p); }));
+      w.line("fz_tile[fz_e + (fz_e >> 5)] = x;");
+    });
+  };
+  if (!v.contiguous) return checked();
+  {
+    auto whole = w.block("if (base + {} <= hi)", v.tile());
+    w.line("// A whole tile: each warp's span loaded coalesced{}, no bounds tests.", v.vector > 1 ? " in 16-byte vectors" : "");
+    write_whole(w, v, [&] {
+      for (int p = 0; p < np; ++p)
+        w.line("const {0}* const fz_p{1} = in{1} + (k{1} + fz_at);", storage_type(pdt[p]), p);
+    }, [&] {
+      if (v.vector == 1) {
+        w.line("fz_tile[fz_e + (fz_e >> 5)] = {};", call([](int p) { return fmt::format("fz_p{}[k * 32]", p); }));
+        return;
+      }
+      for (int p = 0; p < np; ++p)
+        w.line("{0} fz_v{1}[4];  fz_load4(fz_v{1}, fz_p{1} + k * 128);", storage_type(pdt[p]), p);
+      w.line("#pragma unroll");
+      w.line("for (int u = 0; u < 4; ++u) fz_tile[fz_e + u + (fz_e >> 5)] = {};",
+             call([](int p) { return fmt::format("fz_v{}[u]", p); }));
+    });
+  }
+  auto tail = w.block("else");
+  checked();
+}
+
+void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::function<std::string(const std::string&)>& stored) {
+  auto checked = [&] {
+    write_checked(w, v, [&] { w.line("if (j < hi) out[k_out + q * ast_out] = {};", stored("fz_e + (fz_e >> 5)")); });
+  };
+  if (!v.contiguous) return checked();
+  {
+    auto whole = w.block("if (base + {} <= hi)", v.tile());
+    write_whole(w, v, [&] { w.line("{}* const fz_po = out + (k_out + fz_at);", storage_type(v.out_dtype)); }, [&] {
+      if (v.vector == 1) {
+        w.line("fz_po[k * 32] = {};", stored("fz_e + (fz_e >> 5)"));
+        return;
+      }
+      w.line("{} fz_o[4];", storage_type(v.out_dtype));
+      w.line("#pragma unroll");
+      w.line("for (int u = 0; u < 4; ++u) fz_o[u] = {};", stored("fz_e + u + (fz_e >> 5)"));
+      w.line("fz_store4(fz_po + k * 128, fz_o);");
+    });
+  }
+  auto tail = w.block("else");
+  checked();
+}
+
+}  // namespace fusion::codegen

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// How a scan kernel moves a tile between device memory and shared memory (ScanVariant's tiles). Each warp
+// moves its own span of the tile (its threads' consecutive elements), coalesced, so only a warp barrier
+// stands between the moves and the threads' scans. Contiguous rows take whole tiles without bounds tests,
+// addressed from one pointer per operand, in 16-byte vectors where the variant allows.
+#pragma once
+#include <functional>
+#include <span>
+#include <string>
+
+#include "codegen/scan_variant.hpp"
+#include "codegen/source_writer.hpp"
+
+namespace fusion::codegen {
+
+/// fz_expr's call for one element, given each parameter's stored element (an expression of storage type).
+using ElementCall = std::function<std::string(const std::function<std::string(int)>&)>;
+
+/// 16-byte loads and stores of four 4-byte elements (emitted where ScanVariant::vector is 4).
+void write_vector_helpers(SourceWriter& w);
+
+/// The tile at `base` loaded into fz_tile: fz_expr of each element of the row's part [base, hi), the
+/// identity `fz_none` past its end. `pdt`: the parameters' dtypes.
+void write_tile_loads(SourceWriter& w, const ScanVariant& v, std::span<const DType> pdt, const std::string& acc,
+                      const ElementCall& call);
+
+/// fz_tile's results stored into `out`: `stored(i)` converts fz_tile's element at index expression i.
+void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::function<std::string(const std::string&)>& stored);
+
+}  // namespace fusion::codegen
