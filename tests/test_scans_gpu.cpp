@@ -290,3 +290,52 @@ TEST_CASE("scans written into a larger array broadcast as any expression does", 
   for (std::size_t i = 0; i < 12; i += 3) CHECK((wide.to_host()[i] == 5 && wide.to_host()[i + 1] == 5 && wide.to_host()[i + 2] == 5));
   CHECK_THROWS_AS(fz::copyto(out, fz::cumsum(fz::asarray(std::vector<std::int64_t>{1, 2}, {2}), 0)), fz::ShapeError);
 }
+
+TEST_CASE("scans of contiguous rows: whole tiles in 16-byte vectors, misaligned views, the last tile's tail", "[gpu][scans]") {
+  // (rows of 3 tiles and 8 elements, 16-byte aligned: whole tiles take the vector path, the last its bounds tests)
+  const std::int64_t R = 6, D = 3 * 4096 + 8;
+  const auto hx = test::random<float>(static_cast<std::size_t>(R * D), -1, 1, 51);
+  const auto x = fz::asarray(hx, {R, D});
+  const std::vector<double> dx = doubles(hx);
+  auto check = [&](const auto& e, const std::vector<double>& want, const std::vector<double>& scale, const char* variant,
+                   bool has) {
+    INFO(fz::inspect(e).variant);
+    CHECK((fz::inspect(e).variant.find(variant) != std::string::npos) == has);
+    fz::Array<float> out = fz::full<float>({R, static_cast<std::int64_t>(want.size()) / R}, 7.f);  // poisoned
+    out = e;
+    CHECK(off(Op::cumsum, out.to_host(), want, scale, D) == 0);
+  };
+  std::vector<double> scale;
+  const auto want = scan_ref(Op::cumsum, dx, {R, D}, 1, {}, &scale);
+  check(fz::cumsum(x, 1), want, scale, "4-element vectors", true);
+  // a view starting one element in: rows contiguous, not 16-byte aligned
+  const auto shifted = x(fz::_, fz::from(1));
+  std::vector<double> ds;
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t j = 1; j < D; ++j) ds.push_back(dx[static_cast<std::size_t>(r * D + j)]);
+  std::vector<double> sscale;
+  const auto swant = scan_ref(Op::cumsum, ds, {R, D - 1}, 1, {true, false}, &sscale);
+  check(fz::cumsum(shifted, 1, {.exclusive = true}), swant, sscale, "4-element vectors", false);
+  check(fz::cumsum(shifted, 1, {.exclusive = true}), swant, sscale, "contiguous", true);
+  // a per-row value broadcast along the axis (stride 0 there): every element tested and addressed
+  const auto bias = fz::asarray(std::vector<float>{1, -2, 3, -4, 5, -6}, {R, 1});
+  std::vector<double> db = dx;
+  for (std::size_t i = 0; i < db.size(); ++i) db[i] -= std::vector<double>{1, -2, 3, -4, 5, -6}[i / D];
+  std::vector<double> bscale;
+  const auto bwant = scan_ref(Op::cumsum, db, {R, D}, 1, {}, &bscale);
+  check(fz::cumsum(x - bias, 1), bwant, bscale, "contiguous", false);
+  // an int32 scan in vectors, and one long row in partitions from a misaligned view
+  const auto hi = test::random<std::int32_t>(static_cast<std::size_t>(R * D), -1000, 1000, 52);
+  const auto xi = fz::asarray(hi, {R, D});
+  CHECK_THAT(fz::inspect(fz::cumsum(xi, 1)).variant, Catch::Contains("contiguous"));  // (int64 results: no vectors)
+  std::vector<double> iscale;
+  const auto iwant = scan_ref(Op::cumsum, doubles(hi), {R, D}, 1, {true, true}, &iscale);
+  fz::Array<std::int32_t> iout = fz::cumsum(xi, 1, {.exclusive = true, .reverse = true});
+  CHECK(off(Op::cumsum, iout.to_host(), iwant, iscale, D) == 0);
+  const auto long_row = fz::asarray(hx, {R * D})(fz::from(3));
+  std::vector<double> lscale;
+  const auto lwant = scan_ref(Op::cumsum, std::vector<double>(dx.begin() + 3, dx.end()), {R * D - 3}, 0, {}, &lscale);
+  fz::Array<float> lout = fz::cumsum(long_row, 0);
+  CHECK_THAT(fz::inspect(fz::cumsum(long_row, 0)).variant, Catch::Contains("in one pass"));
+  CHECK(off(Op::cumsum, lout.to_host(), lwant, lscale, R * D) == 0);
+}

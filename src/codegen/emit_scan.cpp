@@ -58,16 +58,14 @@ std::string scan_combine(Op op, DType d) {
 }
 
 /// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the groups it
-/// completes, then takes its carry from the groups before it (scan_state.hpp). Warp 0 does it: lane i
-/// waits for the i-th node of a level, lane 0 combines in the fixed order. Nothing is published later than
-/// it must be: the total before any wait, the completed groups after waiting only for their other 31
-/// nodes. (Publishing after the carry would chain each partition to the one before it.)
+/// completes, then takes its carry from the groups before it (scan_state.hpp). Warp 0 does it: its lanes
+/// gather the nodes needed, lane 0 combines them in the fixed order. Nothing is published later than it
+/// must be: the total before any wait, the completed groups after waiting only for their other 31 nodes.
+/// (Publishing after the carry would chain each partition to the one before it.) A gather issues all its
+/// loads before it waits on any: about one memory round trip, where a level at a time took one per level
+/// (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
 void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
-  auto wait_for = [&](const char* lanes) {
-    w.line("if ({}) {{", lanes);
-    w.line("  fz_runs[l][lane] = fz_wait(fz_level(l) + ((c >> (5 * l)) & ~31ll) + lane, fz_published);");
-    w.line("}}");
-  };
+  constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
     auto tree = w.block("if (warp == 0)");
     w.line("fz_node* const fz_row = fz_nodes + row * (2 * chunks + 8);");
@@ -75,17 +73,44 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
     w.line("const auto fz_level = [&](int l) {{ long long o = 0; for (int i = 0; i < l; ++i) o += (chunks >> (5 * i)) + 1; return fz_row + o; }};");
     w.line("int top = 0;  // c completes the groups of levels 1..top: its digits below top are all 31");
     w.line("while (top < {} && ((c >> (5 * top)) & 31) == 31) ++top;", kScanLevels - 1);
+    w.line("// the nodes c needs of level l: those before its own in its group (all 31 others where it completes it)");
+    w.line("const auto fz_needed = [&](int l) {{ return l < top ? 31 : (int)((c >> (5 * l)) & 31); }};");
+    w.line("// fz_runs[l][i] for the needed nodes of levels [from, to): the lanes take them in turn, {} at a time each,", kRounds);
+    w.line("// every load issued before any is waited on");
+    {
+      auto gather = w.block("const auto fz_gather = [&](int from, int to)");
+      w.line("int total = 0;");
+      w.line("for (int l = from; l < to; ++l) total += fz_needed(l);");
+      auto batch = w.block("for (int first = 0; first < total; first += {})", 32 * kRounds);
+      w.line("unsigned long long f[{0}], bits[{0}];", kRounds);
+      w.line("int at_l[{0}], at_i[{0}];", kRounds);
+      w.line("#pragma unroll");
+      {
+        auto issue = w.block("for (int r = 0; r < {}; ++r)", kRounds);
+        w.line("int e = first + 32 * r + lane, l = from;");
+        w.line("while (l < to && e >= fz_needed(l)) e -= fz_needed(l++);");
+        w.line("at_l[r] = l, at_i[r] = e;");
+        w.line("if (l < to) fz_load(fz_level(l) + ((c >> (5 * l)) & ~31ll) + e, f[r], bits[r]);");
+      }
+      w.line("#pragma unroll");
+      auto wait = w.block("for (int r = 0; r < {}; ++r)", kRounds);
+      w.line("if (at_l[r] >= to) continue;");
+      w.line("const fz_node* const node = fz_level(at_l[r]) + ((c >> (5 * at_l[r])) & ~31ll) + at_i[r];");
+      w.line("while (f[r] != fz_published) {{ __nanosleep(20); fz_load(node, f[r], bits[r]); }}");
+      w.line("memcpy(&fz_runs[at_l[r]][at_i[r]], &bits[r], sizeof({}));", acc);
+    }
+    w.line(";");
     w.line("{} s = fz_none;  // (lane 0) the node of level l ending at c", acc);
     {
       auto total = w.block("if (lane == 0)");
       w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[fz_buf][i]);  // the partition's total", warps);
       w.line("fz_publish(fz_row + c, fz_published, s);");
     }
-    w.line("for (int l = 0; l < top; ++l)");
-    wait_for("lane < 31");
-    w.line("__syncwarp();");
     {
-      auto runs = w.block("if (lane == 0 && top > 0)");
+      auto completes = w.block("if (top > 0)");
+      w.line("fz_gather(0, top);");
+      w.line("__syncwarp();");
+      auto runs = w.block("if (lane == 0)");
       w.line("for (int l = 0; l < top; ++l) {{  // the group's other nodes in order, then this one");
       w.line("  {} t = fz_none;", acc);
       w.line("  for (int i = 0; i < 31; ++i) t = fz_combine(t, fz_runs[l][i]);");
@@ -93,8 +118,7 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
       w.line("  fz_publish(fz_level(l + 1) + (c >> (5 * (l + 1))), fz_published, s);");
       w.line("}}");
     }
-    w.line("for (int l = top; l < {}; ++l)", kScanLevels);
-    wait_for("lane < ((c >> (5 * l)) & 31)");
+    w.line("fz_gather(top, {});", kScanLevels);
     w.line("__syncwarp();");
     auto carry = w.block("if (lane == 0)");
     w.line("{} p = fz_none;  // the nodes before c's at each level, the highest level first", acc);
@@ -115,13 +139,12 @@ void write_thread_results(SourceWriter& w, const std::string& acc, int items, bo
   if (exclusive) w.line("{} last = {};  // the thread's elements before k", acc, last_init);
   w.line("#pragma unroll");
   if (!exclusive) {
-    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = {};", items, items,
-           value("fz_tile[e + (e >> 5)]"));
+    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = {};", items, value("fz_mine[k]"));
     return;
   }
-  auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
-  w.line("const {} here = fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
-  w.line("fz_tile[e + (e >> 5)] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
+  auto results = w.block("for (int k = 0; k < {}; ++k)", items);
+  w.line("const {} here = fz_mine[k];  // the thread's elements to k", acc);
+  w.line("fz_mine[k] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
   w.line("last = here;");
 }
 
@@ -133,23 +156,20 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
   w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
   w.line("{} fz_m = fz_none;", acc);
   w.line("#pragma unroll");
-  w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) {{ const {} x = fz_tile[e + (e >> 5)]; fz_m = (x > fz_m || x != x) ? x : fz_m; }}",
-         items, items, acc);
+  w.line("for (int k = 0; k < {}; ++k) {{ const {} x = fz_mine[k]; fz_m = (x > fz_m || x != x) ? x : fz_m; }}", items, acc);
   w.line("const bool fz_exp = fz_m - fz_m == ({})0;  // a finite maximum", acc);
   w.line("{} run = fz_none;", acc);
   {
     auto sums = w.block("if (fz_exp)");
     w.line("{} p = 0;", acc);
     w.line("#pragma unroll");
-    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = p = p + exp(fz_tile[e + (e >> 5)] - fz_m);",
-           items, items);
+    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = p = p + fz_lse_exp(fz_mine[k] - fz_m);", items);
     w.line("run = fz_m + log(p);");
   }
   {
     auto exact = w.block("else");
     w.line("#pragma unroll");
-    w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
-           items, items);
+    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = run = fz_combine(run, fz_mine[k]);", items);
   }
 }
 
@@ -161,14 +181,14 @@ void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool 
   {
     auto fast = w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
     write_thread_results(w, acc, items, exclusive, "0", "pre",
-                         [](const char* p) { return fmt::format("fz_big + log(fz_a + fz_b * {})", p); });
+                         [](const char* p) { return fmt::format("fz_big + fz_lse_log(fz_a + fz_b * {})", p); });
   }
   auto exact = w.block("else");
   w.line("{} before_k = fz_none;", acc);
   w.line("#pragma unroll");
-  auto results = w.block("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e)", items, items);
-  w.line("const {} here = fz_exp ? fz_m + log(fz_tile[e + (e >> 5)]) : fz_tile[e + (e >> 5)];  // the thread's elements to k", acc);
-  w.line("fz_tile[e + (e >> 5)] = fz_combine(pre, {});", exclusive ? "before_k" : "here");
+  auto results = w.block("for (int k = 0; k < {}; ++k)", items);
+  w.line("const {} here = fz_exp ? fz_m + fz_lse_log(fz_mine[k]) : fz_mine[k];  // the thread's elements to k", acc);
+  w.line("fz_mine[k] = fz_combine(pre, {});", exclusive ? "before_k" : "here");
   w.line("before_k = here;");
 }
 
@@ -219,7 +239,21 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)a, lane);");
   w.line("  else return __shfl_sync(0xffffffffu, a, lane);");
   w.line("}}").blank();
+  const bool lse = scan.op == Op::logcumsumexp;
   if (v.vector > 1) write_vector_helpers(w);
+  if (lse) {
+    w.line("// logcumsumexp's exponential and logarithm per element. In float, exp2f and log2f (2 and 1 ulp, a few");
+    w.line("// instructions) scaled: with expf and logf's longer routines the kernel was bound by its instructions");
+    w.line("// (H100 rows of 8192 f32: 77% of the copy limit, issue slots 82% busy).");
+    if (acc == "float") {
+      w.line("__device__ __forceinline__ float fz_lse_exp(float x) {{ return exp2f(x * 1.44269504088896341f); }}");
+      w.line("__device__ __forceinline__ float fz_lse_log(float x) {{ return log2f(x) * 0.693147180559945309f; }}");
+    } else {
+      w.line("__device__ __forceinline__ {0} fz_lse_exp({0} x) {{ return exp(x); }}", acc);
+      w.line("__device__ __forceinline__ {0} fz_lse_log({0} x) {{ return log(x); }}", acc);
+    }
+    w.blank();
+  }
   if (v.lookback) {
     w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
     w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");
@@ -229,16 +263,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("  memcpy(&bits, &v, sizeof v);");
     w.line("  asm volatile(\"st.volatile.global.v2.u64 [%0], {{%1, %2}};\" :: \"l\"(node), \"l\"(flag), \"l\"(bits) : \"memory\");");
     w.line("}}");
-    w.line("__device__ __forceinline__ {} fz_wait(const fz_node* node, unsigned long long flag) {{", acc);
-    w.line("  unsigned long long f, bits;");
-    w.line("  for (;;) {{");
-    w.line("    asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(f), \"=l\"(bits) : \"l\"(node) : \"memory\");");
-    w.line("    if (f == flag) break;");
-    w.line("    __nanosleep(20);");
-    w.line("  }}");
-    w.line("  {} v;", acc);
-    w.line("  memcpy(&v, &bits, sizeof v);");
-    w.line("  return v;");
+    w.line("__device__ __forceinline__ void fz_load(const fz_node* node, unsigned long long& flag, unsigned long long& bits) {{");
+    w.line("  asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(flag), \"=l\"(bits) : \"l\"(node) : \"memory\");");
     w.line("}}").blank();
   }
 
@@ -262,7 +288,6 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   }
 
   const int W = kScanBlock / 32, I = v.items;
-  const bool lse = scan.op == Op::logcumsumexp;
   const ElementCall expr_call = [&](const std::function<std::string(int)>& element) {
     std::vector<std::string> args;  // fz_expr's arguments: each parameter's element, then the scalars
     for (int p = 0; p < np; ++p) args.push_back(load_conversion(pdt[p], element(p)));
@@ -313,6 +338,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("__shared__ {} fz_warp[2][{}];", acc, W);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
+    w.line("// The thread's {} consecutive elements of the tile: together in the padded layout ({} divides 32).", I, I);
+    w.line("{}* const fz_mine = fz_tile + threadIdx.x * {} + (threadIdx.x * {} >> 5);", acc, I, I);
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
     w.line("int fz_buf = 0;  // which of fz_warp this tile writes");
     if (v.lookback) {
@@ -346,8 +373,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("// Each thread scans its {} consecutive elements in order, in place.", I);
       w.line("{} run = fz_none;", acc);
       w.line("#pragma unroll");
-      w.line("for (int k = 0, e = threadIdx.x * {}; k < {}; ++k, ++e) fz_tile[e + (e >> 5)] = run = fz_combine(run, fz_tile[e + (e >> 5)]);",
-             I, I);
+      w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = run = fz_combine(run, fz_mine[k]);", I);
     }
     w.line("// The warp's threads before this one, then the tile's warps before this one.");
     w.line("{} inc = run;", acc);
@@ -375,7 +401,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     w.line("carry = fz_combine(carry, fz_total);");
     w.line("__syncwarp();");
-    write_tile_stores(w, v, [&](const std::string& e) { return store_conversion(rd, v.out_dtype, fmt::format("fz_tile[{}]", e)); });
+    write_tile_stores(w, v, acc, [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
     w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
     }
     }

@@ -10,8 +10,11 @@ namespace fusion::codegen {
 namespace {
 
 /// The element-by-element move of a tile, each tested against the row part's end: every tile of a strided
-/// or reversed row, and a contiguous row's last tile. `each` writes the move of element (fz_e, j, q).
-template <class Each> void write_checked(SourceWriter& w, const ScanVariant& v, Each&& each) {
+/// or reversed row, and a contiguous row's last tile. `each` writes the move of element k of the lane's
+/// span (fz_span[33 k]: the tile's element fz_e, at j along the row part, q along the axis).
+template <class Each> void write_checked(SourceWriter& w, const ScanVariant& v, const std::string& acc, Each&& each) {
+  auto scope = w.block("");  // (a tile's loads and stores each declare their span)
+  w.line("{}* const fz_span = fz_tile + warp * {} + lane;  // the warp's span, from this lane", acc, 33 * v.items);
   // (a contiguous row's last tile only: unrolled in full beside the whole-tile path, its 64-bit addresses
   // spilled registers, H100 rows of 8192 f32)
   w.text(v.contiguous ? "#pragma unroll 4" : "#pragma unroll");
@@ -22,15 +25,17 @@ template <class Each> void write_checked(SourceWriter& w, const ScanVariant& v, 
 }
 
 /// The whole-tile move of a contiguous row: each operand addressed from one pointer (`pointers` declares
-/// them from fz_at, this lane's first element), `each` writing the move of lane element block k.
+/// them from fz_at, this lane's first element), `each` writing the move of the lane's k-th element (or
+/// vector, its elements fz_span[132 k + u]).
 template <class Pointers, class Each>
-void write_whole(SourceWriter& w, const ScanVariant& v, Pointers&& pointers, Each&& each) {
+void write_whole(SourceWriter& w, const ScanVariant& v, const std::string& acc, Pointers&& pointers, Each&& each) {
   const int V = v.vector, I = v.items;
   w.line("const long long fz_at = base + warp * {} + lane * {};", 32 * I, V);
+  if (V == 1) w.line("{}* const fz_span = fz_tile + warp * {} + lane;  // the warp's span, from this lane", acc, 33 * I);
+  else w.line("{}* const fz_span = fz_tile + warp * {} + lane * 4 + (lane >> 3);  // the warp's span, from this lane", acc, 33 * I);
   pointers();
   w.line("#pragma unroll");
   auto loop = w.block("for (int k = 0; k < {}; ++k)", I / V);
-  w.line("const int fz_e = warp * {} + k * {} + lane * {};  // the tile's element (the first of {})", 32 * I, 32 * V, V, V);
   each();
 }
 
@@ -55,50 +60,50 @@ void write_tile_loads(SourceWriter& w, const ScanVariant& v, std::span<const DTy
   auto checked = [&] {
     w.line("// Each warp loads its span of the tile coalesced into shared memory (a pad word per 32: a thread's {} "
            "consecutive elements are conflict-free).", v.items);
-    write_checked(w, v, [&] {
+    write_checked(w, v, acc, [&] {
       w.line("{} x = fz_none;", acc);
       w.line("if (j < hi) x = {};", call([](int p) { return fmt::format("in{0}[k{0} + q * ast{0}]", p); }));
-      w.line("fz_tile[fz_e + (fz_e >> 5)] = x;");
+      w.line("fz_span[k * 33] = x;");
     });
   };
   if (!v.contiguous) return checked();
   {
     auto whole = w.block("if (base + {} <= hi)", v.tile());
     w.line("// A whole tile: each warp's span loaded coalesced{}, no bounds tests.", v.vector > 1 ? " in 16-byte vectors" : "");
-    write_whole(w, v, [&] {
+    write_whole(w, v, acc, [&] {
       for (int p = 0; p < np; ++p)
         w.line("const {0}* const fz_p{1} = in{1} + (k{1} + fz_at);", storage_type(pdt[p]), p);
     }, [&] {
       if (v.vector == 1) {
-        w.line("fz_tile[fz_e + (fz_e >> 5)] = {};", call([](int p) { return fmt::format("fz_p{}[k * 32]", p); }));
+        w.line("fz_span[k * 33] = {};", call([](int p) { return fmt::format("fz_p{}[k * 32]", p); }));
         return;
       }
       for (int p = 0; p < np; ++p)
         w.line("{0} fz_v{1}[4];  fz_load4(fz_v{1}, fz_p{1} + k * 128);", storage_type(pdt[p]), p);
       w.line("#pragma unroll");
-      w.line("for (int u = 0; u < 4; ++u) fz_tile[fz_e + u + (fz_e >> 5)] = {};",
-             call([](int p) { return fmt::format("fz_v{}[u]", p); }));
+      w.line("for (int u = 0; u < 4; ++u) fz_span[k * 132 + u] = {};", call([](int p) { return fmt::format("fz_v{}[u]", p); }));
     });
   }
   auto tail = w.block("else");
   checked();
 }
 
-void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::function<std::string(const std::string&)>& stored) {
+void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::string& acc,
+                       const std::function<std::string(const std::string&)>& stored) {
   auto checked = [&] {
-    write_checked(w, v, [&] { w.line("if (j < hi) out[k_out + q * ast_out] = {};", stored("fz_e + (fz_e >> 5)")); });
+    write_checked(w, v, acc, [&] { w.line("if (j < hi) out[k_out + q * ast_out] = {};", stored("fz_span[k * 33]")); });
   };
   if (!v.contiguous) return checked();
   {
     auto whole = w.block("if (base + {} <= hi)", v.tile());
-    write_whole(w, v, [&] { w.line("{}* const fz_po = out + (k_out + fz_at);", storage_type(v.out_dtype)); }, [&] {
+    write_whole(w, v, acc, [&] { w.line("{}* const fz_po = out + (k_out + fz_at);", storage_type(v.out_dtype)); }, [&] {
       if (v.vector == 1) {
-        w.line("fz_po[k * 32] = {};", stored("fz_e + (fz_e >> 5)"));
+        w.line("fz_po[k * 32] = {};", stored("fz_span[k * 33]"));
         return;
       }
       w.line("{} fz_o[4];", storage_type(v.out_dtype));
       w.line("#pragma unroll");
-      w.line("for (int u = 0; u < 4; ++u) fz_o[u] = {};", stored("fz_e + u + (fz_e >> 5)"));
+      w.line("for (int u = 0; u < 4; ++u) fz_o[u] = {};", stored("fz_span[k * 132 + u]"));
       w.line("fz_store4(fz_po + k * 128, fz_o);");
     });
   }

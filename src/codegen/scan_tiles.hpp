@@ -24,7 +24,8 @@ void write_vector_helpers(SourceWriter& w);
 void write_tile_loads(SourceWriter& w, const ScanVariant& v, std::span<const DType> pdt, const std::string& acc,
                       const ElementCall& call);
 
-/// fz_tile's results stored into `out`: `stored(i)` converts fz_tile's element at index expression i.
-void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::function<std::string(const std::string&)>& stored);
+/// fz_tile's results stored into `out`: `stored(x)` converts fz_tile's element x (an expression).
+void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::string& acc,
+                       const std::function<std::string(const std::string&)>& stored);
 
 }  // namespace fusion::codegen
