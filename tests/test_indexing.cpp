@@ -76,4 +76,15 @@ TEST_CASE("joining's shape errors come before any GPU work", "[indexing][errors]
   CHECK_THROWS_WITH(fz::stack(0, a, b * 2.f), Catch::Contains("every piece must have the same shape"));
   CHECK_THROWS_WITH(fz::pad(a, {{1, 1}}), Catch::Contains("one pair per axis"));
   CHECK_THROWS_AS(fz::pad(a, {{1, 1}, {-1, 0}}), fz::ShapeError);
+  const auto five = fz::placeholder<float>({2, 2, 2, 2, 2});
+  CHECK_THROWS_WITH(fz::pad(five, {{1, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}}), Catch::Contains("4 padded axes at most"));
+}
+
+TEST_CASE("a pad is one kernel with the math around it, compiled without a GPU", "[indexing][joining]") {
+  const auto x = fz::placeholder<float>({64, 30});
+  const auto info = fz::inspect(fz::exp(fz::pad(x * 2.f, {{1, 2}, {3, 0}}, -1.5)) + 1.f);
+  CHECK(info.kernels == 1);
+  CHECK_THAT(info.source, Catch::Contains("fz_position"));
+  const auto five = fz::placeholder<float>({2, 2, 2, 2, 2});
+  CHECK(fz::inspect(fz::pad(five, {{1, 0}, {0, 0}, {1, 0}, {1, 0}, {1, 0}})).kernels == 1);
 }

@@ -237,15 +237,90 @@ TEST_CASE("stack along every axis, vectors of many arrays, fz::Unfused, writing 
   CHECK(x.to_host() == std::vector<float>{4, 5, 6, 1, 2, 3});
 }
 
-TEST_CASE("pad", "[gpu][joining]") {
+/// NumPy's constant pad of row-major `x` (shape `s`) by `widths` with `fill`.
+std::vector<double> pad_ref(const std::vector<double>& x, const fz::Shape& s,
+                            const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, double fill) {
+  fz::Shape out = s;
+  for (int d = 0; d < s.size(); ++d) out[d] += widths[static_cast<std::size_t>(d)].first + widths[static_cast<std::size_t>(d)].second;
+  std::vector<double> r(static_cast<std::size_t>(fz::numel(out)), fill);
+  for (std::int64_t i = 0; i < fz::numel(s); ++i) {
+    std::int64_t rest = i, at = 0, scale = 1;
+    for (int d = s.size() - 1; d >= 0; --d) {
+      at += (rest % s[d] + widths[static_cast<std::size_t>(d)].first) * scale;
+      rest /= s[d], scale *= out[d];
+    }
+    r[static_cast<std::size_t>(at)] = x[static_cast<std::size_t>(i)];
+  }
+  return r;
+}
+
+TEST_CASE("pad: one kernel with the math around it, every padded axis, dtypes, views, empty operands", "[gpu][joining]") {
   const auto ha = test::random<float>(6, -1, 1, 11);
   const auto a = fz::asarray(ha, {2, 3});
-  const auto p = fz::pad(a * 2.f, {{1, 0}, {2, 1}}, -1);
-  CHECK(p.shape() == fz::Shape{3, 6});
-  std::vector<double> wantp(18, -1);
-  for (int r = 0; r < 2; ++r)
-    for (int c = 0; c < 3; ++c)
-      wantp[static_cast<std::size_t>((r + 1) * 6 + c + 2)] = static_cast<double>(ha[static_cast<std::size_t>(r * 3 + c)] * 2.f);
-  CHECK(test::mismatches(p.to_host(), wantp, fz::DType::float32) == 0);
+  fz::Array<float> p = fz::full<float>({3, 6}, 9.f);  // poisoned
+  fz::reset_stats();
+  p = fz::pad(a * 2.f, {{1, 0}, {2, 1}}, -1);
+  CHECK(fz::stats().launches == 1);
+  std::vector<double> twice;
+  for (float v : ha) twice.push_back(static_cast<double>(v * 2.f));
+  CHECK(test::mismatches(p.to_host(), pad_ref(twice, {2, 3}, {{1, 0}, {2, 1}}, -1), fz::DType::float32) == 0);
+
+  // 3-D int32, every axis padded, the math reading it in the same kernel
+  const fz::Shape s3{3, 4, 5};
+  const auto hi = test::random<std::int32_t>(60, -100, 100, 12);
+  const auto xi = fz::asarray(hi, s3);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> w3{{2, 1}, {0, 3}, {1, 1}};
+  std::vector<double> di(hi.begin(), hi.end());
+  auto want3 = pad_ref(di, s3, w3, 7);
+  for (double& v : want3) v = v * 3 + 1;
+  fz::reset_stats();
+  fz::Array<std::int32_t> q = fz::pad(xi, w3, 7) * 3 + 1;
+  CHECK(fz::stats().launches == 1);
+  CHECK(q.shape() == fz::Shape{6, 7, 7});
+  CHECK(test::mismatches(q.to_host(), want3, fz::DType::int32) == 0);
+  CHECK_THAT(fz::inspect(fz::pad(xi, w3, 7) * 3 + 1).source, Catch::Contains("_at <"));
+
+  // four padded axes in one kernel; a fifth is refused with the way out
+  const auto h4 = test::random<float>(2 * 3 * 2 * 2 * 3, -1, 1, 13);
+  const auto x4 = fz::asarray(h4, {2, 3, 2, 2, 3});
+  const std::vector<std::pair<std::int64_t, std::int64_t>> w4{{0, 0}, {1, 0}, {1, 2}, {0, 1}, {2, 2}};
+  fz::Array<float> p4 = fz::pad(x4, w4, 0.5);
+  CHECK(test::mismatches(p4.to_host(), pad_ref(doubles(h4), {2, 3, 2, 2, 3}, w4, 0.5), fz::DType::float32) == 0);
+  CHECK_THROWS_WITH(fz::pad(x4, {{1, 0}, {1, 0}, {1, 2}, {0, 1}, {2, 2}}), Catch::Contains("second fz::pad"));
+  fz::Array<float> p5 = fz::pad(fz::pad(x4, {{1, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, 0.5), w4, 0.5);
+  CHECK(test::mismatches(p5.to_host(), pad_ref(pad_ref(doubles(h4), {2, 3, 2, 2, 3}, {{1, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, 0.5),
+                                                 {3, 3, 2, 2, 3}, w4, 0.5), fz::DType::float32) == 0);
+
+  // a 16-bit operand keeps its dtype; a transposed view; a reduction padded (computed first)
+  const auto hh = test::random<fz::half>(12, -1, 1, 14);
+  fz::Array<fz::half> ph = fz::pad(fz::asarray(hh, {3, 4}).transpose(), {{1, 1}, {0, 2}}, 0.25);
+  std::vector<double> th;  // the transpose
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 3; ++r) th.push_back(test::as_double(hh[static_cast<std::size_t>(r * 4 + c)]));
+  CHECK(test::mismatches(ph.to_host(), pad_ref(th, {4, 3}, {{1, 1}, {0, 2}}, 0.25), fz::DType::float16) == 0);
+  fz::reset_stats();
+  fz::Array<float> ps = fz::pad(fz::sum(a, 1), {{2, 1}}, 4);
+  CHECK(fz::stats().launches == 2);
+  CHECK(test::mismatches(ps.to_host(), {4, 4, double(ha[0]) + ha[1] + ha[2], double(ha[3]) + ha[4] + ha[5], 4},
+                         fz::DType::float32) == 0);
+
+  // an empty operand: all fill; a pad broadcast into a larger result; nothing padded
+  fz::Array<float> pe = fz::pad(fz::zeros<float>({0, 3}), {{1, 1}, {0, 0}}, 2);
+  CHECK(pe.to_host() == std::vector<float>(6, 2.f));
+  const auto row = fz::asarray(std::vector<float>{1, 2, 3}, {1, 3});
+  const auto m = fz::asarray(test::random<float>(20, -1, 1, 15), {4, 5});
+  fz::Array<float> pb = fz::pad(row, {{0, 0}, {1, 1}}) + m;
+  const auto hm = m.to_host();
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 5; ++c) {
+      const float want = (c >= 1 && c <= 3 ? static_cast<float>(c) : 0.f) + hm[static_cast<std::size_t>(r * 5 + c)];
+      CHECK(pb.to_host()[static_cast<std::size_t>(r * 5 + c)] == want);
+    }
+  fz::Array<float> same = fz::pad(a, {{0, 0}, {0, 0}});
+  CHECK(same.to_host() == ha);
+  {
+    const fz::Unfused unfused;
+    CHECK(fz::eval(fz::pad(a * 2.f, {{1, 0}, {2, 1}}, -1)).to_host() == p.to_host());
+  }
   CHECK_THROWS_AS(fz::pad(a, {{1, 1}}), fz::ShapeError);
 }

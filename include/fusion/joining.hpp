@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Joining arrays: fz::concatenate and fz::stack are expressions, fz::pad runs when called.
+// Joining arrays: fz::concatenate, fz::stack and fz::pad are expressions.
 //   fz::concatenate(axis, e1, e2, ...)     arrays and expressions; the result takes their promoted dtype
 //   fz::stack(axis, e1, e2, ...)           pieces of one shape along a new axis
 //   fz::concatenate(pieces, axis), fz::stack(pieces, axis)      a vector of arrays of one type: an array
-//   fz::pad(e, {{before, after}, ...}, value)                   NumPy's constant pad: an array
+//   fz::pad(e, {{before, after}, ...}, value)                   NumPy's constant pad
 //
 // How a join fuses: each piece's arrays are seen in the result's index space, shifted back to where the
 // piece sits (ArrayBase::placed), so the piece's math finds its elements at the result's own positions; the
@@ -140,9 +140,90 @@ template <DType D, class... Ps> struct Join : Node<Join<D, Ps...>> {
   }
 };
 
+/// NumPy's constant pad (fz::pad): the operand's arrays placed at its offsets in the result, and at each
+/// element either the operand's value (inside the box it fills, computed there alone) or the fill value.
+/// The box is tested per padded axis, as a join tests where its pieces lie (ir::Op::leading): the element's
+/// coordinate lies before the box's end and not before its start. The graph has kAxes such tests (a type's
+/// graph is fixed; the padded axes are known at run time), the unused ones always true.
+template <DType D, class P> struct Pad : Node<Pad<D, P>> {
+  static constexpr DType dtype = D;
+  static constexpr int kAxes = 4;
+  // per tested axis: the axes after it, the result's extent along it, where the box starts and ends
+  static constexpr int n_own_scalars = 4 * kAxes;
+  static constexpr int n_arrays = P::n_arrays, n_scalars = P::n_scalars + n_own_scalars + 1;
+  static constexpr int n_reductions = P::n_reductions, n_functions = P::n_functions;
+  static_assert(n_reductions == 0, "internal: a padded operand with a reduction is computed first");
+  P piece;
+  Scalar<TypeOf<D>> fill;
+  std::vector<ArrayBase> views;                      // the operand's arrays placed in the result
+  std::array<std::int64_t, n_own_scalars> place{};  // (ir::Op::leading's scalars; pieces.cpp resolves them)
+
+  static std::uint32_t lower(ir::Graph& g) {
+    const std::uint32_t value = g.cast(P::lower(g), D);
+    std::uint32_t inside = ir::kNone;
+    for (int a = 0; a < kAxes; ++a) {
+      const std::uint32_t after = g.scalar(DType::int64), extent = g.scalar(DType::int64);
+      const std::uint32_t before_start = g.leading(after, g.scalar(DType::int64), extent);
+      const std::uint32_t before_end = g.leading(after, g.scalar(DType::int64), extent);
+      const std::uint32_t within = g.binary(ir::Op::logical_and, before_end, g.unary(ir::Op::logical_not, before_start));
+      inside = a == 0 ? within : g.binary(ir::Op::logical_and, inside, within);
+    }
+    return g.join(inside, value, Scalar<TypeOf<D>>::lower(g));
+  }
+  void pack(detail::ArgSink& s) const {
+    const int first = s.n_arrays;
+    piece.pack(s);
+    for (int a = first; a < s.n_arrays; ++a) s.arrays[a] = &views[static_cast<std::size_t>(a - first)];
+    for (std::int64_t e : place) s.scalars[s.n_scalars++] = detail::to_scalar_arg(e);
+    fill.pack(s);
+  }
+};
+
 }  // namespace expr
 
 namespace detail {
+
+/// The pad of `piece` (a node) by `widths` with `fill`, in dtype D (fz::pad).
+template <DType D, class P>
+auto make_pad(P&& piece, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, expr::Scalar<TypeOf<D>> fill) {
+  using Padded = expr::Pad<D, std::decay_t<P>>;
+  const Shape in = operand_shape(piece);
+  if (static_cast<int>(widths.size()) != in.size())
+    throw ShapeError("pad: " + std::to_string(widths.size()) + " (before, after) pairs for an operand of shape " +
+                     to_string(in) + "; give one pair per axis");
+  Shape out = in;
+  std::vector<std::int64_t> where;
+  int tested = 0;
+  Padded r{{}, std::forward<P>(piece), fill, {}, {}};
+  for (int d = 0; d < in.size(); ++d) {
+    const auto [before, after] = widths[static_cast<std::size_t>(d)];
+    if (before < 0 || after < 0) throw ShapeError("pad: widths must not be negative");
+    out[d] = in[d] + before + after;
+    where.push_back(before);
+  }
+  for (int d = 0; d < in.size(); ++d) {
+    const auto [before, after] = widths[static_cast<std::size_t>(d)];
+    if (before == 0 && after == 0) continue;  // (nothing to test along an axis left as it is)
+    if (tested == Padded::kAxes)
+      throw ShapeError("pad: " + std::to_string(Padded::kAxes) + " padded axes at most in one call; pad the others in a "
+                       "second fz::pad of the first's result");
+    std::int64_t* t = &r.place[static_cast<std::size_t>(4 * tested++)];
+    t[0] = out.size() - 1 - d, t[1] = out[d], t[2] = before, t[3] = before + in[d];
+  }
+  for (; tested < Padded::kAxes; ++tested) {  // always inside: no axis (pieces.cpp)
+    std::int64_t* t = &r.place[static_cast<std::size_t>(4 * tested)];
+    t[0] = -1, t[1] = 1, t[2] = 0, t[3] = 1;
+  }
+  std::array<const ArrayBase*, std::max(Padded::n_arrays, 1)> arrays{};
+  std::array<ScalarArg, std::max(Padded::n_scalars, 1)> scalars{};
+  std::array<ReduceArg, 1> reductions{};
+  std::array<std::uint32_t, std::max(Padded::n_functions, 1)> functions{};
+  ArgSink sink{arrays.data(), scalars.data(), reductions.data(), functions.data()};
+  r.piece.pack(sink);
+  for (int a = 0; a < sink.n_arrays; ++a)
+    r.views.push_back(arrays[static_cast<std::size_t>(a)]->broadcast(in).placed(out, where));
+  return r;
+}
 
 /// The join of `pieces` (nodes) along `axis` (a new axis there when Stacked) into dtype D.
 template <DType D, bool Stacked, class... Ps> auto make_join(int axis, Ps&&... pieces) {
@@ -248,32 +329,13 @@ template <Operand... Es> auto stack(int axis, Es&&... pieces) {
   return detail::join<true>(axis, std::forward<Es>(pieces)...);
 }
 
-/// NumPy's constant pad: `widths[d]` elements of `value` before and after axis d (one pair per axis), `e`
-/// in the middle. Two kernels: the border's value, then `e` computed into the middle.
+/// NumPy's constant pad as an expression: `widths[d]` elements of `value` before and after axis d (one pair per
+/// axis), `e` in the middle, in e's dtype. One kernel writes the result with any math around it; up to
+/// expr::Pad::kAxes axes may be padded (pad in two calls for more).
 template <Operand E, CppScalar V = int>
-auto pad(const E& e, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, V value = 0) {
-  using T = TypeOf<detail::operand_dtype<E>()>;
-  const Shape in = detail::operand_shape(e);
-  if (static_cast<int>(widths.size()) != in.size())
-    throw ShapeError("pad: " + std::to_string(widths.size()) + " (before, after) pairs for an operand of shape " +
-                     to_string(in) + "; give one pair per axis");
-  Shape out_shape = in;
-  std::vector<Slice> middle;
-  for (int d = 0; d < in.size(); ++d) {
-    const auto [before, after] = widths[static_cast<std::size_t>(d)];
-    if (before < 0 || after < 0) throw ShapeError("pad: widths must not be negative");
-    out_shape[d] = in[d] + before + after;
-    middle.push_back(Slice{before, before + in[d], 1});
-  }
-  T fill;
-  if constexpr (NarrowFloat<T>) fill = T(static_cast<float>(value));
-  else fill = static_cast<T>(value);
-  Array<T> out = full<T>(out_shape, fill);
-  if (numel(in) > 0) {
-    Array<T> view = out.slice(middle);
-    copyto(view, e);
-  }
-  return out;
+auto pad(E&& e, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, V value = 0) {
+  constexpr DType D = detail::operand_dtype<std::decay_t<E>>();
+  return detail::make_pad<D>(detail::piece_node(std::forward<E>(e)), widths, expr::Scalar<TypeOf<D>>::make(value));
 }
 
 }  // namespace fusion

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
@@ -36,6 +37,11 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
     const std::int64_t after = value_of(c.scalars[g.nodes[n.a].slot]);
     const std::int64_t bound = value_of(c.scalars[g.nodes[n.b].slot]);
     const std::int64_t extent = value_of(c.scalars[g.nodes[n.c].slot]);
+    if (after < 0) {  // a test of no axis (fz::pad's unused ones): the element lies before any positive bound
+      storage[g.nodes[n.a].slot] = int64_arg(std::numeric_limits<std::int64_t>::max());
+      storage[g.nodes[n.b].slot] = int64_arg(bound > 0 ? std::numeric_limits<std::int64_t>::max() : 0);
+      continue;
+    }
     const int axis = rank - 1 - static_cast<int>(after);
     if (axis < 0 || (space[axis] != extent && extent != 1))
       throw Error(fmt::format("internal: a join of extent {} along axis -{} in index space {}", extent, after + 1,
