@@ -171,6 +171,13 @@ int main(int argc, char** argv) {
     auto cat8 = [&] { joined = fz::concatenate(eight, 1); };
     report(fmt::format("concatenate of 8 arrays {}x{} f32 along axis 1", R, C / 8).c_str(), 8.0 * R * C,
            median_ms(cat8), copy, kernels_of(cat8));
+    // a constant pad of both axes, alone and with math around it (each input element read once, each output written once)
+    fz::Array<float> padded = fz::zeros<float>({R + 2, C + 4});
+    const double pad_bytes = 4.0 * R * C + 4.0 * (R + 2) * (C + 4);
+    auto pad = [&] { padded = fz::pad(x, {{1, 1}, {2, 2}}); };
+    report(fmt::format("pad of {}x{} f32 by (1, 1), (2, 2)", R, C).c_str(), pad_bytes, median_ms(pad), copy, kernels_of(pad));
+    auto pad_math = [&] { padded = fz::pad(x * 2.f, {{1, 1}, {2, 2}}) + 1.f; };
+    report("pad(x * 2) + 1 (one kernel)", pad_bytes, median_ms(pad_math), copy, kernels_of(pad_math));
   }
   if (!joins_only) {  // scans: one long row with a fused prologue, rows, logcumsumexp rows
     const std::int64_t N = quick ? (1 << 24) : (1 << 28);

@@ -106,6 +106,9 @@ def main():
     eight = [torch.full((r, c // 8), float(k), dtype=torch.float32, device="cuda") for k in range(8)]
     both(f"concatenate of 8 arrays {r}x{c // 8} f32 along axis 1 torch.cat", 8.0 * r * c,
          lambda *p: torch.cat(p, 1), *eight)
+    pad_bytes = 4.0 * r * c + 4.0 * (r + 2) * (c + 4)
+    both(f"pad of {r}x{c} f32 by (1, 1), (2, 2) F.pad", pad_bytes, lambda u: torch.nn.functional.pad(u, (2, 2, 1, 1)), x)
+    both("pad(x * 2) + 1", pad_bytes, lambda u: torch.nn.functional.pad(u * 2, (2, 2, 1, 1)) + 1, x)
     del x, y, bias, eight
 
     if not joins_only:
