@@ -143,7 +143,7 @@ namespace {
 /// A rows kernel instead of N-d indexing, when every output is contiguous and every input walks the last
 /// dimension contiguously (a bias row, a view of rows) or not at all (a per-row scale): offsets are then
 /// computed once per row and the last dimension streams, in 16-byte vectors where every pointer allows.
-void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
+void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   const int R = L.v.rank, np = L.v.n_params;
   if (R < 2) return;
   for (int k = 0; k < K; ++k)
@@ -168,8 +168,10 @@ void try_rows(const ArrayBase* const* outs, int K, Layout& L) {
     return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0;
   };
   for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
+  // (a pointer parameter is read element by element: a padded operand sits off the vector boundary)
+  const std::vector<bool> pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
   for (int p = 0; p < np && ok; ++p) {
-    if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
+    if (L.v.access[static_cast<std::size_t>(p)] != Access::along || pointer[static_cast<std::size_t>(p)]) continue;
     ok = aligned(*L.params[p]);
     for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0;
   }
@@ -284,7 +286,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     for (int k = 0; k < K; ++k)
       if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
-  if (L.v.has_strided()) try_rows(outs, K, L);
+  if (L.v.has_strided()) try_rows(c, outs, K, L);
   if (L.v.has_strided()) try_tiles(c, K, L);
 
   if (!L.v.has_strided() && !L.v.rows && !L.v.tiles) {  // linear: 16-byte vectors when every pointer allows
