@@ -324,4 +324,10 @@ std::vector<Shape> node_shapes(const Call& c) {
   return shape;
 }
 
+void plan_exact_scatter(int words, const codegen::TargetDevice& device, Layout& L) {
+  L.v.exact_words = static_cast<std::uint8_t>(words);
+  if (L.v.private_bins && L.bins * words * 8 * 2 > static_cast<std::int64_t>(device.max_shared_per_sm))
+    L.v.private_bins = false;
+}
+
 }  // namespace fusion::detail

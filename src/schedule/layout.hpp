@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/target_device.hpp"
 #include "codegen/variant.hpp"
 #include "fusion/array_base.hpp"
 #include "fusion/evaluate.hpp"
@@ -54,5 +55,9 @@ Shape index_space(const ArrayBase* const* outs, int K);
 /// Analyzes a call writing outputs `outs[0..K)`: dimensions collapsed, each operand contiguous,
 /// broadcast or strided, the vector width (16-byte accesses when every pointer allows), index width.
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L);
+/// A scatter under fz::Deterministic (analyzed first): floating sums into exact sums of `words` 64-bit words per
+/// element of the target, each block's private bins kept only where a copy of them fits twice in a
+/// multiprocessor's shared memory.
+void plan_exact_scatter(int words, const codegen::TargetDevice& device, Layout& L);
 
 }  // namespace fusion::detail

@@ -9,7 +9,6 @@
 #include "codegen/exact_sum.hpp"
 #include "fusion/error.hpp"
 #include "fusion/modes.hpp"
-#include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/held_work.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/exact_scatter.hpp"
@@ -47,11 +46,8 @@ void scatter_into(const Call& call, const ArrayBase& target, const ArrayBase& wh
                         ? codegen::exact_sum_words(target.dtype())
                         : 0;
   if (words == 0) return launch_elementwise(kernel_for(*c.lowered, L.v, device, c.name), L, c, outs, 1, stream);
-  // fz::Deterministic: exact sums beside the target (its private bins only where a block's copy of them fits
-  // twice in a multiprocessor's shared memory), then rounded into it
-  L.v.exact_words = static_cast<std::uint8_t>(words);
-  if (L.v.private_bins && L.bins * words * 8 * 2 > static_cast<std::int64_t>(properties_of(device).max_shared_bytes_per_sm))
-    L.v.private_bins = false;
+  // fz::Deterministic: exact sums beside the target, then rounded into it
+  plan_exact_scatter(words, planned_device(device), L);
   if (out.size() > (std::int64_t{1} << 31))
     throw Error("index_add: fz::Deterministic adds at most 2^31 values in one call (its exact sums have room for "
                 "so many); split the values");
