@@ -87,6 +87,9 @@ TEST_CASE("a pad is one kernel with the math around it, compiled without a GPU",
   CHECK_THAT(info.source, Catch::Contains("fz_position"));
   const auto five = fz::placeholder<float>({2, 2, 2, 2, 2});
   CHECK(fz::inspect(fz::pad(five, {{1, 0}, {0, 0}, {1, 0}, {1, 0}, {1, 0}})).kernels == 1);
+  // a reduction or scan of a pad runs the pad first, as of any join
+  CHECK(fz::inspect(fz::sum(fz::pad(x, {{1, 1}, {0, 2}}, 3))).kernels == 2);
+  CHECK(fz::inspect(fz::cumsum(fz::pad(x, {{1, 1}, {0, 2}}, 3), 1)).kernels == 2);
   // the operand sits off the vector boundary, read element by element: the result is still written in vectors
   CHECK_THAT(fz::inspect(fz::pad(fz::placeholder<float>({64, 4096}), {{1, 1}, {2, 2}})).variant,
              Catch::Contains("4-wide vectors"));
