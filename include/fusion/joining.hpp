@@ -200,9 +200,6 @@ auto make_pad(P&& piece, const std::vector<std::pair<std::int64_t, std::int64_t>
     if (before < 0 || after < 0) throw ShapeError("pad: widths must not be negative");
     out[d] = in[d] + before + after;
     where.push_back(before);
-  }
-  for (int d = 0; d < in.size(); ++d) {
-    const auto [before, after] = widths[static_cast<std::size_t>(d)];
     if (before == 0 && after == 0) continue;  // (nothing to test along an axis left as it is)
     if (tested == Padded::kAxes)
       throw ShapeError("pad: " + std::to_string(Padded::kAxes) + " padded axes at most in one call; pad the others in a "

@@ -168,12 +168,16 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0;
   };
   for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
-  // (a pointer parameter is read element by element: a padded operand sits off the vector boundary)
-  const std::vector<bool> pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+  // (a pointer parameter is read element by element: a padded operand may sit off the vector boundary; which
+  // parameters are pointers is asked only of an operand off it, not on every launch)
+  std::vector<bool> pointer;
   for (int p = 0; p < np && ok; ++p) {
-    if (L.v.access[static_cast<std::size_t>(p)] != Access::along || pointer[static_cast<std::size_t>(p)]) continue;
-    ok = aligned(*L.params[p]);
-    for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0;
+    if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
+    bool fits = aligned(*L.params[p]);
+    for (int d = 0; d < R - 1 && fits; ++d) fits = L.strides[K + p][d] % V == 0;
+    if (fits) continue;
+    if (pointer.empty()) pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+    ok = pointer[static_cast<std::size_t>(p)];
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
   // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
