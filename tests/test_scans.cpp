@@ -27,6 +27,11 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(row.kernels == 1);
   CHECK(row.variant.find("in one pass") != std::string::npos);
   CHECK(row.source.find("fz_state") != std::string::npos);
+  // forward and contiguous, its idle warps prefetch a partition about to be claimed; reversed, not
+  CHECK(row.variant.find("prefetched") == std::string::npos);
+  const auto forward = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 24}), 0));
+  CHECK(forward.variant.find("partitions 4/16 of the blocks ahead prefetched into L2") != std::string::npos);
+  CHECK(forward.source.find("prefetch.global.L2") != std::string::npos);
   CHECK(fz::inspect(fz::cumsum(x > 0.f, 1)).variant.find("in one pass") != std::string::npos);  // int64 tiles of 2048
   // options and ops are part of the kernel; the axis and sizes are not
   const auto plain = fz::inspect(fz::cumsum(x, 1)), other_axis = fz::inspect(fz::cumsum(x, 0));

@@ -64,7 +64,7 @@ std::string scan_combine(Op op, DType d) {
 /// (Publishing after the carry would chain each partition to the one before it.) A gather issues all its
 /// loads before it waits on any: about one memory round trip, where a level at a time took one per level
 /// (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
-void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
+void write_lookback(SourceWriter& w, const std::string& acc, int warps, const std::function<void()>& others) {
   constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
     auto tree = w.block("if (warp == 0)");
@@ -126,6 +126,7 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps) {
     w.line("  for (int i = 0; i < ((c >> (5 * l)) & 31); ++i) p = fz_combine(p, fz_runs[l][i]);");
     w.line("fz_carry = p;");
   }
+  if (others) others();
   w.line("__syncthreads();");
   w.line("carry = fz_carry;");
 }
@@ -294,10 +295,11 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     return fmt::format("fz_expr({})", fmt::join(args, ", "));
   };
-  auto decode = [&](const char* row) {
+  // Each operand's offset of row `row` (<prefix>p, the output's <prefix>_out where `out`).
+  auto decode = [&](const char* row, const char* prefix, bool out) {
     std::vector<std::pair<std::string, std::string>> targets;
-    for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("k{}", p), fmt::format("kst{}", p));
-    if (!v.totals) targets.emplace_back("k_out", "kst_out");
+    for (int p = 0; p < np; ++p) targets.emplace_back(fmt::format("{}{}", prefix, p), fmt::format("kst{}", p));
+    if (out) targets.emplace_back(fmt::format("{}_out", prefix), "kst_out");
     if (rk > 0) write_decode(w, row, "kshape", rk, targets);
     else
       for (const auto& [offset, strides] : targets) w.line("const long long {} = 0;", offset);
@@ -311,7 +313,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
                            kScanBlock);
     w.line("const long long c = t / n_rows, row = t - c * n_rows;");
     w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;");
-    decode("row");
+    decode("row", "k", !v.totals);
     w.line("{} carry = fz_none;", acc);
     if (v.chunked && !v.totals)
       w.line("for (long long i = 0; i < c; ++i) carry = fz_combine(carry, fz_chunk_totals[row * chunks + i]);");
@@ -361,7 +363,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     w.line("const long long row = b / chunks, c = b - row * chunks;");
     w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
-    decode("row");
+    decode("row", "k", true);
     w.line("{} carry = fz_none;", acc);
     {
     auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
@@ -383,7 +385,10 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("{} before = fz_shfl_up(inc, 1);", acc);
     w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
     w.line("__syncthreads();");
-    if (v.lookback) write_lookback(w, acc, W);
+    if (v.lookback)
+      write_lookback(w, acc, W, v.prefetch == 0 ? std::function<void()>() : [&] {
+        write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
+      });
     w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
     w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
     w.line("#pragma unroll");

@@ -111,4 +111,23 @@ void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::string&
   checked();
 }
 
+void write_next_tile_prefetch(SourceWriter& w, const ScanVariant& v,
+                              const std::function<void(const char*, const char*)>& decode) {
+  w.line("// Meanwhile warps 1.. pull a partition about to be claimed into L2 (as many ahead as {}/16 of the blocks):",
+         static_cast<int>(v.prefetch));
+  w.line("// the block that takes it then waits on L2, not on memory, and memory is busy through the look-back.");
+  w.line("const long long fz_nb = b + (long long)gridDim.x * {} / 16;", static_cast<int>(v.prefetch));
+  auto next = w.block("if (warp > 0 && fz_nb < n_rows * chunks)");
+  w.line("const long long fz_nrow = fz_nb / chunks, fz_nc = fz_nb - fz_nrow * chunks;");
+  w.line("const long long fz_nlo = fz_nc * chunk, fz_nhi = fz_nlo + chunk < n ? fz_nlo + chunk : n;");
+  decode("fz_nrow", "fz_nk");
+  for (int p = 0; p < v.n_params; ++p) {
+    auto operand = w.block("");
+    w.line("const char* const fz_end = (const char*)(in{0} + fz_nk{0} + fz_nhi);", p);
+    w.line("const char* fz_line = (const char*)((unsigned long long)(in{0} + fz_nk{0} + fz_nlo) & ~127ull);", p);
+    w.line("for (fz_line += (threadIdx.x - 32) * 128; fz_line < fz_end; fz_line += {} * 128)", kScanBlock - 32);
+    w.line("  asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(fz_line));");
+  }
+}
+
 }  // namespace fusion::codegen

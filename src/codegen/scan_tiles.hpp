@@ -28,4 +28,10 @@ void write_tile_loads(SourceWriter& w, const ScanVariant& v, std::span<const DTy
 void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::string& acc,
                        const std::function<std::string(const std::string&)>& stored);
 
+/// (ScanVariant::prefetch) What warps 1.. do while warp 0 looks back on partition b: pull partition
+/// b + gridDim.x * prefetch / 16 into L2, a 128-byte line per thread and step for each operand.
+/// `decode(row, prefix)` declares each parameter p's row offset <prefix>p.
+void write_next_tile_prefetch(SourceWriter& w, const ScanVariant& v,
+                              const std::function<void(const char*, const char*)>& decode);
+
 }  // namespace fusion::codegen

@@ -175,6 +175,10 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
   if (contiguous) h.add_byte(static_cast<std::uint8_t>(0x80 | vector));
+  if (prefetch) {
+    h.add_byte(0xa0);
+    h.add_byte(prefetch);
+  }
 }
 
 std::string ScanVariant::describe() const {
@@ -187,6 +191,7 @@ std::string ScanVariant::describe() const {
   if (reverse) s += ", reversed";
   if (chunked) s += totals ? ", each chunk's total (first of two kernels)" : ", chunks started from their carries";
   else if (lookback) s += ", partitions of a tile in one pass, each carry from a tree of published sums";
+  if (prefetch) s += fmt::format(", partitions {}/16 of the blocks ahead prefetched into L2", prefetch);
   else if (!columns) s += ", a block per row";
   return s;
 }

@@ -89,6 +89,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.chunks = tiles();
   }
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
+  if (L.v.lookback && L.v.contiguous) L.v.prefetch = static_cast<std::uint8_t>(tuning().scan_prefetch);
   // logcumsumexp's rows run out of issue slots before memory (an exp and a log per element): 6 blocks per SM
   // hide more of their latency (H100 rows of 8192 f32: 82.3, 85.1, 86.4% of the copy limit at 4, 5, 6; a
   // cumsum's rows lost 101 -> 98%, so they keep 4)

@@ -46,6 +46,9 @@ struct Tuning {
   int scan_lookback = 0;
   /// Blocks per SM a one-pass scan's registers must allow (0: 4, as a block per row's).
   int scan_min_blocks = 0;
+  /// One-pass scans of contiguous rows: while a block looks back on partition b, its idle warps prefetch
+  /// partition b + gridDim.x * N / 16 into L2 (0: no prefetch).
+  int scan_prefetch = 4;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).
