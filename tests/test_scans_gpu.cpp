@@ -195,7 +195,8 @@ TEST_CASE("scans: NaN propagates through cummax; -inf through logcumsumexp; a su
   CHECK(test::mismatches(fz::eval(fz::logcumsumexp(ninf, 0)).to_host(), {-INFINITY, -INFINITY, 0, 0},
                          fz::DType::float32) == 0);
   // Long rows with -inf runs, +inf and NaN placed among ordinary values: some threads' elements are all
-  // -inf, some carries are +inf or NaN (the exp-domain pass falls back to the exact step there).
+  // -inf, some carries are +inf or NaN, some threads' elements spread wider than float's exponent (the
+  // exp-domain pass falls back to the exact step there).
   for (bool exclusive : {false, true}) {
     const std::int64_t rows = 6, n = 20000;
     std::vector<float> h = test::random<float>(static_cast<std::size_t>(rows * n), -40, 40, 50);
@@ -204,6 +205,8 @@ TEST_CASE("scans: NaN propagates through cummax; -inf through logcumsumexp; a su
     h[static_cast<std::size_t>(2 * n + 7)] = nan;                                     // row 2: NaN early
     for (std::int64_t j = 100; j < n; j += 37) h[static_cast<std::size_t>(3 * n + j)] = -inf;  // row 3: sprinkled
     h[static_cast<std::size_t>(4 * n + n - 1)] = inf;                                 // row 4: +inf last
+    for (std::int64_t j = 0; j < 5000; j += 8) h[static_cast<std::size_t>(5 * n + j)] = j % 16 ? -120.f : -250.f;
+    // row 5: elements far below their neighbours (exp(-250) is 0 in float): their own results stay theirs
     std::vector<double> scale;
     const std::vector<double> want = scan_ref(Op::logcumsumexp, doubles(h), {rows, n}, 1, {exclusive, false}, &scale);
     fz::Array<float> got = fz::full<float>({rows, n}, 7.f);

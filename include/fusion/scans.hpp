@@ -3,7 +3,8 @@
 // (`cumsum(x > t, 0)` reads x once); math reading it runs in the next kernel (`x - cumsum(x, 1) / n`).
 //   fz::cumsum(x, axis)                          NumPy's cumsum (integers and bool sum in int64)
 //   fz::cumprod, fz::cummax, fz::cummin          running product, maximum, minimum (NaN propagates)
-//   fz::logcumsumexp(x, axis)                    log(cumsum(exp(x))) without overflow
+//   fz::logcumsumexp(x, axis)                    log(cumsum(exp(x))) without overflow (float results within
+//                                                about 2^-17 (1 + max |x| + |result|) of float64's, as tested)
 //   fz::cumsum(x, axis, {.exclusive = true})     each result leaves its element out (starts from 0)
 //   fz::cumsum(x, axis, {.reverse = true})       from the end of the axis to its start
 // Results are the same run to run: each row combines in a fixed order (floating sums too).

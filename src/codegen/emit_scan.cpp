@@ -52,7 +52,7 @@ std::string scan_combine(Op op, DType d) {
       return "if (a == b) return a + (T)0.693147180559945309417232121458176568;\n"
              "const T hi = a > b ? a : b, lo = a > b ? b : a;\n"
              "if (hi != hi || lo != lo) return a + b;  // NaN\n"
-             "return hi + log1p(exp(lo - hi));";
+             "return hi + fz_lse_log1p(fz_lse_exp(lo - hi));";
     default: throw Error("internal: not a scan");
   }
 }
@@ -151,21 +151,26 @@ void write_thread_results(SourceWriter& w, const std::string& acc, int items, bo
 
 /// logcumsumexp's thread pass, in the exp domain: with m the maximum of the thread's elements, the tile
 /// keeps the running sums p_k of exp(x - m) (an exp each and a chain of adds: no log on the chain), and
-/// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) the thread scans with
-/// fz_combine as every other scan does, and `fz_exp` says which form its tile holds.
+/// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) or the elements spread too
+/// far below it (some exp(x - m) not a normal number) the thread scans with fz_combine as every other scan
+/// does, and `fz_exp` says which form its tile holds.
 void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
+  const bool fl = acc == "float";
   w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
-  w.line("{} fz_m = fz_none;", acc);
+  w.line("{} fz_m = fz_none, fz_lo = -fz_none;  // (NaN left out: it reaches the sums through its exponential)", acc);
   w.line("#pragma unroll");
-  w.line("for (int k = 0; k < {}; ++k) {{ const {} x = fz_mine[k]; fz_m = (x > fz_m || x != x) ? x : fz_m; }}", items, acc);
-  w.line("const bool fz_exp = fz_m - fz_m == ({})0;  // a finite maximum", acc);
+  w.line("for (int k = 0; k < {}; ++k) {{ fz_m = {}(fz_m, fz_mine[k]); fz_lo = {}(fz_lo, fz_mine[k]); }}", items,
+         fl ? "fmaxf" : "fmax", fl ? "fminf" : "fmin");
+  w.line("// A finite maximum, and every exponential against it a normal number: a wider spread (or a -inf) would lose");
+  w.line("// the small elements' digits, or all of them, in the sums (exp(-200) is 0 in float).");
+  w.line("const bool fz_exp = fz_m - fz_m == ({0})0 && fz_m - fz_lo <= ({0}){1};", acc, fl ? 80 : 700);
   w.line("{} run = fz_none;", acc);
   {
     auto sums = w.block("if (fz_exp)");
     w.line("{} p = 0;", acc);
     w.line("#pragma unroll");
     w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = p = p + fz_lse_exp(fz_mine[k] - fz_m);", items);
-    w.line("run = fz_m + log(p);");
+    w.line("run = fz_m + fz_lse_log(p);");
   }
   {
     auto exact = w.block("else");
@@ -178,7 +183,7 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
 /// a = exp(pre - M) and b = exp(m - M), one log per element. A carry of +inf or NaN takes fz_combine.
 void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive) {
   w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
-  w.line("const {0} fz_a = exp(pre - fz_big), fz_b = exp(fz_m - fz_big);", acc);
+  w.line("const {0} fz_a = fz_lse_exp(pre - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
   {
     auto fast = w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
     write_thread_results(w, acc, items, exclusive, "0", "pre",
@@ -226,6 +231,36 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   write_prelude(w, ctx, heavy);
   if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk).blank();
   w.line("{}", body.str());
+  const bool lse = scan.op == Op::logcumsumexp;
+  if (lse) {
+    w.line("// logcumsumexp's exponential and logarithms. In float, the per-element ones are the hardware's approximations");
+    w.line("// (ex2 of x log2(e): its arguments here are at most 0, its results flushed to 0 below 2^-126; lg2: 2^-22 absolute");
+    w.line("// error on [0.5, 2], 2 ulp elsewhere, arguments here normal): with expf and logf the kernel was bound by its");
+    w.line("// instructions (H100 rows of 8192 f32: 77% of the copy limit; exp2f and log2f 86%, log2f alone 25 instructions");
+    w.line("// an element, issue slots 88% busy). log1p, on the short chain that combines threads and warps, stays accurate:");
+    w.line("// log1p(x) = log(u) x / (u - 1), u = 1 + x (Goldberg), with log2f's 1 ulp.");
+    if (acc == "float") {
+      w.line("__device__ __forceinline__ float fz_lse_exp(float x) {{");
+      w.line("  float y;");
+      w.line("  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.44269504088896341f));");
+      w.line("  return y;");
+      w.line("}}");
+      w.line("__device__ __forceinline__ float fz_lse_log(float x) {{");
+      w.line("  float y;");
+      w.line("  asm(\"lg2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));");
+      w.line("  return y * 0.693147180559945309f;");
+      w.line("}}");
+      w.line("__device__ __forceinline__ float fz_lse_log1p(float x) {{");
+      w.line("  const float u = 1.f + x;");
+      w.line("  return u == 1.f ? x : log2f(u) * 0.693147180559945309f * __fdividef(x, u - 1.f);");
+      w.line("}}");
+    } else {
+      w.line("__device__ __forceinline__ {0} fz_lse_exp({0} x) {{ return exp(x); }}", acc);
+      w.line("__device__ __forceinline__ {0} fz_lse_log({0} x) {{ return log(x); }}", acc);
+      w.line("__device__ __forceinline__ {0} fz_lse_log1p({0} x) {{ return log1p(x); }}", acc);
+    }
+    w.blank();
+  }
   w.line("// The scan's step: `a` holds the earlier elements.");
   w.line("template <class T> __device__ __forceinline__ T fz_combine_t(T a, T b) {{");
   w.line("{}", scan_combine(scan.op, rd));
@@ -240,21 +275,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)a, lane);");
   w.line("  else return __shfl_sync(0xffffffffu, a, lane);");
   w.line("}}").blank();
-  const bool lse = scan.op == Op::logcumsumexp;
   if (v.vector > 1) write_vector_helpers(w);
-  if (lse) {
-    w.line("// logcumsumexp's exponential and logarithm per element. In float, exp2f and log2f (2 and 1 ulp, a few");
-    w.line("// instructions) scaled: with expf and logf's longer routines the kernel was bound by its instructions");
-    w.line("// (H100 rows of 8192 f32: 77% of the copy limit, issue slots 82% busy).");
-    if (acc == "float") {
-      w.line("__device__ __forceinline__ float fz_lse_exp(float x) {{ return exp2f(x * 1.44269504088896341f); }}");
-      w.line("__device__ __forceinline__ float fz_lse_log(float x) {{ return log2f(x) * 0.693147180559945309f; }}");
-    } else {
-      w.line("__device__ __forceinline__ {0} fz_lse_exp({0} x) {{ return exp(x); }}", acc);
-      w.line("__device__ __forceinline__ {0} fz_lse_log({0} x) {{ return log(x); }}", acc);
-    }
-    w.blank();
-  }
   if (v.lookback) {
     w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
     w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");

@@ -90,10 +90,9 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   }
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
   if (L.v.lookback && L.v.contiguous) L.v.prefetch = static_cast<std::uint8_t>(tuning().scan_prefetch);
-  // logcumsumexp's rows run out of issue slots before memory (an exp and a log per element): 6 blocks per SM
-  // hide more of their latency (H100 rows of 8192 f32: 82.3, 85.1, 86.4% of the copy limit at 4, 5, 6; a
-  // cumsum's rows lost 101 -> 98%, so they keep 4)
-  if (scan.op == ir::Op::logcumsumexp && narrow && !L.v.lookback) L.v.min_blocks = 6;
+  // (logcumsumexp's rows took 6 blocks per SM while expf and logf left them bound by instructions: 82.3, 85.1,
+  // 86.4% of the copy limit at 4, 5, 6, H100 rows of 8192 f32. With the hardware's ex2 and lg2 per element they
+  // are bound by memory again, and 4 is best: 101.0% at 4, 98.1% at 6, 91.3% at 8.)
   if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
 }
 
