@@ -41,6 +41,11 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   // along a non-contiguous axis: a thread per row (coalesced), the axis in chunks of their own totals
   CHECK(other_axis.kernels == 2);
   CHECK(other_axis.variant.find("a thread per row") != std::string::npos);
+  // over enough rows for a strip of 32 per SM (H100: 4224): one pass, a block per strip
+  const auto strips = fz::inspect(fz::cumsum(fz::placeholder<float>({64, 5000}), 0));
+  CHECK(strips.kernels == 1);
+  CHECK(strips.variant.find("a block per 32 neighbouring rows") != std::string::npos);
+  CHECK(strips.registers > 0);
   for (const auto& info : {fz::inspect(fz::cummax(fz::placeholder<std::int8_t>({8, 100}), -1)),
                            fz::inspect(fz::logcumsumexp(fz::placeholder<fz::half>({8, 100}), 0)),
                            fz::inspect(fz::cumprod(fz::placeholder<bool>({8, 100}), 1))})

@@ -157,6 +157,45 @@ TEST_CASE("scans: every dtype class; one long row in partitions, one pass", "[gp
   CHECK_THAT(info.variant, Catch::Contains("in one pass"));
 }
 
+TEST_CASE("scans along a non-contiguous axis of many rows: a block per strip of 32 rows, one pass", "[gpu][scans]") {
+  // 32 rows per SM or more (H100: 4224): strips, the last one partial; axes of whole and partial tiles of 128
+  auto& t = fz::detail::tuning();
+  const fz::detail::Tuning saved = t;
+  for (const char* policy : {"scan_strips=1", "scan_strips=0"}) {
+    fz::detail::set_tuning(policy);
+    INFO(policy);
+    check_scan<Op::cumsum, float>({300, 5000}, 0, {}, -1, 1, 60);
+    check_scan<Op::cumsum, std::int64_t>({130, 5001}, 0, {true, true}, -1000, 1000, 61);
+    check_scan<Op::cummax, std::int8_t>({77, 50, 120}, 0, {false, true}, -128, 127, 62);  // rows 50 x 120
+    check_scan<Op::cumsum, double>({4, 129, 2000}, 1, {true, false}, -1, 1, 63);        // rows 4 x 2000 (kept rank 2)
+    check_scan<Op::logcumsumexp, float>({200, 4500}, 0, {}, -20, 20, 64);
+    check_scan<Op::cumsum, fz::bfloat16>({150, 5000}, 0, {}, -1, 1, 65);
+    check_scan<Op::cumprod, float>({40, 6000}, 0, {}, 0.98, 1.02, 66);
+  }
+  t = saved;
+  const auto info = fz::inspect(fz::cumsum(fz::placeholder<float>({300, 5000}), 0));
+  CHECK(info.kernels == 1);
+  CHECK_THAT(info.variant, Catch::Contains("a block per 32 neighbouring rows"));
+  // broadcast operands (stride 0 along the axis, or along the rows) feed the strips
+  const std::int64_t R = 257, C = 4800;
+  const auto ha = test::random<float>(R, -1, 1, 67), hb = test::random<float>(C, -1, 1, 68);
+  std::vector<double> want(static_cast<std::size_t>(R * C)), scale(want.size());
+  for (std::int64_t c = 0; c < C; ++c) {
+    double acc = 0, mag = 0;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const double term = static_cast<double>(ha[static_cast<std::size_t>(r)]) * hb[static_cast<std::size_t>(c)];
+      want[static_cast<std::size_t>(r * C + c)] = acc += term;
+      scale[static_cast<std::size_t>(r * C + c)] = mag += std::abs(term);
+    }
+  }
+  fz::Array<float> out = fz::full<float>({R, C}, 7.f);  // poisoned
+  fz::reset_stats();
+  out = fz::cumsum(fz::asarray(ha, {R, 1}) * fz::asarray(hb, {1, C}), 0);
+  CHECK(fz::stats().launches == 1);
+  const std::vector<float> got = out.to_host();
+  CHECK(off(Op::cumsum, got, want, scale, R) == 0);
+}
+
 TEST_CASE("scans in one pass: the stream's state across sizes and policies, fz::Step replays", "[gpu][scans]") {
   // Each launch leaves the state ready for the next: small, large (the state grows), small again, many times.
   for (int run = 0; run < 3; ++run)

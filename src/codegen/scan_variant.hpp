@@ -37,6 +37,9 @@ struct ScanVariant {
   /// A thread per row, walking its part of the axis element by element: for an axis that is not the
   /// contiguous one (`cumsum(x, 0)`), consecutive threads take consecutive rows, so every access coalesces.
   bool columns = false;
+  /// (columns) One pass: a block per strip of 32 neighbouring rows, its warps taking consecutive runs of
+  /// `items` positions along the axis per tile (codegen/scan_strips.hpp).
+  bool strips = false;
   /// (tiles) Every operand and the output run along the axis with stride 1, forward: a whole tile's loads and
   /// stores take no bounds test and address from one pointer per operand.
   bool contiguous = false;

@@ -175,6 +175,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
   if (contiguous) h.add_byte(static_cast<std::uint8_t>(0x80 | vector));
+  if (strips) h.add_byte(0xb5);
   if (prefetch) {
     h.add_byte(0xa0);
     h.add_byte(prefetch);
@@ -182,7 +183,9 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 }
 
 std::string ScanVariant::describe() const {
-  std::string s = columns ? fmt::format("scan, kept rank {}, a thread per row (consecutive rows coalesce)", rank_kept)
+  std::string s = strips    ? fmt::format("scan, kept rank {}, a block per 32 neighbouring rows (a lane each, coalesced), "
+                                          "each warp a run of {} along the axis per tile, one pass", rank_kept, items)
+                  : columns ? fmt::format("scan, kept rank {}, a thread per row (consecutive rows coalesce)", rank_kept)
                           : fmt::format("scan, kept rank {}, {} per tile ({} threads x {} consecutive)", rank_kept,
                                         tile(), kScanBlock, items);
   if (vector > 1) s += fmt::format(", contiguous, {}-element vectors", vector);

@@ -49,6 +49,12 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   if (row_contiguous && L.ast[np] != 1 && L.n > 0) {
     L.v.columns = true;
     L.v.items = codegen::kScanItemsDefault;
+    // Rows enough for a strip of 32 per SM: one pass, a block per strip (codegen/scan_strips.hpp).
+    if (tuning().scan_strips != 0 && L.n_rows >= 32 * std::max<std::int64_t>(1, device.sms)) {
+      L.v.strips = true;
+      L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : 16;
+      return;
+    }
     const std::int64_t threads = blocks * codegen::kScanBlock;
     const std::int64_t want = std::min((threads + L.n_rows - 1) / L.n_rows, std::max<std::int64_t>(1, L.n / 16));
     L.chunk = (L.n + want - 1) / want;

@@ -49,6 +49,9 @@ struct Tuning {
   /// One-pass scans of contiguous rows: while a block looks back on partition b, its idle warps prefetch
   /// partition b + gridDim.x * N / 16 into L2 (0: no prefetch).
   int scan_prefetch = 4;
+  /// Scans along a non-contiguous axis over 32 rows per SM or more: 1 in one pass, a block per strip of 32
+  /// rows; 0 a thread per row and chunk (two kernels where the axis is split).
+  int scan_strips = 1;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

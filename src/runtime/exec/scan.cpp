@@ -81,11 +81,12 @@ void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* ou
   a.count(codegen::Count::chunk) = L.chunk;
   a.count(codegen::Count::lanes) = L.chunks;
   // (a one-pass scan's blocks claim partitions until none is left: a few per SM keep the GPU busy; columns
-  // take a thread per row and chunk, where the others take a block)
+  // take a thread per row and chunk, or a block per 32 rows, where the others take a block per row)
   const std::int64_t parts = L.n_rows * L.chunks;
   std::int64_t blocks = parts;
   if (L.v.lookback) blocks = std::min<std::int64_t>(parts, L.resident_blocks);
   if (L.v.columns) blocks = (parts + codegen::kScanBlock - 1) / codegen::kScanBlock;
+  if (L.v.strips) blocks = (L.n_rows + 31) / 32;  // a block per strip of 32 rows
   blocks = std::min<std::int64_t>(blocks, codegen::kMaxGridX);
   launch_kernel(k.kernel->function, k.signature, a, {blocks, 1, codegen::kScanBlock, 0}, *stream);
   std::vector<const ArrayBase*> written;
