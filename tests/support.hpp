@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
+#include "runtime/compile/nvrtc.hpp"
 
 namespace fz = fusion;
 
@@ -100,6 +101,16 @@ inline CommandOutput run_command(const std::string& cmd) {
   while (std::size_t got = std::fread(buf, 1, sizeof buf, p)) out.text.append(buf, got);
   out.status = pclose(p);
   return out;
+}
+
+/// Where the NVRTC sweeps (every op, every reduction layout, for every dtype) take `d`'s program: to a cubin for the
+/// 8-byte dtypes, whose kernels hold the most registers and shared memory (ptxas checks both), to PTX for
+/// the others: the front end sees every kernel, and the sweeps take half the time (CI: the reductions' 252 s ->
+/// 123 s at PTX alone, 2 cores).
+inline fz::detail::Target sweep_target(fz::DType d) {
+  fz::detail::Target t = fz::detail::default_target();
+  if (fz::itemsize(d) < 8) t.ptx = true;
+  return t;
 }
 
 /// Compares with tests/golden/<name>.cu; FUSION_UPDATE_GOLDEN=1 rewrites the file instead.

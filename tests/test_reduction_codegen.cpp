@@ -118,7 +118,7 @@ TEST_CASE("every reduction compiles through NVRTC for every dtype and thread lay
     }
     INFO("dtype " << fz::dtype_name(d));
     CHECK_NOTHROW(
-        fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), fz::detail::default_target()));
+        fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), test::sweep_target(d)));
   }
   constexpr int n_ops = static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum);
   CHECK(kernels == n_ops * fz::kNumDTypes * 9);
