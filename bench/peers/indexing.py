@@ -2,7 +2,7 @@
 """PyTorch eager and torch.compile on the workloads of fusion-bench-indexing, timed as it times fusion (events
 around 10 calls, median of 9), as % of the copy limit measured here the same way (a device-to-device copy of
 1 GiB, bytes read + written).
-    python3 bench/peers/indexing.py [--quick] [--no-compile] [--joins]   (--joins: the joins alone)"""
+    python3 bench/peers/indexing.py [--quick] [--no-compile] [--joins | --scans]   (the joins or the scans alone)"""
 import sys
 
 import torch
@@ -85,6 +85,8 @@ def main():
             compiled = torch.compile(fn)
             report(name + " torch.compile", nbytes, median_ms(lambda: compiled(*args)))
 
+    if "--scans" in sys.argv:
+        return scans(quick, both)
     if not joins_only:
         gathers_and_scatters(quick, gen, report, both)
 
