@@ -7,8 +7,9 @@
 // partitions of one tile over blocks, in one pass (ScanVariant::lookback): each block publishes its
 // partition's total and reads the totals of the partitions before it from a tree of published sums
 // (scan_state.hpp), so the combination order is fixed and results are the same run to run. Scans along
-// an axis that is not the contiguous one run a thread per row instead (ScanVariant::columns), a few long
-// ones split into chunks: a first kernel reduces each chunk, the second scans it from the chunks before it.
+// an axis that is not the contiguous one run a block per strip of 32 rows where the rows are many
+// (ScanVariant::strips, scan_strips.hpp), else a thread per row (ScanVariant::columns), a few long ones split
+// into chunks: a first kernel reduces each chunk, the second scans it from the chunks before it.
 #pragma once
 #include <array>
 #include <cstdint>
