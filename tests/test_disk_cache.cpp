@@ -120,6 +120,22 @@ TEST_CASE("disk cache: an unwritable directory means memory-only caching, never 
   CHECK_FALSE(fs::exists(off.dir()));
 }
 
+TEST_CASE("disk cache: a directory at one entry path skips that entry and keeps the cache on", "[cache]") {
+  const fs::path d = fresh_dir("blocked");
+  DiskCache cache(d);
+  CacheEntry blocked = sample();
+  fs::create_directories(cache.path_for(blocked.key));  // a directory at the entry's own path
+  CHECK_NOTHROW(cache.store(blocked));
+  CHECK_FALSE(cache.load(blocked.key));
+  CHECK(cache.location(blocked.key).empty());  // no path to an entry that was never written
+  CacheEntry other = sample();
+  other.key.kernel_name += "_other";
+  cache.store(other);  // the cache is still on: other entries are written
+  REQUIRE(cache.load(other.key));
+  CHECK(cache.location(other.key) == cache.path_for(other.key).string());
+  fs::remove_all(d);
+}
+
 TEST_CASE("disk cache: eight processes compiling the same new kernel all succeed", "[cache][nvrtc]") {
   const fs::path dir = fresh_dir("procs");
   // A kernel no earlier run has seen, so every process starts with a miss.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // fz::Lazy without a GPU: which statements become one kernel, which results stay in registers, where
 // and why a region splits, and the generated source (over placeholder arrays, inspected, never run).
+#include <sstream>
+
 #include "support.hpp"
 
 namespace {
@@ -53,6 +55,9 @@ TEST_CASE("a region's temporaries and scratch arrays are never written", "[regio
   CHECK(k.kernels == 1);
   CHECK(k.plan[0].find("not written: float32 (4096,), float32 (4096,)") != std::string::npos);
   CHECK(k.source.find("out1") == std::string::npos);  // one output: `out`
+  std::ostringstream printed;  // printing one kernel says the statements it covers, as a list of several does
+  printed << k;
+  CHECK(printed.str().find("\n  statements 1-4; not written: float32 (4096,), float32 (4096,)\n") != std::string::npos);
   region.discard();
 }
 

@@ -178,26 +178,41 @@ void DiskCache::store(const CacheEntry& e) {
                        fmt::format(".tmp-{}-{}-{:x}", getpid(), counter++, rng());
   std::error_code ec;
   fs::create_directories(final_path.parent_path(), ec);
-  bool ok = !ec;
-  if (ok) {
+  bool written = !ec;  // the temporary file, in the entry's directory
+  bool placed = false;
+  int err = ec.value();
+  if (written) {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    ok = f != nullptr;
+    written = f != nullptr;
     if (f) {
-      ok = std::fwrite(file.data(), 1, file.size(), f) == file.size();
-      ok = (std::fclose(f) == 0) && ok;
+      written = std::fwrite(file.data(), 1, file.size(), f) == file.size();
+      written = (std::fclose(f) == 0) && written;
     }
-    if (ok) ok = std::rename(tmp.c_str(), final_path.c_str()) == 0;  // atomic: readers see all or nothing
-    if (!ok) fs::remove(tmp, ec);
+    err = errno;
+    if (written) placed = std::rename(tmp.c_str(), final_path.c_str()) == 0;  // atomic: readers see all or nothing
+    if (written && !placed) err = errno;
+    if (!placed) fs::remove(tmp, ec);
   }
-  if (!ok) {
-    static std::mutex mu;
-    std::lock_guard lock(mu);
-    if (writable_)
-      std::fprintf(stderr, "fusion: warning: cannot write the kernel cache in %s (%s); caching in memory only. "
-                   "Set FUSION_CACHE_DIR to a writable directory or FUSION_CACHE=0.\n",
-                   dir_.c_str(), std::strerror(errno));
-    writable_ = false;
+  if (placed) return;
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  if (written) {  // the directory takes files; only this entry's path is in the way (say a directory there)
+    std::fprintf(stderr, "fusion: warning: cannot put a kernel cache entry at %s (%s); this kernel stays in memory "
+                 "only. Remove what is at that path.\n", final_path.c_str(), std::strerror(err));
+    return;
   }
+  if (writable_)
+    std::fprintf(stderr, "fusion: warning: cannot write the kernel cache in %s (%s); caching in memory only. "
+                 "Set FUSION_CACHE_DIR to a writable directory or FUSION_CACHE=0.\n",
+                 dir_.c_str(), std::strerror(err));
+  writable_ = false;
+}
+
+std::string DiskCache::location(const CacheKey& key) const {
+  if (!enabled_ || !writable_) return {};
+  const fs::path p = path_for(key);
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) ? p.string() : std::string();
 }
 
 std::vector<fs::path> DiskCache::entries() const {

@@ -28,13 +28,12 @@ class DiskCache final : public KernelStore {
   std::filesystem::path path_for(const CacheKey& key) const;
   /// The entry for `key`, or nothing when absent, corrupt, truncated or for another key.
   std::optional<CacheEntry> load(const CacheKey& key) const override;
-  /// Stores atomically; an unwritable directory disables the cache with one warning.
+  /// Stores atomically; an unwritable directory disables the cache with one warning, an entry's path that
+  /// cannot be written (a directory there) skips that entry with a warning naming it.
   void store(const CacheEntry& e) override;
-  /// "" when entries are not written (the cache off, or its directory found unwritable): no path names a
-  /// file that was never written (KernelInfo::cache_path).
-  std::string location(const CacheKey& key) const override {
-    return enabled_ && writable_ ? path_for(key).string() : std::string();
-  }
+  /// The entry file for `key`, or "" where none was written (the cache off, its directory unwritable, the
+  /// entry's path blocked): no path names a file that was never written (KernelInfo::cache_path).
+  std::string location(const CacheKey& key) const override;
 
   /// Reads any entry file (for the `fusion cache` tool); nothing when it is not a valid entry.
   static std::optional<CacheEntry> read_file(const std::filesystem::path& p);

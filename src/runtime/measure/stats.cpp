@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <ostream>
+#include <string>
+#include <string_view>
 
 #include "fusion/inspect.hpp"
 #include "runtime/measure/stats_counters.hpp"
@@ -40,6 +42,11 @@ std::ostream& operator<<(std::ostream& os, const KernelInfo& k) {
   }
   os << fmt::format("kernel {}\n  hash {:016x}, {}, {} register(s), target {}\n", k.name, k.hash, k.variant,
                     k.registers, k.arch);
+  // One kernel of a region: what its plan entry says beyond the kernel (the statements it covers, what stays
+  // in registers), which the list above gives for several.
+  const std::string entry = fmt::format("{} [{:016x}] ({}): ", k.name, k.hash, k.variant);
+  if (k.kernels == 1 && k.plan.size() == 1 && k.plan[0].starts_with(entry))
+    os << "  " << std::string_view(k.plan[0]).substr(entry.size()) << "\n";
   if (!k.cache_path.empty()) os << "  cached at " << k.cache_path << "\n";
   return os << k.source;
 }
