@@ -247,3 +247,37 @@ TEST_CASE("NumPy's everyday names build one kernel each and check their argument
   CHECK_THROWS_WITH(fz::linspace<float>(0, 1, -2), Catch::Contains("negative"));
   CHECK_THROWS_AS(fz::eye<float>(-1), fz::ShapeError);
 }
+
+TEST_CASE("transpose, swapaxes and moveaxis of an expression fuse; shape_of and result_type ask without running",
+          "[api][views]") {
+  const auto x = fz::placeholder<float>({4, 1, 5}), y = fz::placeholder<float>({3, 5});
+  const auto z = fz::placeholder<double>({5, 3, 4});
+  // the query: a result's shape and dtype, no kernel run (nor a GPU needed)
+  CHECK(fz::shape_of(x * y) == fz::Shape{4, 3, 5});
+  CHECK(fz::shape_of(fz::sum(x * y, 1)) == fz::Shape{4, 5});
+  CHECK(fz::shape_of(y) == fz::Shape{3, 5});
+  CHECK(fz::result_type(x * y) == fz::DType::float32);
+  CHECK(fz::result_type(x + z.transpose()) == fz::DType::float64);
+  CHECK(fz::result_type(fz::mean(fz::placeholder<std::int32_t>({4}))) == fz::DType::float64);
+  CHECK(fz::result_type(z) == fz::DType::float64);
+  // transposed math is one kernel with what reads it: the operand's arrays are read through the permutation
+  const auto t = fz::transpose(x * y + 1.0f);
+  CHECK(fz::shape_of(t) == fz::Shape{5, 3, 4});
+  const fz::KernelInfo k = fz::inspect(t + z);
+  CHECK(k.kernels == 1);
+  CHECK(fz::shape_of(fz::transpose(x * y, {1, 0, 2})) == fz::Shape{3, 4, 5});
+  CHECK(fz::shape_of(fz::swapaxes(x * y, 0, -1)) == fz::Shape{5, 3, 4});
+  CHECK(fz::shape_of(fz::moveaxis(x * y, 0, -1)) == fz::Shape{3, 5, 4});
+  CHECK(fz::shape_of(fz::transpose(fz::exp(y))) == fz::Shape{5, 3});
+  // on an array each is the member's view
+  CHECK(fz::transpose(z).strides() == z.transpose().strides());
+  CHECK(fz::swapaxes(z, 0, 2).shape() == fz::Shape{4, 3, 5});
+  // a bad permutation is the same ShapeError an array gives, before anything runs
+  CHECK_THROWS_AS(fz::transpose(x * y, {0, 1}), fz::ShapeError);
+  CHECK_THROWS_AS(fz::transpose(x * y, {0, 1, 1}), fz::ShapeError);
+  CHECK_THROWS_WITH(fz::swapaxes(x * y, 0, 3), Catch::Contains("swapaxes: axis 3 is out of range for 3 dimensions"));
+  CHECK_THROWS_AS(fz::moveaxis(x * y, -4, 0), fz::ShapeError);
+  // var_mean's pair is one plan: a tie of var and mean over the same axes is one kernel
+  CHECK(fz::inspect(fz::var(y, 1), fz::mean(y, 1)).kernels == 1);
+  CHECK(x.flatten().shape() == fz::Shape{20});
+}

@@ -518,3 +518,71 @@ TEST_CASE("NumPy's basic indexing reads and writes through views", "[gpu][arrays
       for (int k = 0; k < 6; ++k)
         REQUIRE(after[static_cast<std::size_t>((i * 5 + j) * 6 + k)] == (j == 0 ? 9.f : at(i, j, k)));
 }
+
+TEST_CASE("transposed expressions read their arrays through the permutation, in one kernel with what reads them",
+          "[gpu][arrays][views]") {
+  const std::int64_t A = 4, B = 3, C = 5;
+  const auto hx = test::random<float>(static_cast<std::size_t>(A * C), -2, 2, 91);  // x: (A, 1, C)
+  const auto hy = test::random<float>(static_cast<std::size_t>(B * C), -2, 2, 92);  // y: (B, C)
+  const auto hz = test::random<double>(static_cast<std::size_t>(C * B * A), -2, 2, 93);  // z: (C, B, A)
+  const auto x = fz::asarray(hx, {A, 1, C}), y = fz::asarray(hy, {B, C});
+  const auto z = fz::asarray(hz, {C, B, A});
+  auto f = [&](std::int64_t i, std::int64_t j, std::int64_t k) {  // x * y + 1 at (i, j, k) of (A, B, C)
+    return double(float(hx[static_cast<std::size_t>(i * C + k)] * hy[static_cast<std::size_t>(j * C + k)]) + 1.0f);
+  };
+  fz::Array<double> out = fz::full<double>({C, B, A}, std::nan(""));  // poisoned
+  fz::reset_stats();
+  out = fz::transpose(x * y + 1.0f) + z;
+  CHECK(fz::stats().launches == 1);
+  const auto got = out.to_host();
+  const auto swapped = fz::eval(fz::swapaxes(x * y + 1.0f, 0, 1)).to_host();  // (B, A, C)
+  const auto moved = fz::eval(fz::moveaxis(x * y + 1.0f, 2, 0)).to_host();    // (C, A, B)
+  for (std::int64_t i = 0; i < A; ++i)
+    for (std::int64_t j = 0; j < B; ++j)
+      for (std::int64_t k = 0; k < C; ++k) {
+        const std::size_t t = static_cast<std::size_t>((k * B + j) * A + i);
+        REQUIRE(got[t] == f(i, j, k) + hz[t]);
+        REQUIRE(swapped[static_cast<std::size_t>((j * A + i) * C + k)] == float(f(i, j, k)));
+        REQUIRE(moved[static_cast<std::size_t>((k * A + i) * B + j)] == float(f(i, j, k)));
+      }
+  // a reduction is evaluated first, then read transposed: (C, B, A) summed over axis 0, then (A, B)
+  const auto s = fz::eval(fz::transpose(fz::sum(z, 0)) * 2.0).to_host();
+  for (std::int64_t i = 0; i < A; ++i)
+    for (std::int64_t j = 0; j < B; ++j) {
+      double want = 0;
+      for (std::int64_t k = 0; k < C; ++k) want += hz[static_cast<std::size_t>((k * B + j) * A + i)];
+      REQUIRE(std::abs(s[static_cast<std::size_t>(i * B + j)] - 2 * want) <= 1e-13);
+    }
+  // flatten is a copy: writing it leaves the array alone
+  auto flat = z.transpose().flatten();
+  CHECK(flat.shape() == fz::Shape{C * B * A});
+  flat += 1.0;
+  CHECK(z.to_host() == hz);
+}
+
+TEST_CASE("var_mean and std_mean: one kernel, against float64 on the host", "[gpu][arrays]") {
+  const std::int64_t R = 33, C = 1000;
+  const auto h = test::random<float>(static_cast<std::size_t>(R * C), -3, 5, 94);
+  const auto x = fz::asarray(h, {R, C});
+  for (int axis : {0, 1}) {
+    fz::reset_stats();
+    auto [v, m] = fz::var_mean(x, axis, false, 1);
+    CHECK(fz::stats().launches == 1);
+    auto [s, m2] = fz::std_mean(x, axis, true);
+    CHECK(s.shape() == (axis == 0 ? fz::Shape{1, C} : fz::Shape{R, 1}));
+    const auto hv = v.to_host(), hm = m.to_host(), hs = s.to_host(), hm2 = m2.to_host();
+    const std::int64_t groups = axis == 0 ? C : R, n = axis == 0 ? R : C;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      auto at = [&](std::int64_t k) { return double(h[static_cast<std::size_t>(axis == 0 ? k * C + g : g * C + k)]); };
+      double sum = 0, ss = 0;
+      for (std::int64_t k = 0; k < n; ++k) sum += at(k);
+      const double mean = sum / double(n);
+      for (std::int64_t k = 0; k < n; ++k) ss += (at(k) - mean) * (at(k) - mean);
+      const auto i = static_cast<std::size_t>(g);
+      REQUIRE(std::abs(hm[i] - mean) <= 1e-5 * (1 + std::abs(mean)));
+      REQUIRE(std::abs(hm2[i] - mean) <= 1e-5 * (1 + std::abs(mean)));
+      REQUIRE(std::abs(hv[i] - ss / double(n - 1)) <= 1e-5 * ss / double(n - 1));
+      REQUIRE(std::abs(hs[i] - std::sqrt(ss / double(n))) <= 1e-5 * std::sqrt(ss / double(n)));
+    }
+  }
+}

@@ -115,8 +115,8 @@ TEST_CASE("inspect_shards shows each device's kernel, describe_all_reduce the co
 TEST_CASE("map_shards' probe knows a product's shape: pieces of rows stay pieces of rows", "[sharded][matmul]") {
   const fz::Sharded<float> x({fz::placeholder<float>({300, 64}), fz::placeholder<float>({200, 64})}, 0);
   const auto w = fz::placeholder<float>({64, 48});
-  CHECK(fz::detail::shape_of(fz::matmul(fz::detail::longer_piece(x), w)) == fz::Shape{301, 48});
-  CHECK_THROWS_AS(fz::detail::shape_of(fz::matmul(w, fz::detail::longer_piece(x))), fz::ShapeError);
+  CHECK(fz::detail::structural_shape(fz::matmul(fz::detail::longer_piece(x), w)) == fz::Shape{301, 48});
+  CHECK_THROWS_AS(fz::detail::structural_shape(fz::matmul(w, fz::detail::longer_piece(x))), fz::ShapeError);
   const auto plans = fz::inspect_shards([](const auto& x, const auto& w) { return fz::gelu_tanh(fz::matmul(x, w)); }, x, w);
   REQUIRE(plans.size() == 2);
   CHECK_THAT(plans[0].plan[0], Catch::Contains("(m, n, k) = (300, 48, 64)") && Catch::Contains("gelu_tanh epilogue"));
@@ -162,8 +162,8 @@ TEST_CASE("map_shards tells a reduction's split axis from its shape over longer 
   // the probe's shapes: reductions, keepdims, broadcasting, without running anything
   const auto m = fz::placeholder<float>({6, 4});
   const auto b = fz::placeholder<float>({4});
-  CHECK(fz::detail::shape_of(fz::sum(m * b, 1)) == S{6});
-  CHECK(fz::detail::shape_of(fz::max(m, 0, true) + 1.f) == S{1, 4});
-  CHECK(fz::detail::shape_of(fz::sum(m - fz::mean(m, 1, true))) == S{});
-  CHECK(fz::detail::shape_of(fz::where(m > 0.f, m, b)) == S{6, 4});
+  CHECK(fz::detail::structural_shape(fz::sum(m * b, 1)) == S{6});
+  CHECK(fz::detail::structural_shape(fz::max(m, 0, true) + 1.f) == S{1, 4});
+  CHECK(fz::detail::structural_shape(fz::sum(m - fz::mean(m, 1, true))) == S{});
+  CHECK(fz::detail::structural_shape(fz::where(m > 0.f, m, b)) == S{6, 4});
 }

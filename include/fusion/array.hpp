@@ -171,6 +171,8 @@ template <class T> class Array : public ArrayBase {
   }
   /// NumPy's ravel: the elements in C order as one axis (a view when the array is C-ordered, else a copy).
   Array ravel() const { return reshape({this->size()}); }
+  /// NumPy's flatten: the elements in C order as one axis, always a copy.
+  Array flatten() const { return Array(*this).reshape({this->size()}); }
   template <Element U> auto astype() const { return cast<U>(*this); }
 
   explicit Array(ArrayBase base) : ArrayBase(std::move(base)) {
@@ -270,6 +272,18 @@ template <Element T> Array<T> asarray(const std::vector<T>& host) {
 
 /// Evaluates an expression into an Array of its own (promoted) type.
 template <Expression E> auto eval(const E& e) { return Array<TypeOf<std::decay_t<E>::dtype>>(e); }
+
+/// The shape an array or expression has (an expression's result, found without running it: placeholder arrays
+/// and a machine without a GPU will do).
+template <Operand E> Shape shape_of(const E& e) {
+  if constexpr (ArrayLike<E>) return e.shape();
+  else return detail::with_call(e, [](const detail::Call& c) { return detail::expression_shape(c); });
+}
+/// The dtype an array or expression has (NumPy's result_type of one operand), known at compile time.
+template <Operand E> constexpr DType result_type(const E&) {
+  if constexpr (ArrayLike<E>) return std::decay_t<E>::dtype_v;
+  else return std::decay_t<E>::dtype;
+}
 
 template <class Derived>
 auto expr::Node<Derived>::to_host() const {

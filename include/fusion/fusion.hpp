@@ -32,6 +32,7 @@
 #include "fusion/lazy.hpp"
 #include "fusion/step.hpp"
 #include "fusion/tie.hpp"
+#include "fusion/transpose.hpp"
 #include "fusion/matmul.hpp"
 #include "fusion/transfer.hpp"
 #include "fusion/user_kernels.hpp"

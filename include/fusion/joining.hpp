@@ -22,17 +22,12 @@
 #include <vector>
 
 #include "fusion/array.hpp"
-#include "fusion/function.hpp"
-#include "fusion/indexing.hpp"
+#include "fusion/detail/pieces.hpp"
 
 namespace fusion {
 
 namespace detail {
 
-template <class E> Shape operand_shape(const E& e) {
-  if constexpr (ArrayLike<E>) return e.shape();
-  else return with_call(e, [](const Call& c) { return expression_shape(c); });
-}
 template <class E> constexpr DType operand_dtype() {
   if constexpr (ArrayLike<E>) return std::decay_t<E>::dtype_v;
   else return std::decay_t<E>::dtype;
@@ -67,32 +62,6 @@ inline Shape joined_shape(std::span<const Shape> shapes, int& axis, bool stacked
     if (!stacked) out[axis] += s[axis];
   }
   return out;
-}
-
-/// Whether an operand joins as it is (its value at each element depends on that element's operands alone):
-/// arrays, scalars, elementwise math, fz::function calls, gathers. Anything else is computed first.
-template <class E> struct FusesAsPiece : std::false_type {};
-template <Element T> struct FusesAsPiece<expr::ArrayRef<T>> : std::true_type {};
-template <Element T> struct FusesAsPiece<expr::ArrayOwned<T>> : std::true_type {};
-template <Element T> struct FusesAsPiece<expr::Scalar<T>> : std::true_type {};
-template <DType To, class A> struct FusesAsPiece<expr::Cast<To, A>> : FusesAsPiece<A> {};
-template <ir::Op OP, class A> struct FusesAsPiece<expr::Unary<OP, A>> : FusesAsPiece<A> {};
-template <ir::Op OP, class A, class B>
-struct FusesAsPiece<expr::Binary<OP, A, B>> : std::bool_constant<FusesAsPiece<A>::value && FusesAsPiece<B>::value> {};
-template <class C, class A, class B>
-struct FusesAsPiece<expr::Where<C, A, B>>
-    : std::bool_constant<FusesAsPiece<C>::value && FusesAsPiece<A>::value && FusesAsPiece<B>::value> {};
-template <class A> struct FusesAsPiece<expr::Named<A>> : FusesAsPiece<A> {};
-template <class A> struct FusesAsPiece<expr::FastMath<A>> : FusesAsPiece<A> {};
-template <IndexMode M, Element T, class I> struct FusesAsPiece<expr::Take<M, T, I>> : FusesAsPiece<I> {};
-template <DType R, DType... P, class... A>
-struct FusesAsPiece<expr::Call<R, expr::DTypes<P...>, A...>> : std::bool_constant<(FusesAsPiece<A>::value && ...)> {};
-
-/// The node a piece becomes: itself when it fuses, else an array computed now.
-template <class E> auto piece_node(E&& e) {
-  using N = node_t<E>;
-  if constexpr (FusesAsPiece<N>::value) return to_node(std::forward<E>(e));
-  else return expr::ArrayOwned<TypeOf<N::dtype>>(eval(to_node(std::forward<E>(e))));
 }
 
 }  // namespace detail
@@ -187,7 +156,7 @@ namespace detail {
 template <DType D, class P>
 auto make_pad(P&& piece, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, expr::Scalar<TypeOf<D>> fill) {
   using Padded = expr::Pad<D, std::decay_t<P>>;
-  const Shape in = operand_shape(piece);
+  const Shape in = shape_of(piece);
   if (static_cast<int>(widths.size()) != in.size())
     throw ShapeError("pad: " + std::to_string(widths.size()) + " (before, after) pairs for an operand of shape " +
                      to_string(in) + "; give one pair per axis");
@@ -211,21 +180,14 @@ auto make_pad(P&& piece, const std::vector<std::pair<std::int64_t, std::int64_t>
     std::int64_t* t = &r.place[static_cast<std::size_t>(4 * tested)];
     t[0] = -1, t[1] = 1, t[2] = 0, t[3] = 1;
   }
-  std::array<const ArrayBase*, std::max(Padded::n_arrays, 1)> arrays{};
-  std::array<ScalarArg, std::max(Padded::n_scalars, 1)> scalars{};
-  std::array<ReduceArg, 1> reductions{};
-  std::array<std::uint32_t, std::max(Padded::n_functions, 1)> functions{};
-  ArgSink sink{arrays.data(), scalars.data(), reductions.data(), functions.data()};
-  r.piece.pack(sink);
-  for (int a = 0; a < sink.n_arrays; ++a)
-    r.views.push_back(arrays[static_cast<std::size_t>(a)]->broadcast(in).placed(out, where));
+  for (const ArrayBase* a : packed_arrays(r.piece)) r.views.push_back(a->broadcast(in).placed(out, where));
   return r;
 }
 
 /// The join of `pieces` (nodes) along `axis` (a new axis there when Stacked) into dtype D.
 template <DType D, bool Stacked, class... Ps> auto make_join(int axis, Ps&&... pieces) {
   using J = expr::Join<D, std::decay_t<Ps>...>;
-  const std::array<Shape, sizeof...(Ps)> shapes{operand_shape(pieces)...};
+  const std::array<Shape, sizeof...(Ps)> shapes{shape_of(pieces)...};
   const Shape out = joined_shape(shapes, axis, Stacked, Stacked ? "stack" : "concatenate");
   J j{{}, {std::forward<Ps>(pieces)...}, {}, {}};
   j.views.reserve(static_cast<std::size_t>(J::n_arrays));
@@ -237,14 +199,8 @@ template <DType D, bool Stacked, class... Ps> auto make_join(int axis, Ps&&... p
       if (Stacked) own.insert(axis, 1);
       std::vector<std::int64_t> where(static_cast<std::size_t>(out.size()), 0);
       where[static_cast<std::size_t>(axis)] = at;
-      std::array<const ArrayBase*, std::max(std::decay_t<decltype(p)>::n_arrays, 1)> arrays{};
-      std::array<ScalarArg, std::max(std::decay_t<decltype(p)>::n_scalars, 1)> scalars{};
-      std::array<ReduceArg, 1> reductions{};
-      std::array<std::uint32_t, std::max(std::decay_t<decltype(p)>::n_functions, 1)> functions{};
-      ArgSink sink{arrays.data(), scalars.data(), reductions.data(), functions.data()};
-      p.pack(sink);
-      for (int a = 0; a < sink.n_arrays; ++a) {
-        ArrayBase v = arrays[static_cast<std::size_t>(a)]->broadcast(shapes[k]);
+      for (const ArrayBase* a : packed_arrays(p)) {
+        ArrayBase v = a->broadcast(shapes[k]);
         if (Stacked) v = v.expanded(axis);
         j.views.push_back(v.placed(out, where));
       }

@@ -108,28 +108,28 @@ Shape product_shape(const Shape& a, const Shape& b);
 template <class E> inline constexpr bool is_product_node = false;
 template <class A, class B, DType D> inline constexpr bool is_product_node<expr::MatMul<A, B, D>> = true;
 /// The shape an expression (or array) evaluates to, computed from its arrays' shapes without running it.
-template <class E> Shape shape_of(const E& e) {
-  if constexpr (is_product_node<E>) return product_shape(shape_of(e.a), shape_of(e.b));
+template <class E> Shape structural_shape(const E& e) {
+  if constexpr (is_product_node<E>) return product_shape(structural_shape(e.a), structural_shape(e.b));
   else if constexpr (requires { e.shape(); }) return e.shape();               // an Array
   else if constexpr (requires { e.array->shape(); }) return e.array->shape();  // an array by reference
   else if constexpr (requires { e.array.shape(); }) return e.array.shape();    // an array held
-  else if constexpr (requires { e.arg; e.a; }) return reduced_shape(shape_of(e.a), e.arg);
+  else if constexpr (requires { e.arg; e.a; }) return reduced_shape(structural_shape(e.a), e.arg);
   else if constexpr (requires {
                        e.c;
                        e.a;
                        e.b;
                      })
-    return broadcast_shapes(shape_of(e.c), broadcast_shapes(shape_of(e.a), shape_of(e.b)));
-  else if constexpr (requires { e.a; e.b; }) return broadcast_shapes(shape_of(e.a), shape_of(e.b));
+    return broadcast_shapes(structural_shape(e.c), broadcast_shapes(structural_shape(e.a), structural_shape(e.b)));
+  else if constexpr (requires { e.a; e.b; }) return broadcast_shapes(structural_shape(e.a), structural_shape(e.b));
   else if constexpr (requires { e.args; })
     return std::apply(
         [](const auto&... x) {
           Shape s;
-          ((s = broadcast_shapes(s, shape_of(x))), ...);
+          ((s = broadcast_shapes(s, structural_shape(x))), ...);
           return s;
         },
         e.args);
-  else if constexpr (requires { e.a; }) return shape_of(e.a);  // casts, unary ops, names
+  else if constexpr (requires { e.a; }) return structural_shape(e.a);  // casts, unary ops, names
   else return Shape{};                                          // scalars
 }
 /// A piece for map_shards' probe: one element longer along its split axis (a placeholder: no memory).
@@ -167,7 +167,7 @@ template <class F, class A, class... B> auto map_sharded(F&& f, const Sharded<A>
   // a sum over everything: one partial per device). f's expression is built, never run.
   std::optional<Shape> probe;
   try {
-    probe = detail::shape_of(f(detail::longer_piece(a), detail::longer_piece(b)...));
+    probe = detail::structural_shape(f(detail::longer_piece(a), detail::longer_piece(b)...));
   } catch (const Error&) {  // f evaluates inside (placeholders cannot run): judge by the results' shapes
   }
   return Sharded<R>(std::move(out), detail::result_split_axis(probe, shapes));
