@@ -3,6 +3,7 @@
 // reference (fusion-fuzz runs the large campaign), and the bugs it found, kept as regression tests.
 #include "fuzz_region.hpp"
 #include "fuzz_run.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -77,6 +78,17 @@ TEST_CASE("fuzz: a fixed-seed slice with joins (fz::concatenate, gathers inside 
   CHECK(s.failed == 0);
   CHECK(s.with_joins > 40);
   CHECK(s.compared > 50000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous axis, any rows) matches the reference",
+          "[gpu][fuzz]") {
+  // The strips are chosen for 32 rows per SM or more, more than the fuzzer's shapes hold: tuned to take any.
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("scan_strips=2");
+  const Slice s = run_slice(0x5c'0000, 200, {.scans = true});
+  fz::detail::tuning() = saved;
+  CHECK(s.failed == 0);
+  CHECK(s.with_scans > 25);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

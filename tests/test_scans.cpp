@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scans without a GPU: their result dtypes (NumPy's), what they compile to (a kernel of their own with the
 // prologue inside; partitions in one pass for a few long rows; the reading math in the next kernel), and the hash's parts.
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 TEST_CASE("scans: result dtypes follow NumPy's cumsum", "[scans]") {
@@ -46,6 +47,16 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(strips.kernels == 1);
   CHECK(strips.variant.find("a block per 32 neighbouring rows") != std::string::npos);
   CHECK(strips.registers > 0);
+  {  // tuned to 2, few rows take the strips too (the fuzzer's shapes); the blocks per SM tuning reaches them
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("scan_strips=2");
+    fz::detail::set_tuning("scan_min_blocks=2");
+    const auto few = fz::inspect(fz::cumsum(x, 0));
+    fz::detail::tuning() = saved;
+    CHECK(few.kernels == 1);
+    CHECK(few.variant.find("a block per 32 neighbouring rows") != std::string::npos);
+    CHECK(few.source.find("__launch_bounds__(256, 2)") != std::string::npos);
+  }
   for (const auto& info : {fz::inspect(fz::cummax(fz::placeholder<std::int8_t>({8, 100}), -1)),
                            fz::inspect(fz::logcumsumexp(fz::placeholder<fz::half>({8, 100}), 0)),
                            fz::inspect(fz::cumprod(fz::placeholder<bool>({8, 100}), 1))})

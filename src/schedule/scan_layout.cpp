@@ -38,6 +38,8 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   L.n = shape[axis];
   // A 0-d or all-ones row space is one row: no decode.
   L.v.rank_kept = static_cast<std::uint8_t>(L.n_rows == 1 ? 0 : L.kshape.size());
+  // Blocks per SM the registers must allow (every tiled kind: rows, one pass, strips); 4 unless tuned
+  if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
 
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
   L.chunks = 1;
@@ -49,8 +51,10 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   if (row_contiguous && L.ast[np] != 1 && L.n > 0) {
     L.v.columns = true;
     L.v.items = codegen::kScanItemsDefault;
-    // Rows enough for a strip of 32 per SM: one pass, a block per strip (codegen/scan_strips.hpp).
-    if (tuning().scan_strips != 0 && L.n_rows >= 32 * std::max<std::int64_t>(1, device.sms)) {
+    // Rows enough for a strip of 32 per SM: one pass, a block per strip (codegen/scan_strips.hpp). (Tuned to 2,
+    // any number of rows: how the fuzzer's small shapes reach the strips.)
+    const bool many_rows = L.n_rows >= 32 * std::max<std::int64_t>(1, device.sms);
+    if (tuning().scan_strips == 2 || (tuning().scan_strips == 1 && many_rows)) {
       L.v.strips = true;
       L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : 16;
       return;
@@ -99,7 +103,6 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // (logcumsumexp's rows took 6 blocks per SM while expf and logf left them bound by instructions: 82.3, 85.1,
   // 86.4% of the copy limit at 4, 5, 6, H100 rows of 8192 f32. With the hardware's ex2 and lg2 per element they
   // are bound by memory again, and 4 is best: 101.0% at 4, 98.1% at 6, 91.3% at 8.)
-  if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
 }
 
 }  // namespace fusion::detail

@@ -50,7 +50,8 @@ struct Tuning {
   /// partition b + gridDim.x * N / 16 into L2 (0: no prefetch).
   int scan_prefetch = 4;
   /// Scans along a non-contiguous axis over 32 rows per SM or more: 1 in one pass, a block per strip of 32
-  /// rows; 0 a thread per row and chunk (two kernels where the axis is split).
+  /// rows; 0 a thread per row and chunk (two kernels where the axis is split); 2 strips for any number of rows
+  /// (the fuzzer's small shapes).
   int scan_strips = 1;
 };
 
