@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reads through an index (issue 38): row gathers, an embedding lookup with RMSNorm, scalar random gathers,
 // each as % of the copy limit measured in the same run.
-//   fusion-bench-indexing [--quick] [--scans] [--tune name=value]   (bench/peers/indexing.py: PyTorch, torch.compile)
+//   fusion-bench-indexing [--quick] [--scans | --joins | --embedding] [--tune name=value]   (bench/peers/indexing.py: PyTorch, torch.compile)
 //
 // Limits: a row gather moves its rows once (ids x row bytes, duplicates counted: each is read), the ids and
 // the result; a scalar gather from a table far larger than L2 touches a 32-byte sector per element (the
@@ -57,11 +57,12 @@ template <class F> std::uint64_t kernels_of(F&& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, scans_only = false, joins_only = false;
+  bool quick = false, scans_only = false, joins_only = false, embedding_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--scans")) scans_only = true;
     else if (!std::strcmp(argv[i], "--joins")) joins_only = true;
+    else if (!std::strcmp(argv[i], "--embedding")) embedding_only = true;
     else if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) fz::detail::set_tuning(argv[++i]);
   }
   const double copy = fz::copy_bandwidth_gbs();
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   const std::int64_t V = quick ? 4096 : 32768, D = 4096, B = quick ? 2048 : 16384;
   if (joins_only) scans_only = true;  // (the joins alone: the sections before the scans are skipped with them)
 
-  if (!scans_only) {  // row gather, f32 rows of 4096
+  if (!scans_only && !embedding_only) {  // row gather, f32 rows of 4096
     const auto table = fz::full<float>({V, D}, 1.5f);
     const auto ids = random_ids<std::int32_t>(B, V, 1);
     fz::Array<float> out = fz::zeros<float>({B, D});
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
     report("  the same, indices checked (raise: waits for the kernel)", bytes, median_ms(checked), copy,
            kernels_of(checked));
   }
-  if (!scans_only) {  // row gather, bf16
+  if (!scans_only && !embedding_only) {  // row gather, bf16
     const auto table = fz::full<fz::bfloat16>({V, D}, fz::bfloat16(1.5f));
     const auto ids = random_ids<std::int64_t>(B, V, 2);
     fz::Array<fz::bfloat16> out = fz::zeros<fz::bfloat16>({B, D});
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     report("embedding + RMSNorm bf16 rms_norm(table[ids] + pos)", 3.0 * B * D * 2 + B * 4 + D * 2, median_ms(run),
            copy, kernels_of(run));
   }
+  if (embedding_only) return 0;
   if (!scans_only) {  // scalar random gather from a table far larger than L2
     const std::int64_t N = quick ? (1 << 22) : (1 << 26), T = quick ? (1 << 22) : (1 << 26);
     const auto lut = fz::full<float>({T}, 2.f);
