@@ -10,6 +10,7 @@
 //   (for a profiler) fusion-bench --layouts [--only TEXT]            broadcasts, transposes, slices, column sums (issue
 //   15) fusion-bench --fast-math                      each float32 op's error in ulps, precise and fz::FastMath, then
 //                                                 the bfloat16 suite precise and fast at 2^26
+//   fusion-bench --random [--only TEXT]            dropout and the generators alone at 2^26 (issue 35)
 //   fusion-bench --layers [--only TEXT] [--tune name=value ...]
 //                                                 the layers suite (the cases whose name contains TEXT), with
 //                                                 layout thresholds changed (schedule/tuning.hpp)
@@ -249,6 +250,24 @@ void layouts_suite(std::vector<Row>& rows) {
         fmt::format("cuMemcpyDtoD of {} MiB each way (2^{} float32), 10 calls per sample: {:.1f}% of the limit",
                     bytes >> 20, e, copy_pct_of_limit(bytes, fz::copy_bandwidth_gbs())));
   }
+}
+
+/// Random numbers at bandwidth (issue 35): dropout with its mask drawn in the kernel, and the generators alone
+/// (an array of 2^26 values: only the writes count).
+void random_suite(std::vector<Row>& rows) {
+  const std::int64_t n = std::int64_t{1} << 26;
+  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = kCallsPerSample};
+  auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
+    if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
+  };
+  const auto x = random_array<float>(n, -2, 2, 11);
+  const auto xd = fz::eval(fz::cast<double>(x));
+  run("dropout p=0.5", "float32", [&] { return fz::Array<float>(fz::dropout(x, 0.5, 7)); });
+  run("dropout p=0.5", "float64", [&] { return fz::Array<double>(fz::dropout(xd, 0.5, 7)); });
+  run("uniform", "float32", [&] { return fz::random::uniform<float>({n}, 7); });
+  run("normal", "float32", [&] { return fz::random::normal<float>({n}, 7); });
+  run("uniform", "float64", [&] { return fz::random::uniform<double>({n}, 7); });
+  run("normal", "float64", [&] { return fz::random::normal<double>({n}, 7); });
 }
 
 /// Host time per call of a repeated fused assignment vs a raw cuLaunchKernel of the same kernel, each
@@ -577,7 +596,7 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 int main(int argc, char** argv) {
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
-  bool only_layers = false, only_layouts = false, fast_math = false;
+  bool only_layers = false, only_layouts = false, only_random = false, fast_math = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
     if (!std::strcmp(argv[i], "--host-loop") && i + 2 < argc) return host_loop(argv[i + 1], std::atoi(argv[i + 2]));
@@ -587,6 +606,7 @@ int main(int argc, char** argv) {
     }
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--layouts")) only_layouts = true;
+    if (!std::strcmp(argv[i], "--random")) only_random = true;
     if (!std::strcmp(argv[i], "--fast-math")) fast_math = true;
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
@@ -611,6 +631,7 @@ int main(int argc, char** argv) {
   const CompileCost early_compile = compile_cost();
   std::vector<Row> rows;
   if (only_layouts) layouts_suite(rows), sizes.clear();
+  if (only_random) random_suite(rows), sizes.clear();
   if (fast_math) {  // the error table, then the bfloat16 suite precise and fast
     bench::print_fast_math_errors();
     suite<fz::bfloat16>(std::int64_t{1} << 26, rows);

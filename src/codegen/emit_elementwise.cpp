@@ -348,7 +348,9 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
                             return gathered[p] ? load(p, fmt::format("iv * {} + k", V))
                                                : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
                           }),
-                          fmt::format("iv * {} + k", V), [&](int o) {
+                          // (the element's index as an or, not a sum: NVVM then sees that the vector's elements
+                          // share iv, and a random leaf computes its Philox block once per vector, not per element)
+                          fmt::format("(long long)iv * {} | k", V), [&](int o) {
                             return fmt::format("reinterpret_cast<FzVec<{0}, {1}>*>({2})[iv]",
                                                storage_type(v.out_dtype[o]), V, out_name(o));
                           });
