@@ -160,6 +160,14 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdevi
   }
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuPointerGetAttributes(unsigned n, CUpointer_attribute* attributes, void** data, CUdeviceptr p) {
+  for (unsigned i = 0; i < n; ++i) cuPointerGetAttribute(data[i], attributes[i], p);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* n, CUgraph, const CUgraphNode*, size_t, CUgraph) {
+  return *n = handle<CUgraphNode>(), CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec, CUgraphNode, CUgraph) { return CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void*) { return *m = handle<CUmodule>(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
@@ -183,7 +191,10 @@ CUresult CUDAAPI cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction) 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) { return CUDA_SUCCESS; }
 // No parameter information (the null driver does not read the cubin): fz::Step then records its
 // launches without parameter bytes, which nothing here reads.
-CUresult CUDAAPI cuFuncGetParamInfo(CUfunction, size_t, size_t*, size_t*) { return CUDA_ERROR_NOT_SUPPORTED; }
+// (a kernel's parameters are unknown here: 4 bytes each, never more than any parameter has, 8 apart)
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction, size_t i, size_t* offset, size_t* size) {
+  return *offset = 8 * i, *size = 4, CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                                 unsigned int, unsigned int, CUstream, void**, void**) {
   return CUDA_SUCCESS;
