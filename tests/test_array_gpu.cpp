@@ -553,6 +553,12 @@ TEST_CASE("transposed expressions read their arrays through the permutation, in 
       for (std::int64_t k = 0; k < C; ++k) want += hz[static_cast<std::size_t>((k * B + j) * A + i)];
       REQUIRE(std::abs(s[static_cast<std::size_t>(i * B + j)] - 2 * want) <= 1e-13);
     }
+  // random values are drawn at the operand's own flat indices (evaluated first), then read transposed
+  const auto zeros = fz::zeros<std::uint32_t>({3, 4});
+  const auto drawn = fz::eval(fz::random::bits(5, fz::random::Offset{1}) + zeros).to_host();
+  const auto turned = fz::eval(fz::transpose(fz::random::bits(5, fz::random::Offset{1}) + zeros)).to_host();
+  for (std::size_t r = 0; r < 3; ++r)
+    for (std::size_t c = 0; c < 4; ++c) REQUIRE(turned[c * 3 + r] == drawn[r * 4 + c]);
   // flatten is a copy: writing it leaves the array alone
   auto flat = z.transpose().flatten();
   CHECK(flat.shape() == fz::Shape{C * B * A});
