@@ -180,7 +180,9 @@ TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][re
         fz::codegen::kWarpThreads);
   CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 7}), {1}).v.group ==
         2);  // 7 scalars
-  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 2000}), {1}).v.group ==
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 4000}), {1}).v.group ==
+        fz::codegen::kWarpThreads);  // rows up to 4096 elements: a warp each (schedule/tuning.hpp)
+  CHECK(reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {4096, 5000}), {1}).v.group ==
         fz::codegen::kBlockThreads);
 
   const auto all = reduce_layout_of(fz::ArrayBase::make_placeholder(fz::DType::float32, {std::int64_t{1} << 26}), {0});

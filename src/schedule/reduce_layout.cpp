@@ -225,7 +225,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   if (!inner && L.n_out < 64 && v.rank_reduced > 0) inner = true;  // too few outputs for a thread each
   v.mode = inner ? ReduceMode::inner : ReduceMode::outer;
   v.group =
-      static_cast<std::uint16_t>(inner && L.n_red <= 1024 ? codegen::kWarpThreads : kBlockThreads);  // refined below
+      static_cast<std::uint16_t>(inner && L.n_red <= tuning().reduce_warp_row ? codegen::kWarpThreads : kBlockThreads);  // refined below
 
   const std::int64_t sms = device.sms;
   const std::int64_t target = sms * tuning().reduce_blocks_per_sm;  // blocks that fill the device once

@@ -33,6 +33,11 @@ struct Tuning {
   int reduce_row_groups = 8;
   int reduce_grouped_blocks_per_sm = 4;  ///< blocks per SM the split of such a grouped reduction aims at
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
+  /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
+  /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block
+  /// per row 91.5% of the limit, a warp 95.3-96.6%; rows of 16,384 lose with a warp (98.2 -> 96.9%); sums of
+  /// a row and its squares (fz::tie) are within 1% either way.
+  std::int64_t reduce_warp_row = 4096;
   /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
   /// thread looping (grid-stride) over several vectors.
   int linear_blocks_per_sm = 0;
