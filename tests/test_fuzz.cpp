@@ -170,6 +170,30 @@ TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::sc
   for (int k = 0; k < 60; ++k) CHECK(fuzz::generate(0x5ca'0000 + static_cast<std::uint64_t>(k)).outputs[0].kind != fuzz::Kind::scatter);
 }
 
+TEST_CASE("fuzz: aliased outputs are drawn into inputs of their shape and dtype, build and print in place",
+          "[fuzz]") {
+  int aliased = 0;
+  for (int k = 0; k < 200; ++k) {
+    const fuzz::Case c = fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true, .aliases = true});
+    if (c.alias < 0) continue;
+    ++aliased;
+    const auto b = fuzz::build(c);
+    REQUIRE(b);
+    const fuzz::Input& in = c.inputs[static_cast<std::size_t>(c.alias)];
+    CHECK(in.dtype == b->graph.dtype(b->graph.outputs[0]));
+    CHECK(fuzz::shape_of(c, in.dims) == b->out_shape);
+    const fuzz::Verdict v = fuzz::compile_only(c);  // builds, and the reference runs
+    CHECK(v.kind == fuzz::Verdict::pass);
+    CHECK_THAT(fuzz::to_cpp(c, "alias"), Catch::Contains("auto& out0 = in" + std::to_string(c.alias)));
+    fuzz::Case wrong = c;  // an alias the output cannot be written into is not a case
+    wrong.into = false;
+    CHECK_FALSE(fuzz::build(wrong));
+  }
+  CHECK(aliased >= 20);
+  // without the option no case writes into an input (fixed seeds keep their cases)
+  for (int k = 0; k < 200; ++k) CHECK(fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true}).alias < 0);
+}
+
 TEST_CASE("fuzz: shrinking finds the smallest failing case and prints it as C++", "[fuzz]") {
   // A stand-in for a bug: "fails" whenever the expression takes a square root.
   const auto sqrt_is_broken = [](const fuzz::Case& c) {

@@ -91,6 +91,17 @@ TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous
   CHECK(s.with_scans > 25);
 }
 
+TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f(x.T, y)) matches the reference",
+          "[gpu][fuzz]") {
+  int aliased = 0;
+  for (int k = 0; k < 200; ++k)
+    aliased += fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true, .aliases = true}).alias >= 0;
+  const Slice s = run_slice(0xa1a5'0000, 200, {.scans = true, .aliases = true});
+  CHECK(s.failed == 0);
+  CHECK(aliased >= 20);
+  CHECK(s.compared > 20000);
+}
+
 // ---- regressions the fuzzer found ------------------------------------------------------------------
 
 TEST_CASE("fuzz regression: a gather's source that is also read per element stays two parameters",

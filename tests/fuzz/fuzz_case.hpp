@@ -64,6 +64,7 @@ struct Case {
   Layout out_layout = Layout::contiguous;  // into: each output is this view of a larger, poisoned allocation
   bool unfused = false;                 // evaluate under fz::Unfused
   bool deterministic = false;           // a scatter: run under fz::Deterministic (exact floating sums)
+  int alias = -1;                       // into: output 0 is written into this input's own view (x = f(x, ...))
 };
 
 /// A case lowered to the IR, with the run-time arguments in the order the graph numbered them.
@@ -117,6 +118,9 @@ struct GenOptions {
   bool scatters = false;
   /// Draw joins too (fz::concatenate of 2 or 3 pieces along a random axis), likewise.
   bool joins = false;
+  /// Write some cases' first output into one of their inputs (x = f(x.transpose(), y): NumPy's answer is every
+  /// input read before anything is written), likewise.
+  bool aliases = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

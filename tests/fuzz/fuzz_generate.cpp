@@ -371,6 +371,15 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
   }
   if (c.into) c.out_layout = g.layout();  // drawn last, so that a seed's expressions stay what they were
+  if (o.aliases && c.into && g.chance(0.5)) {  // output 0 into an input of its shape and dtype, if one has them
+    if (auto b = build(c)) {
+      std::vector<int> fits;
+      for (std::size_t i = 0; i < c.inputs.size(); ++i)
+        if (c.inputs[i].dtype == b->graph.dtype(b->graph.outputs[0]) && shape_of(c, c.inputs[i].dims) == b->out_shape)
+          fits.push_back(static_cast<int>(i));
+      if (!fits.empty()) c.alias = fits[static_cast<std::size_t>(g.pick(static_cast<int>(fits.size())))];
+    }
+  }
   return c;
 }
 

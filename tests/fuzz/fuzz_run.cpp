@@ -102,18 +102,24 @@ bool still_poisoned(const ArrayBase& a) {
   return true;
 }
 
-/// The elements of an output's base allocation outside its view: none may have been written.
-std::int64_t written_outside(const Case& c, const Input& out, const ArrayBase& base) {
+/// Which elements of a base allocation of `n` elements the view `in` describes.
+std::vector<char> view_mask(const Case& c, const Input& in, std::int64_t n) {
   std::int64_t offset;
   fusion::Strides strides;
-  view_of(c, out, offset, strides);
-  const Shape s = shape_of(c, out.dims);
-  std::vector<char> in_view(static_cast<std::size_t>(base.size()), 0);
+  view_of(c, in, offset, strides);
+  const Shape s = shape_of(c, in.dims);
+  std::vector<char> in_view(static_cast<std::size_t>(n), 0);
   for (std::int64_t k = 0; k < fusion::numel(s); ++k) {
     std::int64_t rest = k, at = offset;
     for (int d = s.size() - 1; d >= 0; --d) at += rest % s[d] * strides[d], rest /= s[d];
     in_view[static_cast<std::size_t>(at)] = 1;
   }
+  return in_view;
+}
+
+/// The elements of an output's base allocation outside its view: none may have been written.
+std::int64_t written_outside(const Case& c, const Input& out, const ArrayBase& base) {
+  const std::vector<char> in_view = view_mask(c, out, base.size());
   std::vector<unsigned char> bytes(base.nbytes());
   base.download(bytes.data());
   const std::size_t item = fusion::itemsize(base.dtype());
@@ -126,6 +132,18 @@ std::int64_t written_outside(const Case& c, const Input& out, const ArrayBase& b
         break;
       }
   return written;
+}
+
+/// The elements of an input written in place whose values changed (outside its view only, or everywhere).
+std::int64_t changed(const Case& c, const Input& in, const ArrayBase& base, bool outside_only) {
+  const std::vector<test::Scalar> before = base_values(c, in), after = test::download(base);
+  const std::vector<char> in_view = view_mask(c, in, static_cast<std::int64_t>(before.size()));
+  std::int64_t n = 0;
+  for (std::size_t e = 0; e < before.size(); ++e)
+    n += !(outside_only && in_view[e]) &&
+         !(before[e].i == after[e].i &&
+           (std::isnan(before[e].f) ? std::isnan(after[e].f) : before[e].f == after[e].f));
+  return n;
 }
 
 std::string describe(const test::Scalar& s, DType d) { return fmt::format("{}", test::to_double(s, d)); }
@@ -217,24 +235,10 @@ Verdict run_scatter(const Case& c, const Prepared& p, const Oracle& o) {
   if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
   Verdict v = compare(p, o, {target});
   const Input& in = c.inputs[t];
-  std::int64_t offset;
-  fusion::Strides strides;
-  view_of(c, in, offset, strides);
-  const std::vector<test::Scalar> before = base_values(c, in), after = test::download(p.bases[t]);
-  std::vector<char> in_view(before.size(), 0);
-  const Shape s = shape_of(c, in.dims);
-  for (std::int64_t k = 0; k < fusion::numel(s); ++k) {
-    std::int64_t rest = k, at = offset;
-    for (int d = s.size() - 1; d >= 0; --d) at += rest % s[d] * strides[d], rest /= s[d];
-    in_view[static_cast<std::size_t>(at)] = 1;
-  }
-  std::int64_t changed = 0;
-  for (std::size_t e = 0; e < before.size(); ++e)
-    changed += !in_view[e] && !(before[e].i == after[e].i && (std::isnan(before[e].f) ? std::isnan(after[e].f)
-                                                                                        : before[e].f == after[e].f));
-  if (changed) {
+  const std::int64_t outside = changed(c, in, p.bases[t], true);
+  if (outside) {
     v.kind = Verdict::mismatch;
-    v.detail += fmt::format("{} element(s) of the target's allocation outside its {} view changed\n", changed,
+    v.detail += fmt::format("{} element(s) of the target's allocation outside its {} view changed\n", outside,
                             layout_name(in.layout));
   }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
@@ -258,6 +262,10 @@ Verdict run_on_gpu(const Case& c) {
   std::vector<ArrayBase*> out_ptrs;
   if (c.into) {
     for (std::size_t k = 0; k < n_out; ++k) {
+      if (k == 0 && c.alias >= 0) {  // written into the input's own view, which the expression also reads
+        outs.push_back(p.views[static_cast<std::size_t>(c.alias)]);
+        continue;
+      }
       const Input view = output_view(c, p.b.graph.dtype(p.b.graph.outputs[k]));
       bases.push_back(test::poisoned(view.dtype, base_shape(c, view)));
       outs.push_back(make_view(c, view, bases.back()));
@@ -278,14 +286,24 @@ Verdict run_on_gpu(const Case& c) {
     if (o.exact.error.empty() && !too_many_operands(p.b, e)) return {Verdict::engine_error, e.what()};
     for (const ArrayBase& a : bases)
       if (a.size() > 0 && !still_poisoned(a)) return {Verdict::corrupted_output, e.what()};
+    if (c.alias >= 0 && changed(c, c.inputs[static_cast<std::size_t>(c.alias)], p.bases[static_cast<std::size_t>(c.alias)], false))
+      return {Verdict::corrupted_output, e.what()};
     return {Verdict::pass, e.what()};
   }
   if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
   Verdict v = compare(p, o, outs);
+  if (c.alias >= 0)
+    if (const std::int64_t n = changed(c, c.inputs[static_cast<std::size_t>(c.alias)],
+                                       p.bases[static_cast<std::size_t>(c.alias)], true)) {
+      v.kind = Verdict::mismatch;
+      v.detail += fmt::format("output 0, written into input {}: {} element(s) of its allocation outside the view "
+                              "changed\n", c.alias, n);
+    }
   for (std::size_t k = 0; k < bases.size(); ++k)
     if (const std::int64_t n = written_outside(c, output_view(c, bases[k].dtype()), bases[k])) {
       v.kind = Verdict::mismatch;
-      v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n", k,
+      v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n",
+                              k + (c.alias >= 0 ? 1 : 0),
                               n, layout_name(c.out_layout));
     }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
@@ -436,9 +454,15 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
       cand.out_layout = Layout::contiguous;
       progress = attempt(std::move(cand)) || progress;
     }
+    if (best.alias >= 0) {
+      Case cand = best;
+      cand.alias = -1;
+      progress = attempt(std::move(cand)) || progress;
+    }
     if (best.into) {
       Case cand = best;
       cand.into = false;
+      cand.alias = -1;
       progress = attempt(std::move(cand)) || progress;
     }
   }
