@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The differential fuzzer on the GPU: a fixed-seed slice of random expressions against the float64
 // reference (fusion-fuzz runs the large campaign), and the bugs it found, kept as regression tests.
+#include <optional>
+
 #include "fuzz_region.hpp"
 #include "fuzz_run.hpp"
 #include "schedule/tuning.hpp"
@@ -103,6 +105,30 @@ TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------
+
+TEST_CASE("fuzz regression: a tie whose output is an input a later kernel of its plan reads gets NumPy's answer",
+          "[gpu][fuzz]") {
+  // (found by --aliases: under fz::Unfused the first output's kernel wrote x before the second one read it)
+  const std::vector<float> h{0.5f, -1.f, 2.f, 3.5f, -0.25f, 1.f};
+  for (bool unfused : {true, false}) {
+    INFO("unfused " << unfused);
+    fz::Array<float> x = fz::asarray(h, {2, 3});
+    fz::Array<float> y = fz::full<float>({2, 3}, std::nanf(""));
+    fz::Array<float> m = fz::full<float>({2, 1}, std::nanf(""));
+    {
+      std::optional<fz::Unfused> scope;
+      if (unfused) scope.emplace();
+      fz::tie(x, y, m) = std::make_tuple(fz::sin(x) * 2.f, fz::exp(x) + 1.f, fz::max(x, 1, true) - x(fz::_, fz::slice(0, 1)));
+    }
+    const auto hx = x.to_host(), hy = y.to_host(), hm = m.to_host();
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      CHECK(std::abs(hx[i] - std::sin(h[i]) * 2.f) <= 1e-6f);
+      CHECK(std::abs(hy[i] - (std::exp(h[i]) + 1.f)) <= 1e-5f * (std::exp(h[i]) + 1.f));
+    }
+    CHECK(hm[0] == 2.f - 0.5f);
+    CHECK(hm[1] == 3.5f - 3.5f);
+  }
+}
 
 TEST_CASE("fuzz regression: a gather's source that is also read per element stays two parameters",
           "[gpu][fuzz]") {

@@ -270,9 +270,9 @@ Verdict run_on_gpu(const Case& c) {
       bases.push_back(test::poisoned(view.dtype, base_shape(c, view)));
       outs.push_back(make_view(c, view, bases.back()));
     }
-  } else {
-    outs.push_back(
-        ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[0]), {0}));  // replaced: fresh keeps only its dtype
+  } else {  // replaced: fresh keeps only their dtypes (a tie of new arrays where there are several)
+    for (std::size_t k = 0; k < n_out; ++k)
+      outs.push_back(ArrayBase::make_empty(p.b.graph.dtype(p.b.graph.outputs[k]), {0}));
   }
   for (ArrayBase& a : outs) out_ptrs.push_back(&a);
   const std::uint64_t launches = fusion::stats().launches;
@@ -370,6 +370,7 @@ void drop_unused_inputs(Case& c) {
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) mark(mark, e);
+  if (c.alias >= 0) used[static_cast<std::size_t>(c.alias)] = 1;  // (written, if no longer read)
   std::vector<int> renumber(c.inputs.size(), -1);
   std::vector<Input> kept;
   for (std::size_t k = 0; k < c.inputs.size(); ++k)
@@ -379,6 +380,7 @@ void drop_unused_inputs(Case& c) {
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) remap(remap, e);
+  if (c.alias >= 0) c.alias = renumber[static_cast<std::size_t>(c.alias)];
   c.inputs = std::move(kept);
 }
 

@@ -193,6 +193,24 @@ void walk_shapes(const Plan& p, const Call& c, const ArrayBase* const* outs, Ass
   }
 }
 
+/// Whether a step reads memory an earlier step of the plan wrote as an output (a tie whose output is one of
+/// its inputs, run as several kernels): then the outputs must not be written in place step by step.
+bool later_step_reads_written_output(const Plan& p, const Call& c, ArrayBase* const* outs, int K, AssignMode mode) {
+  bool aliased = false;
+  for (int k = 0; k < K && !aliased; ++k)
+    for (int i = 0; i < c.n_arrays && !aliased; ++i) aliased = outs[k]->has_storage() && shares_memory(*c.arrays[i], *outs[k]);
+  if (!aliased) return false;
+  std::vector<int> written;
+  bool reads = false;
+  walk_shapes(p, c, outs, mode, [&](const KernelStep& s, const Call& step, const std::vector<Shape>&) {
+    for (int i = 0; i < step.n_arrays; ++i)
+      for (int k : written) reads = reads || shares_memory(*step.arrays[i], *outs[k]);
+    for (int t : s.targets)
+      if (t < 0) written.push_back(~t);
+  });
+  return reads;
+}
+
 }  // namespace
 
 void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode mode) {
@@ -214,6 +232,18 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   // step checks itself before it writes), so the common plan skips this pass on its repeated path.
   int output_steps = 0;
   for (const KernelStep& s : p.part.steps) output_steps += s.targets[0] < 0;
+  if (output_steps > 1 && later_step_reads_written_output(p, c, outs, K, mode)) {
+    // NumPy's answer for a tie whose output is also an input (fz::tie(x, y) = (f(x), g(x)) as several kernels,
+    // as fz::Unfused runs it): every input read before any output is written. The plan runs into new
+    // arrays, then each is copied into its output.
+    std::vector<ArrayBase> fresh;
+    ArrayBase* fresh_ptrs[codegen::kMaxOutputs];
+    for (int k = 0; k < K; ++k) fresh.emplace_back(outs[k]->dtype());
+    for (int k = 0; k < K; ++k) fresh_ptrs[k] = &fresh[static_cast<std::size_t>(k)];
+    run_plan(p, c, fresh_ptrs, AssignMode::fresh);
+    for (int k = 0; k < K; ++k) copy_array(fresh[static_cast<std::size_t>(k)], *outs[k], mode);
+    return;
+  }
   if (output_steps > 1)
     walk_shapes(p, c, outs, mode, [&](const KernelStep& s, const Call& step, const std::vector<Shape>& shapes) {
       check_operand_count(step);
