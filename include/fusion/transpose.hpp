@@ -43,13 +43,6 @@ inline std::vector<int> identity_permutation(int n) {
   return p;
 }
 
-inline int permuted_axis(int axis, int n, const char* what) {
-  if (axis < -n || axis >= n)
-    throw ShapeError(std::string(what) + ": axis " + std::to_string(axis) + " is out of range for " +
-                     std::to_string(n) + " dimensions");
-  return axis < 0 ? axis + n : axis;
-}
-
 }  // namespace detail
 
 /// NumPy's transpose: the axes in the order `axes` gives (reversed when empty). A view of an array; of an
@@ -73,8 +66,8 @@ template <Operand E> auto transpose(E&& e, std::vector<int> axes = {}) {
 template <Operand E> auto swapaxes(E&& e, int a, int b) {
   const int n = shape_of(e).size();
   std::vector<int> p = detail::identity_permutation(n);
-  std::swap(p[static_cast<std::size_t>(detail::permuted_axis(a, n, "swapaxes"))],
-            p[static_cast<std::size_t>(detail::permuted_axis(b, n, "swapaxes"))]);
+  std::swap(p[static_cast<std::size_t>(detail::checked_axis(a, n, "swapaxes"))],
+            p[static_cast<std::size_t>(detail::checked_axis(b, n, "swapaxes"))]);
   return transpose(std::forward<E>(e), std::move(p));
 }
 
@@ -82,7 +75,7 @@ template <Operand E> auto swapaxes(E&& e, int a, int b) {
 template <Operand E> auto moveaxis(E&& e, int source, int destination) {
   const int n = shape_of(e).size();
   std::vector<int> p = detail::identity_permutation(n);
-  const int s = detail::permuted_axis(source, n, "moveaxis"), d = detail::permuted_axis(destination, n, "moveaxis");
+  const int s = detail::checked_axis(source, n, "moveaxis"), d = detail::checked_axis(destination, n, "moveaxis");
   p.erase(p.begin() + s);
   p.insert(p.begin() + d, s);
   return transpose(std::forward<E>(e), std::move(p));
