@@ -3,6 +3,8 @@
 // unusable library is a clear error; the real one, where the toolkit has it, reports its version).
 #include <cstdlib>
 
+#include <cstddef>
+
 #include "runtime/distributed/nccl.hpp"
 #include "support.hpp"
 
@@ -77,6 +79,19 @@ TEST_CASE("NCCL's types as fusion declares them match nccl.h", "[distributed]") 
   STATIC_REQUIRE(static_cast<int>(nccl::RedOp::max) == ncclMax);
   STATIC_REQUIRE(static_cast<int>(nccl::RedOp::avg) == ncclAvg);
   STATIC_REQUIRE(ncclSuccess == 0);
+  STATIC_REQUIRE(nccl::kInProgress == ncclInProgress);
+  // the first fields of ncclConfig_t (NCCL 2.14's), which fusion passes with version 2.14 and its own size
+  STATIC_REQUIRE(offsetof(nccl::Config, magic) == offsetof(ncclConfig_t, magic));
+  STATIC_REQUIRE(offsetof(nccl::Config, version) == offsetof(ncclConfig_t, version));
+  STATIC_REQUIRE(offsetof(nccl::Config, blocking) == offsetof(ncclConfig_t, blocking));
+  STATIC_REQUIRE(offsetof(nccl::Config, max_ctas) == offsetof(ncclConfig_t, maxCTAs));
+  STATIC_REQUIRE(offsetof(nccl::Config, net_name) == offsetof(ncclConfig_t, netName));
+  STATIC_REQUIRE(sizeof(nccl::Config) <= sizeof(ncclConfig_t));
+  const ncclConfig_t theirs = NCCL_CONFIG_INITIALIZER;
+  const nccl::Config ours;
+  CHECK(ours.magic == theirs.magic);
+  CHECK(ours.blocking == theirs.blocking);
+  CHECK(ours.net_name == theirs.netName);
   // the dtype table's NCCL column, which the collectives pass as it is
   using fz::DType, fz::dtype_info;
   STATIC_REQUIRE(dtype_info(DType::int8).nccl == ncclInt8);

@@ -194,6 +194,60 @@ TEST_CASE("fuzz: aliased outputs are drawn into inputs of their shape and dtype,
   for (int k = 0; k < 200; ++k) CHECK(fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true}).alias < 0);
 }
 
+TEST_CASE("fuzz: fz::function calls and fz::random leaves are drawn, build, compile, and print as the API writes them",
+          "[fuzz][nvrtc]") {
+  int calls = 0, randoms = 0;
+  for (int k = 0; k < 60; ++k) {
+    const fuzz::Case c = fuzz::generate(0xca11'0000 + static_cast<std::uint64_t>(k), {.calls = true});
+    bool call = false, random = false;
+    for (const fuzz::Expr& e : c.outputs)
+      walk(e, [&](const fuzz::Expr& x) {
+        call = call || x.kind == fuzz::Kind::call;
+        random = random || x.kind == fuzz::Kind::random;
+      });
+    if (!call && !random) continue;
+    calls += call;
+    randoms += random;
+    const fuzz::Verdict v = fuzz::compile_only(c);  // builds, compiles through NVRTC, and the reference runs
+    CHECK(v.kind == fuzz::Verdict::pass);
+    const std::string cpp = fuzz::to_cpp(c, "call");
+    if (call) CHECK_THAT(cpp, Catch::Contains("= fz::function<"));
+    if (random) CHECK_THAT(cpp, Catch::Contains("fz::random::") && Catch::Contains("fz::random::Offset{"));
+    if (random) CHECK_FALSE(c.unfused);
+  }
+  CHECK(calls >= 10);
+  CHECK(randoms >= 10);
+  // a random leaf anywhere but beside output 0's root has another index space: not a case
+  fuzz::Case c;
+  c.dim_sizes = {5};
+  c.out_dims = {0};
+  c.inputs.push_back({fusion::DType::float32, {0}, fuzz::Layout::contiguous, 1});
+  fuzz::Expr x, r, sum, root;
+  x.input = 0;
+  r.kind = fuzz::Kind::random;
+  r.op = fusion::ir::Op::call;
+  root.kind = fuzz::Kind::binary;
+  root.op = fusion::ir::Op::add;
+  root.args = {x, r};
+  c.outputs = {root};
+  CHECK(fuzz::build(c));
+  c.unfused = true;
+  CHECK_FALSE(fuzz::build(c));
+  c.unfused = false;
+  sum.kind = fuzz::Kind::reduce;
+  sum.op = fusion::ir::Op::sum;
+  sum.all_axes = true;
+  sum.args = {root};
+  fuzz::Expr outer = root;
+  outer.args = {x, sum};
+  c.outputs = {outer};
+  CHECK_FALSE(fuzz::build(c));
+  // without the option nothing calls (fixed seeds keep their cases)
+  for (int k = 0; k < 60; ++k)
+    for (const fuzz::Expr& e : fuzz::generate(0xca11'0000 + static_cast<std::uint64_t>(k)).outputs)
+      walk(e, [&](const fuzz::Expr& y) { CHECK(y.kind != fuzz::Kind::call); CHECK(y.kind != fuzz::Kind::random); });
+}
+
 TEST_CASE("fuzz: shrinking finds the smallest failing case and prints it as C++", "[fuzz]") {
   // A stand-in for a bug: "fails" whenever the expression takes a square root.
   const auto sqrt_is_broken = [](const fuzz::Case& c) {

@@ -12,25 +12,29 @@ namespace {
 
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
-  int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0;
+  int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0, with_calls = 0, with_random = 0;
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
   Slice s;
   for (int k = 0; k < n; ++k) {
     const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
-    bool scan = false, gather = false, join = false;
+    bool scan = false, gather = false, join = false, call = false, random = false;
     s.with_scatters += !c.outputs.empty() && c.outputs[0].kind == fuzz::Kind::scatter;
     auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
       scan = scan || x.kind == fuzz::Kind::scan;
       gather = gather || x.kind == fuzz::Kind::gather;
       join = join || x.kind == fuzz::Kind::join;
+      call = call || x.kind == fuzz::Kind::call;
+      random = random || x.kind == fuzz::Kind::random;
       for (const fuzz::Expr& a : x.args) self(self, a);
     };
     for (const fuzz::Expr& e : c.outputs) walk(walk, e);
     s.with_scans += scan;
     s.with_gathers += gather;
     s.with_joins += join;
+    s.with_calls += call;
+    s.with_random += random;
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
       ++s.failed;
@@ -102,6 +106,22 @@ TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f
   CHECK(s.failed == 0);
   CHECK(aliased >= 20);
   CHECK(s.compared > 20000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice with fz::function calls and fz::random leaves matches the reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0xca11'0000, 200, {.scans = true, .gathers = true, .calls = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_calls > 30);
+  CHECK(s.with_random > 30);
+  CHECK(s.compared > 50000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice of layer expressions over long rows (up to 300,000) matches the reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0x1a7e'0000, 40, {.long_rows = true});
+  CHECK(s.failed == 0);
+  CHECK(s.compared > 1000000);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------
@@ -269,4 +289,36 @@ TEST_CASE("fuzz: regions whose statements gather and scatter are bit-identical t
   }
   CHECK(checked > 55);
   CHECK(failed == 0);
+}
+
+TEST_CASE("fuzz regression: abs of the most negative integer stays negative wherever it is used, as NumPy's wraps",
+          "[gpu][fuzz]") {
+  // case 29000980: floor_divide(half(-3), abs(int32 INT_MIN)) gave -1 (NumPy: 0, dividing by INT_MIN)
+  const auto x = fz::asarray(std::vector<std::int32_t>{INT32_MIN, -7, 5, 0}, {4});
+  const auto h = fz::asarray(std::vector<fz::half>{fz::half(-3.0f), fz::half(-3.0f), fz::half(2.5f), fz::half(1.0f)}, {4});
+  CHECK(fz::eval(fz::cast<double>(fz::abs(x))).to_host() == std::vector<double>{-2147483648.0, 7.0, 5.0, 0.0});
+  CHECK(fz::eval(fz::cast<float>(fz::abs(x))).to_host() == std::vector<float>{-2147483648.0f, 7.0f, 5.0f, 0.0f});
+  const std::vector<double> q = fz::eval(fz::floor_divide(h, fz::abs(x))).to_host();
+  CHECK(q[0] == 0.0);  // -3 / -2^31 is a small positive number
+  CHECK(q[1] == -1.0);
+  CHECK(q[2] == 0.0);
+  CHECK(std::isinf(q[3]));
+  const auto negative = (fz::abs(x) < 0).to_host();
+  CHECK(negative == std::vector<bool>{true, false, false, false});
+  const auto big = fz::asarray(std::vector<std::int64_t>{INT64_MIN, -3}, {2});
+  CHECK(fz::eval(fz::cast<double>(fz::abs(big))).to_host() == std::vector<double>{-9223372036854775808.0, 3.0});
+  const auto minus3 = fz::asarray(std::vector<double>{-3.0, -3.0}, {2});
+  CHECK(fz::eval(fz::floor_divide(minus3, fz::abs(big))).to_host() == std::vector<double>{0.0, -1.0});
+  const auto narrow = fz::asarray(std::vector<std::int8_t>{-128, -5, 7}, {3});
+  CHECK(fz::eval(fz::abs(narrow)).to_host() == std::vector<std::int8_t>{-128, 5, 7});
+  CHECK(fz::eval(fz::floor_divide(fz::asarray(std::vector<float>{-3.f, -3.f, -3.f}, {3}), fz::abs(narrow))).to_host() ==
+        std::vector<float>{0.f, -1.f, -1.f});
+  // the fuzzer's own shapes: (1, 55, 1) arrays read by the strided kernel
+  std::vector<std::int32_t> xs(55, 3);
+  std::vector<fz::half> hs(55, fz::half(-3.0f));
+  xs[45] = INT32_MIN;
+  const std::vector<double> q55 =
+      fz::eval(fz::floor_divide(fz::asarray(hs, {1, 55, 1}), fz::abs(fz::asarray(xs, {1, 55, 1})))).to_host();
+  CHECK(q55[45] == 0.0);
+  CHECK(q55[0] == -1.0);
 }

@@ -53,6 +53,12 @@ TEST_CASE("random generators fuse into one elementwise kernel, and come first be
                                                    fz::sum(fz::exp(m + fz::random::normal<float>(3)), -1, true));
   CHECK(noisy_softmax.kernels >= 2);  // not a layer kernel
   CHECK(!noisy_softmax.arch.empty());
+  // nor does a reduction's kernel have the result's index for an epilogue: a generator beside a total runs after it
+  // (it failed to compile in the reduction's kernel: fusion-fuzz --calls found it)
+  const fz::KernelInfo shifted = fz::inspect(fz::random::uniform<float>(7) + fz::sum(m));
+  CHECK(shifted.kernels == 2);
+  CHECK(!shifted.arch.empty());
+  CHECK(fz::inspect(fz::random::bits(2) - fz::nanmin(m, {0, 1})).kernels == 2);
 }
 
 TEST_CASE("a braced shape picks the overload that makes an array, never a seed", "[random]") {

@@ -86,3 +86,23 @@ TEST_CASE("uniform and normal have the moments they should", "[gpu][ops][random]
     }
   }
 }
+
+TEST_CASE("a generator beside a total draws at the result's own indices", "[gpu][ops][random]") {
+  // uniform(seed) + sum(x): the total's kernel cannot hold the generator (it has no index of the result)
+  const auto h = test::random<float>(6 * 7, -1, 1, 3);
+  const auto x = fz::asarray(h, {6, 7});
+  double total = 0;
+  for (float v : h) total += v;
+  const std::vector<float> got = (fz::random::uniform<float>(11, fz::random::Offset{4}) + fz::sum(x)).to_host();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == Approx(test::philox::uniform32(11, 4, 0) + total).epsilon(1e-5));
+  // a kept-dims total broadcast against a matrix of draws: element (i, j) draws at i * 7 + j
+  auto out = fz::full<float>({6, 7}, NAN);
+  fz::copyto(out, x * 0.f + fz::random::uniform<float>(11) + fz::max(x, {0, 1}, true));
+  const std::vector<float> m = out.to_host();
+  const float top = *std::max_element(h.begin(), h.end());
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    INFO("element " << i);
+    CHECK(m[i] == test::philox::uniform32(11, 0, i) + top);
+  }
+}

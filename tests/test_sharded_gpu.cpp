@@ -695,3 +695,64 @@ TEST_CASE("several processes, one GPU each, bootstrapped through a shared file",
   CHECK(status == 0);
   CHECK_FALSE(std::ifstream(file).good());  // rank 0 removed the id once every rank had joined
 }
+
+TEST_CASE("bad input over devices: a clear error naming what to fix, and nothing written", "[gpu][sharded]") {
+  // One GPU runs the parts that need no second device; scripts/gpu-check's `virtual` stage (one GPU shown as
+  // two) and the two-GPU kind run all of it.
+  const int last = fz::device_count() - 1;
+  const auto h = test::random<float>(64, -2, 2, 41);
+  // sharded arrays split differently are refused before any kernel: along different axes, into other sizes
+  const auto rows = fz::Sharded<float>::from_host(h, {8, 8}, every_device(2), 0);
+  const auto cols = fz::Sharded<float>::from_host(h, {8, 8}, every_device(2), 1);
+  const auto uneven = fz::Sharded<float>::from_host(h, {8, 8}, every_device(2), 0, {3, 5});
+  auto add = [](const auto& a, const auto& b) { return a + b; };
+  CHECK_THROWS_AS(fz::map_shards(add, rows, cols), fz::ShapeError);
+  CHECK_THROWS_WITH(fz::map_shards(add, rows, uneven), Catch::Contains("split both alike"));
+  // a group whose other rank never comes: rank 0 gives up after its timeout instead of waiting for good
+  if (fz::nccl_available() && fz::nccl_version() >= fz::Version{2, 14, 0}) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      fz::ProcessGroup alone(fz::ProcessGroup::new_id(), 0, 2, 0, 2.0);
+      FAIL("a group of 2 formed with one rank");
+    } catch (const fz::NcclError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("gave up") && Catch::Contains("start all 2 processes"));
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(waited >= 2.0);
+    CHECK(waited < 30.0);
+    // the device is still usable after NCCL gave up
+    CHECK(fz::eval(fz::asarray(h) * 2.f).to_host()[5] == h[5] * 2.f);
+  }
+  CHECK_THROWS_WITH(fz::ProcessGroup(fz::NcclId{}, 0, 2, 0, 0.0), Catch::Contains("positive number of seconds"));
+  if (last == 0) return;
+  // arrays of two devices in one expression: refused, naming fz::DeviceScope; the output keeps its values
+  fz::Array<float> a0 = fz::asarray(h), a1;
+  {
+    fz::DeviceScope on{fz::Device(last)};
+    a1 = fz::asarray(h);
+  }
+  auto out = fz::full<float>({64}, 7.f);
+  CHECK_THROWS_WITH(fz::copyto(out, a0 + a1), Catch::Contains("fz::DeviceScope") && Catch::Contains("device " + std::to_string(last)));
+  CHECK_THROWS_WITH(fz::copyto(out, fz::sum(a1) + a0), Catch::Contains("fz::DeviceScope"));
+  CHECK(out.to_host() == std::vector<float>(64, 7.f));
+  {
+    fz::DeviceScope on{fz::Device(last)};
+    CHECK_THROWS_WITH(fz::copyto(out, a1 * 2.f), Catch::Contains("the output lives on device 0"));
+  }
+  CHECK(out.to_host() == std::vector<float>(64, 7.f));
+  // map_shards over pieces on different devices: they must pair up device by device
+  const auto here = fz::Sharded<float>::from_host(h, {8, 8}, {0, last}, 0);
+  const auto swapped = fz::Sharded<float>::from_host(h, {8, 8}, {last, 0}, 0);
+  CHECK_THROWS_WITH(fz::map_shards(add, here, swapped), Catch::Contains("device by device"));
+  // all_reduce of arrays whose shapes differ across devices: refused before NCCL runs
+  if (fz::nccl_available()) {
+    fz::Array<float> b0 = fz::asarray(h), b1;
+    {
+      fz::DeviceScope on{fz::Device(last)};
+      b1 = fz::asarray(std::vector<float>(h.begin(), h.begin() + 32));
+    }
+    fz::Sharded<float> mismatched({b0, b1}, -1);
+    CHECK_THROWS_AS(fz::all_reduce(mismatched), fz::ShapeError);
+    CHECK(b0.to_host() == h);
+  }
+}

@@ -17,14 +17,16 @@ namespace fusion {
 /// One process of a group that runs one GPU each, on one host or many: an NCCL communicator bootstrapped
 /// through a file all processes can read (a shared filesystem), so that any launcher can start them. Rank
 /// 0 writes a fresh ncclUniqueId to `id_file` (atomically, by rename) and removes it once every rank has
-/// joined; the others wait up to `timeout_s` for it. Use a path unique to the job. Every constructor makes
-/// the group's device the calling thread's current device (as a rank's first step usually is).
+/// joined; the others wait up to `timeout_s` for it, and every rank waits as long for the others to join (an
+/// NcclError names what to check). Use a path unique to the job. Every constructor makes the group's device
+/// the calling thread's current device (as a rank's first step usually is).
 class ProcessGroup {
  public:
   ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s = 60);
   /// Joins the group of `size` processes that `id` names (ProcessGroup::new_id() on one of them, passed to
-  /// the others by any channel: fusion/mpi.hpp does it with MPI). Returns once every rank has joined.
-  ProcessGroup(const NcclId& id, int rank, int size, int device);
+  /// the others by any channel: fusion/mpi.hpp does it with MPI). Returns once every rank has joined; an
+  /// NcclError after `timeout_s` if some rank has not (with NCCL 2.14 or later; an older one waits for good).
+  ProcessGroup(const NcclId& id, int rank, int size, int device, double timeout_s = 60);
   /// A fresh id for a new group (NCCL's ncclGetUniqueId); an NcclError where NCCL does not load.
   static NcclId new_id();
   /// From the environment: FUSION_RANK and FUSION_WORLD_SIZE (else RANK and WORLD_SIZE, as torchrun and

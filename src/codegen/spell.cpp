@@ -228,6 +228,15 @@ __device__ __forceinline__ int fz_scatter_extreme_16(unsigned short* p, float v)
   return 0;
 })";
     case Helper::scatter_exact: return exact_sum_source();
+    case Helper::abs_int:
+      return R"(// abs of a signed integer, wrapping as NumPy's does (abs(INT_MIN) is INT_MIN), in PTX: spelled in C++, the
+// compiler took the result for non-negative and folded a later `(double)abs(x) < 0` to false (fuzz case 29000980).
+__device__ __forceinline__ int fz_abs_int(int x) { int r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(x)); return r; }
+__device__ __forceinline__ long long fz_abs_int(long long x) {
+  long long r;
+  asm("abs.s64 %0, %1;" : "=l"(r) : "l"(x));
+  return r;
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
@@ -340,7 +349,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
       return fmt::format("({})({})", t, a);
     }
     case Op::neg: return integer ? arith("0", "-", a) : "-" + a;
-    case Op::abs: return (is_signed_int(d) ? fmt::format("({0} < 0 ? {1} : {0})", a, arith("0", "-", a)) : a);
+    case Op::abs:
+      if (!is_signed_int(d)) return a;
+      needs.insert(Helper::abs_int);  // (8- and 16-bit operands go through int and wrap back where stored)
+      return itemsize(d) == 8 ? fmt::format("fz_abs_int({})", a) : fmt::format("({})fz_abs_int((int){})", t, a);
     case Op::sign:
       needs.insert(Helper::sign);
       return fmt::format("fz_sign<{}>({})", compute_type(d), a);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fuzz_case.hpp"
+#include "fuzz_functions.hpp"
 
 #include <fmt/format.h>
 
@@ -166,6 +167,8 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       return d;
     }
     case Kind::scatter: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
+    case Kind::call: return user_functions().at(static_cast<std::size_t>(e.function)).result;
+    case Kind::random: return random_generators().at(static_cast<std::size_t>(e.function)).result;
   }
   return std::nullopt;
 }
@@ -292,6 +295,45 @@ struct Lowering {
     return Result{fusion::ir::join_tree(g, values.data(), below.data(), static_cast<int>(values.size())), out};
   }
 
+  /// A user function of the table: its arguments (each converted to its parameter), then its slot (pack()'s order).
+  std::optional<Result> call(const Expr& e) {
+    if (e.function < 0 || e.function >= static_cast<int>(user_functions().size())) return fail("no such function");
+    const UserFunction& f = user_functions()[static_cast<std::size_t>(e.function)];
+    if (e.args.size() != f.params.size()) return fail("a call with the wrong number of arguments");
+    std::uint32_t x[3];
+    Shape s;
+    for (std::size_t k = 0; k < e.args.size(); ++k) {
+      auto a = operand(e.args[k], f.params[k]);
+      if (!a) return std::nullopt;
+      x[k] = a->node;
+      auto joint = broadcast(s, a->shape);
+      if (!joint) return std::nullopt;
+      s = *joint;
+    }
+    b.functions.push_back(user_function_id(e.function));
+    b.call_table.push_back(e.function);
+    return Result{b.graph.call(f.result, x, f.params.data(), static_cast<int>(e.args.size())), s};
+  }
+
+  /// fz::random's leaf: its seed and offset (uint64 literals), the index, then its slot. Its shape is the outputs'.
+  std::optional<Result> random(const Expr& e) {
+    if (e.function < 0 || e.function >= static_cast<int>(random_generators().size())) return fail("no such generator");
+    const std::uint32_t x[3] = {uint64_scalar(e.seed), uint64_scalar(e.offset), b.graph.iota()};
+    const fusion::DType params[3] = {DType::uint64, DType::uint64, DType::int64};
+    b.functions.push_back(random_generator_id(e.function));
+    b.call_table.push_back(-1 - e.function);
+    return Result{b.graph.call(random_generators()[static_cast<std::size_t>(e.function)].result, x, params, 3),
+                  b.out_shape};
+  }
+
+  std::uint32_t uint64_scalar(std::uint64_t v) {
+    fusion::detail::ScalarArg a;
+    a.dtype = DType::uint64;
+    std::memcpy(&a.bits, &v, 8);
+    b.scalars.push_back(a);
+    return b.graph.scalar(DType::uint64);
+  }
+
   std::uint32_t int64_scalar(std::int64_t v) {
     fusion::detail::ScalarArg a;
     a.dtype = DType::int64;
@@ -309,12 +351,21 @@ struct Lowering {
   }
 
   std::optional<Result> lower(const Expr& e) {
+    if (e.kind == Kind::random && (parent == nullptr || parent != random_parent))
+      return fail("a random leaf that is not an operand of output 0's root");
+    const Expr* saved = parent;
+    parent = &e;
+    std::optional<Result> r;
     try {
-      return lower_checked(e);
+      r = lower_checked(e);
     } catch (const fusion::TypeError& err) {  // the graph builders refuse what the front end's static_asserts do
-      return fail(err.what());
+      r = fail(err.what());
     }
+    parent = saved;
+    return r;
   }
+  const Expr* parent = nullptr;         // the tree node whose operands are being lowered
+  const Expr* random_parent = nullptr;  // output 0's root, where random leaves may be (outside fz::Unfused)
 
   std::optional<Result> lower_checked(const Expr& e) {
     fusion::ir::Graph& g = b.graph;
@@ -350,6 +401,8 @@ struct Lowering {
         return Result{g.scatter(e.op, at->offset, values->node, target.dtype), shape_of(c, target.dims)};
       }
       case Kind::join: return join(e);
+      case Kind::call: return call(e);
+      case Kind::random: return random(e);
       case Kind::scalar: return fail("a literal on its own");
       case Kind::cast: {
         auto a = lower(e.args[0]);
@@ -443,6 +496,8 @@ std::optional<Built> build(const Case& c, std::string* why) {
       if (a.kind == Kind::scatter || self(self, a)) return true;
     return false;
   };
+  const Expr& root = c.outputs[0];
+  if (!c.unfused && (root.kind == Kind::binary || root.kind == Kind::where)) l.random_parent = &root;
   for (const Expr& e : c.outputs) {
     if (nested_scatter(nested_scatter, e) || (e.kind == Kind::scatter && c.outputs.size() > 1))
       return l.fail("a scatter is a statement: the case's only tree");

@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join, call, random };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -51,6 +51,11 @@ struct Expr {
   // input `input` (the target, written in place: no tree reads it) at the integer index args[0] along `axis`
   // join: fz::concatenate(axis, args...), the pieces of one shape off the axis (no reduction, scan or join inside:
   // the front end computes such pieces first, into arrays)
+  // call: user_functions()[function] of args (converted to its parameters); random: random_generators()[function]
+  // at (seed, offset), a leaf whose element i is the generator's value at the flat index i of the outputs (only
+  // an operand of output 0's root, outside fz::Unfused: elsewhere the index space is a temporary's)
+  int function = 0;
+  std::uint64_t seed = 0, offset = 0;
   std::vector<Expr> args;
 };
 
@@ -81,6 +86,9 @@ struct Built {
   std::vector<Placement> slot_place;  // per input slot
   std::vector<fusion::detail::ScalarArg> scalars;
   std::vector<fusion::detail::ReduceArg> reductions;
+  std::vector<std::uint32_t> functions;  // per call slot: the function's id (fz::function's or a generator's)
+  /// per call slot: user_functions()[k] for k >= 0, random_generators()[-1 - k] for k < 0
+  std::vector<int> call_table;
   std::vector<fusion::Shape> result_shapes;  // each output expression's own shape
   fusion::Shape out_shape;                   // the shape outputs are written at
   int scatter_target = -1;                   // a scatter case: the input it writes into (out_shape its shape)
@@ -121,6 +129,11 @@ struct GenOptions {
   /// Write some cases' first output into one of their inputs (x = f(x.transpose(), y): NumPy's answer is every
   /// input read before anything is written), likewise.
   bool aliases = false;
+  /// Draw fz::function calls (user_functions()) inside expressions and fz::random leaves beside output 0, likewise.
+  bool calls = false;
+  /// Make some cases layer expressions over a few long rows (4,097 to about 300,000 elements: the cluster and
+  /// block-per-row layer kernels), likewise.
+  bool long_rows = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

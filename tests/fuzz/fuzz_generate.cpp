@@ -4,6 +4,7 @@
 #include <random>
 
 #include "fuzz_case.hpp"
+#include "fuzz_functions.hpp"
 
 namespace fuzz {
 
@@ -320,11 +321,23 @@ struct Generator {
     c.deterministic = chance(0.5);
   }
 
+  /// A call of one of user_functions(), each argument an expression that broadcasts to the target.
+  Expr call(const std::vector<int>& target, int depth, bool full) {
+    Expr e;
+    e.kind = Kind::call;
+    e.op = Op::call;
+    e.function = pick(static_cast<int>(user_functions().size()));
+    const std::size_t n = user_functions()[static_cast<std::size_t>(e.function)].params.size();
+    for (std::size_t k = 0; k < n; ++k) e.args.push_back(gen(target, depth - 1, full && k == 0));
+    return e;
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
   Expr gen(const std::vector<int>& target, int depth, bool full = false) {
     if (depth <= 0 || chance(0.12)) return input_leaf(target, full);
+    if (o.calls && chance(0.08)) return call(target, depth, full);
     const int r = pick(100);
     if (r < 30) return unary(target, depth, full);
     if (r < 72) return binary(target, depth, full);
@@ -358,6 +371,24 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     g.scatter_case(1 + g.pick(o.max_depth));
     return c;
   }
+  if (o.long_rows && g.chance(0.4)) {  // a layer expression over 1 to 3 long rows, then any further outputs
+    static const std::int64_t lengths[] = {4097, 16384, 65536, 100003, 262144, 300000};
+    g.o.max_elements = 320000;
+    c.dim_sizes = {1 + g.pick(3), lengths[g.pick(static_cast<int>(std::size(lengths)))]};
+    if (c.dim_sizes[1] * c.dim_sizes[0] > g.o.max_elements) c.dim_sizes[0] = 1;
+    c.out_dims = {0, 1};
+    c.into = g.chance(0.5);
+    c.outputs.push_back(g.feedback(c.out_dims, 1 + g.pick(4)));
+    for (Expr& a : c.outputs[0].args)  // along the rows, mostly (the layer kernels' case)
+      if (a.kind == Kind::reduce && g.chance(0.8)) a.axes = 2;
+    if (g.chance(0.3)) c.outputs.push_back(g.gen(c.out_dims, 1 + g.pick(3)));
+    if (c.outputs.size() > 1) c.into = true;
+    if (!c.into) {
+      auto b = build(c);
+      if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
+    }
+    return c;
+  }
   const int rank = g.pick(5);
   for (int k = 0; k < rank; ++k) c.out_dims.push_back(g.new_dim(c.out_dims));
   const int n_out = g.chance(0.8) ? 1 : 2 + g.pick(2);
@@ -371,6 +402,22 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
   }
   if (c.into) c.out_layout = g.layout();  // drawn last, so that a seed's expressions stay what they were
+  if (o.calls && !c.unfused && g.chance(0.3)) {  // a random leaf beside output 0: dropout's x * (uniform < p)
+    Expr r;
+    r.kind = Kind::random;
+    r.op = Op::call;
+    r.function = g.pick(static_cast<int>(random_generators().size()));
+    r.seed = g.rng();
+    r.offset = g.chance(0.5) ? 0 : g.rng() >> g.pick(64);
+    static const Op meet[] = {Op::add, Op::mul, Op::lt, Op::sub, Op::maximum};
+    const Expr before = c.outputs[0];
+    Expr root = Generator::wrap(Kind::binary, meet[g.pick(static_cast<int>(std::size(meet)))], {before, std::move(r)});
+    if (g.chance(0.5)) std::swap(root.args[0], root.args[1]);
+    const auto da = result_dtype(c, root.args[0]), db = result_dtype(c, root.args[1]);
+    if (da && db && !fusion::ir::accepts(root.op, *da, *db)) root.op = Op::add;
+    c.outputs[0] = std::move(root);
+    if (!build(c)) c.outputs[0] = before;  // (an ill-typed meeting: the case stays as it was)
+  }
   if (o.aliases && c.into && g.chance(0.5)) {  // output 0 into an input of its shape and dtype, if one has them
     if (auto b = build(c)) {
       std::vector<int> fits;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "fuzz_functions.hpp"
 #include "fuzz_run.hpp"
 
 namespace fuzz {
@@ -115,6 +116,14 @@ struct Printer {
         for (const Expr& a : e.args) pieces += ", " + (*this)(a);
         return fmt::format("fz::concatenate({}{})", e.axis, pieces);
       }
+      case Kind::call: {
+        std::string args;
+        for (const Expr& a : e.args) args += (args.empty() ? "" : ", ") + (*this)(a);
+        return fmt::format("{}({})", user_functions().at(static_cast<std::size_t>(e.function)).name, args);
+      }
+      case Kind::random:
+        return fmt::format("{}({}ull, fz::random::Offset{{{}ull}})",
+                           random_generators().at(static_cast<std::size_t>(e.function)).cpp, e.seed, e.offset);
       case Kind::scatter: {  // a statement
         const std::string index = (*this)(e.args[0]);
         return fmt::format("fz::{}<fz::IndexMode::{}>(in{}, {}, {}, {})", fusion::ir::op_name(e.op),
@@ -152,6 +161,16 @@ std::string to_cpp(const Case& c, const std::string& title) {
     s += fmt::format("  {} in{} = fz::asarray(std::vector<{}>{{{}}}, {}){};\n", target ? "auto" : "const auto", i,
                      cpp_type(in.dtype), values, shape_literal(bs), view_suffix(bs, in.layout));
   }
+  std::vector<bool> defined(user_functions().size(), false);  // the user functions the trees call
+  auto define = [&](auto& self, const Expr& e) -> void {
+    if (e.kind == Kind::call && !defined.at(static_cast<std::size_t>(e.function))) {
+      const UserFunction& f = user_functions()[static_cast<std::size_t>(e.function)];
+      s += fmt::format("  const auto {0} = fz::function<{1}>(\"{0}\", \"{2}\");\n", f.name, f.signature, f.body);
+      defined[static_cast<std::size_t>(e.function)] = true;
+    }
+    for (const Expr& a : e.args) self(self, a);
+  };
+  for (const Expr& e : c.outputs) define(define, e);
   if (c.unfused) s += "  fz::Unfused unfused;  // every operation its own kernel\n";
   if (b.scatter_target >= 0 && c.deterministic) s += "  fz::Deterministic deterministic;  // exact floating sums\n";
   Printer print{b};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "fuzz_functions.hpp"
 #include "reference_reduce.hpp"
 #include "support.hpp"
 
@@ -42,7 +43,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: a well-spread h
 /// runs with a random sign and size per (node, element). A monotone flip shows in the first runs.
 // snap: accumulating reductions land on the nearest multiple of their error bound (a cancelling sum that
 // rounds to 0 on the GPU, compared with == against 0: fuzz case 73000317); the other runs move values.
-enum Run : std::uint64_t { up = 1, down, alternate, alternate_other, up_small, down_small, snap };  // 0: exact
+// up_ulp, down_ulp: one step along the dtype's own grid (a float32 near 3e7 moves by 2: x * (1 + 2^-20) moved it by
+// 32 and x * (1 + 2^-23) by 4, so an index made of it kept its residue mod 4 in every run: fuzz case 29003384).
+enum Run : std::uint64_t { up = 1, down, alternate, alternate_other, up_small, down_small, snap, up_ulp, down_ulp };  // 0: exact
 
 double jitter(std::uint64_t run, std::size_t node, std::size_t element, double u) {
   switch (run) {
@@ -52,13 +55,26 @@ double jitter(std::uint64_t run, std::size_t node, std::size_t element, double u
     case alternate_other: return node % 2 == 1 ? 1 + u : 1 - u;
     case up_small: return 1 + u / 8;
     case down_small: return 1 - u / 8;
-    case snap: return 1;  // moves only the accumulating reductions (see reduce)
+    case snap: case up_ulp: case down_ulp: return 1;  // (see reduce, and next_on_grid)
     default: {
       const std::uint64_t h = mix(run ^ mix(node * 0x100000001b3ull ^ mix(element)));
       const double size = 0.05 + 0.95 * static_cast<double>(h >> 12) * 0x1p-52;
       return (h & 1) ? 1 + u * size : 1 - u * size;
     }
   }
+}
+
+/// `x` moved one step up (or down) along the grid of `d` (float64, float32 or a 16-bit format).
+double next_on_grid(double x, DType d, bool up) {
+  if (!std::isfinite(x)) return x;
+  const double toward = up ? HUGE_VAL : -HUGE_VAL;
+  if (d == DType::float64) return std::nextafter(x, toward);
+  const float f = static_cast<float>(x);
+  if (d == DType::float32) return std::nextafterf(f, static_cast<float>(toward));
+  // a 16-bit format: the step is that of its grid at x, found by rounding x moved by half a step past it
+  const double unit = d == DType::float16 ? 0x1p-10 : 0x1p-7;
+  const double moved = test::normalize({x + (up ? 1 : -1) * std::max(std::fabs(x), 0x1p-14) * unit * 0.75, 0}, d).f;
+  return moved == x ? test::normalize({x + (up ? 1 : -1) * std::fabs(x) * unit * 1.5, 0}, d).f : moved;
 }
 
 /// The error a node's value may carry on the GPU: 8 units in the last place for float64 and float32
@@ -157,6 +173,7 @@ struct Interpreter {
   std::uint64_t run;
   std::vector<Tensor> v;
   std::string error;
+  std::vector<bool> inside;  // per node: computed inside a concatenate's piece
 
   Tensor input(const Node& n) {
     const Input& in = c.inputs[static_cast<std::size_t>(b.slot_input[n.slot])];
@@ -170,6 +187,7 @@ struct Interpreter {
     Shape s;
     for (std::uint32_t x : {n.a, n.b, n.c})
       if (x != fusion::ir::kNone) s = fusion::broadcast_shapes(s, v[x].shape);
+    if (n.op == fusion::ir::Op::iota) s = b.out_shape;  // (a random leaf's index: the outputs' flat one)
     const auto total = static_cast<std::size_t>(fusion::numel(s));
     Tensor r{s, std::vector<test::Scalar>(total), std::vector<std::uint8_t>(total)};
     const DType od = test::operand_dtype_of(g, n);
@@ -193,16 +211,29 @@ struct Interpreter {
         undefined = v[n.a].undefined[at[0](static_cast<std::int64_t>(e))] ||
                     taken.undefined[at[ops[0].i ? 1 : 2](static_cast<std::int64_t>(e))];
       }
-      test::Scalar x = test::apply(n, od, ops[0], ops[1], ops[2], static_cast<std::int64_t>(e), &undefined);
+      test::Scalar x = n.op == fusion::ir::Op::call
+                           ? call(n, ops)
+                           : test::apply(n, od, ops[0], ops[1], ops[2], static_cast<std::int64_t>(e), &undefined);
       undefined = undefined || unspecified(n.op, od, ops[0], ops[1]) || overflows_when_stored(x, n.dtype);
       // Under fz::Unfused every op stores its result: a 16-bit one rounds there, exactly as the GPU does
       // (erf rounded up to 1 then cast to an integer is 1, not 0; no perturbation run sees that past pow(1, NaN)).
-      if (c.unfused) x = test::normalize(x, n.dtype);
-      if (u) x.f = test::normalize({x.f * jitter(run, k, e, u), 0}, n.dtype).f;
+      // (a concatenate's pieces run inside its kernel, fz::Unfused or not: their math stays in float)
+      if (c.unfused && !inside[k]) x = test::normalize(x, n.dtype);
+      if (u && (run == up_ulp || run == down_ulp)) x.f = next_on_grid(x.f, n.dtype, run == up_ulp);
+      else if (u) x.f = test::normalize({x.f * jitter(run, k, e, u), 0}, n.dtype).f;
       r.values[e] = x;
       r.undefined[e] = undefined;
     }
     return r;
+  }
+
+  /// A user function's host twin, or a random generator's value at (seed, offset, index).
+  test::Scalar call(const Node& n, const test::Scalar* args) const {
+    const int t = b.call_table.at(n.slot);
+    if (t >= 0) return test::normalize(user_functions()[static_cast<std::size_t>(t)].host(args), n.dtype);
+    const RandomGenerator& r = random_generators()[static_cast<std::size_t>(-1 - t)];
+    return test::normalize(r.host(static_cast<std::uint64_t>(args[0].i), static_cast<std::uint64_t>(args[1].i), args[2].i),
+                           n.dtype);
   }
 
   Tensor reduce(std::size_t k, const Node& n) {
@@ -477,6 +508,7 @@ struct Interpreter {
   Expected operator()() {
     const fusion::ir::Graph& g = b.graph;
     v.resize(g.nodes.size());
+    inside = fusion::ir::inside_pieces(g);
     for (std::size_t k = 0; k < g.nodes.size() && error.empty(); ++k) {
       const Node& n = g.nodes[k];
       if (n.op == fusion::ir::Op::input) {
@@ -518,7 +550,8 @@ Oracle oracle(const Case& c, const Built& b) {
   if (o.exact.error.empty())
     for (std::uint64_t run : {std::uint64_t{up}, std::uint64_t{down}, std::uint64_t{alternate},
                               std::uint64_t{alternate_other}, std::uint64_t{up_small}, std::uint64_t{down_small},
-                              std::uint64_t{snap}, std::uint64_t{0x5eed}, std::uint64_t{0xfeed}})
+                              std::uint64_t{snap}, std::uint64_t{up_ulp}, std::uint64_t{down_ulp},
+                              std::uint64_t{0x5eed}, std::uint64_t{0xfeed}})
       o.perturbed.push_back(reference(c, b, run));
   return o;
 }

@@ -84,7 +84,9 @@ struct Prepared {
             static_cast<int>(slots.size()),
             static_cast<int>(b.scalars.size()),
             static_cast<int>(b.reductions.size()),
-            {}};
+            {},
+            b.functions.data(),
+            static_cast<int>(b.functions.size())};
   }
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "fusion/error.hpp"
 #include "runtime/cuda/shared_library.hpp"
@@ -53,6 +54,8 @@ Loaded load(const std::vector<std::string>& candidates) {
     return l;
   }
   l.api.version = decode(code);
+  l.api.ncclCommInitRankConfig =
+      reinterpret_cast<decltype(l.api.ncclCommInitRankConfig)>(find_symbol(lib, "ncclCommInitRankConfig"));
   if (l.api.version < kOldest)
     l.error = fmt::format("{} is NCCL {}.{}.{}; fusion needs {}.{} or later", l.api.path, l.api.version.major,
                           l.api.version.minor, l.api.version.patch, kOldest.major, kOldest.minor);
@@ -77,6 +80,14 @@ void check(Result r, const char* call) {
   if (r == 0) return;
   const char* text = loaded().api.ncclGetErrorString ? loaded().api.ncclGetErrorString(r) : "?";
   throw NcclError(fmt::format("{} failed: {} (ncclResult_t {})", call, text ? text : "?", r));
+}
+
+void finish(Comm comm, Result r, const char* call) {
+  while (r == kInProgress) {
+    std::this_thread::yield();
+    if (loaded().api.ncclCommGetAsyncError(comm, &r) != 0) break;
+  }
+  check(r, call);
 }
 
 DataType data_type(DType d) {

@@ -35,6 +35,20 @@ enum class DataType : int {
   bfloat16 = 9
 };
 enum class RedOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
+constexpr Result kInProgress = 7;  // ncclInProgress: a nonblocking communicator's call has not finished
+
+/// The first fields of ncclConfig_t, as NCCL 2.14 defined them: NCCL reads `size` bytes of a config and gives
+/// the fields a config of an older `version` lacks their defaults, so this prefix works with every later NCCL.
+struct Config {
+  std::size_t size = sizeof(Config);
+  unsigned int magic = 0xcafebeef;
+  unsigned int version = 21400;  // NCCL_VERSION(2, 14, 0)
+  int blocking = -2147483647 - 1;  // NCCL_CONFIG_UNDEF_INT
+  int cga_cluster_size = -2147483647 - 1;
+  int min_ctas = -2147483647 - 1;
+  int max_ctas = -2147483647 - 1;
+  const char* net_name = nullptr;
+};
 
 #define FUSION_NCCL_FUNCTIONS(X)                                                                               \
   X(ncclGetVersion, Result(int*))                                                                              \
@@ -57,6 +71,9 @@ struct Api {
 #define FUSION_NCCL_MEMBER(name, type) std::add_pointer_t<type> name = nullptr;
   FUSION_NCCL_FUNCTIONS(FUSION_NCCL_MEMBER)
 #undef FUSION_NCCL_MEMBER
+  /// NCCL 2.14 and later (null before): a communicator that joins without blocking, so that a rank can give up
+  /// on a group whose other ranks never come.
+  Result (*ncclCommInitRankConfig)(Comm*, int, UniqueId, int, Config*) = nullptr;
   Version version;
   std::string path;  // the library that was loaded
 };
@@ -79,5 +96,9 @@ RedOp red_op(Combine how);
 
 /// Throws NcclError naming `call` and NCCL's message when `r` is not success.
 void check(Result r, const char* call);
+
+/// For a nonblocking communicator: waits until the call that returned `r` on `comm` has finished (polling
+/// ncclCommGetAsyncError), then checks its result as check() does. `r` other than kInProgress is checked at once.
+void finish(Comm comm, Result r, const char* call);
 
 }  // namespace fusion::detail::nccl

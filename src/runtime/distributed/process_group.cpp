@@ -84,13 +84,47 @@ NcclId ProcessGroup::id_through_file(const std::string& id_file, int rank, int s
 }
 
 ProcessGroup::ProcessGroup(const std::string& id_file, int rank, int size, int device, double timeout_s)
-    : ProcessGroup(id_through_file(id_file, rank, size, device, timeout_s), rank, size, device) {
+    : ProcessGroup(id_through_file(id_file, rank, size, device, timeout_s), rank, size, device, timeout_s) {
   if (rank == 0) std::remove(id_file.c_str());  // read by all: a later job cannot pick up this one's id
 }
 
-ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device)
+namespace {
+
+/// Joins the group without blocking (NCCL 2.14 and later), giving up after `timeout_s`: a rank that never
+/// comes would otherwise hold every other rank in ncclCommInitRank for good.
+detail::nccl::Comm join(const detail::nccl::UniqueId& uid, int rank, int size, double timeout_s) {
+  const detail::nccl::Api& api = detail::nccl::api();
+  detail::nccl::Comm comm = nullptr;
+  if (!api.ncclCommInitRankConfig) {  // an older NCCL: it waits for every rank, however long that takes
+    detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank), "ncclCommInitRank");
+    return comm;
+  }
+  detail::nccl::Config config;
+  config.blocking = 0;
+  detail::nccl::Result r = api.ncclCommInitRankConfig(&comm, size, uid, rank, &config);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (r == detail::nccl::kInProgress) {
+    if (std::chrono::steady_clock::now() >= until) {
+      api.ncclCommAbort(comm);
+      throw NcclError(fmt::format(
+          "ProcessGroup: rank {} of {} waited {} s for the other ranks to join and gave up: start all {} processes, "
+          "each with its own rank from 0 to {} and the same NCCL id (or id file)",
+          rank, size, timeout_s, size, size - 1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (api.ncclCommGetAsyncError(comm, &r) != 0) break;
+  }
+  if (r != 0 && comm) api.ncclCommAbort(comm);
+  detail::nccl::check(r, "ncclCommInitRankConfig");
+  return comm;
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device, double timeout_s)
     : rank_(rank), size_(size), device_(device) {
   check_rank(rank, size);
+  if (!(timeout_s > 0)) throw Error(fmt::format("ProcessGroup: a timeout of {} s: give a positive number of seconds", timeout_s));
   Device(device).use();  // this process's GPU: its arrays and kernels go there, as each rank expects
   const detail::nccl::Api& api = detail::nccl::api();
   detail::nccl::UniqueId uid{};
@@ -99,9 +133,7 @@ ProcessGroup::ProcessGroup(const NcclId& id, int rank, int size, int device)
   // context, not fusion's per-thread device: without this every rank claimed device 0 and NCCL refused
   // the group ("invalid usage": two ranks on one GPU).
   detail::make_context_current(device);
-  detail::nccl::Comm comm = nullptr;
-  detail::nccl::check(api.ncclCommInitRank(&comm, size, uid, rank),
-                      "ncclCommInitRank");  // returns once every rank joined
+  detail::nccl::Comm comm = join(uid, rank, size, timeout_s);  // returns once every rank joined
   comm_ = comm;
   int on = -1;
   if (api.ncclCommCuDevice(comm, &on) != 0 || on != device) {
@@ -145,8 +177,8 @@ void ProcessGroup::combine(ArrayBase& a, Combine how, int root) {
     throw Error(
         fmt::format("{}: the array is on device {}, this process's group runs on device {}", who, a.device(), device_));
   if (root >= size_) throw Error(fmt::format("{}: root {} is not a rank of this group of {}", who, root, size_));
-  detail::nccl::check(detail::enqueue_collective(a, static_cast<detail::nccl::Comm>(comm_), how, root, who),
-                      root < 0 ? "ncclAllReduce" : "ncclReduce");
+  const auto comm = static_cast<detail::nccl::Comm>(comm_);  // (nonblocking: finish waits for the enqueue)
+  detail::nccl::finish(comm, detail::enqueue_collective(a, comm, how, root, who), root < 0 ? "ncclAllReduce" : "ncclReduce");
 }
 
 }  // namespace fusion
