@@ -315,16 +315,19 @@ struct Lowering {
     return Result{b.graph.call(f.result, x, f.params.data(), static_cast<int>(e.args.size())), s};
   }
 
-  /// fz::random's leaf: its seed and offset (uint64 literals), the index, then its slot. Its shape is the outputs'.
+  /// fz::random's leaf: its seed and offset (uint64 literals), the index, then its slot.
   std::optional<Result> random(const Expr& e) {
     if (e.function < 0 || e.function >= static_cast<int>(random_generators().size())) return fail("no such generator");
     const std::uint32_t x[3] = {uint64_scalar(e.seed), uint64_scalar(e.offset), b.graph.iota()};
     const fusion::DType params[3] = {DType::uint64, DType::uint64, DType::int64};
     b.functions.push_back(random_generator_id(e.function));
     b.call_table.push_back(-1 - e.function);
-    return Result{b.graph.call(random_generators()[static_cast<std::size_t>(e.function)].result, x, params, 3),
-                  b.out_shape};
+    ++randoms;
+    // (shapeless, as fz::random's leaves are: the other operand gives the result its shape, which build() checks
+    // is the outputs')
+    return Result{b.graph.call(random_generators()[static_cast<std::size_t>(e.function)].result, x, params, 3), Shape{}};
   }
+  int randoms = 0;
 
   std::uint32_t uint64_scalar(std::uint64_t v) {
     fusion::detail::ScalarArg a;
@@ -505,6 +508,8 @@ std::optional<Built> build(const Case& c, std::string* why) {
     if (!r) return std::nullopt;
     b.graph.outputs.push_back(r->node);
     b.result_shapes.push_back(r->shape);
+    // a random leaf draws at the flat index of the outputs (the reference's index space): its result must be theirs
+    if (l.randoms > 0 && !(r->shape == b.out_shape)) return l.fail("a random leaf in a result of another shape");
     if (e.kind == Kind::scatter) {  // written in place: the target is the output
       b.out_shape = r->shape;
       b.scatter_target = e.input;

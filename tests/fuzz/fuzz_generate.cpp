@@ -402,7 +402,7 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
   }
   if (c.into) c.out_layout = g.layout();  // drawn last, so that a seed's expressions stay what they were
-  if (o.calls && !c.unfused && g.chance(0.3)) {  // a random leaf beside output 0: dropout's x * (uniform < p)
+  if (o.calls && !c.unfused && g.chance(0.5)) {  // a random leaf beside output 0: dropout's x * (uniform < p)
     Expr r;
     r.kind = Kind::random;
     r.op = Op::call;
