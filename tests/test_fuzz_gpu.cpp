@@ -109,7 +109,7 @@ TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with fz::function calls and fz::random leaves matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][calls]") {
   const Slice s = run_slice(0xca11'0000, 200, {.scans = true, .gathers = true, .calls = true});
   CHECK(s.failed == 0);
   CHECK(s.with_calls > 30);
@@ -118,7 +118,7 @@ TEST_CASE("fuzz: a fixed-seed slice with fz::function calls and fz::random leave
 }
 
 TEST_CASE("fuzz: a fixed-seed slice of layer expressions over long rows (up to 300,000) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][calls]") {
   const Slice s = run_slice(0x1a7e'0000, 40, {.long_rows = true});
   CHECK(s.failed == 0);
   CHECK(s.compared > 1000000);
