@@ -37,7 +37,10 @@ Reduced reduce(Op op, DType in, DType result, const std::vector<Scalar>& values,
   out.count = n_red;
   for (std::int64_t o = 0; o < n_out; ++o) {
     const std::int64_t base = offset(o, kept);
-    double fsum = 0, fprod = 1, mag = 0;
+    // Sums in long double: a float64 sum of 300,000 terms of a few distinct values rounds the same way each time
+    // and drifted by 1e-12 of a variance (fuzz case 31000098 with --long-rows), more than the GPU's tree did.
+    long double fsum = 0;
+    double fprod = 1, mag = 0;
     std::uint64_t isum = 0, iprod = 1;
     bool any = false, all = true, have = false;
     Scalar best;
@@ -72,23 +75,25 @@ Reduced reduce(Op op, DType in, DType result, const std::vector<Scalar>& values,
     }
     Scalar v;
     switch (op) {
-      case Op::sum: fusion::is_floating(result) ? void(v.f = fsum) : void(v.i = static_cast<std::int64_t>(isum)); break;
+      case Op::sum:
+        fusion::is_floating(result) ? void(v.f = static_cast<double>(fsum)) : void(v.i = static_cast<std::int64_t>(isum));
+        break;
       case Op::prod:
         fusion::is_floating(result) ? void(v.f = fprod) : void(v.i = static_cast<std::int64_t>(iprod));
         break;
-      case Op::mean: v.f = fsum / (static_cast<double>(n_red) - ddof); break;
+      case Op::mean: v.f = static_cast<double>(fsum / (static_cast<long double>(n_red) - ddof)); break;
       case Op::var: {  // two passes in float64; the magnitude bounds float rounding of the deviations
-        const double m = fsum / static_cast<double>(n_red);
-        double m2 = 0;
+        const double m = static_cast<double>(fsum / static_cast<long double>(n_red));
+        long double m2 = 0;
         mag = 0;
         for (std::int64_t r = 0; r < n_red; ++r) {
           const Scalar x = values[static_cast<std::size_t>(base + offset(r, reduced))];
           const double xf =
               fl ? x.f : (uns ? static_cast<double>(static_cast<std::uint64_t>(x.i)) : static_cast<double>(x.i));
-          m2 += (xf - m) * (xf - m);
+          m2 += static_cast<long double>(xf - m) * (xf - m);
           mag += (xf - m) * (xf - m) + 2 * std::abs(xf - m) * (std::abs(xf) + std::abs(m));
         }
-        v.f = m2 / (static_cast<double>(n_red) - ddof);
+        v.f = static_cast<double>(m2 / (static_cast<long double>(n_red) - ddof));
         break;
       }
       case Op::any: v.i = any; break;

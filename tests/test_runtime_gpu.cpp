@@ -188,6 +188,44 @@ TEST_CASE("a memory limit raises OutOfMemoryError that says what to do, and leak
   CHECK_THROWS_AS(fz::parse_memory_limit("lots", 1000), fz::Error);
 }
 
+TEST_CASE("a request refused by the memory limit does not fail other threads' allocations meanwhile", "[gpu][memory]") {
+  // fusion-soak: a thread asking for more than the limit counted its bytes as in use until it was refused, and
+  // small allocations of other threads in that moment failed
+  fz::MemoryPool& pool = fz::default_memory_pool();
+  const std::size_t old_limit = pool.limit();
+  const std::size_t limit = pool.used_bytes() + (64u << 20);
+  pool.set_limit(limit);
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0}, failed{0};
+  std::thread greedy([&] {
+    fz::Stream s;
+    fz::StreamScope on(s);
+    while (!done) {
+      try {
+        fz::Array<std::uint8_t> big = fz::empty<std::uint8_t>({static_cast<std::int64_t>(limit)});
+      } catch (const fz::OutOfMemoryError&) {
+        ++refused;
+      }
+    }
+  });
+  {
+    fz::Stream s;
+    fz::StreamScope on(s);
+    for (int i = 0; i < 20000; ++i) {
+      try {
+        fz::Array<float> small = fz::empty<float>({256 + i % 1000});
+      } catch (const fz::OutOfMemoryError&) {
+        ++failed;
+      }
+    }
+  }
+  done = true;
+  greedy.join();
+  pool.set_limit(old_limit);
+  CHECK(refused > 100);
+  CHECK(failed == 0);
+}
+
 TEST_CASE("memory freed while another stream still reads it is not handed out early", "[gpu][memory]") {
   const std::int64_t n = 1 << 24;
   fz::Stream reader(fz::StreamOptions{.non_blocking = true});

@@ -229,12 +229,17 @@ __device__ __forceinline__ int fz_scatter_extreme_16(unsigned short* p, float v)
 })";
     case Helper::scatter_exact: return exact_sum_source();
     case Helper::abs_int:
-      return R"(// abs of a signed integer, wrapping as NumPy's does (abs(INT_MIN) is INT_MIN), in PTX: spelled in C++, the
-// compiler took the result for non-negative and folded a later `(double)abs(x) < 0` to false (fuzz case 29000980).
-__device__ __forceinline__ int fz_abs_int(int x) { int r; asm("abs.s32 %0, %1;" : "=r"(r) : "r"(x)); return r; }
+      return R"(// abs of a signed integer, wrapping as NumPy's does (abs(INT_MIN) is INT_MIN). Spelled as a select or as
+// PTX's abs.s32, ptxas took the result for non-negative and folded a later `(double)abs(x) < 0` to false:
+// floor_divide(-3.0, abs(INT_MIN)) gave -1 (fuzz case 29000980, H100, CUDA 13.0). A predicated negation it does not.
+__device__ __forceinline__ int fz_abs_int(int x) {
+  int r;
+  asm volatile("{ .reg .pred p; setp.lt.s32 p, %1, 0; @p sub.s32 %0, 0, %1; @!p mov.b32 %0, %1; }" : "=r"(r) : "r"(x));
+  return r;
+}
 __device__ __forceinline__ long long fz_abs_int(long long x) {
   long long r;
-  asm("abs.s64 %0, %1;" : "=l"(r) : "l"(x));
+  asm volatile("{ .reg .pred p; setp.lt.s64 p, %1, 0; @p sub.s64 %0, 0, %1; @!p mov.b64 %0, %1; }" : "=l"(r) : "l"(x));
   return r;
 })";
     case Helper::sign:
