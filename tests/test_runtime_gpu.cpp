@@ -202,7 +202,7 @@ TEST_CASE("a request refused by the memory limit does not fail other threads' al
     fz::StreamScope on(s);
     while (!done) {
       try {
-        fz::Array<std::uint8_t> big = fz::empty<std::uint8_t>({static_cast<std::int64_t>(limit)});
+        fz::Array<std::uint8_t> big = fz::empty<std::uint8_t>({static_cast<std::int64_t>(limit) + 1});  // past it
       } catch (const fz::OutOfMemoryError&) {
         ++refused;
       }
