@@ -329,21 +329,16 @@ struct Lowering {
   }
   int randoms = 0;
 
-  std::uint32_t uint64_scalar(std::uint64_t v) {
+  /// A 64-bit integer literal of dtype `d` (int64 or uint64), as the front end passes one.
+  std::uint32_t scalar64(DType d, std::uint64_t v) {
     fusion::detail::ScalarArg a;
-    a.dtype = DType::uint64;
+    a.dtype = d;
     std::memcpy(&a.bits, &v, 8);
     b.scalars.push_back(a);
-    return b.graph.scalar(DType::uint64);
+    return b.graph.scalar(d);
   }
-
-  std::uint32_t int64_scalar(std::int64_t v) {
-    fusion::detail::ScalarArg a;
-    a.dtype = DType::int64;
-    std::memcpy(&a.bits, &v, 8);
-    b.scalars.push_back(a);
-    return b.graph.scalar(DType::int64);
-  }
+  std::uint32_t uint64_scalar(std::uint64_t v) { return scalar64(DType::uint64, v); }
+  std::uint32_t int64_scalar(std::int64_t v) { return scalar64(DType::int64, static_cast<std::uint64_t>(v)); }
 
   std::optional<Shape> broadcast(const Shape& x, const Shape& y) {
     try {
