@@ -13,6 +13,7 @@ namespace {
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
   int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0, with_calls = 0, with_random = 0;
+  int with_clusters = 0;  // cases that ran a layer kernel splitting its rows over clusters of blocks
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
@@ -42,6 +43,9 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
                     << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
     }
     s.compared += v.compared;
+    bool cluster = false;
+    for (const std::string& k : v.strategies) cluster = cluster || k.find("+cluster") != std::string::npos;
+    s.with_clusters += cluster;
   }
   return s;
 }
@@ -122,6 +126,14 @@ TEST_CASE("fuzz: a fixed-seed slice of layer expressions over long rows (up to 3
   const Slice s = run_slice(0x1a7e'0000, 40, {.long_rows = true});
   CHECK(s.failed == 0);
   CHECK(s.compared > 1000000);
+  // The cluster layout takes rows of more than 16,384 elements over more rows than the fuzzer's budget holds:
+  // with a slice of 2,048 per block it takes the fuzzer's (the same kernels, with smaller slices).
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("cluster_slice=2048");
+  const Slice c = run_slice(0x1a7e'1000, 40, {.long_rows = true});
+  fz::detail::tuning() = saved;
+  CHECK(c.failed == 0);
+  CHECK(c.with_clusters >= 3);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

@@ -131,7 +131,7 @@ struct GenOptions {
   bool aliases = false;
   /// Draw fz::function calls (user_functions()) inside expressions and fz::random leaves beside output 0, likewise.
   bool calls = false;
-  /// Make some cases layer expressions over a few long rows (4,097 to about 300,000 elements: the cluster and
+  /// Make some cases layer expressions over long rows (4,097 to 300,000 elements, 1 to 16 rows: the cluster and
   /// block-per-row layer kernels), likewise.
   bool long_rows = false;
 };

@@ -332,6 +332,53 @@ struct Generator {
     return e;
   }
 
+  /// A row layer as models write it, over a new floating input of the target's shape (rows along its last axis):
+  /// softmax, layer norm, RMSNorm or x - max(x) (the layer kernels' own patterns, which the cluster layout takes).
+  Expr classic_row(const std::vector<int>& target) {
+    static const DType floats[] = {DType::float32, DType::float32, DType::float16, DType::bfloat16, DType::float64};
+    Input in;
+    in.dtype = floats[pick(static_cast<int>(std::size(floats)))];
+    in.dims = target;
+    in.layout = chance(0.8) ? Layout::contiguous : layout();
+    in.seed = rng();
+    in.values = Values::simple;  // (exp of rich values overflows: every element would be left out)
+    c.inputs.push_back(in);
+    Expr x;
+    x.input = static_cast<int>(c.inputs.size() - 1);
+    if (chance(0.3)) x = wrap(Kind::binary, Op::mul, {x, literal_of(0.5)});  // a fused prologue
+    auto row = [&](Op op, Expr a) {
+      Expr r = wrap(Kind::reduce, op, {std::move(a)});
+      r.axes = 1u << (target.size() - 1);
+      r.keepdims = true;
+      r.negative_axes = chance(0.5);
+      ++reductions;
+      return r;
+    };
+    switch (pick(4)) {
+      case 0: {  // softmax
+        Expr e = wrap(Kind::unary, Op::exp, {wrap(Kind::binary, Op::sub, {x, row(Op::max, x)})});
+        return wrap(Kind::binary, Op::div, {e, row(Op::sum, e)});
+      }
+      case 1: {  // layer norm
+        Expr d = wrap(Kind::binary, Op::sub, {x, row(Op::mean, x)});
+        return wrap(Kind::binary, Op::div,
+                    {d, wrap(Kind::unary, Op::sqrt, {wrap(Kind::binary, Op::add, {row(Op::var, x), literal_of(0.25)})})});
+      }
+      case 2:  // RMSNorm
+        return wrap(Kind::binary, Op::mul,
+                    {x, wrap(Kind::unary, Op::rsqrt,
+                             {wrap(Kind::binary, Op::add, {row(Op::mean, wrap(Kind::binary, Op::mul, {x, x})), literal_of(0.25)})})});
+      default: return wrap(Kind::binary, Op::sub, {x, row(Op::max, x)});
+    }
+  }
+  static Expr literal_of(double v) {
+    Expr e;
+    e.kind = Kind::scalar;
+    e.scalar_kind = fusion::ScalarKind::floating;
+    e.value = v;
+    return e;
+  }
+
   std::optional<DType> dtype(const Expr& e) const { return result_dtype(c, e); }
 
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
@@ -372,15 +419,21 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     return c;
   }
   if (o.long_rows && g.chance(0.4)) {  // a layer expression over 1 to 3 long rows, then any further outputs
-    static const std::int64_t lengths[] = {4097, 16384, 65536, 100003, 262144, 300000};
-    g.o.max_elements = 320000;
-    c.dim_sizes = {1 + g.pick(3), lengths[g.pick(static_cast<int>(std::size(lengths)))]};
-    if (c.dim_sizes[1] * c.dim_sizes[0] > g.o.max_elements) c.dim_sizes[0] = 1;
+    // (rows longer than 16,384 over a dozen rows or more: the layer kernel splits each over a cluster of blocks)
+    static const std::int64_t lengths[] = {4097, 16384, 20000, 32768, 65536, 100003, 262144, 300000};
+    static const std::int64_t rows[] = {1, 2, 3, 12, 16};
+    g.o.max_elements = 330000;
+    c.dim_sizes = {rows[g.pick(static_cast<int>(std::size(rows)))], lengths[g.pick(static_cast<int>(std::size(lengths)))]};
+    if (c.dim_sizes[1] * c.dim_sizes[0] > g.o.max_elements) c.dim_sizes[0] = std::max<std::int64_t>(1, g.o.max_elements / c.dim_sizes[1]);
     c.out_dims = {0, 1};
     c.into = g.chance(0.5);
-    c.outputs.push_back(g.feedback(c.out_dims, 1 + g.pick(4)));
-    for (Expr& a : c.outputs[0].args)  // along the rows, mostly (the layer kernels' case)
-      if (a.kind == Kind::reduce && g.chance(0.8)) a.axes = 2;
+    if (g.chance(0.5)) {
+      c.outputs.push_back(g.classic_row(c.out_dims));
+    } else {
+      c.outputs.push_back(g.feedback(c.out_dims, 1 + g.pick(4)));
+      for (Expr& a : c.outputs[0].args)  // along the rows, mostly (the layer kernels' case)
+        if (a.kind == Kind::reduce && g.chance(0.8)) a.axes = 2;
+    }
     if (g.chance(0.3)) c.outputs.push_back(g.gen(c.out_dims, 1 + g.pick(3)));
     if (c.outputs.size() > 1) c.into = true;
     if (!c.into) {
