@@ -142,14 +142,13 @@ std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
   // Reserve the bytes only if they fit: a refused request never counts as in use, so that one past the limit
   // cannot fail other threads' allocations while it is being refused (fusion-soak found that).
   std::size_t before = state_->used.load();
-  while (!(limit && before + bytes > limit) && !state_->used.compare_exchange_weak(before, before + bytes)) {
-  }
-  if (limit && before + bytes > limit) {
-    throw OutOfMemoryError(fmt::format(
-        "allocating {} bytes on device {} would exceed the memory limit of {} bytes ({} bytes in use). Free arrays, "
-        "or raise the limit with default_memory_pool().set_limit() or FUSION_GPU_MEMORY_LIMIT.",
-        bytes, device_, limit, before));
-  }
+  do {
+    if (limit && before + bytes > limit)
+      throw OutOfMemoryError(fmt::format(
+          "allocating {} bytes on device {} would exceed the memory limit of {} bytes ({} bytes in use). Free arrays, "
+          "or raise the limit with default_memory_pool().set_limit() or FUSION_GPU_MEMORY_LIMIT.",
+          bytes, device_, limit, before));
+  } while (!state_->used.compare_exchange_weak(before, before + bytes));
   CUdeviceptr p = 0;
   auto s = static_cast<CUstream>(stream);
   CUresult r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
