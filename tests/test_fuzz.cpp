@@ -172,26 +172,55 @@ TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::sc
 
 TEST_CASE("fuzz: aliased outputs are drawn into inputs of their shape and dtype, build and print in place",
           "[fuzz]") {
-  int aliased = 0;
-  for (int k = 0; k < 200; ++k) {
+  int aliased = 0, two = 0, swapped = 0;
+  auto reads = [](const fuzz::Expr& e, int input) {
+    auto walk = [&](auto& self, const fuzz::Expr& x) -> bool {
+      if (x.kind == fuzz::Kind::input && x.input == input) return true;
+      for (const fuzz::Expr& a : x.args)
+        if (self(self, a)) return true;
+      return false;
+    };
+    return walk(walk, e);
+  };
+  for (int k = 0; k < 400; ++k) {
     const fuzz::Case c = fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true, .aliases = true});
-    if (c.alias < 0) continue;
+    if (!fuzz::aliased(c)) continue;
     ++aliased;
     const auto b = fuzz::build(c);
     REQUIRE(b);
-    const fuzz::Input& in = c.inputs[static_cast<std::size_t>(c.alias)];
-    CHECK(in.dtype == b->graph.dtype(b->graph.outputs[0]));
-    CHECK(fuzz::shape_of(c, in.dims) == b->out_shape);
+    int written = 0;
+    for (std::size_t o = 0; o < c.alias.size(); ++o) {
+      if (c.alias[o] < 0) continue;
+      ++written;
+      const fuzz::Input& in = c.inputs[static_cast<std::size_t>(c.alias[o])];
+      CHECK(in.dtype == b->graph.dtype(b->graph.outputs[o]));
+      CHECK(fuzz::shape_of(c, in.dims) == b->out_shape);
+      CHECK_THAT(fuzz::to_cpp(c, "alias"), Catch::Contains(fmt::format("auto& out{} = in{}", o, c.alias[o])));
+    }
+    two += written >= 2;
+    // the swap: output 0 into input a and output 1 into input b, each tree reading the other's input
+    if (c.alias.size() >= 2 && c.alias[0] >= 0 && c.alias[1] >= 0 && reads(c.outputs[0], c.alias[1]) &&
+        reads(c.outputs[1], c.alias[0]))
+      ++swapped;
     const fuzz::Verdict v = fuzz::compile_only(c);  // builds, and the reference runs
     CHECK(v.kind == fuzz::Verdict::pass);
-    CHECK_THAT(fuzz::to_cpp(c, "alias"), Catch::Contains("auto& out0 = in" + std::to_string(c.alias)));
     fuzz::Case wrong = c;  // an alias the output cannot be written into is not a case
     wrong.into = false;
     CHECK_FALSE(fuzz::build(wrong));
+    if (written >= 2) {  // nor are two outputs into one input
+      fuzz::Case both = c;
+      std::size_t first = 0;
+      while (both.alias[first] < 0) ++first;
+      for (std::size_t o = first + 1; o < both.alias.size(); ++o)
+        if (both.alias[o] >= 0) both.alias[o] = both.alias[first];
+      CHECK_FALSE(fuzz::build(both));
+    }
   }
-  CHECK(aliased >= 20);
+  CHECK(aliased >= 40);
+  CHECK(two >= 15);
+  CHECK(swapped >= 8);
   // without the option no case writes into an input (fixed seeds keep their cases)
-  for (int k = 0; k < 200; ++k) CHECK(fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true}).alias < 0);
+  for (int k = 0; k < 200; ++k) CHECK_FALSE(fuzz::aliased(fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true})));
 }
 
 TEST_CASE("fuzz: fz::function calls and fz::random leaves are drawn, build, compile, and print as the API writes them",

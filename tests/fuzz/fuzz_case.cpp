@@ -521,11 +521,17 @@ std::optional<Built> build(const Case& c, std::string* why) {
   }
   for (const Input& in : c.inputs)
     if (fusion::numel(base_shape(c, in)) > (std::int64_t{1} << 24)) return l.fail("an input over 2^24 elements");
-  if (c.alias >= 0) {  // output 0 written into an input: the input holds exactly the output's shape and dtype
-    if (!c.into || b.scatter_target >= 0 || c.alias >= static_cast<int>(c.inputs.size()))
+  // outputs written into inputs: each into its own input, which holds exactly the output's shape and dtype
+  if (c.alias.size() > c.outputs.size()) return l.fail("more aliased outputs than outputs");
+  for (std::size_t k = 0; k < c.alias.size(); ++k) {
+    const int a = c.alias[k];
+    if (a < 0) continue;
+    if (!c.into || b.scatter_target >= 0 || a >= static_cast<int>(c.inputs.size()))
       return l.fail("an aliased output without an input to write into");
-    const Input& in = c.inputs[static_cast<std::size_t>(c.alias)];
-    if (in.dtype != b.graph.dtype(b.graph.outputs[0]) || !(shape_of(c, in.dims) == b.out_shape))
+    for (std::size_t j = 0; j < k; ++j)
+      if (c.alias[j] == a) return l.fail("two outputs written into one input");
+    const Input& in = c.inputs[static_cast<std::size_t>(a)];
+    if (in.dtype != b.graph.dtype(b.graph.outputs[k]) || !(shape_of(c, in.dims) == b.out_shape))
       return l.fail("an aliased output into an input of another dtype or shape");
   }
   return b;

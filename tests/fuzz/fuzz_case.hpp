@@ -69,8 +69,19 @@ struct Case {
   Layout out_layout = Layout::contiguous;  // into: each output is this view of a larger, poisoned allocation
   bool unfused = false;                 // evaluate under fz::Unfused
   bool deterministic = false;           // a scatter: run under fz::Deterministic (exact floating sums)
-  int alias = -1;                       // into: output 0 is written into this input's own view (x = f(x, ...))
+  /// into: per output, the input whose own view it is written into (x = f(x.T, y); a tie may swap two:
+  /// fz::tie(x, y) = (g(y), h(x))), or -1; empty when no output is
+  std::vector<int> alias;
 };
+
+/// The input output k is written into, or -1.
+inline int alias_of(const Case& c, std::size_t k) { return k < c.alias.size() ? c.alias[k] : -1; }
+/// Whether some output is written into an input.
+inline bool aliased(const Case& c) {
+  for (int a : c.alias)
+    if (a >= 0) return true;
+  return false;
+}
 
 /// A case lowered to the IR, with the run-time arguments in the order the graph numbered them.
 struct Built {
@@ -126,8 +137,8 @@ struct GenOptions {
   bool scatters = false;
   /// Draw joins too (fz::concatenate of 2 or 3 pieces along a random axis), likewise.
   bool joins = false;
-  /// Write some cases' first output into one of their inputs (x = f(x.transpose(), y): NumPy's answer is every
-  /// input read before anything is written), likewise.
+  /// Write some cases' outputs into their inputs (x = f(x.transpose(), y), or a tie's two outputs into two inputs
+  /// both read: NumPy's answer is every input read before anything is written), likewise.
   bool aliases = false;
   /// Draw fz::function calls (user_functions()) inside expressions and fz::random leaves beside output 0, likewise.
   bool calls = false;

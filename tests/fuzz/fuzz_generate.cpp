@@ -471,13 +471,53 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     c.outputs[0] = std::move(root);
     if (!build(c)) c.outputs[0] = before;  // (an ill-typed meeting: the case stays as it was)
   }
-  if (o.aliases && c.into && g.chance(0.5)) {  // output 0 into an input of its shape and dtype, if one has them
+  if (o.aliases && c.into && g.chance(0.5)) {
+    // output 0 into an input of its shape and dtype, if one has them; each further output of a tie, half the time,
+    // into another (two outputs into two inputs that both trees read: the swap fz::tie(x, y) = (g(y), h(x)))
     if (auto b = build(c)) {
-      std::vector<int> fits;
-      for (std::size_t i = 0; i < c.inputs.size(); ++i)
-        if (c.inputs[i].dtype == b->graph.dtype(b->graph.outputs[0]) && shape_of(c, c.inputs[i].dims) == b->out_shape)
-          fits.push_back(static_cast<int>(i));
-      if (!fits.empty()) c.alias = fits[static_cast<std::size_t>(g.pick(static_cast<int>(fits.size())))];
+      std::vector<bool> taken(c.inputs.size(), false);
+      for (std::size_t k = 0; k < c.outputs.size(); ++k) {
+        if (k > 0 && !g.chance(0.5)) continue;
+        std::vector<int> fits;
+        for (std::size_t i = 0; i < c.inputs.size(); ++i)
+          if (!taken[i] && c.inputs[i].dtype == b->graph.dtype(b->graph.outputs[k]) &&
+              shape_of(c, c.inputs[i].dims) == b->out_shape)
+            fits.push_back(static_cast<int>(i));
+        if (fits.empty() && c.outputs.size() > 1) {  // a tie: a new input to write into (the swap below reads it)
+          Input in;
+          in.dtype = b->graph.dtype(b->graph.outputs[k]);
+          in.dims = c.out_dims;
+          in.layout = g.layout();
+          in.seed = g.rng();
+          c.inputs.push_back(in);
+          taken.push_back(false);
+          fits.push_back(static_cast<int>(c.inputs.size() - 1));
+        }
+        if (fits.empty()) continue;
+        const int a = fits[static_cast<std::size_t>(g.pick(static_cast<int>(fits.size())))];
+        c.alias.resize(c.outputs.size(), -1);
+        c.alias[k] = a;
+        taken[static_cast<std::size_t>(a)] = true;
+      }
+    }
+    // the swap made sure of, half the time: output 0's tree meets a read of output 1's input and the reverse
+    if (c.alias.size() >= 2 && c.alias[0] >= 0 && c.alias[1] >= 0 && g.chance(0.5)) {
+      const Case before = c;
+      for (std::size_t k = 0; k < 2; ++k) {
+        Expr leaf;
+        leaf.kind = Kind::input;
+        leaf.input = c.alias[1 - k];
+        // (in the output's dtype, which must not change)
+        const DType to = c.inputs[static_cast<std::size_t>(c.alias[k])].dtype;
+        Expr cast = Generator::cast(std::move(leaf), to);
+        const bool boolean = to == DType::bool_;
+        static const Op meet[] = {Op::maximum, Op::minimum, Op::add, Op::sub};
+        const Op op = meet[g.pick(boolean ? 2 : static_cast<int>(std::size(meet)))];
+        Expr root = Generator::wrap(Kind::binary, op, {c.outputs[k], std::move(cast)});
+        if (g.chance(0.5)) std::swap(root.args[0], root.args[1]);
+        c.outputs[k] = std::move(root);
+      }
+      if (!build(c)) c = before;  // (an ill-typed meeting: the case stays as it was)
     }
   }
   return c;

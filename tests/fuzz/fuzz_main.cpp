@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--gathers")) gen.gathers = true;  // take_along_axis (wrap, clip) among the ops
     else if (!std::strcmp(argv[i], "--scatters")) gen.scatters = true;  // some cases scatter_add/max/min into a target
     else if (!std::strcmp(argv[i], "--joins")) gen.joins = true;  // fz::concatenate of 2 or 3 pieces among the ops
-    else if (!std::strcmp(argv[i], "--aliases")) gen.aliases = true;  // some cases write output 0 into an input
+    else if (!std::strcmp(argv[i], "--aliases")) gen.aliases = true;  // some cases write outputs into inputs
     else if (!std::strcmp(argv[i], "--calls")) gen.calls = true;  // fz::function calls, fz::random leaves
     else if (!std::strcmp(argv[i], "--long-rows")) gen.long_rows = true;  // layer expressions over long rows
     else if (!std::strcmp(argv[i], "--tune")) fusion::detail::set_tuning(next());  // e.g. scan_strips=2

@@ -157,7 +157,8 @@ std::string to_cpp(const Case& c, const std::string& title) {
     const fusion::Shape bs = base_shape(c, in);
     std::string values;
     for (const test::Scalar& v : base_values(c, in)) values += (values.empty() ? "" : ", ") + literal(v, in.dtype);
-    const bool target = static_cast<int>(i) == b.scatter_target || static_cast<int>(i) == c.alias;  // (written in place)
+    bool target = static_cast<int>(i) == b.scatter_target;  // (written in place)
+    for (const int a : c.alias) target = target || static_cast<int>(i) == a;
     s += fmt::format("  {} in{} = fz::asarray(std::vector<{}>{{{}}}, {}){};\n", target ? "auto" : "const auto", i,
                      cpp_type(in.dtype), values, shape_literal(bs), view_suffix(bs, in.layout));
   }
@@ -193,8 +194,8 @@ std::string to_cpp(const Case& c, const std::string& title) {
     run = fmt::format("fz::tie({}) = std::make_tuple({});", outs, rhs);
   } else {
     for (std::size_t k = 0; k < exprs.size(); ++k) {
-      if (k == 0 && c.alias >= 0) {
-        s += fmt::format("  auto& out0 = in{};  // written in place: the expression reads it too\n", c.alias);
+      if (alias_of(c, k) >= 0) {
+        s += fmt::format("  auto& out{} = in{};  // written in place: the expressions read it too\n", k, alias_of(c, k));
         continue;
       }
       const Input view = output_view(c, b.graph.dtype(b.graph.outputs[k]));

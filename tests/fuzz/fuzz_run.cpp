@@ -262,14 +262,16 @@ Verdict run_on_gpu(const Case& c) {
   if (p.b.scatter_target >= 0) return run_scatter(c, p, o);
   const std::size_t n_out = c.outputs.size();
   std::vector<ArrayBase> outs, bases;
+  std::vector<std::size_t> base_output;  // per base: the output written through it
   std::vector<ArrayBase*> out_ptrs;
   if (c.into) {
     for (std::size_t k = 0; k < n_out; ++k) {
-      if (k == 0 && c.alias >= 0) {  // written into the input's own view, which the expression also reads
-        outs.push_back(p.views[static_cast<std::size_t>(c.alias)]);
+      if (alias_of(c, k) >= 0) {  // written into the input's own view, which the expressions also read
+        outs.push_back(p.views[static_cast<std::size_t>(alias_of(c, k))]);
         continue;
       }
       const Input view = output_view(c, p.b.graph.dtype(p.b.graph.outputs[k]));
+      base_output.push_back(k);
       bases.push_back(test::poisoned(view.dtype, base_shape(c, view)));
       outs.push_back(make_view(c, view, bases.back()));
     }
@@ -289,24 +291,25 @@ Verdict run_on_gpu(const Case& c) {
     if (o.exact.error.empty() && !too_many_operands(p.b, e)) return {Verdict::engine_error, e.what()};
     for (const ArrayBase& a : bases)
       if (a.size() > 0 && !still_poisoned(a)) return {Verdict::corrupted_output, e.what()};
-    if (c.alias >= 0 && changed(c, c.inputs[static_cast<std::size_t>(c.alias)], p.bases[static_cast<std::size_t>(c.alias)], false))
-      return {Verdict::corrupted_output, e.what()};
+    for (const int a : c.alias)
+      if (a >= 0 && changed(c, c.inputs[static_cast<std::size_t>(a)], p.bases[static_cast<std::size_t>(a)], false))
+        return {Verdict::corrupted_output, e.what()};
     return {Verdict::pass, e.what()};
   }
   if (!o.exact.error.empty()) return {Verdict::missing_error, "the reference has no value: " + o.exact.error};
   Verdict v = compare(p, o, outs);
-  if (c.alias >= 0)
-    if (const std::int64_t n = changed(c, c.inputs[static_cast<std::size_t>(c.alias)],
-                                       p.bases[static_cast<std::size_t>(c.alias)], true)) {
-      v.kind = Verdict::mismatch;
-      v.detail += fmt::format("output 0, written into input {}: {} element(s) of its allocation outside the view "
-                              "changed\n", c.alias, n);
-    }
+  for (std::size_t k = 0; k < c.alias.size(); ++k)
+    if (const int a = c.alias[k]; a >= 0)
+      if (const std::int64_t n = changed(c, c.inputs[static_cast<std::size_t>(a)], p.bases[static_cast<std::size_t>(a)], true)) {
+        v.kind = Verdict::mismatch;
+        v.detail += fmt::format("output {}, written into input {}: {} element(s) of its allocation outside the view "
+                                "changed\n", k, a, n);
+      }
   for (std::size_t k = 0; k < bases.size(); ++k)
     if (const std::int64_t n = written_outside(c, output_view(c, bases[k].dtype()), bases[k])) {
       v.kind = Verdict::mismatch;
       v.detail += fmt::format("output {}: {} element(s) of its base allocation outside the {} view were written\n",
-                              k + (c.alias >= 0 ? 1 : 0),
+                              base_output[k],
                               n, layout_name(c.out_layout));
     }
   v.kernels = static_cast<int>(fusion::stats().launches - launches);
@@ -373,7 +376,8 @@ void drop_unused_inputs(Case& c) {
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) mark(mark, e);
-  if (c.alias >= 0) used[static_cast<std::size_t>(c.alias)] = 1;  // (written, if no longer read)
+  for (const int a : c.alias)
+    if (a >= 0) used[static_cast<std::size_t>(a)] = 1;  // (written, if no longer read)
   std::vector<int> renumber(c.inputs.size(), -1);
   std::vector<Input> kept;
   for (std::size_t k = 0; k < c.inputs.size(); ++k)
@@ -383,7 +387,8 @@ void drop_unused_inputs(Case& c) {
     for (Expr& a : e.args) self(self, a);
   };
   for (Expr& e : c.outputs) remap(remap, e);
-  if (c.alias >= 0) c.alias = renumber[static_cast<std::size_t>(c.alias)];
+  for (int& a : c.alias)
+    if (a >= 0) a = renumber[static_cast<std::size_t>(a)];
   c.inputs = std::move(kept);
 }
 
@@ -405,6 +410,7 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
     for (std::size_t k = 0; best.outputs.size() > 1 && k < best.outputs.size();) {
       Case cand = best;
       cand.outputs.erase(cand.outputs.begin() + static_cast<std::ptrdiff_t>(k));
+      if (k < cand.alias.size()) cand.alias.erase(cand.alias.begin() + static_cast<std::ptrdiff_t>(k));
       if (attempt(std::move(cand))) progress = true;
       else ++k;
     }
@@ -459,15 +465,17 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
       cand.out_layout = Layout::contiguous;
       progress = attempt(std::move(cand)) || progress;
     }
-    if (best.alias >= 0) {
-      Case cand = best;
-      cand.alias = -1;
-      progress = attempt(std::move(cand)) || progress;
-    }
+    for (std::size_t k = 0; k < best.alias.size(); ++k)
+      if (best.alias[k] >= 0) {  // each output written into a fresh array instead
+        Case cand = best;
+        cand.alias[k] = -1;
+        if (!aliased(cand)) cand.alias.clear();
+        progress = attempt(std::move(cand)) || progress;
+      }
     if (best.into) {
       Case cand = best;
       cand.into = false;
-      cand.alias = -1;
+      cand.alias.clear();
       progress = attempt(std::move(cand)) || progress;
     }
   }
