@@ -303,6 +303,38 @@ TEST_CASE("fuzz: regions whose statements gather and scatter are bit-identical t
   CHECK(failed == 0);
 }
 
+TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is kept (ptxas merged them and dropped it)",
+          "[gpu][fuzz]") {
+  // case 2711012653: maximum(clamp_low(-x, y), 7) with x = 20, y = -1 gave 20 (ptxas 13.0's VIMNMX3, sm_90)
+  const auto x = fz::asarray(std::vector<std::int32_t>{20, -4, 3, INT32_MIN, 0, 9, -30, 12}, {8});
+  const auto y = fz::asarray(std::vector<std::int32_t>{-1, 2, -8, 5, -2, -20, 1, -13}, {8});
+  std::vector<std::int32_t> want_max, want_min;
+  const std::vector<std::int32_t> xs = x.to_host(), ys = y.to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const std::int32_t n = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(xs[i]));  // (INT_MIN wraps)
+    want_max.push_back(std::max(std::max(n, ys[i]), 7));
+    want_min.push_back(std::min(std::min(n, ys[i]), -7));
+  }
+  CHECK(fz::eval(fz::maximum(fz::maximum(-x, y), 7)).to_host() == want_max);
+  CHECK(fz::eval(fz::maximum(fz::maximum(y, -x), 7)).to_host() == want_max);
+  CHECK(fz::eval(fz::minimum(fz::minimum(-x, y), -7)).to_host() == want_min);
+  // the largest and smallest of -x over int32 read as 16-byte vectors: every other negation was dropped
+  std::vector<std::int32_t> big(4096);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::int32_t>((i * 7919) % 5003) - 2000;
+  big[1234] = -2500;  // -x is largest here, at an odd position
+  big[2001] = 3100;   // and smallest here
+  const auto xb = fz::asarray(big, {64, 64});
+  CHECK(fz::eval(fz::max(-xb)).to_host()[0] == 2500);
+  CHECK(fz::eval(fz::min(-xb)).to_host()[0] == -3100);
+  const std::vector<std::int32_t> rows = fz::eval(fz::max(-xb, {1})).to_host();
+  CHECK(rows[1234 / 64] == 2500);
+  // 16- and 8-bit integers negate through int and wrap back
+  const auto s = fz::asarray(std::vector<std::int16_t>{20, -32768, 5}, {3});
+  const auto t = fz::asarray(std::vector<std::int16_t>{-1, 3, -9}, {3});
+  CHECK(fz::eval(fz::maximum(fz::maximum(-s, t), std::int16_t{7})).to_host() == std::vector<std::int16_t>{7, 7, 7});
+  CHECK(fz::eval(-fz::asarray(std::vector<std::int8_t>{-128, 5, 0}, {3})).to_host() == std::vector<std::int8_t>{-128, -5, 0});
+}
+
 TEST_CASE("fuzz regression: abs of the most negative integer stays negative wherever it is used, as NumPy's wraps",
           "[gpu][fuzz]") {
   // case 29000980: floor_divide(half(-3), abs(int32 INT_MIN)) gave -1 (NumPy: 0, dividing by INT_MIN)

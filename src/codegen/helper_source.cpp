@@ -196,6 +196,16 @@ __device__ __forceinline__ long long fz_abs_int(long long x) {
   asm volatile("{ .reg .pred p; setp.lt.s64 p, %1, 0; @p sub.s64 %0, 0, %1; @!p mov.b64 %0, %1; }" : "=l"(r) : "l"(x));
   return r;
 })";
+    case Helper::neg_int:
+      return R"(// Integer negation, wrapping. Spelled 0 - x (PTX neg.s32), ptxas of CUDA 13.0 for sm_90 merged two maxima
+// (or minima) into one three-way VIMNMX3 and dropped the negation when it was the inner one's second operand:
+// max(max(-20, -1), 7) gave 20, and an int32 max of -x over 16-byte vectors lost every other negation (fuzz case
+// 2711012653, H100; tests/repro/neg_max3_drop.cu). Written as ~x + 1 it keeps it (LOP3, then a fused add-max).
+__device__ __forceinline__ int fz_neg_int(int x) {
+  int r;
+  asm("{ .reg .b32 t; not.b32 t, %1; add.s32 %0, t, 1; }" : "=r"(r) : "r"(x));
+  return r;
+})";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.
 template <class T> __device__ __forceinline__ T fz_sign(T a) { return a > 0 ? T(1) : (a < 0 ? T(-1) : a); })";
