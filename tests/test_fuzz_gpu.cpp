@@ -328,6 +328,9 @@ TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is k
   CHECK(fz::eval(fz::min(-xb)).to_host()[0] == -3100);
   const std::vector<std::int32_t> rows = fz::eval(fz::max(-xb, {1})).to_host();
   CHECK(rows[1234 / 64] == 2500);
+  // a 64-bit negation cut to 32 bits (the fuzz case's prod of int32 is int64, negated, then an int parameter)
+  const auto wide = fz::asarray(std::vector<std::int64_t>{20, -4, 3, 2147483648LL, 0, 9, -30, 12}, {8});
+  CHECK(fz::eval(fz::maximum(fz::maximum(fz::cast<std::int32_t>(-wide), y), 7)).to_host() == want_max);
   // 16- and 8-bit integers negate through int and wrap back
   const auto s = fz::asarray(std::vector<std::int16_t>{20, -32768, 5}, {3});
   const auto t = fz::asarray(std::vector<std::int16_t>{-1, 3, -9}, {3});

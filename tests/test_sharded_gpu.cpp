@@ -719,7 +719,7 @@ TEST_CASE("bad input over devices: a clear error naming what to fix, and nothing
     }
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     CHECK(waited >= 2.0);
-    CHECK(waited < 30.0);
+    CHECK(waited < (test::timings_hold() ? 30.0 : 300.0));  // (NCCL starts slowly under a sanitizer)
     // the device is still usable after NCCL gave up
     CHECK(fz::eval(fz::asarray(h) * 2.f).to_host()[5] == h[5] * 2.f);
   }

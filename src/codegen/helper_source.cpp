@@ -205,6 +205,12 @@ __device__ __forceinline__ int fz_neg_int(int x) {
   int r;
   asm("{ .reg .b32 t; not.b32 t, %1; add.s32 %0, t, 1; }" : "=r"(r) : "r"(x));
   return r;
+}
+// (a 64-bit negation cut to 32 bits is a 32-bit one to ptxas, dropped the same way)
+__device__ __forceinline__ long long fz_neg_int(long long x) {
+  long long r;
+  asm("{ .reg .b64 t; not.b64 t, %1; add.s64 %0, t, 1; }" : "=l"(r) : "l"(x));
+  return r;
 })";
     case Helper::sign:
       return R"(// -1, 0 or 1; NaN stays NaN.

@@ -159,9 +159,8 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     }
     case Op::neg:
       if (!integer) return "-" + a;
-      if (itemsize(d) == 8) return arith("0", "-", a);  // (no three-way 64-bit max for ptxas to merge it into)
       needs.insert(Helper::neg_int);  // (8- and 16-bit operands go through int and wrap back where stored)
-      return fmt::format("({})fz_neg_int((int){})", t, a);
+      return fmt::format("({})fz_neg_int(({}){})", t, itemsize(d) == 8 ? "long long" : "int", a);
     case Op::abs:
       if (!is_signed_int(d)) return a;
       needs.insert(Helper::abs_int);  // (8- and 16-bit operands go through int and wrap back where stored)

@@ -39,7 +39,7 @@ enum class Helper {
   scatter_exact,    // a deterministic floating scatter_add (exact_sum.hpp)
   leading,          // fz::concatenate's test of where an element lies
   abs_int,          // abs of a signed integer, through PTX
-  neg_int           // negation of an integer of 32 bits or fewer, through PTX
+  neg_int           // negation of an integer, through PTX
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
