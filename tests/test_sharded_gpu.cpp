@@ -750,6 +750,12 @@ TEST_CASE("bad input over devices: a clear error naming what to fix, and nothing
     fz::DeviceScope on{fz::Device(last)};
     b1 = fz::asarray(std::vector<float>(h.begin(), h.begin() + 32));
   }
+  // (a copy of device `last`'s array, made while device 0 is current, lives on device `last`: the pieces above
+  // are copied into the Sharded; on two H100s that copy was refused before the shapes were looked at)
+  const fz::Array<float> copied = b1;
+  CHECK(copied.device() == last);
+  CHECK(copied.to_host() == std::vector<float>(h.begin(), h.begin() + 32));
+  CHECK(fz::Device::current().id() == 0);
   CHECK_THROWS_WITH(fz::Sharded<float>({b0, b1}, -1), Catch::Contains("equal shapes"));
   CHECK(b0.to_host() == h);
 }

@@ -4,8 +4,10 @@
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "fusion/array_base.hpp"
+#include "fusion/device.hpp"
 #include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -149,6 +151,10 @@ void ArrayBase::download(void* host) const {
 ArrayBase ArrayBase::contiguous_copy() const {
   if (placeholder_) return make_placeholder(dtype_, shape_);  // a copy is other memory, also for placeholders
   if (!storage_) return *this;  // empty arrays copy as they are
+  // A copy lives where the array does, whichever device is current (a std::vector of one array per device
+  // copies each on its own; on two H100s the copy of device 1's array failed while device 0 was current).
+  std::optional<DeviceScope> on;
+  if (device() != detail::tls_current_device) on.emplace(Device(device()));
   ArrayBase out(dtype_);
   detail::copy_array(*this, out, detail::AssignMode::fresh);
   return out;
