@@ -303,6 +303,20 @@ TEST_CASE("fuzz: regions whose statements gather and scatter are bit-identical t
   CHECK(failed == 0);
 }
 
+TEST_CASE("fuzz: regions with user ElementwiseKernel calls between statements are bit-identical one by one",
+          "[gpu][fuzz][region][user]") {
+  int failed = 0, checked = 0;
+  for (std::uint64_t seed = 0xce1000; seed < 0xce1000 + 80; ++seed) {
+    const fuzz::Verdict v = fuzz::run_region_case(seed, true, true);
+    INFO("region case " << seed << " (--gathers --kernels): " << v.detail);
+    CHECK_FALSE(v.failed());
+    failed += v.failed();
+    checked += v.kind == fuzz::Verdict::pass;
+  }
+  CHECK(checked > 55);
+  CHECK(failed == 0);
+}
+
 TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is kept (ptxas merged them and dropped it)",
           "[gpu][fuzz]") {
   // case 2711012653: maximum(clamp_low(-x, y), 7) with x = 20, y = -1 gave 20 (ptxas 13.0's VIMNMX3, sm_90)

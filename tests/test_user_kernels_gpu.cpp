@@ -19,6 +19,25 @@ constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
 
 }  // namespace
 
+TEST_CASE("ElementwiseKernel::call takes its arrays as a list, of dtypes chosen at run time", "[gpu][user]") {
+  fz::ElementwiseKernel scaled("T x, U y", "T z", "z = (T)((double)x * 0.5 - (double)y)", "scaled_list");
+  const auto xh = test::random<double>(1000, -50, 50, 31);
+  const auto yh = test::random<std::int32_t>(1000, -9, 9, 32);
+  const fz::ArrayBase x = fz::asarray(xh), y = fz::asarray(yh);
+  fz::ArrayBase z = fz::full<double>({1000}, static_cast<double>(kPoison));
+  const fz::Outputs outs = scaled.call({x, y, z});
+  CHECK(outs[0].data_ptr() == z.data_ptr());
+  std::vector<double> want(1000);
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = xh[i] * 0.5 - yh[i];
+  CHECK(test::mismatches(fz::Array<double>(z).to_host(), want, fz::DType::float64) == 0);
+  const fz::Array<double> fresh = scaled.call({x, y});  // the output allocated, T bound to float64
+  CHECK(test::mismatches(fresh.to_host(), want, fz::DType::float64) == 0);
+  // the output must have the placeholder's dtype, and nothing is written when it does not
+  fz::ArrayBase wrong = fz::full<float>({1000}, 7.f);
+  CHECK_THROWS_AS(scaled.call({x, y, wrong}), fz::TypeError);
+  for (float v : fz::Array<float>(wrong).to_host()) REQUIRE(v == 7.f);
+}
+
 TEST_CASE("ElementwiseKernel computes what its code says, into given or new outputs", "[gpu][user]") {
   fz::ElementwiseKernel squared_diff("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff");
   const std::size_t n = (1 << 20) + 7;

@@ -129,6 +129,9 @@ class ElementwiseKernel {
   template <class... A> KernelInfo inspect(A&&... args) const {
     return detail::inspect_elementwise(*impl_, {detail::user_arg(std::forward<A>(args))...});
   }
+  /// The same call with its arguments in a list (inputs, then optionally outputs), for code that picks the
+  /// arrays at run time: arrays of any dtype, bound to the parameters as above.
+  Outputs call(const std::vector<ArrayBase>& arrays) const;
   const std::string& name() const;
 
  private:

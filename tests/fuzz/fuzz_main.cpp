@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // fusion-fuzz: differential fuzzing of the engine against the float64 reference.
-//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--long-rows] [--tune name=value] [--print] [--case SEED] [--trace]
+//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--long-rows] [--regions [--kernels]] [--tune name=value] [--print] [--case SEED] [--trace]
 // --print writes the cases as Catch2 tests instead of running them (what a failure's repro looks like).
 // --case runs the one case a repro names ("case seed N"); --trace prints every case and shrink candidate
 // to stderr before it runs (the last one printed before a crash is the one that crashed).
@@ -63,7 +63,7 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 /// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN
 /// matches any NaN).
 int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads,
-                bool indexing) {
+                bool indexing, bool user_kernels) {
   std::atomic<std::int64_t> next_case{0};
   std::mutex mu;
   std::map<std::string, std::int64_t> verdicts;
@@ -77,7 +77,7 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
       current_seed = s;
       fuzz::Verdict v;
       try {
-        v = fuzz::run_region_case(s, indexing);
+        v = fuzz::run_region_case(s, indexing, user_kernels);
       } catch (const std::exception& e) {
         v = {fuzz::Verdict::engine_error, std::string("uncaught: ") + e.what()};
       }
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   std::int64_t count = 1000;
   std::uint64_t seed = 1;
   int threads = 1;
-  bool compile = false, print = false, trace = false, regions = false;
+  bool compile = false, print = false, trace = false, regions = false, kernels = false;
   std::optional<std::uint64_t> one_case;
   fuzz::GenOptions gen;
   for (int i = 1; i < argc; ++i) {
@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--aliases")) gen.aliases = true;  // some cases write outputs into inputs
     else if (!std::strcmp(argv[i], "--calls")) gen.calls = true;  // fz::function calls, fz::random leaves
     else if (!std::strcmp(argv[i], "--long-rows")) gen.long_rows = true;  // layer expressions over long rows
+    else if (!std::strcmp(argv[i], "--kernels")) kernels = true;  // (--regions) statements calling user kernels
     else if (!std::strcmp(argv[i], "--tune")) fusion::detail::set_tuning(next());  // e.g. scan_strips=2
     else if (!std::strcmp(argv[i], "--print")) print = true;
     else if (!std::strcmp(argv[i], "--case"))
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   if (regions && print) {
-    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed, gen.gathers || gen.scatters));
+    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed, gen.gathers || gen.scatters, kernels));
     return 0;
   }
   if (print) {
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
     return 77;
   }
-  if (regions) return region_main(count, seed, one_case, threads, gen.gathers || gen.scatters);
+  if (regions) return region_main(count, seed, one_case, threads, gen.gathers || gen.scatters, kernels);
   const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
   const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));

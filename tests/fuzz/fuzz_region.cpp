@@ -3,7 +3,8 @@
 // reversed) and a few statements writing pool arrays or temporaries from random elementwise expressions
 // of the pool, some reading through take_along_axis (a gather, possibly of an array an earlier statement
 // wrote), some scattering into a pool array (floats: scatter_add under fz::Deterministic; integers also
-// scatter_max and scatter_min). The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
+// scatter_max and scatter_min), some calling a user ElementwiseKernel on pool arrays (its placeholders bound
+// by their dtypes; raw arrays read in reverse), which must first run what the region recorded. The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
 // every pool array must end bit-identical. The oracle is the engine itself, statement by statement:
 // what a region promises is exactly that.
 #include "fuzz_region.hpp"
@@ -18,6 +19,7 @@
 #include <functional>
 #include <random>
 
+#include "fusion/user_kernels.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "reference.hpp"
 
@@ -52,7 +54,28 @@ struct Statement {
   Operand out;
   bool fresh = false;  // a new temporary (fresh assignment), else into an existing array
   int scatter_axis = -1;  // >= 0: the graph is a scatter into `out` along this axis (under fz::Deterministic)
+  int user_kernel = -1;   // >= 0: no graph; user_kernels()[user_kernel] called on `reads`, writing `out`
 };
+
+/// ElementwiseKernels as people write them beside fused code: placeholders bound by any dtype of the pool
+/// (arithmetic through double, so that bool and float16 compile as well), a raw array read at another
+/// element than the one written.
+struct UserKernelCase {
+  fusion::ElementwiseKernel kernel;
+  int inputs;
+  bool raw_first;  // the first input is raw: the output may not be any array the call reads
+};
+const std::vector<UserKernelCase>& user_kernels() {
+  static const std::vector<UserKernelCase> table = {
+      {fusion::ElementwiseKernel("T x, U y", "T z", "z = (T)((double)x * 0.5 - (double)y)", "fuzz_half_minus"), 2,
+       false},
+      {fusion::ElementwiseKernel("T x", "T z", "z = (T)(-(double)x)", "fuzz_negate"), 1, false},
+      {fusion::ElementwiseKernel("raw T src, U x", "T z", "z = (T)((double)src[_ind.size() - 1 - i] + (double)x)",
+                                 "fuzz_reverse_plus"),
+       2, true},
+  };
+  return table;
+}
 
 struct RegionCase {
   std::int64_t rows, cols;
@@ -67,7 +90,7 @@ ArrayBase view_of(const ArrayBase& a, View v) {
   return a;
 }
 
-RegionCase generate_region(std::uint64_t seed, bool indexing) {
+RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   RegionCase rc;
@@ -147,6 +170,36 @@ RegionCase generate_region(std::uint64_t seed, bool indexing) {
       const std::uint32_t x = tree(depth + 1), y = tree(depth + 1);
       return fusion::ir::accepts(op, st.graph.dtype(x), st.graph.dtype(y)) ? st.graph.binary(op, x, y) : x;
     };
+    if (kernels && pick(4) == 0) {  // a user kernel: x of the output's dtype (the output itself: in place)
+      st.user_kernel = pick(static_cast<int>(user_kernels().size()));
+      const UserKernelCase& k = user_kernels()[static_cast<std::size_t>(st.user_kernel)];
+      st.fresh = pick(3) == 0;
+      const Operand first{pick(available), any_view()};
+      if (st.fresh) {
+        rc.temps.push_back(dtype_of(first.index));
+        st.out = {n_pool + static_cast<int>(rc.temps.size()) - 1, View::whole};
+      } else {
+        std::vector<int> same;  // pool arrays of the first operand's dtype
+        for (int i = 0; i < n_pool; ++i)
+          if (rc.pool[static_cast<std::size_t>(i)] == dtype_of(first.index)) same.push_back(i);
+        const bool in_place = !k.raw_first && pick(2) == 0 && first.index < n_pool;
+        st.out = in_place ? first : Operand{same.empty() ? -1 : same[static_cast<std::size_t>(pick(static_cast<int>(same.size())))], any_view()};
+      }
+      st.reads.push_back(first);
+      if (k.inputs == 2) st.reads.push_back({pick(available), any_view()});
+      st.gather_axis.assign(st.reads.size(), -1);
+      // Each element must be read and written by one thread: the output may be read only as the same view of
+      // it, and never through the raw parameter (a fresh temporary is read by nothing yet).
+      bool overlaps = st.out.index < 0;
+      for (std::size_t r = 0; r < st.reads.size(); ++r)
+        overlaps = overlaps || (st.reads[r].index == st.out.index &&
+                                (st.reads[r].view != st.out.view || (r == 0 && k.raw_first)));
+      if (!overlaps) {
+        rc.statements.push_back(std::move(st));
+        continue;
+      }
+      st = Statement{};  // (drawn again as an expression)
+    }
     if (indexing && pick(5) == 0) {  // a scatter into a pool array no tree of the statement reads
       const Operand target{pick(n_pool), rc.rows == rc.cols && pick(4) == 0 ? View::transposed : any_view()};
       const DType td = rc.pool[static_cast<std::size_t>(target.index)];
@@ -209,6 +262,16 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool, std::size_t count =
     for (std::size_t k = 0; k < st.reads.size(); ++k) {
       const ArrayBase a = array(st.reads[k]);
       reads.push_back(st.gather_axis[k] < 0 ? a : detail::gather_view(a, st.gather_axis[k], 1, "fuzz"));
+    }
+    if (st.user_kernel >= 0) {
+      const fusion::ElementwiseKernel& k = user_kernels()[static_cast<std::size_t>(st.user_kernel)].kernel;
+      if (st.fresh) {
+        temps[static_cast<std::size_t>(st.out.index) - pool.size()] = k.call(reads)[0];
+      } else {
+        reads.push_back(array(st.out));
+        k.call(reads);
+      }
+      continue;
     }
     std::vector<const ArrayBase*> slots;
     for (const ArrayBase& a : reads) slots.push_back(&a);
@@ -315,6 +378,13 @@ std::string describe(const RegionCase& rc) {
   s += "; statements:";
   for (std::size_t i = 0; i < rc.statements.size(); ++i) {
     const Statement& st = rc.statements[i];
+    if (st.user_kernel >= 0) {
+      s += fmt::format("\n  {}: {} {}{} = {}(", i + 1, st.fresh ? "temp" : "array", st.out.index, view_name(st.out.view),
+                       user_kernels()[static_cast<std::size_t>(st.user_kernel)].kernel.name());
+      for (const Operand& o : st.reads) s += fmt::format(" a{}{}", o.index, view_name(o.view));
+      s += " )";
+      continue;
+    }
     s += fmt::format("\n  {}: {} {}{} {} graph(", i + 1, st.fresh ? "temp" : "array", st.out.index,
                      view_name(st.out.view), st.scatter_axis >= 0 ? fmt::format("scatters along axis {}:", st.scatter_axis) : "=");
     for (const fusion::ir::Node& n : st.graph.nodes)
@@ -327,8 +397,8 @@ std::string describe(const RegionCase& rc) {
 
 }  // namespace
 
-std::string describe_region_case(std::uint64_t seed, bool indexing) {
-  const RegionCase rc = generate_region(seed, indexing);
+std::string describe_region_case(std::uint64_t seed, bool indexing, bool kernels) {
+  const RegionCase rc = generate_region(seed, indexing, kernels);
   std::string s = describe(rc);
   // The kernels, without a GPU: the region over placeholder arrays, and each statement alone.
   std::vector<ArrayBase> pool;
@@ -342,8 +412,8 @@ std::string describe_region_case(std::uint64_t seed, bool indexing) {
   }
   for (std::size_t i = 0; i < rc.statements.size(); ++i) {
     const Statement& st = rc.statements[i];
-    if (st.scatter_axis >= 0) {  // (a scatter writes into an array: nothing to inspect without one)
-      s += fmt::format("\n// statement {} scatters", i + 1);
+    if (st.scatter_axis >= 0 || st.user_kernel >= 0) {  // (nothing to inspect without the arrays it writes)
+      s += fmt::format("\n// statement {} {}", i + 1, st.user_kernel >= 0 ? "calls a user kernel" : "scatters");
       continue;
     }
     std::vector<ArrayBase> reads;
@@ -366,8 +436,8 @@ std::string describe_region_case(std::uint64_t seed, bool indexing) {
   return s;
 }
 
-Verdict run_region_case(std::uint64_t seed, bool indexing) {
-  const RegionCase rc = generate_region(seed, indexing);
+Verdict run_region_case(std::uint64_t seed, bool indexing, bool kernels) {
+  const RegionCase rc = generate_region(seed, indexing, kernels);
   std::vector<ArrayBase> eager = upload_pool(rc, seed), lazy = upload_pool(rc, seed);
   Verdict v;
   std::string eager_error, lazy_error;

@@ -10,9 +10,10 @@ namespace fuzz {
 
 /// Generates region case `seed`, runs it statement by statement and as a region on two copies of its
 /// arrays, and compares every array bit for bit (a GPU is needed). With `indexing`, statements also gather
-/// (take_along_axis) and scatter (scatter_add/max/min into a pool array); off, a seed's case stays what it was.
-Verdict run_region_case(std::uint64_t seed, bool indexing = false);
+/// (take_along_axis) and scatter (scatter_add/max/min into a pool array); with `kernels`, some statements call
+/// user ElementwiseKernels; off, a seed's case stays what it was.
+Verdict run_region_case(std::uint64_t seed, bool indexing = false, bool kernels = false);
 /// Region case `seed` in words (its arrays and each statement's graph), for a repro.
-std::string describe_region_case(std::uint64_t seed, bool indexing = false);
+std::string describe_region_case(std::uint64_t seed, bool indexing = false, bool kernels = false);
 
 }  // namespace fuzz

@@ -196,6 +196,12 @@ ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_para
           codegen::make_elementwise_spec(std::move(in_params), std::move(out_params), std::move(operation),
                                          std::move(name), std::move(options.preamble), std::move(options.options)))) {}
 
+Outputs ElementwiseKernel::call(const std::vector<ArrayBase>& arrays) const {
+  std::vector<detail::UserArg> args;
+  for (const ArrayBase& a : arrays) args.push_back({const_cast<ArrayBase*>(&a), {}});
+  return detail::run_elementwise(*impl_, args);
+}
+
 const std::string& ElementwiseKernel::name() const { return impl_->spec.name; }
 
 }  // namespace fusion
