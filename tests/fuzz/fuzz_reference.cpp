@@ -305,6 +305,13 @@ struct Interpreter {
       r.undefined.push_back(static_cast<std::uint8_t>(f.i));
     for (std::size_t e = 0; e < wide.size(); ++e)
       r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], n.dtype);
+    // A float sum's partial sums (a variance's: of squared deviations) may leave the accumulator's range in one
+    // order and not in another, where its magnitude does (fuzz case 2720010916: the float var of 146 values with
+    // four near ±9.2e18 is 2.3e36, but its sum of squares passes FLT_MAX, and NumPy's float32 var is inf too).
+    if (accumulates && n.op != fusion::ir::Op::prod && fusion::is_floating(accumulator)) {
+      const double top = accumulator == DType::float64 ? DBL_MAX : FLT_MAX;  // (16-bit floats add in float)
+      for (std::size_t e = 0; e < r.values.size(); ++e) r.undefined[e] = r.undefined[e] || red.magnitude[e] > top;
+    }
     // A float product's partial products may leave the accumulator's range in one order and not in
     // another (1e-30 * 1e-30 underflows to 0 in float, then 0 * inf is NaN; the float64 reference
     // never underflows): where the factors could take a partial product out of range, any result is right.
