@@ -445,3 +445,20 @@ TEST_CASE("fuzz regression: the oracle leaves out a float sum or variance whose 
   CHECK(n == 300000);
   CHECK(left_out == n);  // 275,313 before: the rest checked against the finite variance
 }
+
+TEST_CASE("fuzz: --long-rows draws rows enough to fill the device over clusters of blocks", "[fuzz]") {
+  // (a dozen long rows leave an H100's SMs idle and the plan splits their reductions: the cluster layout runs
+  // only over 40 or 64 rows of 20,000 or 32,768 elements)
+  fuzz::GenOptions gen;
+  gen.long_rows = true;
+  int filling = 0, long_rows = 0;
+  for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
+    const fuzz::Case c = fuzz::generate(seed, gen);
+    if (c.dim_sizes.size() != 2 || c.dim_sizes[1] < 4097) continue;
+    ++long_rows;
+    filling += c.dim_sizes[0] >= 40 && c.dim_sizes[1] > 16384;
+  }
+  INFO(long_rows << " long-row cases");
+  CHECK(long_rows > 400);
+  CHECK(filling > 5);
+}
