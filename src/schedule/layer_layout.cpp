@@ -204,7 +204,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   for (int op = 0; op < np + K && V > 1; ++op) {
     if (!element_operand(op)) continue;
     const ArrayBase& a = operand_array(op);
-    bool ok = a.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(a.dtype())) == 0;
+    bool ok = vector_aligned(a, V);
     for (std::int64_t x : L.kst[op]) ok = ok && x % V == 0;
     if (v.segmented) ok = ok && L.segment % V == 0 && L.sst[op] % V == 0;  // no vector straddles two segments
     if (!ok) V = 1;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <new>
 
 #include "codegen/emit_common.hpp"
 #include "codegen/launch_shape.hpp"
@@ -29,7 +30,7 @@ std::int64_t max_offset(const Strides& st, const Shape& shape) {
 
 void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out) {
   shape = Shape();
-  for (int k = 0; k < n_ops; ++k) out[k] = Strides();
+  for (int k = 0; k < n_ops; ++k) new (&out[k]) Strides();
   for (int d = 0; d < full.size(); ++d) {
     if (full[d] == 1) continue;
     bool merge = !shape.empty();
@@ -165,7 +166,7 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
   bool ok = V > 1 && L.shape[R - 1] % V == 0;
   auto aligned = [&](const ArrayBase& x) {
-    return x.data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(x.dtype())) == 0;
+    return vector_aligned(x, V);
   };
   for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
   // (a pointer parameter is read element by element: a padded operand may sit off the vector boundary; which
@@ -254,11 +255,11 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
 
   // Operands 0..K-1 are the outputs; K.. are the parameters. Collapse dimensions that every operand
   // walks contiguously, and drop extent-1 dimensions, so most calls become one linear loop.
-  Strides st[kMaxParams + kMaxOutputs];
-  for (int k = 0; k < K; ++k) st[k] = broadcast_strides(*outs[k], full);
-  for (int p = 0; p < np; ++p) st[K + p] = broadcast_strides(*L.params[p], full);
+  StridesSlots<kMaxParams + kMaxOutputs> st;
+  for (int k = 0; k < K; ++k) new (&st[k]) Strides(broadcast_strides(*outs[k], full));
+  for (int p = 0; p < np; ++p) new (&st[K + p]) Strides(broadcast_strides(*L.params[p], full));
   const int n_ops = np + K;
-  collapse_dims(full, st, n_ops, L.shape, L.strides);
+  collapse_dims(full, st.data(), n_ops, L.shape, L.strides.data());
   L.v.rank = static_cast<std::uint8_t>(L.shape.size());
 
   const Strides dense = contiguous_strides(L.shape);
@@ -301,11 +302,16 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
         widest = std::max(widest, itemsize(L.params[p]->dtype()));
     const std::size_t V = codegen::kVectorBytes / widest;
     bool aligned = V > 1;
-    auto ok = [&](const ArrayBase& a) { return a.data_ptr() % (V * itemsize(a.dtype())) == 0; };
+    auto ok = [&](const ArrayBase& a) { return vector_aligned(a, static_cast<std::int64_t>(V)); };
     for (int k = 0; k < K && aligned; ++k) aligned = ok(*outs[k]);
-    const std::vector<bool> pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
-    for (int p = 0; p < np && aligned; ++p)  // (a pointer parameter is read element by element)
-      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous && !pointer[p]) aligned = ok(*L.params[p]);
+    // (a pointer parameter is read element by element: which parameters are pointers is asked only of one off
+    // the vector boundary, not on every launch)
+    std::vector<bool> pointer;
+    for (int p = 0; p < np && aligned; ++p) {
+      if (L.v.access[static_cast<std::size_t>(p)] != Access::contiguous || ok(*L.params[p])) continue;
+      if (pointer.empty()) pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+      aligned = pointer[static_cast<std::size_t>(p)];
+    }
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
 }

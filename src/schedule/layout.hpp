@@ -14,11 +14,31 @@
 
 namespace fusion::detail {
 
+/// Strides for up to N operands, of which a call uses its few: each is constructed where it is written
+/// (collapse_dims, or placement new), not all N up front (default-constructing 72 of them was a fifth of a
+/// small elementwise call's layout analysis).
+template <int N> struct StridesSlots {
+  StridesSlots() {}  // NOLINT: leaves the slots unconstructed on purpose
+  union {
+    Strides slot[N];
+  };
+  Strides& operator[](int i) { return slot[i]; }
+  const Strides& operator[](int i) const { return slot[i]; }
+  Strides* data() { return slot; }
+  const Strides* data() const { return slot; }
+};
+
+/// Whether `a`'s first element sits on a boundary of `v` of its elements (a `v`-wide vector's); `v` and the
+/// item sizes are powers of two, so a mask does what a 64-bit division would, on every launch.
+inline bool vector_aligned(const ArrayBase& a, std::int64_t v) {
+  return (a.data_ptr() & (static_cast<std::uint64_t>(v) * itemsize(a.dtype()) - 1)) == 0;
+}
+
 /// The largest element offset an operand with strides `st` reaches over `shape`.
 std::int64_t max_offset(const Strides& st, const Shape& shape);
 /// Merges the dimensions of `full` that every operand walks as one and drops extent-1 ones (most calls
 /// become one linear loop): `st[k]` are operand k's strides over `full`, `out[k]` its collapsed strides.
-/// A 0-d or all-ones shape becomes one dimension of extent 1.
+/// A 0-d or all-ones shape becomes one dimension of extent 1. `out[0..n_ops)` need not be constructed.
 void collapse_dims(const Shape& full, const Strides* st, int n_ops, Shape& shape, Strides* out);
 /// `a`'s strides when broadcast to `shape` (0 along broadcast dimensions).
 Strides broadcast_strides(const ArrayBase& a, const Shape& shape);
@@ -46,7 +66,7 @@ struct Layout {
   Shape shape;                                                     // collapsed
   Shape space;                                                     // the index space, not collapsed
   const ArrayBase* params[codegen::kMaxParams];
-  Strides strides[codegen::kMaxParams + codegen::kMaxOutputs];     // collapsed; outputs first, then the parameters
+  StridesSlots<codegen::kMaxParams + codegen::kMaxOutputs> strides;  // collapsed; outputs first, then the parameters
   std::int64_t bins = 0;  // Variant::private_bins: the target's elements (each block's copy in shared memory)
   std::int64_t exact_plane = 0;  // Variant::exact_words: the words of one plane of the exact sums
 };

@@ -81,8 +81,7 @@ int outer_vector_width(const ReduceLayout& L, int np, int main) {
   for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst_out[d] % V == 0;
   for (int p = 0; p < np && ok; ++p) {
     if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-    ok = L.kst[p][rk - 1] == 1 &&
-         L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
+    ok = L.kst[p][rk - 1] == 1 && vector_aligned(*L.params[p], V);
     for (int d = 0; d + 1 < rk && ok; ++d) ok = L.kst[p][d] % V == 0;
     for (std::int64_t x : L.rst[p]) ok = ok && x % V == 0;
   }
@@ -261,7 +260,7 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
     bool ok = unit && V > 1 && main >= 0 && (!two_rows || L.rshape[1] % V == 0);
     for (int p = 0; p < np && ok; ++p) {
       if (v.broadcast[static_cast<std::size_t>(p)]) continue;
-      ok = L.params[p]->data_ptr() % (static_cast<std::uint64_t>(V) * itemsize(L.params[p]->dtype())) == 0;
+      ok = vector_aligned(*L.params[p], V);
       for (std::int64_t x : L.kst[p]) ok = ok && x % V == 0;
       if (two_rows) ok = ok && L.rst[p][0] % V == 0;
     }
