@@ -5,6 +5,7 @@
 
 #include "fuzz_run.hpp"
 #include "fuzz_reference.hpp"
+#include "schedule/call_graph.hpp"
 #include "support.hpp"
 
 namespace {
@@ -130,11 +131,17 @@ TEST_CASE("fuzz: gathers are drawn, build, compile through NVRTC and print as ta
 
 TEST_CASE("fuzz: joins are drawn, build, compile through NVRTC, have a reference and print as fz::concatenate",
           "[fuzz][nvrtc]") {
-  int joins = 0, built = 0, failed = 0;
-  for (int k = 0; k < 60; ++k) {
+  int joins = 0, built = 0, failed = 0, pads = 0;
+  for (int k = 0; k < 80; ++k) {
     const fuzz::Case c = fuzz::generate(0x701'0000 + static_cast<std::uint64_t>(k), {.gathers = true, .joins = true});
-    bool has = false;
+    bool has = false, pad = false;
     for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { has = has || x.kind == fuzz::Kind::join; });
+    for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { pad = pad || x.kind == fuzz::Kind::pad; });
+    if (pad && fuzz::build(c)) {  // (fz::pad, drawn with the joins)
+      ++pads;
+      CHECK(fuzz::compile_only(c).kind == fuzz::Verdict::pass);
+      CHECK(fuzz::to_cpp(c, "pad").find("fz::pad(") != std::string::npos);
+    }
     if (!has) continue;
     ++joins;
     const auto b = fuzz::build(c);
@@ -148,6 +155,7 @@ TEST_CASE("fuzz: joins are drawn, build, compile through NVRTC, have a reference
   CHECK(joins >= 15);
   CHECK(built >= 10);
   CHECK(failed == 0);
+  CHECK(pads >= 3);
 }
 
 TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::scatter_*", "[fuzz]") {
@@ -461,4 +469,54 @@ TEST_CASE("fuzz: --long-rows draws rows enough to fill the device over clusters 
   INFO(long_rows << " long-row cases");
   CHECK(long_rows > 400);
   CHECK(filling > 5);
+}
+
+TEST_CASE("fuzz: the reference pads as fz::pad does: the piece's math in its box, the fill around it", "[fuzz]") {
+  fuzz::Case c;
+  c.dim_sizes = {6, 7, 3, 4};
+  c.out_dims = {0, 1};
+  c.inputs = {{fz::DType::float32, {2, 3}, fuzz::Layout::transposed, 1, fuzz::Values::simple}};
+  fuzz::Expr x{fuzz::Kind::input}, three{fuzz::Kind::scalar};
+  x.input = 0, three.value = 3, three.scalar_kind = fz::ScalarKind::integer;
+  fuzz::Expr piece{fuzz::Kind::binary, fz::ir::Op::mul};
+  piece.args = {x, three};
+  fuzz::Expr padded{fuzz::Kind::pad, fz::ir::Op::concatenate};
+  padded.widths = {{1, 2}, {0, 3}};
+  padded.value = 2;
+  padded.args = {piece};
+  c.outputs = {padded};
+  const auto b = fuzz::build(c);
+  REQUIRE(b);
+  CHECK(b->out_shape == fz::Shape{6, 7});
+  const std::string cpp = fuzz::to_cpp(c, "repro");
+  INFO(cpp);
+  CHECK(cpp.find("fz::pad((in0 * 3), {{1, 2}, {0, 3}}, 2)") != std::string::npos);
+  const std::vector<test::Scalar> in = fuzz::logical_values(c, c.inputs[0]);  // (3, 4), C order
+  const fuzz::Oracle o = fuzz::oracle(c, *b);
+  REQUIRE(o.exact.error.empty());
+  REQUIRE(o.exact.outputs[0].values.size() == 42);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 7; ++j) {
+      const bool inside = i >= 1 && i < 4 && j < 4;
+      const double want = inside ? 3 * in[static_cast<std::size_t>((i - 1) * 4 + j)].f : 2.0;
+      INFO("element (" << i << ", " << j << ")");
+      CHECK(o.exact.outputs[0].values[static_cast<std::size_t>(i * 7 + j)].f == want);
+    }
+  // the graph and the scalars are the front end's, node for node (four position tests, whatever axes are padded)
+  const auto in0 = fz::placeholder<float>({4, 3}).transpose();
+  fz::detail::with_call(fz::pad(in0 * 3, {{1, 2}, {0, 3}}, 2), [&](const fz::detail::Call& call) {
+    const fz::ir::Graph& g = fz::detail::graph_of(call);
+    REQUIRE(g.nodes.size() == b->graph.nodes.size());
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      INFO("node " << i);
+      CHECK(g.nodes[i].op == b->graph.nodes[i].op);
+      CHECK(g.nodes[i].dtype == b->graph.nodes[i].dtype);
+    }
+    REQUIRE(call.n_scalars == static_cast<int>(b->scalars.size()));
+    for (int k = 0; k < call.n_scalars; ++k) {
+      INFO("scalar " << k);
+      CHECK(call.scalars[k].dtype == b->scalars[static_cast<std::size_t>(k)].dtype);
+      CHECK(call.scalars[k].bits == b->scalars[static_cast<std::size_t>(k)].bits);
+    }
+  });
 }

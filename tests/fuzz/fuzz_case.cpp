@@ -166,6 +166,7 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       }
       return d;
     }
+    case Kind::pad: return result_dtype(c, e.args[0]);
     case Kind::scatter: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
     case Kind::call: return user_functions().at(static_cast<std::size_t>(e.function)).result;
     case Kind::random: return random_generators().at(static_cast<std::size_t>(e.function)).result;
@@ -295,6 +296,56 @@ struct Lowering {
     return Result{fusion::ir::join_tree(g, values.data(), below.data(), static_cast<int>(values.size())), out};
   }
 
+  /// fz::pad as the front end lowers it (fusion/joining.hpp): the piece's arrays placed in the result at the
+  /// widths before, then per tested axis (four; an untested one always inside) its position scalars, in the order
+  /// after, extent, start, end; the element inside every box takes the piece's value, any other the fill.
+  std::optional<Result> pad(const Expr& e) {
+    fusion::ir::Graph& g = b.graph;
+    const std::size_t first = b.slot_input.size(), nodes = g.nodes.size();
+    auto piece = lower(e.args[0]);
+    if (!piece) return std::nullopt;
+    for (std::size_t i = nodes; i < g.nodes.size(); ++i)
+      if (fusion::ir::takes_descriptor(g.nodes[i].op)) return fail("a reduction or a scan inside a padded piece");
+    if (static_cast<int>(e.widths.size()) != piece->shape.size()) return fail("pad widths of another rank");
+    Shape out = piece->shape;
+    std::vector<std::int64_t> where;
+    std::vector<std::array<std::int64_t, 4>> tests;
+    for (int d = 0; d < out.size(); ++d) {
+      const auto [before, after] = e.widths[static_cast<std::size_t>(d)];
+      out[d] += before + after;
+      where.push_back(before);
+      if (before + after > 0) tests.push_back({out.size() - 1 - d, out[d], before, before + piece->shape[d]});
+    }
+    if (tests.size() > 4) return fail("more than four padded axes");
+    while (tests.size() < 4) tests.push_back({-1, 1, 0, 1});
+    for (std::size_t slot = first; slot < b.slot_input.size(); ++slot) {
+      Built::Placement& p = b.slot_place[slot];
+      if (p.join.size() > 0) return fail("a join inside a padded piece");
+      p = {piece->shape, out, where};
+    }
+    const auto d = dtype_of(e);
+    if (!d) return fail("a pad without a dtype");
+    const std::uint32_t value = g.cast(piece->node, *d);
+    std::uint32_t inside = fusion::ir::kNone;
+    for (const auto& t : tests) {
+      const std::uint32_t after = int64_scalar(t[0]), extent = int64_scalar(t[1]);
+      const std::uint32_t start = int64_scalar(t[2]);
+      const std::uint32_t before_start = g.leading(after, start, extent);
+      const std::uint32_t end = int64_scalar(t[3]);
+      const std::uint32_t before_end = g.leading(after, end, extent);
+      const std::uint32_t within =
+          g.binary(Op::logical_and, before_end, g.unary(Op::logical_not, before_start));
+      inside = inside == fusion::ir::kNone ? within : g.binary(Op::logical_and, inside, within);
+    }
+    Expr literal;
+    literal.kind = Kind::scalar;
+    literal.value = e.value;
+    literal.scalar_kind = fusion::ScalarKind::integer;
+    auto fill = scalar(literal, *d);
+    if (!fill) return std::nullopt;
+    return Result{g.join(inside, value, fill->node), out};
+  }
+
   /// A user function of the table: its arguments (each converted to its parameter), then its slot (pack()'s order).
   std::optional<Result> call(const Expr& e) {
     if (e.function < 0 || e.function >= static_cast<int>(user_functions().size())) return fail("no such function");
@@ -399,6 +450,7 @@ struct Lowering {
         return Result{g.scatter(e.op, at->offset, values->node, target.dtype), shape_of(c, target.dims)};
       }
       case Kind::join: return join(e);
+      case Kind::pad: return pad(e);
       case Kind::call: return call(e);
       case Kind::random: return random(e);
       case Kind::scalar: return fail("a literal on its own");

@@ -30,7 +30,7 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join, call, random };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join, call, random, pad };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -51,11 +51,14 @@ struct Expr {
   // input `input` (the target, written in place: no tree reads it) at the integer index args[0] along `axis`
   // join: fz::concatenate(axis, args...), the pieces of one shape off the axis (no reduction, scan or join inside:
   // the front end computes such pieces first, into arrays)
+  // pad: fz::pad(args[0], widths, value): `widths[d]` elements of the integer literal `value` before and after
+  // axis d (no reduction, scan or join inside, as for a join's piece)
   // call: user_functions()[function] of args (converted to its parameters); random: random_generators()[function]
   // at (seed, offset), a leaf whose element i is the generator's value at the flat index i of the outputs (only
   // an operand of output 0's root, outside fz::Unfused: elsewhere the index space is a temporary's)
   int function = 0;
   std::uint64_t seed = 0, offset = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> widths;  // pad: (before, after) per axis
   std::vector<Expr> args;
 };
 

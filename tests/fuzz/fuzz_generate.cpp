@@ -257,6 +257,33 @@ struct Generator {
     return e;
   }
 
+  /// fz::pad of a piece with the target's shape less the widths drawn (half the axes padded, by up to the whole
+  /// extent), by a literal that fits the piece's dtype.
+  Expr pad(const std::vector<int>& target, int depth) {
+    Expr e;
+    e.kind = Kind::pad;
+    e.op = Op::concatenate;
+    std::vector<int> t = target;
+    for (std::size_t d = 0; d < target.size(); ++d) {
+      const std::int64_t extent = c.dim_sizes[static_cast<std::size_t>(target[d])];
+      std::int64_t before = 0, after = 0;
+      if (extent > 0 && chance(0.5)) {
+        before = pick(static_cast<int>(extent) + 1);
+        after = pick(static_cast<int>(extent - before) + 1);
+      }
+      e.widths.emplace_back(before, after);
+      if (before + after == 0) continue;
+      c.dim_sizes.push_back(extent - before - after);
+      t[d] = static_cast<int>(c.dim_sizes.size() - 1);
+    }
+    ++in_piece;
+    e.args.push_back(gen(t, depth - 1, true));
+    --in_piece;
+    const auto d = dtype(e.args[0]);
+    e.value = d && (*d == DType::bool_) ? pick(2) : pick(4);
+    return e;
+  }
+
   /// take_along_axis of a new input of the target's rank (its own extent along the axis) through an integer
   /// index expression of the target's rank, in the wrap or clip mode.
   Expr gather(const std::vector<int>& target, int depth) {
@@ -399,7 +426,8 @@ struct Generator {
       if (o.gathers && !target.empty() && c.inputs.size() < 12 && chance(0.35)) return gather(target, depth);
       return unary(target, depth, full);
     }
-    if (o.joins && !target.empty() && c.inputs.size() < 12 && chance(0.3)) return join(target, depth);
+    if (o.joins && !target.empty() && c.inputs.size() < 12 && chance(0.3))
+      return chance(0.3) ? pad(target, depth) : join(target, depth);
     if (o.scans && reductions < 3 && !target.empty() && chance(0.25)) return scan(target, depth);
     if (o.gathers && !target.empty() && c.inputs.size() < 12 && chance(0.35)) return gather(target, depth);
     if (reductions < 3 && !target.empty() && chance(0.4)) return feedback(target, depth);

@@ -116,6 +116,12 @@ struct Printer {
         for (const Expr& a : e.args) pieces += ", " + (*this)(a);
         return fmt::format("fz::concatenate({}{})", e.axis, pieces);
       }
+      case Kind::pad: {
+        std::string widths;
+        for (const auto& [before, after] : e.widths)
+          widths += fmt::format("{}{{{}, {}}}", widths.empty() ? "" : ", ", before, after);
+        return fmt::format("fz::pad({}, {{{}}}, {})", (*this)(e.args[0]), widths, static_cast<int>(e.value));
+      }
       case Kind::call: {
         std::string args;
         for (const Expr& a : e.args) args += (args.empty() ? "" : ", ") + (*this)(a);

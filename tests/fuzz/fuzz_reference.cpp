@@ -347,6 +347,7 @@ struct Interpreter {
   /// along the axis its position test names (the axes after it, a scalar).
   Tensor join(const Node& n) {
     const fusion::ir::Graph& g = b.graph;
+    if (g.nodes[n.a].op != fusion::ir::Op::leading) return pad(n);  // (a join's test is one position test)
     const Tensor& x = v[n.b];
     const Tensor& y = v[n.c];
     const auto after = static_cast<int>(scalar_value(b.scalars[g.nodes[g.nodes[n.a].a].slot]).i);
@@ -365,6 +366,54 @@ struct Interpreter {
           r.values.push_back(test::normalize(t->values[at], n.dtype));
           r.undefined.push_back(t->undefined[at]);
         }
+    return r;
+  }
+
+  /// fz::pad: the piece's value inside the box its position tests bound (per tested axis a test of the box's start,
+  /// under a logical_not, and one of its end: the axes after it, the bound, the result's extent), the fill elsewhere.
+  Tensor pad(const Node& n) {
+    const fusion::ir::Graph& g = b.graph;
+    const Tensor& x = v[n.b];
+    const Tensor& fill = v[n.c];
+    const int rank = x.shape.size();
+    Shape s = x.shape;
+    std::vector<std::int64_t> start(static_cast<std::size_t>(rank), 0), end(x.shape.begin(), x.shape.end());
+    auto value_of = [&](std::uint32_t node) { return scalar_value(b.scalars[g.nodes[node].slot]).i; };
+    auto walk = [&](auto& self, std::uint32_t k, bool negated) -> void {
+      const Node& t = g.nodes[k];
+      if (t.op == fusion::ir::Op::leading) {
+        const std::int64_t after = value_of(t.a);
+        if (after < 0) return;  // an untested slot: always inside
+        const int axis = rank - 1 - static_cast<int>(after);
+        if (axis < 0 || axis >= rank) return void(error = "internal: a pad's test names no axis of its piece");
+        s[axis] = value_of(t.c);
+        (negated ? start : end)[static_cast<std::size_t>(axis)] = value_of(t.b);
+        return;
+      }
+      if (t.op == fusion::ir::Op::logical_not) return self(self, t.a, !negated);
+      for (std::uint32_t o : {t.a, t.b})
+        if (o != fusion::ir::kNone) self(self, o, negated);
+    };
+    walk(walk, n.a, false);
+    Tensor r{s, {}, {}};
+    const std::int64_t total = fusion::numel(s);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(rank), 0);
+    for (std::int64_t e = 0; e < total; ++e) {
+      std::int64_t rest = e, at = 0, stride = 1;
+      bool inside = true;
+      for (int d = rank - 1; d >= 0; --d) {
+        idx[static_cast<std::size_t>(d)] = rest % s[d];
+        rest /= s[d];
+        const std::int64_t i = idx[static_cast<std::size_t>(d)] - start[static_cast<std::size_t>(d)];
+        inside = inside && i >= 0 && idx[static_cast<std::size_t>(d)] < end[static_cast<std::size_t>(d)];
+        at += (x.shape[d] == 1 ? 0 : i) * stride;
+        stride *= x.shape[d];
+      }
+      const Tensor& from = inside ? x : fill;
+      const auto k = inside ? static_cast<std::size_t>(at) : 0;
+      r.values.push_back(test::normalize(from.values[k], n.dtype));
+      r.undefined.push_back(from.undefined[k]);
+    }
     return r;
   }
 
