@@ -10,6 +10,19 @@
 
 namespace {
 
+/// Region cases `first` .. `first + n - 1` (with gathers and scatters, with user kernels), each run statement by
+/// statement and as a region: every failure reported; returns how many were valid and passed.
+int region_slice(std::uint64_t first, int n, bool indexing, bool kernels) {
+  int passed = 0;
+  for (std::uint64_t seed = first; seed < first + static_cast<std::uint64_t>(n); ++seed) {
+    const fuzz::Verdict v = fuzz::run_region_case(seed, indexing, kernels);
+    INFO("region case " << seed << (indexing ? " --gathers" : "") << (kernels ? " --kernels" : "") << ": " << v.detail);
+    CHECK_FALSE(v.failed());
+    passed += v.kind == fuzz::Verdict::pass;
+  }
+  return passed;
+}
+
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
   int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0, with_calls = 0, with_random = 0;
@@ -277,44 +290,14 @@ TEST_CASE("fuzz regression: an ordered comparison with a NaN is false even where
 
 TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one",
           "[gpu][fuzz][region]") {
-  int failed = 0, checked = 0;
-  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
-    const fuzz::Verdict v = fuzz::run_region_case(seed);
-    INFO("region case " << seed << ": " << v.detail);
-    CHECK_FALSE(v.failed());
-    failed += v.failed();
-    checked += v.kind == fuzz::Verdict::pass;
-  }
-  CHECK(checked > 100);  // most cases are valid (a few pick an op a dtype refuses in both runs)
-  CHECK(failed == 0);
-}
-
-TEST_CASE("fuzz: regions whose statements gather and scatter are bit-identical to their statements one by one",
-          "[gpu][fuzz][region]") {
-  int failed = 0, checked = 0;
-  for (std::uint64_t seed = 0x5ca000; seed < 0x5ca000 + 80; ++seed) {
-    const fuzz::Verdict v = fuzz::run_region_case(seed, true);
-    INFO("region case " << seed << " (--gathers): " << v.detail);
-    CHECK_FALSE(v.failed());
-    failed += v.failed();
-    checked += v.kind == fuzz::Verdict::pass;
-  }
-  CHECK(checked > 55);
-  CHECK(failed == 0);
+  // (most cases are valid: a few pick an op a dtype refuses in both runs)
+  SECTION("elementwise statements") { CHECK(region_slice(1, 150, false, false) > 100); }
+  SECTION("statements that gather and scatter") { CHECK(region_slice(0x5ca000, 80, true, false) > 55); }
 }
 
 TEST_CASE("fuzz: regions with user ElementwiseKernel calls between statements are bit-identical one by one",
           "[gpu][fuzz][region][user]") {
-  int failed = 0, checked = 0;
-  for (std::uint64_t seed = 0xce1000; seed < 0xce1000 + 80; ++seed) {
-    const fuzz::Verdict v = fuzz::run_region_case(seed, true, true);
-    INFO("region case " << seed << " (--gathers --kernels): " << v.detail);
-    CHECK_FALSE(v.failed());
-    failed += v.failed();
-    checked += v.kind == fuzz::Verdict::pass;
-  }
-  CHECK(checked > 55);
-  CHECK(failed == 0);
+  CHECK(region_slice(0xce1000, 80, true, true) > 55);
 }
 
 TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is kept (ptxas merged them and dropped it)",
