@@ -141,6 +141,14 @@ Shape index_space(const ArrayBase* const* outs, int K) {
 
 namespace {
 
+/// Whether parameter `p` is read only through a pointer, element by element (a gather's source), so that its
+/// alignment does not matter: asked only of a parameter off the vector boundary, not on every launch; the answer
+/// for all parameters is kept in `pointer` for the rest of the call.
+bool read_through_pointer(const Call& c, const Layout& L, int p, std::vector<bool>& pointer) {
+  if (pointer.empty()) pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, L.v.n_params);
+  return pointer[static_cast<std::size_t>(p)];
+}
+
 /// A rows kernel instead of N-d indexing, when every output is contiguous and every input walks the last
 /// dimension contiguously (a bias row, a view of rows) or not at all (a per-row scale): offsets are then
 /// computed once per row and the last dimension streams, in 16-byte vectors where every pointer allows.
@@ -165,20 +173,13 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   // Vectors need whole vectors per row, aligned pointers and rows that start on a vector boundary.
   const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
   bool ok = V > 1 && L.shape[R - 1] % V == 0;
-  auto aligned = [&](const ArrayBase& x) {
-    return vector_aligned(x, V);
-  };
-  for (int k = 0; k < K && ok; ++k) ok = aligned(*outs[k]);
-  // (a pointer parameter is read element by element: a padded operand may sit off the vector boundary; which
-  // parameters are pointers is asked only of an operand off it, not on every launch)
+  for (int k = 0; k < K && ok; ++k) ok = vector_aligned(*outs[k], V);
   std::vector<bool> pointer;
   for (int p = 0; p < np && ok; ++p) {
     if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
-    bool fits = aligned(*L.params[p]);
+    bool fits = vector_aligned(*L.params[p], V);
     for (int d = 0; d < R - 1 && fits; ++d) fits = L.strides[K + p][d] % V == 0;
-    if (fits) continue;
-    if (pointer.empty()) pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
-    ok = pointer[static_cast<std::size_t>(p)];
+    if (!fits) ok = read_through_pointer(c, L, p, pointer);  // (a padded operand may sit off the boundary)
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
   // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
@@ -302,16 +303,12 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
         widest = std::max(widest, itemsize(L.params[p]->dtype()));
     const std::size_t V = codegen::kVectorBytes / widest;
     bool aligned = V > 1;
-    auto ok = [&](const ArrayBase& a) { return vector_aligned(a, static_cast<std::int64_t>(V)); };
-    for (int k = 0; k < K && aligned; ++k) aligned = ok(*outs[k]);
-    // (a pointer parameter is read element by element: which parameters are pointers is asked only of one off
-    // the vector boundary, not on every launch)
+    for (int k = 0; k < K && aligned; ++k) aligned = vector_aligned(*outs[k], static_cast<std::int64_t>(V));
     std::vector<bool> pointer;
-    for (int p = 0; p < np && aligned; ++p) {
-      if (L.v.access[static_cast<std::size_t>(p)] != Access::contiguous || ok(*L.params[p])) continue;
-      if (pointer.empty()) pointer = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
-      aligned = pointer[static_cast<std::size_t>(p)];
-    }
+    for (int p = 0; p < np && aligned; ++p)
+      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous &&
+          !vector_aligned(*L.params[p], static_cast<std::int64_t>(V)))
+        aligned = read_through_pointer(c, L, p, pointer);
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
 }
