@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // fusion-fuzz: differential fuzzing of the engine against the float64 reference.
-//   fusion-fuzz [--count N] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--long-rows] [--regions [--kernels]] [--tune name=value] [--print] [--case SEED] [--trace]
+//   fusion-fuzz [--count N] [--seconds S] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--long-rows] [--regions [--kernels]] [--tune name=value] [--print] [--case SEED] [--trace]
 // --print writes the cases as Catch2 tests instead of running them (what a failure's repro looks like).
+// --seconds stops drawing new cases after that long (the summary counts the cases that ran): a campaign that fits
+// a device call and still prints its table.
 // --case runs the one case a repro names ("case seed N"); --trace prints every case and shrink candidate
 // to stderr before it runs (the last one printed before a crash is the one that crashed).
 // Each worker thread runs cases on its own stream. A failing case is shrunk and printed as a Catch2
@@ -29,6 +31,29 @@
 namespace {
 
 thread_local std::uint64_t current_seed = 0;
+
+/// The cases k = 0, 1, ... a campaign hands out: `count` of them, or fewer when the time budget runs out first.
+class CaseCounter {
+ public:
+  CaseCounter(std::int64_t count, double seconds)
+      : count_(count),
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds))) {}
+  /// The next case's index, or nothing when the campaign is over.
+  std::optional<std::int64_t> next() {
+    if (std::chrono::steady_clock::now() >= deadline_) return std::nullopt;
+    const std::int64_t k = next_++;
+    if (k >= count_) return std::nullopt;
+    ++handed_;
+    return k;
+  }
+  std::int64_t handed_out() const { return handed_; }
+
+ private:
+  std::int64_t count_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::atomic<std::int64_t> next_{0}, handed_{0};
+};
 
 /// A crash prints the case that caused it and a backtrace (the binary links with -rdynamic).
 void on_crash(int sig) {
@@ -62,9 +87,8 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 
 /// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN
 /// matches any NaN).
-int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads,
+int region_main(CaseCounter& cases, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads,
                 bool indexing, bool user_kernels) {
-  std::atomic<std::int64_t> next_case{0};
   std::mutex mu;
   std::map<std::string, std::int64_t> verdicts;
   std::int64_t compared = 0, kernels = 0, failures = 0;
@@ -72,8 +96,8 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
   auto worker = [&] {
     fusion::Stream stream;
     fusion::StreamScope scope(stream);
-    for (std::int64_t k; (k = next_case++) < count;) {
-      const std::uint64_t s = one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(k);
+    while (const std::optional<std::int64_t> k = cases.next()) {
+      const std::uint64_t s = one_case ? *one_case : seed * 1000003 + static_cast<std::uint64_t>(*k);
       current_seed = s;
       fuzz::Verdict v;
       try {
@@ -95,7 +119,7 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
   for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("fusion-fuzz --regions: {} regions (seed {}, {} threads) in {:.1f} s\n", count,
+  fmt::print("fusion-fuzz --regions: {} regions (seed {}, {} threads) in {:.1f} s\n", cases.handed_out(),
              one_case ? *one_case : seed, threads, secs);
   for (const auto& [k, n] : verdicts) fmt::print("  {:<32} {}\n", k, n);
   fmt::print("  elements compared bit for bit {}, region kernels launched {}\n", compared, kernels);
@@ -105,6 +129,7 @@ int region_main(std::int64_t count, std::uint64_t seed, std::optional<std::uint6
 
 int main(int argc, char** argv) {
   std::int64_t count = 1000;
+  double seconds = 1e9;
   std::uint64_t seed = 1;
   int threads = 1;
   bool compile = false, print = false, trace = false, regions = false, kernels = false;
@@ -113,6 +138,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
     if (!std::strcmp(argv[i], "--count")) count = std::atoll(next());
+    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(next());
     else if (!std::strcmp(argv[i], "--seed")) seed = std::strtoull(next(), nullptr, 0);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::max(1, std::atoi(next()));
     else if (!std::strcmp(argv[i], "--compile-only")) compile = true;
@@ -150,7 +176,8 @@ int main(int argc, char** argv) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
     return 77;
   }
-  if (regions) return region_main(count, seed, one_case, threads, gen.gathers || gen.scatters, kernels);
+  CaseCounter cases(count, seconds);
+  if (regions) return region_main(cases, seed, one_case, threads, gen.gathers || gen.scatters, kernels);
   const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
   const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));
@@ -163,15 +190,14 @@ int main(int argc, char** argv) {
   std::signal(SIGFPE, on_crash);
   std::signal(SIGABRT, on_crash);
   Totals t;
-  std::atomic<std::int64_t> next_case{0};
   const auto start = std::chrono::steady_clock::now();
   const std::uint64_t launches = fusion::stats().launches;
   auto worker = [&] {
     std::optional<fusion::Stream> stream;
     std::optional<fusion::StreamScope> scope;
     if (!compile) stream.emplace(), scope.emplace(*stream);
-    for (std::int64_t k; (k = next_case++) < count;) {
-      const fuzz::Case c = fuzz::generate(case_seed(k), gen);
+    while (const std::optional<std::int64_t> k = cases.next()) {
+      const fuzz::Case c = fuzz::generate(case_seed(*k), gen);
       current_seed = c.seed;
       fuzz::Verdict v;
       try {
@@ -205,7 +231,7 @@ int main(int argc, char** argv) {
   for (auto& th : pool) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  fmt::print("fusion-fuzz: {} cases ({} {}, {} threads, {}) in {:.1f} s\n", count, one_case ? "case" : "seed",
+  fmt::print("fusion-fuzz: {} cases ({} {}, {} threads, {}) in {:.1f} s\n", cases.handed_out(), one_case ? "case" : "seed",
              one_case ? *one_case : seed, threads, compile ? "codegen + NVRTC only" : "on the GPU", secs);
   for (const auto& [k, n] : t.verdicts) fmt::print("  {:<32} {}\n", k, n);
   fmt::print("  expression nodes {}, kernels {} {}\n", t.nodes, compile ? "compiled" : "launched",
