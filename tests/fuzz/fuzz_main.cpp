@@ -76,7 +76,8 @@ struct Totals {
 
 void count_coverage(const fuzz::Case& c, Totals& t) {
   auto walk = [&](auto& self, const fuzz::Expr& e) -> void {
-    if (e.kind != fuzz::Kind::input && e.kind != fuzz::Kind::scalar) ++t.ops[fusion::ir::op_name(e.op)];
+    if (e.kind == fuzz::Kind::pad) ++t.ops["pad"];  // (a pad lowers to a concatenation: its own row in the table)
+    else if (e.kind != fuzz::Kind::input && e.kind != fuzz::Kind::scalar) ++t.ops[fusion::ir::op_name(e.op)];
     for (const fuzz::Expr& a : e.args) self(self, a);
   };
   for (const fuzz::Expr& e : c.outputs) walk(walk, e);
