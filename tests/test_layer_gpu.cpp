@@ -159,6 +159,12 @@ TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every r
   check_rows<fz::bfloat16>(70, 65536, 17);  // 128 KB rows: a cluster of 4 blocks per row
   check_rows<float>(40, 100003, 18);          // a cluster of 8, odd rows: strided slices, the last one shorter
   check_rows<double>(20, 70000, 19);          // a cluster of 8, 2-wide vectors
+  // rows of exactly 48 KB kept in shared memory beside the kernel's static scratch: past 48 KB in all, which a
+  // kernel must opt in to (the launch was refused, CUDA_ERROR_INVALID_VALUE, before load_kernel opted in)
+  check_rows<float>(70, 12288, 20);
+  check_rows<double>(70, 6144, 21);
+  const auto x = fz::asarray(test::random<float>(70 * 12288, -3, 3, 22), {70, 12288});
+  CHECK_THAT(fz::inspect(fz::softmax(x)).variant, Catch::Contains("the row kept in shared memory"));
 }
 
 TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run",

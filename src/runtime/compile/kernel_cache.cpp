@@ -121,6 +121,18 @@ const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
   if (!slot) {
     auto lk = std::make_unique<LoadedKernel>();
     FUSION_CU(cuModuleGetFunction, &lk->function, m.module, k.name.c_str());
+    // A kernel with dynamic shared memory (a layer kernel keeping its rows, a scatter's private bins) may take
+    // all a block can have: its layout sizes it per launch (rows of any length share one kernel), and a
+    // per-launch attribute would race between threads launching it with different sizes. Past 48 KB a kernel
+    // must opt in, static arrays included: a row of exactly 48 KB beside 136 bytes of scratch was refused
+    // (CUDA_ERROR_INVALID_VALUE, fuzz case 2729014801).
+    if (k.source.find("extern __shared__") != std::string::npos) {
+      int static_bytes = 0;
+      FUSION_CU(cuFuncGetAttribute, &static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, lk->function);
+      const int block_max = static_cast<int>(properties_of(device).max_shared_bytes_per_block);
+      FUSION_CU(cuFuncSetAttribute, lk->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                block_max - static_bytes);
+    }
     lk->name = k.name;
     lk->registers = m.registers;
     lk->target = m.target;

@@ -49,6 +49,16 @@ void report_index_fault(const StreamState& s) {
                                static_cast<std::int64_t>(word[1]), static_cast<std::int64_t>(word[2])));
 }
 
+/// A refused launch names the kernel and the shape it was launched with (what a bug report needs).
+[[noreturn]] void throw_launch_failure(CUresult r, CUfunction f, const Grid& grid) {
+  const char* name = nullptr;
+  if (driver().cuFuncGetName == nullptr || driver().cuFuncGetName(&name, f) != CUDA_SUCCESS) name = nullptr;
+  check(r, fmt::format("cuLaunchKernel of {} ({} x {} blocks of {} threads, {} bytes of dynamic shared memory)",
+                       name ? name : "a kernel", grid.x, grid.y, grid.block, grid.shared_bytes)
+               .c_str());
+  throw Error("internal: a failed launch was not reported");  // (check throws for any failure)
+}
+
 template <class T> T& at(std::span<T> values, std::uint16_t i, const char* what) {
   if (i >= values.size())
     throw Error(fmt::format("internal: a kernel parameter names {} {} of {}", what, i, values.size()));
@@ -83,9 +93,7 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
       case ArgSource::workspace: argv[i] = const_cast<std::uint64_t*>(&a.workspace[k]); break;
     }
   }
-  if (grid.shared_bytes > 48 * 1024)  // beyond the default a kernel must opt in (Hopper: up to 227 KB)
-    FUSION_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              static_cast<int>(grid.shared_bytes));
+  // (a kernel taking dynamic shared memory opted in to all a block can have when it was loaded: load_kernel)
   if (fault != 0) {  // its report waits for the kernel: no capture may hold it
     CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
     FUSION_CU(cuStreamIsCapturing, stream.handle, &capturing);
@@ -96,8 +104,10 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
   if (tls_step != nullptr) [[unlikely]]  // a step's body: the launch becomes a node of its graph
     return record_launch(*tls_step, f, argv, params.size(), static_cast<unsigned>(grid.x),
                          static_cast<unsigned>(grid.y), grid.block, grid.shared_bytes);
-  FUSION_CU(cuLaunchKernel, f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1, grid.block, 1, 1,
-            grid.shared_bytes, stream.handle, argv, nullptr);
+  const CUresult launched = driver().cuLaunchKernel(f, static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), 1,
+                                                   grid.block, 1, 1, grid.shared_bytes, stream.handle, argv, nullptr);
+  if (launched != CUDA_SUCCESS) [[unlikely]]
+    throw_launch_failure(launched, f, grid);
   if (fault != 0) report_index_fault(stream);
 }
 
