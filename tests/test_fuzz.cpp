@@ -454,6 +454,74 @@ TEST_CASE("fuzz regression: the oracle leaves out a float sum or variance whose 
   CHECK(left_out == n);  // 275,313 before: the rest checked against the finite variance
 }
 
+TEST_CASE("fuzz regression: floor_divide's result moves along the integers in the oracle's runs", "[fuzz]") {
+  // case 2730009447: ~int16(erf(x)) != floor_divide(-1.25, a < b). erf(3.8987f) is 0.99999994 in float and 1 on
+  // the GPU, so the left side was -2 there, -1 in the reference; the runs moved erf to 1 too, but also moved
+  // floor_divide's -2 off the integers, so that no run compared equal and the element was checked
+  fuzz::Case c;
+  c.dim_sizes = {6, 6, 1, 7};
+  c.out_dims = {0, 1, 2, 3};
+  c.inputs = {{fz::DType::float32, {-1, 1, -1, 3}, fuzz::Layout::contiguous, 1, fuzz::Values::rich},
+              {fz::DType::float16, {-1, 1, -1, -1}, fuzz::Layout::contiguous, 2, fuzz::Values::rich},
+              {fz::DType::float32, {0, 1, 2, 3}, fuzz::Layout::contiguous, 10, fuzz::Values::rich}};
+  fuzz::Expr in0{fuzz::Kind::input}, in1{fuzz::Kind::input}, in2{fuzz::Kind::input}, literal{fuzz::Kind::scalar};
+  in0.input = 0, in1.input = 1, in2.input = 2, literal.value = -1.25;
+  fuzz::Expr erf{fuzz::Kind::unary, fz::ir::Op::erf}, cast{fuzz::Kind::cast}, bits{fuzz::Kind::unary, fz::ir::Op::bit_not};
+  erf.args = {in2};
+  cast.dtype = fz::DType::int16, cast.args = {erf};
+  bits.args = {cast};
+  fuzz::Expr less{fuzz::Kind::binary, fz::ir::Op::lt}, quotient{fuzz::Kind::binary, fz::ir::Op::floor_divide};
+  less.args = {in0, in1};
+  quotient.args = {literal, less};
+  fuzz::Expr differ{fuzz::Kind::binary, fz::ir::Op::ne};
+  differ.args = {bits, quotient};
+  c.outputs = {differ};
+  const auto built = fuzz::build(c);
+  REQUIRE(built);
+  const auto x = fuzz::logical_values(c, c.inputs[2]);
+  REQUIRE(static_cast<float>(x[47].f) == 3.89874697f);  // erf rounds to just below 1 in float
+  const fuzz::Oracle o = fuzz::oracle(c, *built);
+  CHECK(o.exact.outputs[0].values[47].i == 1);
+  CHECK(fuzz::status(o, 0, 47, fz::DType::bool_) == fuzz::Status::unstable);  // check before
+}
+
+TEST_CASE("fuzz regression: a mean that lost its sign to cancellation takes either sign in the oracle's runs",
+          "[fuzz]") {
+  // case 2730011096: 7 < x / mean(x) over int64 rows holding 2^63 - 1 and -2^63: the mean's float64 sum keeps no
+  // digit (-2.06 in the reference, +1.9 on the GPU), and moving it by its error bound never landed in (0, 16/7)
+  fuzz::Case c;
+  c.dim_sizes = {40, 17};
+  c.out_dims = {0, 1};
+  c.inputs = {{fz::DType::int64, {0, 1}, fuzz::Layout::contiguous, 5, fuzz::Values::rich}};
+  fuzz::Expr x{fuzz::Kind::input}, seven{fuzz::Kind::scalar};
+  x.input = 0, seven.value = 7, seven.scalar_kind = fz::ScalarKind::integer;
+  fuzz::Expr mean{fuzz::Kind::reduce, fz::ir::Op::mean};
+  mean.axes = 2, mean.keepdims = true, mean.args = {x};
+  fuzz::Expr ratio{fuzz::Kind::binary, fz::ir::Op::div}, above{fuzz::Kind::binary, fz::ir::Op::lt};
+  ratio.args = {x, mean};
+  above.args = {seven, ratio};
+  c.outputs = {above};
+  const auto built = fuzz::build(c);
+  REQUIRE(built);
+  const auto v = fuzz::logical_values(c, c.inputs[0]);
+  const fuzz::Oracle o = fuzz::oracle(c, *built);
+  int lost_rows = 0;
+  for (std::size_t r = 0; r < 40; ++r) {
+    double sum = 0, magnitude = 0;
+    for (std::size_t j = 0; j < 17; ++j) {
+      sum += static_cast<double>(v[r * 17 + j].i);
+      magnitude += std::fabs(static_cast<double>(v[r * 17 + j].i));
+    }
+    if (std::fabs(sum) > 0x1p-49 * (1 + std::log2(18.0)) * magnitude) continue;  // some digits kept
+    ++lost_rows;
+    for (std::size_t j = 0; j < 17; ++j) {
+      INFO("row " << r << " element " << j << " " << v[r * 17 + j].i);
+      if (v[r * 17 + j].i != 0) CHECK(fuzz::status(o, 0, r * 17 + j, fz::DType::bool_) != fuzz::Status::check);
+    }
+  }
+  CHECK(lost_rows >= 1);
+}
+
 TEST_CASE("fuzz: --long-rows draws rows enough to fill the device over clusters of blocks", "[fuzz]") {
   // (a dozen long rows leave an H100's SMs idle and the plan splits their reductions: the cluster layout runs
   // only over 40 or 64 rows of 20,000 or 32,768 elements)

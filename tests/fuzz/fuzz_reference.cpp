@@ -45,7 +45,12 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: a well-spread h
 // rounds to 0 on the GPU, compared with == against 0: fuzz case 73000317); the other runs move values.
 // up_ulp, down_ulp: one step along the dtype's own grid (a float32 near 3e7 moves by 2: x * (1 + 2^-20) moved it by
 // 32 and x * (1 + 2^-23) by 4, so an index made of it kept its residue mod 4 in every run: fuzz case 29003384).
-enum Run : std::uint64_t { up = 1, down, alternate, alternate_other, up_small, down_small, snap, up_ulp, down_ulp };  // 0: exact
+// lost_up, lost_down: a sum or mean whose error bound exceeds its value has lost its sign too: it becomes a tiny
+// positive (negative) value, which the moves above never reach (fuzz case 2730011096: a mean of int64 with 2^63 - 1
+// and -2^63 among them, -2.06 in the reference, +1.9 on the GPU; x / mean then crossed 7 in no run).
+enum Run : std::uint64_t {
+  up = 1, down, alternate, alternate_other, up_small, down_small, snap, up_ulp, down_ulp, lost_up, lost_down
+};  // 0: exact
 
 double jitter(std::uint64_t run, std::size_t node, std::size_t element, double u) {
   switch (run) {
@@ -55,7 +60,7 @@ double jitter(std::uint64_t run, std::size_t node, std::size_t element, double u
     case alternate_other: return node % 2 == 1 ? 1 + u : 1 - u;
     case up_small: return 1 + u / 8;
     case down_small: return 1 - u / 8;
-    case snap: case up_ulp: case down_ulp: return 1;  // (see reduce, and next_on_grid)
+    case snap: case up_ulp: case down_ulp: case lost_up: case lost_down: return 1;  // (see reduce, and next_on_grid)
     default: {
       const std::uint64_t h = mix(run ^ mix(node * 0x100000001b3ull ^ mix(element)));
       const double size = 0.05 + 0.95 * static_cast<double>(h >> 12) * 0x1p-52;
@@ -224,7 +229,16 @@ struct Interpreter {
       // (erf rounded up to 1 then cast to an integer is 1, not 0; no perturbation run sees that past pow(1, NaN)).
       // (a concatenate's pieces run inside its kernel, fz::Unfused or not: their math stays in float)
       if (c.unfused && !inside[k]) x = test::normalize(x, n.dtype);
-      if (u && (run == up_ulp || run == down_ulp)) x.f = next_on_grid(x.f, n.dtype, run == up_ulp);
+      if (u && n.op == fusion::ir::Op::floor_divide) {
+        // its result lies on the integers: the rounding is the quotient's, before the floor (a -2 moved off the
+        // integers equalled no integer in any run: fuzz case 2730009447 compared floor_divide(-1.25, x) with one)
+        if (std::isfinite(x.f) && ops[1].f != 0) {
+          const double q = ops[0].f / ops[1].f;
+          const double moved = run == up_ulp || run == down_ulp ? next_on_grid(q, n.dtype, run == up_ulp)
+                                                                : q * jitter(run, k, e, u);
+          x.f = test::normalize({std::floor(moved), 0}, n.dtype).f;
+        }
+      } else if (u && (run == up_ulp || run == down_ulp)) x.f = next_on_grid(x.f, n.dtype, run == up_ulp);
       else if (u) x.f = test::normalize({x.f * jitter(run, k, e, u), 0}, n.dtype).f;
       r.values[e] = x;
       r.undefined[e] = undefined;
@@ -280,12 +294,16 @@ struct Interpreter {
       const double grow = rounding_unit(accumulator) * (1 + std::log2(static_cast<double>(count) + 1));
       for (std::size_t e = 0; e < r.values.size(); ++e) {
         double& v = r.values[e].f;
-        if (run == snap && n.op != fusion::ir::Op::prod) {
+        const bool bounded = run == snap || run == lost_up || run == lost_down;
+        if (bounded && n.op != fusion::ir::Op::prod) {
           const double bound = grow * red.magnitude[e] /
                                (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var
                                     ? std::max(1.0, static_cast<double>(count) - arg.ddof)
                                     : 1.0);
-          if (bound > 0 && std::isfinite(v)) v = test::normalize({std::round(v / bound) * bound, 0}, n.dtype).f;
+          if (!(bound > 0) || !std::isfinite(v)) continue;
+          if (run == snap) v = test::normalize({std::round(v / bound) * bound, 0}, n.dtype).f;
+          else if (std::fabs(v) <= bound && n.op != fusion::ir::Op::var)  // (a variance stays >= 0)
+            v = test::normalize({(run == lost_up ? 0x1p-20 : -0x1p-20) * bound, 0}, n.dtype).f;
           continue;
         }
         const double step = jitter(run, k, e, grow) - 1;  // +-grow
@@ -612,6 +630,7 @@ Oracle oracle(const Case& c, const Built& b) {
     for (std::uint64_t run : {std::uint64_t{up}, std::uint64_t{down}, std::uint64_t{alternate},
                               std::uint64_t{alternate_other}, std::uint64_t{up_small}, std::uint64_t{down_small},
                               std::uint64_t{snap}, std::uint64_t{up_ulp}, std::uint64_t{down_ulp},
+                              std::uint64_t{lost_up}, std::uint64_t{lost_down},
                               std::uint64_t{0x5eed}, std::uint64_t{0xfeed}})
       o.perturbed.push_back(reference(c, b, run));
   return o;
