@@ -335,6 +335,26 @@ TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is k
   CHECK(fz::eval(-fz::asarray(std::vector<std::int8_t>{-128, 5, 0}, {3})).to_host() == std::vector<std::int8_t>{-128, -5, 0});
 }
 
+TEST_CASE("fuzz regression: an 8- or 16-bit sum wraps before it is compared (ptxas compared a 16-bit negation in 32 bits)",
+          "[gpu][fuzz]") {
+  // case 2731011775: all((!x ^ x) + x) over int16 rows holding -32768 was true (NVVM's y != -x in 16 bits, CUDA 13.0)
+  const auto x = fz::asarray(std::vector<std::int16_t>{-32768, 5, 0, -7, 19, 20, 16, -1, 4, 7, -13, 9, -16, 3, 2, 1, -2},
+                             {1, 17});
+  CHECK(fz::eval(fz::all((!x ^ x) + x, {1})).to_host() == std::vector<bool>{false});
+  CHECK(fz::eval(((!x ^ x) + x) != 0).to_host()[0] == false);
+  CHECK(fz::eval(fz::all(x + x, {1})).to_host() == std::vector<bool>{false});
+  CHECK(fz::eval(fz::all(x - (-x), {1})).to_host() == std::vector<bool>{false});
+  const auto u = fz::asarray(std::vector<std::uint16_t>{32768, 5, 1}, {3});
+  CHECK(fz::eval(((!u ^ u) + u) != 0).to_host() == std::vector<bool>{false, true, true});
+  const auto b = fz::asarray(std::vector<std::int8_t>{-128, 5, 0}, {3});
+  CHECK(fz::eval(((!b ^ b) + b) != 0).to_host() == std::vector<bool>{false, true, true});
+  const auto c = fz::asarray(std::vector<std::uint8_t>{128, 5, 0}, {3});
+  CHECK(fz::eval(((!c ^ c) + c) != 0).to_host() == std::vector<bool>{false, true, true});
+  // the sums themselves, wrapped as NumPy's
+  CHECK(fz::eval(x + x).to_host()[0] == 0);
+  CHECK(fz::eval(-b).to_host() == std::vector<std::int8_t>{-128, -5, 0});
+}
+
 TEST_CASE("fuzz regression: abs of the most negative integer stays negative wherever it is used, as NumPy's wraps",
           "[gpu][fuzz]") {
   // case 29000980: floor_divide(half(-3), abs(int32 INT_MIN)) gave -1 (NumPy: 0, dividing by INT_MIN)

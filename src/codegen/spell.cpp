@@ -90,6 +90,11 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // C++ promotes integers narrower than int before arithmetic; casting back gives the dtype's wrap-around.
   const bool narrow = !is_floating(n.dtype) && itemsize(n.dtype) < 4;
   auto wrap = [&](const std::string& e) { return narrow ? fmt::format("({})({})", t, e) : e; };
+  // a sum, difference, product or negation of 8- or 16-bit integers (computed in 32 bits) wrapped through PTX
+  auto narrow_wrap = [&](const std::string& e) {
+    needs.insert(Helper::wrap_narrow);
+    return fmt::format("({})fz_wrap_{}{}({})", t, is_signed_int(n.dtype) ? "s" : "u", 8 * itemsize(n.dtype), e);
+  };
   // Signed overflow is undefined in C++ and NVRTC optimizes on it (sign(-x) became -sign(x) for
   // INT_MIN); int16 * int16 overflows the int it is promoted to. NumPy wraps: integers add, subtract,
   // multiply and negate in their unsigned type, and the cast back gives the wrap-around.
@@ -108,6 +113,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     if (fl && op[0] == '-') return rn("__fsub_rn", "__dsub_rn", x, y);
     if (fl && op[0] == '*') return rn("__fmul_rn", "__dmul_rn", x, y);
     if (!integer) return fmt::format("{} {} {}", x, op, y);
+    if (narrow) return narrow_wrap(fmt::format("({}){} {} ({}){}", u, x, op, u, y));
     return fmt::format("({})(({}){} {} ({}){})", t, u, x, op, u, y);
   };
   // An ordered comparison of floats is false when either side is NaN. The CUDA 13.0 compiler (sm_90) folds
@@ -160,6 +166,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::neg:
       if (!integer) return "-" + a;
       needs.insert(Helper::neg_int);  // (8- and 16-bit operands go through int and wrap back where stored)
+      if (narrow) return narrow_wrap(fmt::format("(unsigned)fz_neg_int((int){})", a));
       return fmt::format("({})fz_neg_int(({}){})", t, itemsize(d) == 8 ? "long long" : "int", a);
     case Op::abs:
       if (!is_signed_int(d)) return a;

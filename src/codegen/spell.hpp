@@ -39,7 +39,8 @@ enum class Helper {
   scatter_exact,    // a deterministic floating scatter_add (exact_sum.hpp)
   leading,          // fz::concatenate's test of where an element lies
   abs_int,          // abs of a signed integer, through PTX
-  neg_int           // negation of an integer, through PTX
+  neg_int,          // negation of an integer, through PTX
+  wrap_narrow       // an 8- or 16-bit integer result wrapped to its width, through PTX
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
