@@ -522,6 +522,36 @@ TEST_CASE("fuzz regression: a mean that lost its sign to cancellation takes eith
   CHECK(lost_rows >= 1);
 }
 
+TEST_CASE("fuzz regression: the oracle moves a cancelling logaddexp by its terms' rounding", "[fuzz]") {
+  // case 2732009982: 3 % logaddexp(-1.25, x) for x = -0.336: the larger operand and log1p(exp(-|a - b|)) cancel
+  // to 0.00114, off by an ulp of 0.336 on the GPU; the runs moved it by ulps of 0.00114, and the remainder (3 over
+  // 2,630 of it) was checked against a float64 reference the GPU could not match
+  fuzz::Case c;
+  c.dim_sizes = {20000};
+  c.out_dims = {0};
+  c.inputs = {{fz::DType::float64, {0}, fuzz::Layout::contiguous, 3, fuzz::Values::rich}};
+  fuzz::Expr x{fuzz::Kind::input}, literal{fuzz::Kind::scalar};
+  x.input = 0, literal.value = -1.25;
+  fuzz::Expr sum{fuzz::Kind::binary, fz::ir::Op::logaddexp};
+  sum.args = {literal, x};
+  c.outputs = {sum};
+  const auto built = fuzz::build(c);
+  REQUIRE(built);
+  const auto v = fuzz::logical_values(c, c.inputs[0]);
+  const fuzz::Oracle o = fuzz::oracle(c, *built);
+  int cancelling = 0;
+  for (std::size_t e = 0; e < v.size(); ++e) {
+    const double want = o.exact.outputs[0].values[e].f;
+    if (!std::isfinite(v[e].f) || !(std::fabs(want) < 0.01)) continue;
+    ++cancelling;
+    double moved = 0;
+    for (const fuzz::Expected& p : o.perturbed) moved = std::max(moved, std::fabs(p.outputs[0].values[e].f - want));
+    INFO("x = " << v[e].f << ", logaddexp " << want);
+    CHECK(moved >= 0x1p-53 * std::max(std::fabs(v[e].f), 1.25));  // at least the larger term's rounding
+  }
+  CHECK(cancelling >= 1);
+}
+
 TEST_CASE("fuzz: --long-rows draws rows enough to fill the device over clusters of blocks", "[fuzz]") {
   // (a dozen long rows leave an H100's SMs idle and the plan splits their reductions: the cluster layout runs
   // only over 40 or 64 rows of 20,000 or 32,768 elements)
