@@ -218,24 +218,14 @@ __device__ __forceinline__ long long fz_neg_int(long long x) {
 // neg.s16, setp.ne.s16), which ptxas of CUDA 13.0 for sm_90 got wrong for x = y = -32768: all((!x ^ x) + x) was
 // true over int16 rows holding it (fuzz case 2731011775, H100; tests/repro/narrow_sum_compare.cu). NVVM cannot
 // see through the asm, so it leaves the wrap where it is.
-__device__ __forceinline__ int fz_wrap_s8(unsigned v) {
+template <int Bits> __device__ __forceinline__ int fz_wrap_s(unsigned v) {  // the low Bits, sign-extended
   int r;
-  asm("{ .reg .b32 t; shl.b32 t, %1, 24; shr.s32 %0, t, 24; }" : "=r"(r) : "r"(v));
+  asm("{ .reg .b32 t; shl.b32 t, %1, %2; shr.s32 %0, t, %2; }" : "=r"(r) : "r"(v), "n"(32 - Bits));
   return r;
 }
-__device__ __forceinline__ int fz_wrap_s16(unsigned v) {
-  int r;
-  asm("{ .reg .b32 t; shl.b32 t, %1, 16; shr.s32 %0, t, 16; }" : "=r"(r) : "r"(v));
-  return r;
-}
-__device__ __forceinline__ unsigned fz_wrap_u8(unsigned v) {
+template <int Bits> __device__ __forceinline__ unsigned fz_wrap_u(unsigned v) {  // the low Bits
   unsigned r;
-  asm("and.b32 %0, %1, 255;" : "=r"(r) : "r"(v));
-  return r;
-}
-__device__ __forceinline__ unsigned fz_wrap_u16(unsigned v) {
-  unsigned r;
-  asm("and.b32 %0, %1, 65535;" : "=r"(r) : "r"(v));
+  asm("and.b32 %0, %1, %2;" : "=r"(r) : "r"(v), "n"((1 << Bits) - 1));
   return r;
 })";
     case Helper::sign:

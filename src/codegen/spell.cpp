@@ -93,7 +93,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // a sum, difference, product or negation of 8- or 16-bit integers (computed in 32 bits) wrapped through PTX
   auto narrow_wrap = [&](const std::string& e) {
     needs.insert(Helper::wrap_narrow);
-    return fmt::format("({})fz_wrap_{}{}({})", t, is_signed_int(n.dtype) ? "s" : "u", 8 * itemsize(n.dtype), e);
+    return fmt::format("({})fz_wrap_{}<{}>({})", t, is_signed_int(n.dtype) ? "s" : "u", 8 * itemsize(n.dtype), e);
   };
   // Signed overflow is undefined in C++ and NVRTC optimizes on it (sign(-x) became -sign(x) for
   // INT_MIN); int16 * int16 overflows the int it is promoted to. NumPy wraps: integers add, subtract,

@@ -3,7 +3,7 @@
 // (short)(x + y) != 0, where y = x ^ (x == 0) (so y = x for x != 0), is true for x = -32768 although the sum wraps
 // to 0. NVVM rewrites the test as y != -x in 16 bits (PTX xor.b16, neg.s16, setp.ne.s16), which is right in 16-bit
 // arithmetic; the SASS is not. Found by fusion-fuzz (case 2731011775: all((!x ^ x) + x) over int16 rows holding
-// -32768); fusion now wraps 8- and 16-bit results through PTX (codegen/helper_source.cpp, fz_wrap_s16), which NVVM
+// -32768); fusion now wraps 8- and 16-bit results through PTX (codegen/helper_source.cpp, fz_wrap_s), which NVVM
 // cannot see through.
 //   nvcc -arch=sm_90 -O3 narrow_sum_compare.cu -o narrow_sum_compare && ./narrow_sum_compare
 //   nvcc -cubin -arch=sm_90 -O3 narrow_sum_compare.cu && nvdisasm -c narrow_sum_compare.cubin
