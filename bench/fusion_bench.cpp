@@ -438,13 +438,16 @@ int host_loop(std::string_view mode, int n) {
   fz::Array<float> x = random_array<float>(1024, -1, 1, 1), y = random_array<float>(1024, -1, 1, 2),
                    z = random_array<float>(1024, 0, 1, 3);
   fz::Step step([&] { ten_statements(x, y, z); });
+  const fz::Array<float> m = x.reshape({32, 32});
   std::pair<double, double> t;
   if (mode == "eager") t = step_times([&] { ten_statements(x, y, z); }, n);
+  else if (mode == "reduce") t = step_times([&] { fz::Array<float> s = fz::sum(m * 2, {1}); }, n);  // one statement
+  else if (mode == "layer") t = step_times([&] { fz::Array<float> p = fz::softmax(m); }, n);       // one statement
   else if (mode == "region") t = step_times([&] { fz::Lazy r; ten_statements(x, y, z); }, n);
   else if (mode == "step") t = step_times([&] { step(); }, n);
   else if (mode == "replay") t = (step(), step_times([&] { step.replay(); }, n));
-  else return fmt::print(stderr, "--host-loop MODE N: MODE is eager, region, step or replay\n"), 2;
-  fmt::print("{}: {:.2f} us/step host\n", mode, t.first);
+  else return fmt::print(stderr, "--host-loop MODE N: MODE is eager, region, step, replay, reduce or layer\n"), 2;
+  fmt::print("{}: {:.2f} us/{} host\n", mode, t.first, mode == "reduce" || mode == "layer" ? "statement" : "step");
   return 0;
 }
 

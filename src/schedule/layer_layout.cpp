@@ -317,6 +317,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   for (const ir::Node& nd : g.nodes)
     if (ir::is_reduction(nd.op)) L.divisors.push_back(static_cast<double>(r) - c.reductions[nd.slot].ddof);
 
+  if (!L.explain) return true;
   const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
   const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
   L.why = fmt::format(

@@ -39,7 +39,8 @@ struct LayerLayout {
   std::int64_t blocks = 0;
   std::int64_t keep = 0;  // elements of its slice a block caches (partly resident kernels)
   unsigned shared_bytes = 0;
-  std::string why;  // the strategy in words, for fz::inspect
+  bool explain = false;  // fill `why` (fz::inspect asks; a launch does not pay for the formatting)
+  std::string why;       // the strategy in words, for fz::inspect
 };
 
 /// The layout of the layer kernel writing `outs` (prepared with S's shapes) for `device` (-1: an H100).

@@ -147,6 +147,7 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
                                     S.out[static_cast<std::size_t>(k)]));
   for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
   LayerLayout L;
+  L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_layer(c, S, ptrs, K, planned_device(device), L)) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
