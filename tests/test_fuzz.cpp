@@ -24,6 +24,23 @@ bool contains(const fuzz::Case& c, fz::ir::Op op) {
   return found;
 }
 
+// Hand-built trees for the oracle's regression cases: a leaf, a literal, an op over its operands.
+fuzz::Expr leaf(int input) {
+  fuzz::Expr e{fuzz::Kind::input};
+  e.input = input;
+  return e;
+}
+fuzz::Expr literal(double value, fz::ScalarKind kind = fz::ScalarKind::floating) {
+  fuzz::Expr e{fuzz::Kind::scalar};
+  e.value = value, e.scalar_kind = kind;
+  return e;
+}
+fuzz::Expr node(fuzz::Kind kind, fz::ir::Op op, std::vector<fuzz::Expr> args) {
+  fuzz::Expr e{kind, op};
+  e.args = std::move(args);
+  return e;
+}
+
 }  // namespace
 
 TEST_CASE("fuzz: the generator reaches every op, dtype, layout and shape feature", "[fuzz]") {
@@ -464,18 +481,11 @@ TEST_CASE("fuzz regression: floor_divide's result moves along the integers in th
   c.inputs = {{fz::DType::float32, {-1, 1, -1, 3}, fuzz::Layout::contiguous, 1, fuzz::Values::rich},
               {fz::DType::float16, {-1, 1, -1, -1}, fuzz::Layout::contiguous, 2, fuzz::Values::rich},
               {fz::DType::float32, {0, 1, 2, 3}, fuzz::Layout::contiguous, 10, fuzz::Values::rich}};
-  fuzz::Expr in0{fuzz::Kind::input}, in1{fuzz::Kind::input}, in2{fuzz::Kind::input}, literal{fuzz::Kind::scalar};
-  in0.input = 0, in1.input = 1, in2.input = 2, literal.value = -1.25;
-  fuzz::Expr erf{fuzz::Kind::unary, fz::ir::Op::erf}, cast{fuzz::Kind::cast}, bits{fuzz::Kind::unary, fz::ir::Op::bit_not};
-  erf.args = {in2};
-  cast.dtype = fz::DType::int16, cast.args = {erf};
-  bits.args = {cast};
-  fuzz::Expr less{fuzz::Kind::binary, fz::ir::Op::lt}, quotient{fuzz::Kind::binary, fz::ir::Op::floor_divide};
-  less.args = {in0, in1};
-  quotient.args = {literal, less};
-  fuzz::Expr differ{fuzz::Kind::binary, fz::ir::Op::ne};
-  differ.args = {bits, quotient};
-  c.outputs = {differ};
+  fuzz::Expr cast = node(fuzz::Kind::cast, fz::ir::Op::input, {node(fuzz::Kind::unary, fz::ir::Op::erf, {leaf(2)})});
+  cast.dtype = fz::DType::int16;
+  const fuzz::Expr quotient = node(fuzz::Kind::binary, fz::ir::Op::floor_divide,
+                                   {literal(-1.25), node(fuzz::Kind::binary, fz::ir::Op::lt, {leaf(0), leaf(1)})});
+  c.outputs = {node(fuzz::Kind::binary, fz::ir::Op::ne, {node(fuzz::Kind::unary, fz::ir::Op::bit_not, {cast}), quotient})};
   const auto built = fuzz::build(c);
   REQUIRE(built);
   const auto x = fuzz::logical_values(c, c.inputs[2]);
@@ -493,14 +503,10 @@ TEST_CASE("fuzz regression: a mean that lost its sign to cancellation takes eith
   c.dim_sizes = {40, 17};
   c.out_dims = {0, 1};
   c.inputs = {{fz::DType::int64, {0, 1}, fuzz::Layout::contiguous, 5, fuzz::Values::rich}};
-  fuzz::Expr x{fuzz::Kind::input}, seven{fuzz::Kind::scalar};
-  x.input = 0, seven.value = 7, seven.scalar_kind = fz::ScalarKind::integer;
-  fuzz::Expr mean{fuzz::Kind::reduce, fz::ir::Op::mean};
-  mean.axes = 2, mean.keepdims = true, mean.args = {x};
-  fuzz::Expr ratio{fuzz::Kind::binary, fz::ir::Op::div}, above{fuzz::Kind::binary, fz::ir::Op::lt};
-  ratio.args = {x, mean};
-  above.args = {seven, ratio};
-  c.outputs = {above};
+  fuzz::Expr mean = node(fuzz::Kind::reduce, fz::ir::Op::mean, {leaf(0)});
+  mean.axes = 2, mean.keepdims = true;
+  c.outputs = {node(fuzz::Kind::binary, fz::ir::Op::lt,
+                    {literal(7, fz::ScalarKind::integer), node(fuzz::Kind::binary, fz::ir::Op::div, {leaf(0), mean})})};
   const auto built = fuzz::build(c);
   REQUIRE(built);
   const auto v = fuzz::logical_values(c, c.inputs[0]);
@@ -530,11 +536,7 @@ TEST_CASE("fuzz regression: the oracle moves a cancelling logaddexp by its terms
   c.dim_sizes = {20000};
   c.out_dims = {0};
   c.inputs = {{fz::DType::float64, {0}, fuzz::Layout::contiguous, 3, fuzz::Values::rich}};
-  fuzz::Expr x{fuzz::Kind::input}, literal{fuzz::Kind::scalar};
-  x.input = 0, literal.value = -1.25;
-  fuzz::Expr sum{fuzz::Kind::binary, fz::ir::Op::logaddexp};
-  sum.args = {literal, x};
-  c.outputs = {sum};
+  c.outputs = {node(fuzz::Kind::binary, fz::ir::Op::logaddexp, {literal(-1.25), leaf(0)})};
   const auto built = fuzz::build(c);
   REQUIRE(built);
   const auto v = fuzz::logical_values(c, c.inputs[0]);
