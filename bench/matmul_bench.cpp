@@ -209,10 +209,69 @@ void epilogues() {
   fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8}\n", "  its two bare products", t_products, mlp_flop / t_products / 1e9, 2);
 }
 
+/// fz::GeneratedProducts against the default route (cuBLASLt's product, then the fused epilogue kernel, or one
+/// cuBLASLt call where its epilogues express the math) and against the bare cuBLASLt product: bfloat16,
+/// relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference. Then the
+/// compile time of one new generated kernel (NVRTC warm: another kernel compiled first).
+void generated() {
+  using T = fz::bfloat16;
+  fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
+  fmt::print("{:<24} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>10}  {}\n", "(m, n, k)", "generated ms", "TFLOPS",
+             "default ms", "TFLOPS", "ratio", "bare ms", "of bare", "generated kernel");
+  struct Shape3 { std::int64_t m, n, k; };
+  for (const Shape3 s : {Shape3{8192, 8192, 8192}, Shape3{4096, 4096, 4096}, Shape3{512, 4096, 4096},
+                         Shape3{256, 4096, 4096}, Shape3{64, 4096, 4096}, Shape3{16, 4096, 4096},
+                         Shape3{64, 14336, 4096}, Shape3{16, 4096, 14336}}) {
+    auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.m * s.k), T(0.01f)), {s.m, s.k});
+    auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.k * s.n), T(0.02f)), {s.k, s.n});
+    auto bias = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.n), T(0.5f)), {s.n});
+    auto residual = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.m * s.n), T(1.0f)), {s.m, s.n});
+    auto out = fz::empty<T>({s.m, s.n});
+    const auto expr = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual;
+    auto with = [&] {
+      fz::GeneratedProducts on;
+      out = expr;
+    };
+    auto without = [&] { out = expr; };
+    auto bare = [&] { out = fz::matmul(a, b); };
+    for (int i = 0; i < 2; ++i) with(), without(), bare();
+    const int calls = s.m * s.n * s.k >= (std::int64_t{1} << 36) ? 10 : 50;
+    const auto [g_ms, d_ms] = median_ms(with, without, calls);
+    const auto [g2_ms, bare_ms] = median_ms(with, bare, calls);
+    (void)g2_ms;
+    std::string variant;
+    {
+      fz::GeneratedProducts on;
+      const fz::KernelInfo k = fz::inspect(expr);
+      variant = k.kernels == 1 ? k.variant.substr(0, k.variant.find(", float32")) : "(not generated)";
+    }
+    const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    fmt::print("{:<24} {:>11.4f} {:>8.1f} {:>11.4f} {:>8.1f} {:>8.3f}x {:>9.4f} {:>9.3f}x  {}\n",
+               fmt::format("{}x{}x{}", s.m, s.n, s.k), g_ms, flop / g_ms / 1e9, d_ms, flop / d_ms / 1e9, g_ms / d_ms,
+               bare_ms, g_ms / bare_ms, variant);
+  }
+  // compile time: a new epilogue (a constant no other kernel has) after NVRTC is warm
+  auto a = fz::asarray(std::vector<T>(64 * 64, T(0.01f)), {64, 64});
+  fz::GeneratedProducts on;
+  fz::Array<T> warm = fz::matmul(a, a) * 3.0f - 1.0f;
+  const auto start = std::chrono::steady_clock::now();
+  fz::reset_stats();
+  fz::Array<T> fresh = fz::exp(fz::matmul(a, a) * 0.5f) + a;
+  fz::current_stream().synchronize();
+  const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("compile of a new generated product kernel: NVRTC {:.0f} ms ({} compile), first call {:.0f} ms\n",
+             fz::stats().compile_ms, fz::stats().compiles, wall);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {
+    fmt::print("fusion-bench-matmul --generated on {}\n", fz::Device(0).properties().name);
+    generated();
+    return 0;
+  }
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
              fz::Device(0).properties().name);
   fmt::print("(GPU time per call: median of 9 runs of 10-50 calls between events, the two alternating; host us:\n"

@@ -10,7 +10,8 @@
 namespace fusion {
 
 namespace detail {
-enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, deterministic, count_ };
+enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, deterministic, generated_products,
+                              count_ };
 /// This thread's switch for `m` (defined in the library, read on every assignment).
 bool& mode_flag(Mode m);
 }  // namespace detail
@@ -58,5 +59,13 @@ using TF32Products = ScopedMode<detail::Mode::tf32_products>;
 /// target element (float32, float16, bfloat16) or 536 (float64). Everything else fusion runs is deterministic
 /// already: reductions combine in a fixed order, integer sums and maxima are exact.
 using Deterministic = ScopedMode<detail::Mode::deterministic>;
+
+/// While alive, a matrix product of float16 or bfloat16 matrices and the elementwise math that reads its result
+/// (`relu(a @ b + bias) * s + residual`, any activation, casts) run as one kernel fusion generates: tensor-core
+/// tiles whose float32 accumulators go through the epilogue before the one write, instead of cuBLASLt's
+/// product and a second kernel that reads it back. Opt-in while it is slower than cuBLASLt on large products
+/// (docs/performance.md has the measurements); what it does not cover (other dtypes, scaled operands, layouts
+/// that need a copy) runs as before. fz::inspect shows the generated kernel. Off by default.
+using GeneratedProducts = ScopedMode<detail::Mode::generated_products>;
 
 }  // namespace fusion

@@ -5,6 +5,7 @@
 
 #include "codegen/launch_shape.hpp"
 #include "codegen/layer_variant.hpp"
+#include "codegen/product_variant.hpp"
 #include "codegen/reduce_variant.hpp"
 #include "codegen/scan_variant.hpp"
 
@@ -197,6 +198,32 @@ std::string ScanVariant::describe() const {
   if (prefetch) s += fmt::format(", partitions {}/16 of the blocks ahead prefetched into L2", prefetch);
   else if (!columns) s += ", a block per row";
   return s;
+}
+
+void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
+  h.add_byte(0x3a);  // tells product variants from the others
+  for (std::uint8_t t : {tiles.bm, tiles.bn, tiles.bk, tiles.warps_m, tiles.warps_n, tiles.stages}) h.add_byte(t);
+  h.add_byte(static_cast<std::uint8_t>(operand));
+  h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2));
+  h.add_byte(product_param);
+  h.add_byte(static_cast<std::uint8_t>(out_dtype));
+  h.add_byte(n_params);
+  for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+}
+
+std::string ProductVariant::describe() const {
+  return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of WMMA 16x16x16, {} stages{}, "
+                     "float32 accumulators, the epilogue applied before the one write",
+                     dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
+                     tiles.warps_m * tiles.warps_n, tiles.stages, async ? " (cp.async)" : " (plain loads)");
+}
+
+unsigned ProductVariant::shared_bytes() const {
+  const unsigned a = (a_rows ? tiles.bm * (tiles.bk + 8u) : tiles.bk * (tiles.bm + 8u));
+  const unsigned b = (b_rows ? tiles.bk * (tiles.bn + 8u) : tiles.bn * (tiles.bk + 8u));
+  const unsigned pipeline = 2u * tiles.stages * (a + b);
+  const unsigned result = 4u * tiles.bm * (tiles.bn + 4u);
+  return pipeline > result ? pipeline : result;
 }
 
 }  // namespace fusion::codegen

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/emit_product.hpp"
 #include "codegen/variant.hpp"
 #include "schedule/product_epilogue.hpp"
 
@@ -181,7 +182,9 @@ void mark_epilogues(Partition& plan) {
     bool read_later = false;  // the product's temporary, read after its epilogue
     for (std::size_t j = i + 2; j < steps.size(); ++j)
       for (int a : steps[j].arrays) read_later = read_later || a == ~s.targets[0];
-    if (!read_later) s.epilogue = match_epilogue(n.graph);
+    if (read_later) continue;
+    s.epilogue = match_epilogue(n.graph);
+    s.generated_epilogue = codegen::is_product_epilogue(n.graph);
   }
 }
 

@@ -34,6 +34,9 @@ struct KernelStep {
   // A product step into a temporary that only the next step reads, where that step is an epilogue
   // cuBLASLt can run inside the call (found false otherwise); the run time checks its arrays.
   EpilogueMatch epilogue;
+  // A product step into a temporary that only the next step reads, where that step is elementwise with one
+  // output (codegen::is_product_epilogue): under fz::GeneratedProducts the two may run as one generated kernel.
+  bool generated_epilogue = false;
   // An elementwise temporary that reads the flat index (fz::random) spans the index space the fused kernel
   // numbers: that of its region (the elementwise part of the graph around it, up to reductions), given
   // by the call's arrays the region reads and, for an output's region, the output.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/layer_variant.hpp"
+#include "codegen/product_variant.hpp"
 #include "codegen/reduce_variant.hpp"
 #include "codegen/scan_variant.hpp"
 #include "fusion/evaluate.hpp"
@@ -68,8 +70,9 @@ struct Lowered {
   bool has_join = false;     // fz::concatenate: its launches resolve where the pieces lie (schedule/pieces.hpp)
   // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
   std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
-             std::atomic<KernelSlot<codegen::LayerVariant>*>, std::atomic<KernelSlot<codegen::ScanVariant>*>>
-      slots{nullptr, nullptr, nullptr, nullptr};
+             std::atomic<KernelSlot<codegen::LayerVariant>*>, std::atomic<KernelSlot<codegen::ScanVariant>*>,
+             std::atomic<KernelSlot<codegen::ProductVariant>*>>
+      slots{nullptr, nullptr, nullptr, nullptr, nullptr};
   // How the expression runs when it is more than one elementwise kernel.
   mutable std::once_flag plan_once[3];
   mutable std::unique_ptr<Plan> plans[3];  // by PartitionMode
@@ -172,6 +175,22 @@ KernelInfo inspect_reduction(const Call& c);
 /// `epilogue`: the math of the next step, run inside the same cuBLASLt call (plan.cpp decides); false
 /// when cuBLASLt has none for these types (nothing written: the caller runs the step itself).
 [[nodiscard]] bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& epilogue = {});
+/// A product step's two arrays and the product's scale: the partition makes matmul(x, y) where each operand
+/// is an input or an input times a scalar (schedule/product_epilogue's product_operand).
+struct ProductOperands {
+  const ArrayBase* a;
+  const ArrayBase* b;
+  double scale = 1;
+};
+ProductOperands product_operands(const Call& c);
+/// Under fz::GeneratedProducts: product step `product` and the elementwise step `epilogue` that reads it
+/// (through the slots marked in `product_slot`) as one generated kernel writing `out` (generated_product.cpp).
+/// False, with nothing written, where the generated kernel does not cover the call: the plan runs the steps.
+[[nodiscard]] bool evaluate_generated_product(const Call& product, const Call& epilogue,
+                                              const std::vector<bool>& product_slot, ArrayBase& out, AssignMode mode);
+/// The kernel evaluate_generated_product would run, if any.
+std::optional<KernelInfo> inspect_generated_product(const Call& product, const Call& epilogue,
+                                                    const std::vector<bool>& product_slot, DType out_dtype);
 /// A floating scalar argument's value (16-bit floats travel as float32 bits).
 double floating_value(const ScalarArg& s);
 /// A call evaluated as the front end's assignments are (one elementwise kernel, one reduction, or a plan;

@@ -8,6 +8,7 @@
 
 #include "codegen/emit_elementwise.hpp"
 #include "codegen/emit_layer.hpp"
+#include "codegen/emit_product.hpp"
 #include "codegen/emit_reduction.hpp"
 #include "codegen/emit_scan.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -26,6 +27,9 @@ template <> struct KernelKind<codegen::LayerVariant> {  // row layers: reduction
 };
 template <> struct KernelKind<codegen::ScanVariant> {  // running reductions along an axis
   static constexpr auto emit = &codegen::emit_scan;
+};
+template <> struct KernelKind<codegen::ProductVariant> {  // a matrix product with its epilogue (opt-in)
+  static constexpr auto emit = &codegen::emit_product;
 };
 
 /// The source of `lw`'s kernel in variant `v` (its inputs merged as the variant reads them).

@@ -63,6 +63,13 @@ std::optional<Epilogue> merged_epilogue(const Plan& p, std::size_t i, const Call
   return e;
 }
 
+/// Per input slot of `next`: whether it reads the temporary product step `product` writes.
+std::vector<bool> product_slots(const KernelStep& product, const KernelStep& next) {
+  std::vector<bool> slots;
+  for (int a : next.arrays) slots.push_back(a == ~product.targets[0]);
+  return slots;
+}
+
 }  // namespace
 
 Call with_shared_reductions(const Call& c) {
@@ -287,6 +294,14 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   };
   const std::vector<KernelStep>& steps = p.part.steps;
   for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].generated_epilogue) {  // one generated kernel, where fz::GeneratedProducts asks for it
+      const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
+      if (evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]),
+                                     *outs[~steps[i + 1].targets[0]], mode)) {
+        ++i;
+        continue;
+      }
+    }
     if (steps[i].epilogue.found) {  // (the partition checked the steps' shape; the arrays are checked here)
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
       ArrayBase& out = *outs[~steps[i + 1].targets[0]];
@@ -315,6 +330,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     Call call;
     std::optional<Epilogue> epilogue;
     DType written = DType::float32;  // the merged result's dtype
+    std::optional<KernelInfo> generated;  // the product and its epilogue as one generated kernel
   };
   std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const KernelStep& s, const Call& call, const std::vector<Shape>&) {
@@ -336,6 +352,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     tls_current_device = device;  // the caller's device, fz::precompile target and mode, on this thread too
     tls_precompile_arch = arch;
     mode_flag(Mode::separate_reductions) = separate;
+    if (o.generated) return {*o.generated};
     if (o.step->whole) return kernels_of(with_shared_reductions(o.call));  // its own partition
     if (o.call.lowered->has_product) {
       KernelInfo info = inspect_product(o.call);
@@ -351,12 +368,21 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     if (o.step->targets.size() == 1) return {inspect_reduction(o.call)};
     return {inspect_reductions(o.call)};
   };
-  // A product and its epilogue step that run as one cuBLASLt call show as that one call.
+  // A product and its epilogue step that run as one generated kernel or one cuBLASLt call show as that one.
   for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
-    if (!steps[i]->step->epilogue.found) continue;
+    if (!steps[i]->step->epilogue.found && !steps[i]->step->generated_epilogue) continue;
     const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
     if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
+    if (steps[i]->step->generated_epilogue) {
+      steps[i]->generated = inspect_generated_product(steps[i]->call, steps[i + 1]->call,
+                                                      product_slots(*steps[i]->step, *steps[i + 1]->step), out_dtype);
+      if (steps[i]->generated) {
+        steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        continue;
+      }
+    }
+    if (!steps[i]->step->epilogue.found) continue;
     if (const auto e = merged_epilogue(p, j, steps[i]->call, steps[i + 1]->call, out_dtype)) {
       steps[i]->epilogue = e;
       steps[i]->written = out_dtype;

@@ -16,28 +16,18 @@
 #include "schedule/matmul_layout.hpp"
 
 namespace fusion::detail {
-namespace {
 
-/// The step's two arrays and the product's scale: the partition makes matmul(x, y) where each operand is
-/// an input or an input times a scalar (schedule/product_epilogue's product_operand).
-struct Operands {
-  const ArrayBase* a;
-  const ArrayBase* b;
-  double scale = 1;
-};
-Operands operands(const Call& c) {
+ProductOperands product_operands(const Call& c) {
   const ir::Graph& g = graph_of(c);
   const ir::Node& n = g.nodes[g.outputs.at(0)];
   const ProductOperand x = product_operand(g, n.a), y = product_operand(g, n.b);
   if (!ir::is_product(n.op) || x.input == ir::kNone || y.input == ir::kNone)
     throw Error("internal: a product step is the product of two arrays, each perhaps times a scalar");
-  Operands o{c.arrays[g.nodes[x.input].slot], c.arrays[g.nodes[y.input].slot]};
+  ProductOperands o{c.arrays[g.nodes[x.input].slot], c.arrays[g.nodes[y.input].slot]};
   for (std::uint32_t s : {x.scalar, y.scalar})
     if (s != ir::kNone) o.scale *= floating_value(c.scalars[g.nodes[s].slot]);
   return o;
 }
-
-}  // namespace
 
 double floating_value(const ScalarArg& s) {
   if (itemsize(dtype_info(s.dtype).compute) == 8) return std::bit_cast<double>(s.bits);
@@ -45,12 +35,12 @@ double floating_value(const ScalarArg& s) {
 }
 
 Shape product_output_shape(const Call& c) {
-  const Operands o = operands(c);
+  const ProductOperands o = product_operands(c);
   return matmul_shape(o.a->shape(), o.b->shape());
 }
 
 bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epilogue& e) {
-  const auto [a, b, scale] = operands(c);
+  const auto [a, b, scale] = product_operands(c);
   const Shape shape = matmul_shape(a->shape(), b->shape());
   if (!prepare_output(c, out, mode, current_stream_state()->device, shape)) return true;
   // cuBLASLt writes the result in place when it can: the whole of a C-ordered output apart from the
@@ -67,7 +57,7 @@ bool evaluate_product(const Call& c, ArrayBase& out, AssignMode mode, const Epil
 }
 
 KernelInfo inspect_product(const Call& c) {
-  const auto [a, b, scale] = operands(c);
+  const auto [a, b, scale] = product_operands(c);
   KernelInfo info;
   info.name = "cublasLtMatmul";
   info.variant = describe_matmul(*a, *b, a->dtype());

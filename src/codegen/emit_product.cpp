@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: Apache-2.0
+// IR + product variant -> CUDA source of a matrix product whose epilogue is fusion's own expression. The
+// main loop is the same text for every kernel (kProductLoop), shaped by the constants the variant writes
+// before it; only the epilogue (fz_expr, its loads and the store) is generated from the graph.
+#include "codegen/emit_product.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "codegen/emit_common.hpp"
+#include "codegen/spell.hpp"
+#include "fusion/error.hpp"
+
+namespace fusion::codegen {
+namespace {
+
+/// The block's product tile, the same for every kernel. Operand tiles lie in shared memory as their
+/// operand lies in memory (its contiguous dimension inner, padded by 8 elements so that WMMA's loads of
+/// neighbouring rows fall in different banks); STAGES of them are in flight. Then the float accumulators
+/// go to shared memory (over the pipeline's tiles) for the epilogue to read in row order.
+constexpr const char* kProductLoop = R"(constexpr int FZ_THREADS = FZ_WARPS_M * FZ_WARPS_N * 32;
+constexpr int FZ_WTM = FZ_BM / FZ_WARPS_M, FZ_WTN = FZ_BN / FZ_WARPS_N;  // one warp's tile
+constexpr int FZ_FM = FZ_WTM / 16, FZ_FN = FZ_WTN / 16;                  // its 16x16 fragments
+constexpr int FZ_A_OUTER = FZ_A_ROWS ? FZ_BM : FZ_BK, FZ_A_INNER = FZ_A_ROWS ? FZ_BK : FZ_BM;
+constexpr int FZ_B_OUTER = FZ_B_ROWS ? FZ_BK : FZ_BN, FZ_B_INNER = FZ_B_ROWS ? FZ_BN : FZ_BK;
+constexpr int FZ_A_LD = FZ_A_INNER + 8, FZ_B_LD = FZ_B_INNER + 8, FZ_C_LD = FZ_BN + 4;
+constexpr int FZ_A_TILE = FZ_A_OUTER * FZ_A_LD, FZ_B_TILE = FZ_B_OUTER * FZ_B_LD;
+typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, fz_operand, fz_a_layout> fz_a_fragment;
+typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, fz_operand, fz_b_layout> fz_b_fragment;
+typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fz_c_fragment;
+
+// OUTER x INNER elements of an operand (rows `ld` apart) from (outer0, inner0) into shared memory at `s`;
+// what lies at or past (outer_end, inner_end) reads as zero.
+template <int OUTER, int INNER, int LD>
+__device__ __forceinline__ void fz_load_tile(unsigned short* s, const unsigned short* g, long long ld, long long outer0,
+                                             long long inner0, long long outer_end, long long inner_end) {
+  if constexpr (FZ_ASYNC) {  // 16 bytes a copy (inner_end is a multiple of 8): a chunk lies wholly in or out
+    constexpr int CHUNKS = OUTER * INNER / 8;
+#pragma unroll
+    for (int c0 = 0; c0 < CHUNKS; c0 += FZ_THREADS) {
+      const int c = c0 + threadIdx.x;
+      if (CHUNKS % FZ_THREADS != 0 && c >= CHUNKS) break;
+      const int o = c / (INNER / 8), i = c % (INNER / 8) * 8;
+      const bool in = outer0 + o < outer_end && inner0 + i < inner_end;
+      const unsigned short* from = in ? g + (outer0 + o) * ld + inner0 + i : g;
+      const unsigned to = (unsigned)__cvta_generic_to_shared(s + o * LD + i);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from), "r"(in ? 16 : 0));
+    }
+  } else {
+    for (int e = threadIdx.x; e < OUTER * INNER; e += FZ_THREADS) {
+      const int o = e / INNER, i = e % INNER;
+      s[o * LD + i] = outer0 + o < outer_end && inner0 + i < inner_end ? g[(outer0 + o) * ld + inner0 + i]
+                                                                       : (unsigned short)0;
+    }
+  }
+}
+__device__ __forceinline__ void fz_commit() {
+  if constexpr (FZ_ASYNC) asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void fz_wait() {
+  if constexpr (FZ_ASYNC) asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// The tile of a·b at (m0, n0) into `cs` (float, FZ_C_LD apart), through the pipeline in `smem`.
+__device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem, const unsigned short* a,
+                                                const unsigned short* b, long long M, long long N, long long K,
+                                                long long lda, long long ldb, long long m0, long long n0) {
+  using namespace nvcuda;
+  unsigned short* as = smem;
+  unsigned short* bs = smem + FZ_STAGES * FZ_A_TILE;
+  const int warp = threadIdx.x / 32, wm = warp / FZ_WARPS_N, wn = warp % FZ_WARPS_N;
+  fz_c_fragment acc[FZ_FM][FZ_FN];
+#pragma unroll
+  for (int i = 0; i < FZ_FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FZ_FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  const long long tiles = (K + FZ_BK - 1) / FZ_BK;
+  auto load = [&](long long t, int stage) {
+    const long long k0 = t * FZ_BK;
+    if constexpr (FZ_A_ROWS)
+      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, m0, k0, M, K);
+    else
+      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, k0, m0, K, M);
+    if constexpr (FZ_B_ROWS)
+      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, k0, n0, K, N);
+    else
+      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, n0, k0, N, K);
+  };
+#pragma unroll
+  for (int s = 0; s < FZ_STAGES - 1; ++s) {
+    if (s < tiles) load(s, s);
+    fz_commit();
+  }
+  for (long long t = 0; t < tiles; ++t) {
+    fz_wait<FZ_STAGES - 2>();  // tile t has landed
+    __syncthreads();           // ... for every thread, and every warp is done with tile t - 1's stage
+    if (t + FZ_STAGES - 1 < tiles) load(t + FZ_STAGES - 1, (int)((t + FZ_STAGES - 1) % FZ_STAGES));
+    fz_commit();
+    const int stage = (int)(t % FZ_STAGES);
+    const fz_operand* at = reinterpret_cast<const fz_operand*>(as + stage * FZ_A_TILE);
+    const fz_operand* bt = reinterpret_cast<const fz_operand*>(bs + stage * FZ_B_TILE);
+#pragma unroll
+    for (int kk = 0; kk < FZ_BK; kk += 16) {
+      fz_a_fragment fa[FZ_FM];
+      fz_b_fragment fb[FZ_FN];
+#pragma unroll
+      for (int i = 0; i < FZ_FM; ++i) {
+        const int r = wm * FZ_WTM + i * 16;
+        wmma::load_matrix_sync(fa[i], FZ_A_ROWS ? at + r * FZ_A_LD + kk : at + kk * FZ_A_LD + r, FZ_A_LD);
+      }
+#pragma unroll
+      for (int j = 0; j < FZ_FN; ++j) {
+        const int c = wn * FZ_WTN + j * 16;
+        wmma::load_matrix_sync(fb[j], FZ_B_ROWS ? bt + kk * FZ_B_LD + c : bt + c * FZ_B_LD + kk, FZ_B_LD);
+      }
+#pragma unroll
+      for (int i = 0; i < FZ_FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FZ_FN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+  }
+  fz_wait<0>();
+  __syncthreads();  // the pipeline's memory becomes the result tile
+#pragma unroll
+  for (int i = 0; i < FZ_FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FZ_FN; ++j)
+      wmma::store_matrix_sync(cs + (wm * FZ_WTM + i * 16) * FZ_C_LD + wn * FZ_WTN + j * 16, acc[i][j], FZ_C_LD,
+                              wmma::mem_row_major);
+  __syncthreads();
+}
+)";
+
+}  // namespace
+
+bool is_product_epilogue(const ir::Graph& g) {
+  if (g.outputs.size() != 1) return false;
+  for (const ir::Node& n : g.nodes) {
+    const bool ok = n.op == ir::Op::input || n.op == ir::Op::scalar || n.op == ir::Op::cast || n.op == ir::Op::call ||
+                    (ir::is_elementwise(n.op) && n.op != ir::Op::leading && n.op != ir::Op::concatenate);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::string_view name_given) {
+  if (!is_product_epilogue(g)) throw Error("internal: a generated product's epilogue is elementwise, one output");
+  if (v.operand != DType::float16 && v.operand != DType::bfloat16)
+    throw Error("internal: generated products multiply float16 or bfloat16 operands");
+  const DType out = v.out_dtype;
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(&out, 1));
+  if (name_given.empty()) k.name.insert(3, "matmul_");  // fz_matmul_<epilogue ops>_<dtype>_<hash>
+  need_conversions(ctx, v.operand);
+  const int P = v.n_params, pp = v.product_param;
+  const DType result = g.nodes[g.outputs[0]].dtype;
+
+  // fz_expr: the epilogue of one element, from its loaded values (the product's among them) and the scalars.
+  SourceWriter body;
+  {
+    std::vector<std::string> args;
+    for (int p = 0; p < P; ++p) args.push_back(fmt::format("{} x{}", compute_type(pdt[p]), p));
+    for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
+    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", compute_type(result), fmt::join(args, ", "));
+    std::vector<std::string> value(g.nodes.size());
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const ir::Node& n = g.nodes[i];
+      if (n.op == ir::Op::input) value[i] = fmt::format("x{}", v.param_of_slot[n.slot]);
+      if (n.op == ir::Op::scalar) value[i] = fmt::format("s{}", n.slot);
+    }
+    write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
+    body.line("return {};", stored_value(g, g.outputs[0], out, value));
+  }
+
+  SourceWriter w;
+  w.line("// Generated by fusion. Kernel {}: {}.", k.name, v.describe());
+  w.line("#include <mma.h>").blank();
+  write_prelude(w, ctx, heavy);
+  w.line("{}", body.str());
+  const ProductTiles& t = v.tiles;
+  w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {};", t.bm,
+         t.bn, t.bk, t.warps_m, t.warps_n, t.stages);
+  w.line("constexpr bool FZ_A_ROWS = {}, FZ_B_ROWS = {}, FZ_ASYNC = {};", v.a_rows, v.b_rows, v.async);
+  w.line("typedef {} fz_operand;", v.operand == DType::bfloat16 ? "__nv_bfloat16" : "__half");
+  w.line("typedef nvcuda::wmma::{} fz_a_layout;", v.a_rows ? "row_major" : "col_major");
+  w.line("typedef nvcuda::wmma::{} fz_b_layout;", v.b_rows ? "row_major" : "col_major");
+  w.line("struct FzProduct {{ long long v[{}]; }};", kProductDims);
+  w.line("struct FzStrides {{ long long v[3]; }};").blank();
+  w.text(kProductLoop).blank();
+
+  KernelSignature& sig = k.signature;
+  sig.add(ArgSource::pointer, 0, "const unsigned short* __restrict__ a");
+  sig.add(ArgSource::pointer, 1, "const unsigned short* __restrict__ b");
+  for (int p = 0; p < P; ++p)
+    if (p != pp) sig.add(ArgSource::pointer, 2 + p, fmt::format("const {}* in{}", storage_type(pdt[p]), p));
+  sig.add(ArgSource::pointer, 2 + P, fmt::format("{}* out", storage_type(out)));
+  for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
+  sig.add(ArgSource::dims, 0, "const FzProduct shape");
+  for (int p = 0; p < P; ++p)
+    if (p != pp) sig.add(ArgSource::dims, product_param_strides(p), fmt::format("const FzStrides st{}", p));
+
+  {
+  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", t.threads(), k.name, sig.list());
+  w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
+  w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
+  w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");
+  w.line("const long long m0 = (long long)(blockIdx.x / tiles_n) * FZ_BM, n0 = (long long)(blockIdx.x % tiles_n) * FZ_BN;");
+  w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
+  w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
+         "M, N, K, shape.v[3], shape.v[4], m0, n0);");
+  w.line("out += batch * M * N;");
+  {
+    // consecutive threads take consecutive columns: the epilogue's reads and the result's writes coalesce
+    auto loop = w.block("for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS)");
+    w.line("const int r = e / FZ_BN, c = e % FZ_BN;");
+    w.line("const long long m = m0 + r, n = n0 + c;");
+    w.line("if (m >= M || n >= N) continue;");
+    std::vector<std::string> in;
+    for (int p = 0; p < P; ++p) {
+      if (p == pp) {  // the product as its step would have stored it: rounded to the operands' dtype
+        in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c]")));
+        continue;
+      }
+      in.push_back(load_conversion(
+          pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+    }
+    for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
+    w.line("out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+  }
+  }
+  k.source = w.str();
+  k.full_headers = true;  // mma.h and the 16-bit float headers WMMA's fragments need
+  return k;
+}
+
+}  // namespace fusion::codegen

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The variant of a generated matrix-product kernel (issue 36, opt-in through fz::GeneratedProducts): the
+// product of two 16-bit float matrices accumulated in float32 on tensor cores, with the elementwise step
+// that reads the product (its epilogue: bias, residual, scale, any activation, casts) applied to the
+// accumulators before anything is written. Blocks take BM x BN tiles of the result; their warps run WMMA's
+// 16x16x16 products out of shared memory, where operand tiles arrive STAGES deep (cp.async, 16 bytes at a
+// time, where the operands' rows allow it). The accumulators pass through shared memory once, so the
+// epilogue reads its other arrays and writes the result coalesced.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "codegen/variant.hpp"
+
+namespace fusion::codegen {
+
+/// Blocks tiles of the product and how warps divide them: what the tile table in
+/// runtime/exec/generated_product.cpp picks per shape class.
+struct ProductTiles {
+  std::uint8_t bm = 128, bn = 128, bk = 32;  ///< block tile (multiples of 16; bk of 16)
+  std::uint8_t warps_m = 2, warps_n = 4;     ///< warps along each (each warp's tile a multiple of 16)
+  std::uint8_t stages = 3;                   ///< operand tiles in flight (2 without cp.async)
+  bool operator==(const ProductTiles&) const = default;
+  int threads() const { return 32 * warps_m * warps_n; }
+};
+
+struct ProductVariant {
+  ProductTiles tiles;
+  DType operand = DType::bfloat16;  ///< both operands' (float16 or bfloat16)
+  bool a_rows = true;   ///< a (m x k) lies row by row (k contiguous); false: column by column (a transposed view)
+  bool b_rows = true;   ///< b (k x n) lies row by row (n contiguous); false: column by column
+  bool async = true;    ///< 16-byte cp.async loads: aligned operands whose contiguous extent is a multiple of 8
+  std::uint8_t product_param = 0;  ///< the epilogue's parameter that is the product (read from the accumulators)
+  DType out_dtype = DType::bfloat16;
+  std::uint8_t n_params = 0;  ///< the epilogue's distinct arrays, the product's among them
+  std::array<std::uint8_t, kMaxParams> param_of_slot{};
+
+  bool operator==(const ProductVariant&) const = default;
+  void hash_into(StableHasher& h, std::uint32_t n_slots) const;
+  std::string describe() const;
+  /// Dynamic shared memory of one block: the operand pipeline, or the float result tile where larger.
+  unsigned shared_bytes() const;
+};
+
+/// Dims entries of a product kernel: 0 the product's {m, n, k, lda, ldb, a's batch stride, b's}, then per
+/// epilogue parameter p (the product's entry unused) its strides {batch, row, column} over the result.
+inline constexpr int kProductDims = 7;
+constexpr std::uint32_t product_param_strides(int p) { return 1 + static_cast<std::uint32_t>(p); }
+
+}  // namespace fusion::codegen

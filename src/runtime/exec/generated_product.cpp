@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// A product step and the elementwise step reading it, as one generated kernel (codegen/emit_product), while
+// fz::GeneratedProducts is on. Everything the kernel does not cover declines (false, nothing written) and
+// the plan runs the two steps as before (cuBLASLt, then the fused epilogue kernel).
+#include <fmt/format.h>
+
+#include "fusion/modes.hpp"
+#include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/evaluate_internal.hpp"
+#include "runtime/exec/kernel_for.hpp"
+#include "runtime/exec/launch.hpp"
+#include "schedule/call_graph.hpp"
+#include "schedule/matmul_layout.hpp"
+
+namespace fusion::detail {
+
+using codegen::ProductTiles;
+using codegen::ProductVariant;
+
+namespace {
+
+/// Tiles per shape class: the large tile where the result has a tile per multiprocessor at least (each
+/// block streams 8 KB of operands per step through 3 stages), else the small one, so that more blocks
+/// share a skinny or small product.
+constexpr ProductTiles kLargeTiles{128, 128, 32, 2, 4, 3};
+constexpr ProductTiles kSmallTiles{64, 64, 32, 2, 2, 4};
+
+/// How one call runs as a generated product: the variant and the values its launch takes.
+struct ProductLaunch {
+  ProductVariant v;
+  Shape shape;                      // the result's
+  std::int64_t dims[codegen::kProductDims] = {};
+  std::vector<std::array<std::int64_t, 3>> strides;  // per epilogue parameter: batch, row, column
+  std::vector<const ArrayBase*> params;               // per epilogue parameter (the product's null)
+  std::int64_t batch = 1, tiles = 0;
+};
+
+bool aligned16(const ArrayBase& a) { return a.data_ptr() % 16 == 0; }
+
+/// Whether `x` broadcasts to `shape` unchanged.
+bool broadcasts_into(const Shape& x, const Shape& shape) {
+  if (x.size() > shape.size()) return false;
+  for (int d = 1; d <= x.size(); ++d)
+    if (x[x.size() - d] != 1 && x[x.size() - d] != shape[shape.size() - d]) return false;
+  return true;
+}
+
+/// `x`'s strides over the result {batch, row, column}, its batch axes collapsed into one stride as the
+/// result's C order numbers its batch items; false where they do not collapse.
+bool epilogue_strides(const ArrayBase& x, const Shape& shape, std::array<std::int64_t, 3>& s) {
+  const Strides st = broadcast_strides(x, shape);
+  const int R = shape.size();
+  s = {0, st[R - 2], st[R - 1]};
+  std::int64_t inner = 0;  // batch items the batch axes after axis d number (0: none of them is longer than 1)
+  for (int d = R - 3; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (inner == 0) {
+      s[0] = st[d];
+    } else if (st[d] != s[0] * inner) {
+      return false;
+    }
+    inner = (inner == 0 ? 1 : inner) * shape[d];
+  }
+  return true;
+}
+
+/// The launch of product call `pc` with epilogue call `ec` (the product read through the slots marked in
+/// `product_slot`), or false where the generated kernel does not cover it. `running`: the arrays hold memory
+/// on `device` (fz::inspect's placeholders hold none).
+bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, int device, bool running,
+                 ProductLaunch& P) {
+  const ProductOperands o = product_operands(pc);
+  const ArrayBase &a = *o.a, &b = *o.b;
+  const DType d = a.dtype();
+  if ((d != DType::float16 && d != DType::bfloat16) || b.dtype() != d || o.scale != 1) return false;
+  if (planned_device(device).compute_major < 8 || a.ndim() < 2 || b.ndim() < 2) return false;
+  const MatmulLayout L = matmul_layout(a.shape(), a.strides(), b.shape(), b.strides());
+  if (L.copy_a || L.copy_b || !L.outer_shape.empty() || L.m == 0 || L.n == 0 || L.k == 0 || L.batch > 65535) return false;
+  const ir::Graph& g = graph_of(ec);
+  if (!codegen::is_product_epilogue(g)) return false;
+  P.shape = L.out_shape;
+  P.batch = L.batch;
+  ProductVariant& v = P.v;
+  v.operand = d;
+  v.a_rows = !L.second.transpose;  // (cuBLASLt's second operand is ours a, its first ours b)
+  v.b_rows = !L.first.transpose;
+  const std::int64_t lda = L.second.ld, ldb = L.first.ld;
+  const std::int64_t sa = L.second.batch_stride, sb = L.first.batch_stride;
+  // 16-byte copies: every row start of both operands on a 16-byte boundary, contiguous extents of whole chunks
+  v.async = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
+            (v.a_rows ? L.k : L.m) % 8 == 0 && (v.b_rows ? L.n : L.k) % 8 == 0;
+  const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb};
+  std::copy(std::begin(dims), std::end(dims), P.dims);
+  // The epilogue's arrays: the product's slots one parameter, the others one per distinct view.
+  int product_param = -1;
+  for (int s = 0; s < ec.n_arrays; ++s) {
+    int p = -1;
+    if (product_slot[static_cast<std::size_t>(s)]) {
+      p = product_param;
+    } else {
+      const ArrayBase& x = *ec.arrays[s];
+      if (running && (!x.has_storage() || x.device() != device)) return false;  // (the two steps report it)
+      if (!broadcasts_into(x.shape(), P.shape)) return false;  // the epilogue's result is larger, or no result
+      for (std::size_t q = 0; q < P.params.size() && p < 0; ++q)
+        if (P.params[q] && same_view(*P.params[q], x)) p = static_cast<int>(q);
+    }
+    if (p < 0) {
+      p = static_cast<int>(P.params.size());
+      P.params.push_back(product_slot[static_cast<std::size_t>(s)] ? nullptr : ec.arrays[s]);
+      P.strides.push_back({});
+      if (P.params.back() && !epilogue_strides(*P.params.back(), P.shape, P.strides.back())) return false;
+      if (!P.params.back()) product_param = p;
+    }
+    v.param_of_slot[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>(p);
+  }
+  if (product_param < 0 || P.params.size() > codegen::kMaxParams) return false;
+  v.product_param = static_cast<std::uint8_t>(product_param);
+  v.n_params = static_cast<std::uint8_t>(P.params.size());
+  const auto tiles_of = [&](const ProductTiles& t) { return ((L.m + t.bm - 1) / t.bm) * ((L.n + t.bn - 1) / t.bn); };
+  v.tiles = tiles_of(kLargeTiles) * L.batch >= planned_device(device).sms ? kLargeTiles : kSmallTiles;
+  if (!v.async) v.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
+  P.tiles = tiles_of(v.tiles);
+  return true;
+}
+
+}  // namespace
+
+bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, ArrayBase& out,
+                                AssignMode mode) {
+  if (!mode_flag(Mode::generated_products)) return false;
+  const auto& stream = current_stream_state();
+  ProductLaunch P;
+  if (!plan_launch(pc, ec, product_slot, stream->device, true, P)) return false;
+  const ProductOperands o = product_operands(pc);
+  // The result is written once, in place: a new array, or an existing C-ordered one of its shape that
+  // shares no memory with the operands (an epilogue array may be the output itself: each element is read
+  // by the thread that writes it).
+  if (mode != AssignMode::fresh && out.has_storage()) {
+    if (out.shape() != P.shape || !out.is_contiguous() || shares_memory(out, *o.a) || shares_memory(out, *o.b))
+      return false;
+    for (const ArrayBase* x : P.params)
+      if (x && shares_memory(*x, out) && !same_view(*x, out)) return false;
+  }
+  if (!prepare_output(pc, out, mode, stream->device, P.shape)) return true;
+  P.v.out_dtype = out.dtype();
+  const auto& k = kernel_for(*ec.lowered, P.v, stream->device, ec.name);
+  const int np = P.v.n_params;
+  std::vector<std::uint64_t> ptrs(static_cast<std::size_t>(np + 3), 0);
+  std::vector<const std::int64_t*> dims(static_cast<std::size_t>(np + 1), P.dims);
+  ptrs[0] = o.a->data_ptr();
+  ptrs[1] = o.b->data_ptr();
+  std::vector<const ArrayBase*> read = {o.a, o.b};
+  for (int p = 0; p < np; ++p) {
+    if (const ArrayBase* x = P.params[static_cast<std::size_t>(p)]) {
+      ptrs[static_cast<std::size_t>(2 + p)] = x->data_ptr();
+      read.push_back(x);
+    }
+    dims[codegen::product_param_strides(p)] = P.strides[static_cast<std::size_t>(p)].data();
+  }
+  ptrs[static_cast<std::size_t>(2 + np)] = out.data_ptr();
+  LaunchArgs args;
+  args.pointers = ptrs;
+  args.scalars = {ec.scalars, static_cast<std::size_t>(ec.n_scalars)};
+  args.dims = dims;
+  launch_kernel(k.kernel->function, k.signature, args, {P.tiles, P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()},
+                *stream);
+  const ArrayBase* written[] = {&out};
+  note_launch(read, written, stream);
+  return true;
+}
+
+std::optional<KernelInfo> inspect_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot,
+                                                    DType out_dtype) {
+  if (!mode_flag(Mode::generated_products)) return {};
+  const int device = device_count() > 0 ? enter_current_device() : -1;
+  ProductLaunch P;
+  if (!plan_launch(pc, ec, product_slot, device, false, P)) return {};
+  P.v.out_dtype = out_dtype;
+  return finish_inspect(generate(*ec.lowered, P.v, ec.name), P.v.describe());
+}
+
+}  // namespace fusion::detail

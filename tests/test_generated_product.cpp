@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// Generated matrix products without a GPU (fz::GeneratedProducts): which products and epilogues become one
+// generated kernel, its name and source, each layout and load path compiling through NVRTC for sm_90, and
+// what stays on cuBLASLt.
+#include "support.hpp"
+
+namespace {
+
+using bf16 = fz::bfloat16;
+
+fz::KernelInfo generated(const fz::KernelInfo& k) {
+  INFO(k);
+  REQUIRE(k.kernels == 1);
+  CHECK_THAT(k.name, Catch::StartsWith("fz_matmul_"));
+  CHECK_THAT(k.variant, Catch::Contains("generated") && Catch::Contains("product"));
+  CHECK_THAT(k.source, Catch::Contains("wmma::mma_sync") && Catch::Contains("fz_expr"));
+  CHECK(k.registers > 0);  // compiled (NVRTC and ptxas for the planned device)
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("under fz::GeneratedProducts a product and the math reading it are one generated kernel", "[matmul]") {
+  fz::GeneratedProducts on;
+  const auto x = fz::placeholder<bf16>({300, 256}), w = fz::placeholder<bf16>({256, 520});
+  const auto bias = fz::placeholder<bf16>({520}), residual = fz::placeholder<bf16>({300, 520});
+  const auto p = fz::matmul(x, w);
+  const auto k = generated(fz::inspect(fz::maximum(p + bias, 0.0f) * 0.5f + residual));
+  CHECK_THAT(k.name, Catch::Contains("maximum") && Catch::Contains("add"));
+  CHECK_THAT(k.variant, Catch::Contains("bfloat16 product (NN)") && Catch::Contains("cp.async"));
+  // what cuBLASLt's epilogues cannot express is the same one kernel: an erf GELU, a bias along the rows,
+  // a float32 result, a user function
+  generated(fz::inspect(fz::gelu(p + bias)));
+  generated(fz::inspect(p + fz::placeholder<bf16>({300, 1})));
+  generated(fz::inspect(fz::tanh(p.astype<float>()) + fz::placeholder<float>({520})));
+}
+
+TEST_CASE("generated products: every layout, unaligned operands, both tile classes and float16 compile", "[matmul]") {
+  fz::GeneratedProducts on;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = ta ? fz::placeholder<bf16>({64, 128}).transpose() : fz::placeholder<bf16>({128, 64});
+      const auto b = tb ? fz::placeholder<bf16>({96, 64}).transpose() : fz::placeholder<bf16>({64, 96});
+      const auto k = generated(fz::inspect(fz::matmul(a, b) * 2.0f));
+      CHECK_THAT(k.variant, Catch::Contains(std::string("(") + (ta ? "T" : "N") + (tb ? "T" : "N") + ")"));
+    }
+  // a contiguous extent not of whole 16-byte chunks: plain loads
+  const auto odd = generated(fz::inspect(fz::matmul(fz::placeholder<fz::half>({33, 13}), fz::placeholder<fz::half>({13, 21})) + 1.0f));
+  CHECK_THAT(odd.variant, Catch::Contains("float16") && Catch::Contains("plain loads") && Catch::Contains("64x64x32"));
+  // a product with a tile per multiprocessor takes the large tiles; batches count
+  const auto big = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 1536})) - 1.0f));
+  CHECK_THAT(big.variant, Catch::Contains("128x128x32"));
+  const auto batched = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({40, 128, 64}), fz::placeholder<bf16>({64, 512})) + 1.0f));
+  CHECK_THAT(batched.variant, Catch::Contains("128x128x32"));
+}
+
+TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt", "[matmul]") {
+  const auto x = fz::placeholder<bf16>({64, 32}), w = fz::placeholder<bf16>({32, 16});
+  const auto b = fz::placeholder<bf16>({16});
+  auto cublas = [](const fz::KernelInfo& k) {
+    INFO(k);
+    CHECK_THAT(k.plan[0], Catch::Contains("cublasLtMatmul"));
+  };
+  cublas(fz::inspect(fz::gelu(fz::matmul(x, w) + b)));  // the mode is off
+  fz::GeneratedProducts on;
+  cublas(fz::inspect(fz::matmul(x, w)));  // a lone product: nothing to fuse
+  cublas(fz::inspect(fz::matmul(fz::placeholder<float>({64, 32}), fz::placeholder<float>({32, 16})) + 1.0f));
+  cublas(fz::inspect(fz::matmul(x * 2.0f, w) + b));  // a scaled operand (cuBLASLt's alpha)
+  cublas(fz::inspect(fz::matmul(fz::placeholder<bf16>({32}), w) + b));  // a 1-D operand
+  cublas(fz::inspect(fz::sum(fz::matmul(x, w), -1)));  // a reduction of the product
+  const auto gapped = fz::placeholder<bf16>({64, 64}).slice({fz::Slice{}, fz::Slice{0, 64, 2}});
+  cublas(fz::inspect(fz::matmul(gapped, w) + b));  // an operand to copy first
+}

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// Generated matrix products on the GPU (fz::GeneratedProducts) against a float64 host reference: both
+// 16-bit dtypes, every layout (NN, NT, TN, TT through transposed views), sizes that are not multiples of a
+// tile, unaligned extents (plain loads), K = 1, both tile classes, batches and broadcast batches, epilogues
+// with a bias, a bias along the rows, a residual, a float32 result, into poisoned and in-place outputs.
+#include "support.hpp"
+
+namespace {
+
+/// Row-major float64 product of batch items of A (items x m x k; one item broadcasts) and B (likewise).
+std::vector<double> product(const std::vector<double>& A, const std::vector<double>& B, std::int64_t items,
+                            bool a_batched, bool b_batched, std::int64_t m, std::int64_t k, std::int64_t n,
+                            std::vector<double>& scale) {
+  std::vector<double> C(static_cast<std::size_t>(items * m * n));
+  scale.assign(C.size(), 0);
+  for (std::int64_t i = 0; i < items; ++i)
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t c = 0; c < n; ++c) {
+        double s = 0, sa = 0;
+        for (std::int64_t j = 0; j < k; ++j) {
+          const double x = A[static_cast<std::size_t>(((a_batched ? i : 0) * m + r) * k + j)];
+          const double y = B[static_cast<std::size_t>(((b_batched ? i : 0) * k + j) * n + c)];
+          s += x * y, sa += std::abs(x * y);
+        }
+        C[static_cast<std::size_t>((i * m + r) * n + c)] = s;
+        scale[static_cast<std::size_t>((i * m + r) * n + c)] = sa;
+      }
+  return C;
+}
+
+/// `values` (row-major, logical shape `shape`) on the device; `transposed`: stored as the transpose of the
+/// last two axes and viewed back (a column-major operand).
+template <class T> fz::Array<T> operand(const std::vector<T>& values, fz::Shape shape, bool transposed) {
+  if (!transposed) return fz::asarray(values, shape);
+  const int r = shape.size();
+  const std::int64_t R = shape[r - 2], C = shape[r - 1], items = fz::numel(shape) / (R * C);
+  std::vector<T> t(values.size());
+  for (std::int64_t i = 0; i < items; ++i)
+    for (std::int64_t a = 0; a < R; ++a)
+      for (std::int64_t b = 0; b < C; ++b)
+        t[static_cast<std::size_t>((i * C + b) * R + a)] = values[static_cast<std::size_t>((i * R + a) * C + b)];
+  std::swap(shape[r - 2], shape[r - 1]);
+  std::vector<int> axes;
+  for (int i = 0; i < r; ++i) axes.push_back(i);
+  std::swap(axes[static_cast<std::size_t>(r - 2)], axes[static_cast<std::size_t>(r - 1)]);
+  return fz::asarray(t, shape).transpose(axes);
+}
+
+template <class T> double ulp_of() { return fz::dtype_of<T> == fz::DType::bfloat16 ? 0x1p-8 : 0x1p-11; }
+template <class T> double rounded(double v) { return test::as_double(T(static_cast<float>(v))); }
+
+/// relu(a @ b + bias) * 0.5 + residual (bias along the columns, or the rows with `row_bias`) in a generated
+/// kernel, against float64: the product rounded to T as its step would store it, the epilogue in float.
+template <class T>
+void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int64_t m, std::int64_t k, std::int64_t n,
+                    bool ta, bool tb, bool row_bias, unsigned seed) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << " items " << items << (a_batched ? " a" : "") << (b_batched ? " b" : "")
+                                       << " (m, k, n) = (" << m << ", " << k << ", " << n << ") " << (ta ? "T" : "N")
+                                       << (tb ? "T" : "N") << (row_bias ? " row bias" : ""));
+  const auto ha = test::random<T>(static_cast<std::size_t>((a_batched ? items : 1) * m * k), -1, 1, seed);
+  const auto hb = test::random<T>(static_cast<std::size_t>((b_batched ? items : 1) * k * n), -1, 1, seed + 1);
+  const std::int64_t bias_n = row_bias ? m : n;
+  const auto hbias = test::random<T>(static_cast<std::size_t>(bias_n), -1, 1, seed + 2);
+  const auto hres = test::random<T>(static_cast<std::size_t>(items * m * n), -1, 1, seed + 3);
+  std::vector<double> ra, rb, scale;
+  for (T v : ha) ra.push_back(test::as_double(v));
+  for (T v : hb) rb.push_back(test::as_double(v));
+  const std::vector<double> p = product(ra, rb, items, a_batched, b_batched, m, k, n, scale);
+  fz::Shape as = {m, k}, bs = {k, n}, out_shape = {m, n};
+  if (a_batched) as.insert(0, items);
+  if (b_batched) bs.insert(0, items);
+  if (a_batched || b_batched) out_shape.insert(0, items);
+  const auto a = operand(ha, as, ta), b = operand(hb, bs, tb);
+  const auto bias = row_bias ? fz::asarray(hbias, {m, 1}) : fz::asarray(hbias, {n});
+  const auto residual = fz::asarray(hres, out_shape);
+  auto epilogue = [&](const auto& prod) { return fz::maximum(prod + bias, 0.0f) * 0.5f + residual; };
+  fz::GeneratedProducts on;
+  const fz::KernelInfo info = fz::inspect(epilogue(fz::matmul(a, b)));
+  REQUIRE(info.kernels == 1);
+  REQUIRE_THAT(info.name, Catch::StartsWith("fz_matmul_"));
+  fz::reset_stats();
+  fz::Array<T> fresh = epilogue(fz::matmul(a, b));
+  CHECK(fz::stats().launches == 1);  // the generated kernel alone (cuBLASLt's calls are not counted)
+  fz::Array<T> poisoned = fz::empty<T>(out_shape);
+  poisoned.fill(T(std::nanf("")));
+  fz::copyto(poisoned, epilogue(fz::matmul(a, b)));
+  // the result written over the residual it reads (each element read by the thread that writes it)
+  fz::Array<T> in_place = fz::asarray(hres, out_shape);
+  in_place = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + in_place;
+  const double tol = fz::dtype_of<T> == fz::DType::bfloat16 ? 1.6e-2 : 2e-3;  // (as test_matmul_gpu.cpp)
+  for (const fz::Array<T>* got : {&fresh, &poisoned, &in_place}) {
+    const std::vector<T> g = got->to_host();
+    REQUIRE(g.size() == p.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const std::int64_t col = static_cast<std::int64_t>(i) % n, row = static_cast<std::int64_t>(i) / n % m;
+      const double pr = rounded<T>(p[i]);
+      const double want = std::max(pr + test::as_double(hbias[static_cast<std::size_t>(row_bias ? row : col)]), 0.0) * 0.5 +
+                          test::as_double(hres[i]);
+      // the product's error and one rounding of it to T either way, halved; the result's rounding
+      const double bound = 0.5 * (tol * scale[i] + 2 * ulp_of<T>() * std::abs(pr)) + 2 * ulp_of<T>() * std::abs(want) + 1e-6;
+      if (!(std::abs(test::as_double(g[i]) - want) <= bound)) {
+        if (bad < 5) UNSCOPED_INFO("element " << i << ": got " << test::as_double(g[i]) << ", want " << want);
+        ++bad;
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("generated products match float64 in every layout, at edge sizes, with unaligned operands",
+          "[gpu][matmul]") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_epilogue<fz::bfloat16>(1, false, false, 200, 96, 136, ta, tb, false, 1);  // 64x64 tiles with edges
+      check_epilogue<fz::half>(1, false, false, 72, 40, 88, ta, tb, tb, 2);
+      check_epilogue<fz::bfloat16>(1, false, false, 77, 13, 50, ta, tb, ta, 3);  // plain loads
+    }
+  check_epilogue<fz::bfloat16>(1, false, false, 70, 1, 33, false, false, false, 4);      // K = 1
+  check_epilogue<fz::half>(1, false, false, 5, 300, 3, false, true, false, 5);          // tiny result, long K
+  check_epilogue<fz::bfloat16>(1, false, false, 1100, 64, 2100, false, false, false, 6);  // 128x128 tiles
+  check_epilogue<fz::bfloat16>(1, false, false, 1100, 72, 2100, true, true, true, 7);
+}
+
+TEST_CASE("generated products: batches, broadcast batches, a float32 result", "[gpu][matmul]") {
+  check_epilogue<fz::bfloat16>(3, true, false, 64, 48, 40, false, false, false, 11);  // b shared by every item
+  check_epilogue<fz::half>(3, true, true, 64, 48, 40, true, false, false, 12);
+  check_epilogue<fz::bfloat16>(4, false, true, 33, 16, 70, false, true, true, 13);     // a shared
+  // a float32 result: the product rounded to bfloat16 (its dtype), then the math in float32
+  const std::int64_t m = 150, k = 64, n = 90;
+  const auto ha = test::random<fz::bfloat16>(m * k, -1, 1, 21), hb = test::random<fz::bfloat16>(k * n, -1, 1, 22);
+  const auto hbias = test::random<float>(n, -1, 1, 23);
+  std::vector<double> ra, rb, scale;
+  for (auto v : ha) ra.push_back(test::as_double(v));
+  for (auto v : hb) rb.push_back(test::as_double(v));
+  const auto p = product(ra, rb, 1, false, false, m, k, n, scale);
+  const auto a = fz::asarray(ha, {m, k}), b = fz::asarray(hb, {k, n});
+  const auto bias = fz::asarray(hbias, {n});
+  fz::GeneratedProducts on;
+  REQUIRE(fz::inspect(fz::tanh(fz::matmul(a, b).astype<float>()) + bias).kernels == 1);
+  const fz::Array<float> y = fz::tanh(fz::matmul(a, b).astype<float>()) + bias;
+  const auto g = y.to_host();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double pr = rounded<fz::bfloat16>(p[i]);
+    const double want = std::tanh(pr) + hbias[i % static_cast<std::size_t>(n)];
+    REQUIRE(std::abs(g[i] - want) <= 1.6e-2 * scale[i] + 2 * 0x1p-8 * std::abs(pr) + 1e-5);
+  }
+}
