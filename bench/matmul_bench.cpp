@@ -12,6 +12,7 @@
 #include "fusion/fusion.hpp"
 #include "runtime/blas/cublaslt.hpp"
 #include "runtime/cuda/stream_state.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fz = fusion;
 namespace lt = fusion::detail::cublaslt;
@@ -267,8 +268,11 @@ void generated() {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {
-    fmt::print("fusion-bench-matmul --generated on {}\n", fz::Device(0).properties().name);
+  if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--tune name=value]...
+    for (int i = 2; i + 1 < argc; i += 2)
+      if (std::strcmp(argv[i], "--tune") == 0) fz::detail::set_tuning(argv[i + 1]);
+    fmt::print("fusion-bench-matmul --generated on {}{}\n", fz::Device(0).properties().name,
+               argc > 3 ? fmt::format(" (--tune {})", argv[3]) : std::string());
     generated();
     return 0;
   }

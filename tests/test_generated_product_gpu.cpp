@@ -3,6 +3,8 @@
 // 16-bit dtypes, every layout (NN, NT, TN, TT through transposed views), sizes that are not multiples of a
 // tile, unaligned extents (plain loads), K = 1, both tile classes, batches and broadcast batches, epilogues
 // with a bias, a bias along the rows, a residual, a float32 result, into poisoned and in-place outputs.
+#include <cstring>
+
 #include "support.hpp"
 
 namespace {
@@ -122,6 +124,27 @@ TEST_CASE("generated products match float64 in every layout, at edge sizes, with
   check_epilogue<fz::half>(1, false, false, 5, 300, 3, false, true, false, 5);          // tiny result, long K
   check_epilogue<fz::bfloat16>(1, false, false, 1100, 64, 2100, false, false, false, 6);  // 128x128 tiles
   check_epilogue<fz::bfloat16>(1, false, false, 1100, 72, 2100, true, true, true, 7);
+}
+
+TEST_CASE("generated products split K over blocks when the tiles are few: the same bits every run",
+          "[gpu][matmul]") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_epilogue<fz::bfloat16>(1, false, false, 16, 2048, 256, ta, tb, false, 31);  // 32-row tiles
+      check_epilogue<fz::half>(1, false, false, 100, 1000, 200, ta, tb, true, 32);     // a shorter last slice
+    }
+  check_epilogue<fz::bfloat16>(2, true, false, 24, 1536, 136, false, false, false, 33);  // batches share counters
+  const auto a = fz::asarray(test::random<fz::bfloat16>(16 * 4096, -1, 1, 34), {16, 4096});
+  const auto b = fz::asarray(test::random<fz::bfloat16>(4096 * 512, -1, 1, 35), {4096, 512});
+  fz::GeneratedProducts on;
+  REQUIRE_THAT(fz::inspect(fz::matmul(a, b) * 2.0f).variant, Catch::Contains("K split"));
+  const fz::Array<fz::bfloat16> first = fz::matmul(a, b) * 2.0f;
+  const auto want = first.to_host();
+  for (int run = 0; run < 20; ++run) {
+    const fz::Array<fz::bfloat16> again = fz::matmul(a, b) * 2.0f;
+    const auto got = again.to_host();
+    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(got[0])) == 0);
+  }
 }
 
 TEST_CASE("generated products: batches, broadcast batches, a float32 result", "[gpu][matmul]") {

@@ -62,10 +62,12 @@ template <int N> __device__ __forceinline__ void fz_wait() {
   if constexpr (FZ_ASYNC) asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// The tile of a·b at (m0, n0) into `cs` (float, FZ_C_LD apart), through the pipeline in `smem`.
+// The tile of a·b at (m0, n0) over k in [k_begin, k_end) into `cs` (float, FZ_C_LD apart), through the
+// pipeline in `smem`.
 __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem, const unsigned short* a,
-                                                const unsigned short* b, long long M, long long N, long long K,
-                                                long long lda, long long ldb, long long m0, long long n0) {
+                                                const unsigned short* b, long long M, long long N, long long k_begin,
+                                                long long k_end, long long lda, long long ldb, long long m0,
+                                                long long n0) {
   using namespace nvcuda;
   unsigned short* as = smem;
   unsigned short* bs = smem + FZ_STAGES * FZ_A_TILE;
@@ -75,17 +77,17 @@ __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem,
   for (int i = 0; i < FZ_FM; ++i)
 #pragma unroll
     for (int j = 0; j < FZ_FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
-  const long long tiles = (K + FZ_BK - 1) / FZ_BK;
+  const long long tiles = (k_end - k_begin + FZ_BK - 1) / FZ_BK;
   auto load = [&](long long t, int stage) {
-    const long long k0 = t * FZ_BK;
+    const long long k0 = k_begin + t * FZ_BK;
     if constexpr (FZ_A_ROWS)
-      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, m0, k0, M, K);
+      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, m0, k0, M, k_end);
     else
-      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, k0, m0, K, M);
+      fz_load_tile<FZ_A_OUTER, FZ_A_INNER, FZ_A_LD>(as + stage * FZ_A_TILE, a, lda, k0, m0, k_end, M);
     if constexpr (FZ_B_ROWS)
-      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, k0, n0, K, N);
+      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, k0, n0, k_end, N);
     else
-      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, n0, k0, N, K);
+      fz_load_tile<FZ_B_OUTER, FZ_B_INNER, FZ_B_LD>(bs + stage * FZ_B_TILE, b, ldb, n0, k0, N, k_end);
   };
 #pragma unroll
   for (int s = 0; s < FZ_STAGES - 1; ++s) {
@@ -129,6 +131,30 @@ __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem,
       wmma::store_matrix_sync(cs + (wm * FZ_WTM + i * 16) * FZ_C_LD + wn * FZ_WTN + j * 16, acc[i][j], FZ_C_LD,
                               wmma::mem_row_major);
   __syncthreads();
+}
+
+// K split over `split` blocks per tile: this block's slice of the tile goes to `partials` (its tile's
+// `split` slices side by side); the last block of the tile to arrive sums them in slice order into `cs` and
+// returns true (and resets the tile's counter for the next launch); the others return false.
+__device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsigned* counter, int split, int slice) {
+  __shared__ bool fz_last;
+  float* mine = partials + (long long)slice * FZ_BM * FZ_BN;
+  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) __stcg(mine + e, cs[e / FZ_BN * FZ_C_LD + e % FZ_BN]);
+  __threadfence();  // the slice is visible device-wide before the counter says so
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    fz_last = atomicAdd(counter, 1u) == (unsigned)split - 1;
+    if (fz_last) *counter = 0;
+  }
+  __syncthreads();
+  if (!fz_last) return false;
+  __threadfence();
+  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) {
+    float s = 0.0f;
+    for (int q = 0; q < split; ++q) s += __ldcg(partials + (long long)q * FZ_BM * FZ_BN + e);
+    cs[e / FZ_BN * FZ_C_LD + e % FZ_BN] = s;
+  }
+  return true;  // (each thread reads back only the elements it summed)
 }
 )";
 
@@ -196,6 +222,10 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   sig.add(ArgSource::pointer, 2 + P, fmt::format("{}* out", storage_type(out)));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   sig.add(ArgSource::dims, 0, "const FzProduct shape");
+  if (v.split) {
+    sig.add(ArgSource::workspace, 0, "float* __restrict__ fz_partials");
+    sig.add(ArgSource::workspace, 1, "unsigned* __restrict__ fz_counters");
+  }
   for (int p = 0; p < P; ++p)
     if (p != pp) sig.add(ArgSource::dims, product_param_strides(p), fmt::format("const FzStrides st{}", p));
 
@@ -204,10 +234,21 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
   w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
   w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");
-  w.line("const long long m0 = (long long)(blockIdx.x / tiles_n) * FZ_BM, n0 = (long long)(blockIdx.x % tiles_n) * FZ_BN;");
+  if (v.split) {  // blocks of one tile are neighbours: blockIdx.x = tile * split + slice
+    w.line("const int split = (int)shape.v[7], slice = (int)(blockIdx.x % split);");
+    w.line("const long long tile = blockIdx.x / split, k_begin = slice * shape.v[8];");
+    w.line("const long long k_end = k_begin + shape.v[8] < K ? k_begin + shape.v[8] : K;");
+  } else {
+    w.line("const long long tile = blockIdx.x, k_begin = 0, k_end = K;");
+  }
+  w.line("const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;");
   w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
   w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
-         "M, N, K, shape.v[3], shape.v[4], m0, n0);");
+         "M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);");
+  if (v.split) {
+    w.line("const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)");
+    w.line("if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;");
+  }
   w.line("out += batch * M * N;");
   {
     // consecutive threads take consecutive columns: the epilogue's reads and the result's writes coalesce

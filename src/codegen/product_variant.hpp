@@ -31,6 +31,10 @@ struct ProductVariant {
   bool a_rows = true;   ///< a (m x k) lies row by row (k contiguous); false: column by column (a transposed view)
   bool b_rows = true;   ///< b (k x n) lies row by row (n contiguous); false: column by column
   bool async = true;    ///< 16-byte cp.async loads: aligned operands whose contiguous extent is a multiple of 8
+  /// K split over several blocks per tile (a skinny or small product: too few tiles to fill the device). Each
+  /// writes its float partial tile to the workspace; the last to finish (a counter per tile) sums them in
+  /// slice order, so results are the same run to run, and applies the epilogue.
+  bool split = false;
   std::uint8_t product_param = 0;  ///< the epilogue's parameter that is the product (read from the accumulators)
   DType out_dtype = DType::bfloat16;
   std::uint8_t n_params = 0;  ///< the epilogue's distinct arrays, the product's among them
@@ -43,9 +47,10 @@ struct ProductVariant {
   unsigned shared_bytes() const;
 };
 
-/// Dims entries of a product kernel: 0 the product's {m, n, k, lda, ldb, a's batch stride, b's}, then per
-/// epilogue parameter p (the product's entry unused) its strides {batch, row, column} over the result.
-inline constexpr int kProductDims = 7;
+/// Dims entries of a product kernel: 0 the product's {m, n, k, lda, ldb, a's batch stride, b's, slices of K,
+/// elements of K per slice}, then per epilogue parameter p (the product's entry unused) its strides {batch,
+/// row, column} over the result.
+inline constexpr int kProductDims = 9;
 constexpr std::uint32_t product_param_strides(int p) { return 1 + static_cast<std::uint32_t>(p); }
 
 }  // namespace fusion::codegen

@@ -204,7 +204,7 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(0x3a);  // tells product variants from the others
   for (std::uint8_t t : {tiles.bm, tiles.bn, tiles.bk, tiles.warps_m, tiles.warps_n, tiles.stages}) h.add_byte(t);
   h.add_byte(static_cast<std::uint8_t>(operand));
-  h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2));
+  h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2 | split << 3));
   h.add_byte(product_param);
   h.add_byte(static_cast<std::uint8_t>(out_dtype));
   h.add_byte(n_params);
@@ -212,10 +212,11 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 }
 
 std::string ProductVariant::describe() const {
-  return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of WMMA 16x16x16, {} stages{}, "
-                     "float32 accumulators, the epilogue applied before the one write",
+  return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of WMMA 16x16x16, {} stages{}",
                      dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
-                     tiles.warps_m * tiles.warps_n, tiles.stages, async ? " (cp.async)" : " (plain loads)");
+                     tiles.warps_m * tiles.warps_n, tiles.stages, async ? " (cp.async)" : " (plain loads)") +
+         (split ? ", K split over blocks (the last sums the slices in order)" : "") +
+         ", float32 accumulators, the epilogue applied before the one write";
 }
 
 unsigned ProductVariant::shared_bytes() const {

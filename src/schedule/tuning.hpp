@@ -58,6 +58,11 @@ struct Tuning {
   /// rows; 0 a thread per row and chunk (two kernels where the axis is split); 2 strips for any number of rows
   /// (the fuzzer's small shapes).
   int scan_strips = 1;
+  /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
+  /// least (runtime/exec/generated_product.cpp's kLargeTiles), and the blocks per SM a split of K aims at
+  /// where the tiles are fewer (0: never split).
+  int product_large = 0;
+  int product_split_blocks_per_sm = 4;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

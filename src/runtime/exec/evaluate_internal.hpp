@@ -219,6 +219,9 @@ void check_distinct_outputs(ArrayBase* const* outs, int K, AssignMode mode);
 /// The call as this thread asks for it: fz::function calls resolved, the fast-math twin inside fz::FastMath.
 Call as_asked(const Call& call);
 struct StreamState;  // (runtime/cuda/stream_state.hpp)
+/// The per-stream workspace of kernels split over blocks (schedule/reduce_layout.hpp: kCounterBytes of
+/// counters, zeroed when made and left at zero by every kernel using them, then kPartialBytes of partials).
+CUdeviceptr reduction_workspace(StreamState& s);
 /// Packs the arguments of elementwise kernel `k` in layout `L` and launches it on `stream` (evaluate.cpp).
 void launch_elementwise(const KernelSlot<codegen::Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs,
                         int K, const std::shared_ptr<StreamState>& stream);

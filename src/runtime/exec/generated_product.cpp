@@ -11,6 +11,8 @@
 #include "runtime/exec/launch.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/matmul_layout.hpp"
+#include "schedule/reduce_layout.hpp"
+#include "schedule/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -19,11 +21,20 @@ using codegen::ProductVariant;
 
 namespace {
 
-/// Tiles per shape class: the large tile where the result has a tile per multiprocessor at least (each
-/// block streams 8 KB of operands per step through 3 stages), else the small one, so that more blocks
-/// share a skinny or small product.
-constexpr ProductTiles kLargeTiles{128, 128, 32, 2, 4, 3};
+/// Tiles per shape class: a large tile where the result has a tile per multiprocessor at least (the row
+/// Tuning::product_large picks), else the small one, its K split over blocks until they fill the device,
+/// or for results of 32 rows at most (the tokens of inference) a tile of 32 rows, so that fewer of its
+/// tensor-core products run on rows of zeros.
+constexpr ProductTiles kLargeTiles[] = {
+    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32
+    {128, 128, 32, 2, 4, 4},  // 4 stages
+    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64
+    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages
+};
 constexpr ProductTiles kSmallTiles{64, 64, 32, 2, 2, 4};
+constexpr ProductTiles kSkinnyTiles{32, 64, 32, 1, 4, 6};
+/// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
+constexpr std::int64_t kMinSlice = 256;
 
 /// How one call runs as a generated product: the variant and the values its launch takes.
 struct ProductLaunch {
@@ -89,7 +100,7 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   // 16-byte copies: every row start of both operands on a 16-byte boundary, contiguous extents of whole chunks
   v.async = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
             (v.a_rows ? L.k : L.m) % 8 == 0 && (v.b_rows ? L.n : L.k) % 8 == 0;
-  const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb};
+  const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb, 1, L.k};
   std::copy(std::begin(dims), std::end(dims), P.dims);
   // The epilogue's arrays: the product's slots one parameter, the others one per distinct view.
   int product_param = -1;
@@ -117,9 +128,27 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.product_param = static_cast<std::uint8_t>(product_param);
   v.n_params = static_cast<std::uint8_t>(P.params.size());
   const auto tiles_of = [&](const ProductTiles& t) { return ((L.m + t.bm - 1) / t.bm) * ((L.n + t.bn - 1) / t.bn); };
-  v.tiles = tiles_of(kLargeTiles) * L.batch >= planned_device(device).sms ? kLargeTiles : kSmallTiles;
+  const std::int64_t sms = planned_device(device).sms;
+  const ProductTiles& large = kLargeTiles[tuning().product_large];
+  v.tiles = tiles_of(large) * L.batch >= sms ? large : L.m <= 32 ? kSkinnyTiles : kSmallTiles;
   if (!v.async) v.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
   P.tiles = tiles_of(v.tiles);
+  // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM
+  // aimed at, each slice kMinSlice long at least, the partial tiles within the per-stream workspace.
+  const std::int64_t aim = sms * tuning().product_split_blocks_per_sm, tiles = P.tiles * L.batch;
+  std::int64_t split = tiles < aim ? (aim + tiles - 1) / tiles : 1;
+  split = std::min(split, L.k / kMinSlice);
+  split = std::min<std::int64_t>(split, kPartialBytes / (tiles * v.tiles.bm * v.tiles.bn * 4));
+  if (tiles > static_cast<std::int64_t>(kMaxCounters)) split = 1;
+  std::int64_t slice = L.k;
+  if (split > 1) {  // slices of whole BK steps; the last may be shorter, none empty
+    slice = (L.k + split - 1) / split;
+    slice = (slice + v.tiles.bk - 1) / v.tiles.bk * v.tiles.bk;
+    split = (L.k + slice - 1) / slice;
+  }
+  v.split = split > 1;
+  P.dims[7] = split > 1 ? split : 1;
+  P.dims[8] = slice;
   return true;
 }
 
@@ -162,8 +191,12 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   args.pointers = ptrs;
   args.scalars = {ec.scalars, static_cast<std::size_t>(ec.n_scalars)};
   args.dims = dims;
-  launch_kernel(k.kernel->function, k.signature, args, {P.tiles, P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()},
-                *stream);
+  if (P.v.split) {
+    const CUdeviceptr ws = reduction_workspace(*stream);  // (counters at zero, reset by the kernels that use them)
+    args.workspace = {ws + kCounterBytes, ws};          // partials, counters
+  }
+  const Grid grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
+  launch_kernel(k.kernel->function, k.signature, args, grid, *stream);
   const ArrayBase* written[] = {&out};
   note_launch(read, written, stream);
   return true;

@@ -24,9 +24,7 @@ using codegen::ReduceVariant;
 
 using ReduceSlot = KernelSlot<ReduceVariant>;
 
-namespace {
-
-CUdeviceptr workspace(StreamState& s) {
+CUdeviceptr reduction_workspace(StreamState& s) {
   if (!s.reduce_workspace || is_stale(s.workspace_generation, s.device)) {  // a device reset freed the old one
     FUSION_CU(cuMemAlloc, &s.reduce_workspace, kCounterBytes + kPartialBytes);
     s.workspace_generation = context_generation(s.device);
@@ -34,8 +32,6 @@ CUdeviceptr workspace(StreamState& s) {
   }
   return s.reduce_workspace;
 }
-
-}  // namespace
 
 void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceLayout& L,
                       std::span<const ScalarArg> scalars, std::span<const ArrayBase* const> outs,
@@ -62,7 +58,7 @@ void launch_reduction(CUfunction f, const codegen::KernelSignature& sig, ReduceL
   a.count(codegen::Count::chunk) = L.chunk;
   a.divisors = {&L.divisor, 1};
   if (L.v.split) {
-    const CUdeviceptr ws = workspace(*stream);
+    const CUdeviceptr ws = reduction_workspace(*stream);
     a.workspace = {ws + kCounterBytes, ws};  // partials, counters
   }
   launch_kernel(f, sig, a, {L.blocks, L.splits}, *stream);
