@@ -138,8 +138,10 @@ __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem,
 // returns true (and resets the tile's counter for the next launch); the others return false.
 __device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsigned* counter, int split, int slice) {
   __shared__ bool fz_last;
-  float* mine = partials + (long long)slice * FZ_BM * FZ_BN;
-  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) __stcg(mine + e, cs[e / FZ_BN * FZ_C_LD + e % FZ_BN]);
+  constexpr int QUADS = FZ_BM * FZ_BN / 4;  // 16-byte pieces of a tile (FZ_BN and FZ_C_LD are multiples of 4)
+  float4* mine = reinterpret_cast<float4*>(partials + (long long)slice * FZ_BM * FZ_BN);
+  for (int e = threadIdx.x; e < QUADS; e += FZ_THREADS)
+    __stcg(mine + e, *reinterpret_cast<const float4*>(cs + e * 4 / FZ_BN * FZ_C_LD + e * 4 % FZ_BN));
   __threadfence();  // the slice is visible device-wide before the counter says so
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -149,12 +151,18 @@ __device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsign
   __syncthreads();
   if (!fz_last) return false;
   __threadfence();
-  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) {
-    float s = 0.0f;
-    for (int q = 0; q < split; ++q) s += __ldcg(partials + (long long)q * FZ_BM * FZ_BN + e);
-    cs[e / FZ_BN * FZ_C_LD + e % FZ_BN] = s;
+  const float4* all = reinterpret_cast<const float4*>(partials);
+  for (int e = threadIdx.x; e < QUADS; e += FZ_THREADS) {
+    float4 s = __ldcg(all + e);
+#pragma unroll 4
+    for (int q = 1; q < split; ++q) {  // (in slice order: the same sums every run)
+      const float4 t = __ldcg(all + (long long)q * QUADS + e);
+      s.x += t.x, s.y += t.y, s.z += t.z, s.w += t.w;
+    }
+    *reinterpret_cast<float4*>(cs + e * 4 / FZ_BN * FZ_C_LD + e * 4 % FZ_BN) = s;
   }
-  return true;  // (each thread reads back only the elements it summed)
+  __syncthreads();
+  return true;
 }
 )";
 

@@ -21,18 +21,27 @@ using codegen::ProductVariant;
 
 namespace {
 
-/// Tiles per shape class: a large tile where the result has a tile per multiprocessor at least (the row
-/// Tuning::product_large picks), else the small one, its K split over blocks until they fill the device,
+/// Tiles per shape class: a large tile where the result has a tile per multiprocessor at least (the rows
+/// Tuning::product_large, product_small and product_skinny pick), else the small one, its K split over blocks until they fill the device,
 /// or for results of 32 rows at most (the tokens of inference) a tile of 32 rows, so that fewer of its
 /// tensor-core products run on rows of zeros.
 constexpr ProductTiles kLargeTiles[] = {
-    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32
-    {128, 128, 32, 2, 4, 4},  // 4 stages
-    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64
-    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages
+    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages (H100, 8192^3: 214 TFLOPS)
+    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32 (163)
+    {128, 128, 32, 2, 4, 4},  // 4 stages (161)
+    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64, steps of 64 along K (210)
 };
-constexpr ProductTiles kSmallTiles{64, 64, 32, 2, 2, 4};
-constexpr ProductTiles kSkinnyTiles{32, 64, 32, 1, 4, 6};
+constexpr ProductTiles kSmallTiles[] = {
+    {64, 64, 32, 2, 2, 4},   // warps of 32 x 32
+    {64, 128, 32, 2, 2, 4},  // warps of 32 x 64
+    {64, 64, 64, 2, 2, 4},   // steps of 64 along K
+};
+constexpr ProductTiles kSkinnyTiles[] = {
+    {32, 64, 32, 1, 4, 6},   // warps of 32 x 16
+    {32, 64, 64, 1, 4, 4},   // steps of 64 along K
+    {32, 128, 32, 1, 4, 4},  // warps of 32 x 32
+    {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32), steps of 64
+};
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
 
@@ -130,7 +139,9 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   const auto tiles_of = [&](const ProductTiles& t) { return ((L.m + t.bm - 1) / t.bm) * ((L.n + t.bn - 1) / t.bn); };
   const std::int64_t sms = planned_device(device).sms;
   const ProductTiles& large = kLargeTiles[tuning().product_large];
-  v.tiles = tiles_of(large) * L.batch >= sms ? large : L.m <= 32 ? kSkinnyTiles : kSmallTiles;
+  v.tiles = tiles_of(large) * L.batch >= sms ? large
+            : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
+                                            : kSmallTiles[tuning().product_small];
   if (!v.async) v.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
   P.tiles = tiles_of(v.tiles);
   // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM
