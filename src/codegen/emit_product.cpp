@@ -16,8 +16,8 @@ namespace fusion::codegen {
 namespace {
 
 /// The block's product tile, the same for every kernel. Operand tiles lie in shared memory as their
-/// operand lies in memory (its contiguous dimension inner, padded by 8 elements so that WMMA's loads of
-/// neighbouring rows fall in different banks); STAGES of them are in flight. Then the float accumulators
+/// operand lies in memory (its contiguous dimension inner, padded by 8 elements so that ldmatrix's eight
+/// rows of a piece fall in different banks); STAGES of them are in flight. Then the float accumulators
 /// go to shared memory (over the pipeline's tiles) for the epilogue to read in row order.
 constexpr const char* kProductLoop = R"(constexpr int FZ_THREADS = FZ_WARPS_M * FZ_WARPS_N * 32;
 constexpr int FZ_WTM = FZ_BM / FZ_WARPS_M, FZ_WTN = FZ_BN / FZ_WARPS_N;  // one warp's tile
@@ -26,9 +26,26 @@ constexpr int FZ_A_OUTER = FZ_A_ROWS ? FZ_BM : FZ_BK, FZ_A_INNER = FZ_A_ROWS ? F
 constexpr int FZ_B_OUTER = FZ_B_ROWS ? FZ_BK : FZ_BN, FZ_B_INNER = FZ_B_ROWS ? FZ_BN : FZ_BK;
 constexpr int FZ_A_LD = FZ_A_INNER + 8, FZ_B_LD = FZ_B_INNER + 8, FZ_C_LD = FZ_BN + 4;
 constexpr int FZ_A_TILE = FZ_A_OUTER * FZ_A_LD, FZ_B_TILE = FZ_B_OUTER * FZ_B_LD;
-typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, fz_operand, fz_a_layout> fz_a_fragment;
-typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, fz_operand, fz_b_layout> fz_b_fragment;
-typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fz_c_fragment;
+
+// Tensor-core fragments of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), loaded from the
+// shared tiles by ldmatrix: a lane's four 8x8 pieces of A (rows 0-7 and 8-15, k 0-7 and 8-15) and two of B.
+// `.trans` where the tile lies the other way (A by columns, B by rows): the pieces arrive transposed.
+__device__ __forceinline__ void fz_ldmatrix4(unsigned (&r)[4], const unsigned short* p) {
+  const unsigned at = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+}
+__device__ __forceinline__ void fz_ldmatrix4_trans(unsigned (&r)[4], const unsigned short* p) {
+  const unsigned at = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+}
+__device__ __forceinline__ void fz_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." FZ_MMA_TYPE "." FZ_MMA_TYPE
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 
 // OUTER x INNER elements of an operand (rows `ld` apart) from (outer0, inner0) into shared memory at `s`;
 // what lies at or past (outer_end, inner_end) reads as zero.
@@ -68,15 +85,20 @@ __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem,
                                                 const unsigned short* b, long long M, long long N, long long k_begin,
                                                 long long k_end, long long lda, long long ldb, long long m0,
                                                 long long n0) {
-  using namespace nvcuda;
   unsigned short* as = smem;
   unsigned short* bs = smem + FZ_STAGES * FZ_A_TILE;
-  const int warp = threadIdx.x / 32, wm = warp / FZ_WARPS_N, wn = warp % FZ_WARPS_N;
-  fz_c_fragment acc[FZ_FM][FZ_FN];
+  const int warp = threadIdx.x / 32, wm = warp / FZ_WARPS_N, wn = warp % FZ_WARPS_N, lane = threadIdx.x % 32;
+  float acc[FZ_FM][FZ_FN * 2][4];  // per 16-row and 8-column piece of the warp's tile: mma's d fragment
 #pragma unroll
   for (int i = 0; i < FZ_FM; ++i)
 #pragma unroll
-    for (int j = 0; j < FZ_FN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int j = 0; j < FZ_FN * 2; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+  // Where this lane's row of each 8x8 piece starts, relative to a fragment's corner (ldmatrix: lanes 8q..8q+7
+  // address piece q's rows). A pieces in order (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15);
+  // B pieces (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15): two n8 fragments.
+  const int q = lane / 8, row = lane % 8;
+  const int a_at = FZ_A_ROWS ? (q % 2 * 8 + row) * FZ_A_LD + q / 2 * 8 : (q / 2 * 8 + row) * FZ_A_LD + q % 2 * 8;
+  const int b_at = FZ_B_ROWS ? (q % 2 * 8 + row) * FZ_B_LD + q / 2 * 8 : (q / 2 * 8 + row) * FZ_B_LD + q % 2 * 8;
   const long long tiles = (k_end - k_begin + FZ_BK - 1) / FZ_BK;
   auto load = [&](long long t, int stage) {
     const long long k0 = k_begin + t * FZ_BK;
@@ -100,36 +122,43 @@ __device__ __forceinline__ void fz_product_tile(float* cs, unsigned short* smem,
     if (t + FZ_STAGES - 1 < tiles) load(t + FZ_STAGES - 1, (int)((t + FZ_STAGES - 1) % FZ_STAGES));
     fz_commit();
     const int stage = (int)(t % FZ_STAGES);
-    const fz_operand* at = reinterpret_cast<const fz_operand*>(as + stage * FZ_A_TILE);
-    const fz_operand* bt = reinterpret_cast<const fz_operand*>(bs + stage * FZ_B_TILE);
+    const unsigned short* at = as + stage * FZ_A_TILE;
+    const unsigned short* bt = bs + stage * FZ_B_TILE;
 #pragma unroll
     for (int kk = 0; kk < FZ_BK; kk += 16) {
-      fz_a_fragment fa[FZ_FM];
-      fz_b_fragment fb[FZ_FN];
+      unsigned fa[FZ_FM][4], fb[FZ_FN][4];  // fb[j]: the b fragments of n8 pieces 2j and 2j + 1
 #pragma unroll
       for (int i = 0; i < FZ_FM; ++i) {
-        const int r = wm * FZ_WTM + i * 16;
-        wmma::load_matrix_sync(fa[i], FZ_A_ROWS ? at + r * FZ_A_LD + kk : at + kk * FZ_A_LD + r, FZ_A_LD);
+        const int r = wm * FZ_WTM + i * 16;  // the fragment's corner: (r, kk)
+        if constexpr (FZ_A_ROWS) fz_ldmatrix4(fa[i], at + r * FZ_A_LD + kk + a_at);
+        else fz_ldmatrix4_trans(fa[i], at + kk * FZ_A_LD + r + a_at);
       }
 #pragma unroll
       for (int j = 0; j < FZ_FN; ++j) {
-        const int c = wn * FZ_WTN + j * 16;
-        wmma::load_matrix_sync(fb[j], FZ_B_ROWS ? bt + kk * FZ_B_LD + c : bt + c * FZ_B_LD + kk, FZ_B_LD);
+        const int c = wn * FZ_WTN + j * 16;  // the corner: (kk, c)
+        if constexpr (FZ_B_ROWS) fz_ldmatrix4_trans(fb[j], bt + kk * FZ_B_LD + c + b_at);
+        else fz_ldmatrix4(fb[j], bt + c * FZ_B_LD + kk + b_at);
       }
 #pragma unroll
       for (int i = 0; i < FZ_FM; ++i)
 #pragma unroll
-        for (int j = 0; j < FZ_FN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        for (int j = 0; j < FZ_FN; ++j) {
+          fz_mma(acc[i][2 * j], fa[i], fb[j][0], fb[j][1]);
+          fz_mma(acc[i][2 * j + 1], fa[i], fb[j][2], fb[j][3]);
+        }
     }
   }
   fz_wait<0>();
   __syncthreads();  // the pipeline's memory becomes the result tile
+  // d fragment: lane (g = lane / 4, c = lane % 4) holds rows g and g + 8, columns 2c and 2c + 1
 #pragma unroll
   for (int i = 0; i < FZ_FM; ++i)
 #pragma unroll
-    for (int j = 0; j < FZ_FN; ++j)
-      wmma::store_matrix_sync(cs + (wm * FZ_WTM + i * 16) * FZ_C_LD + wn * FZ_WTN + j * 16, acc[i][j], FZ_C_LD,
-                              wmma::mem_row_major);
+    for (int j = 0; j < FZ_FN * 2; ++j) {
+      float* at = cs + (wm * FZ_WTM + i * 16 + lane / 4) * FZ_C_LD + wn * FZ_WTN + j * 8 + lane % 4 * 2;
+      *reinterpret_cast<float2*>(at) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(at + 8 * FZ_C_LD) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
   __syncthreads();
 }
 
@@ -208,16 +237,13 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
 
   SourceWriter w;
   w.line("// Generated by fusion. Kernel {}: {}.", k.name, v.describe());
-  w.line("#include <mma.h>").blank();
   write_prelude(w, ctx, heavy);
   w.line("{}", body.str());
   const ProductTiles& t = v.tiles;
   w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {};", t.bm,
          t.bn, t.bk, t.warps_m, t.warps_n, t.stages);
   w.line("constexpr bool FZ_A_ROWS = {}, FZ_B_ROWS = {}, FZ_ASYNC = {};", v.a_rows, v.b_rows, v.async);
-  w.line("typedef {} fz_operand;", v.operand == DType::bfloat16 ? "__nv_bfloat16" : "__half");
-  w.line("typedef nvcuda::wmma::{} fz_a_layout;", v.a_rows ? "row_major" : "col_major");
-  w.line("typedef nvcuda::wmma::{} fz_b_layout;", v.b_rows ? "row_major" : "col_major");
+  w.line("#define FZ_MMA_TYPE \"{}\"", v.operand == DType::bfloat16 ? "bf16" : "f16");
   w.line("struct FzProduct {{ long long v[{}]; }};", kProductDims);
   w.line("struct FzStrides {{ long long v[3]; }};").blank();
   w.text(kProductLoop).blank();
@@ -278,7 +304,6 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   }
   }
   k.source = w.str();
-  k.full_headers = true;  // mma.h and the 16-bit float headers WMMA's fragments need
   return k;
 }
 

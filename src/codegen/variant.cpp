@@ -212,7 +212,7 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 }
 
 std::string ProductVariant::describe() const {
-  return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of WMMA 16x16x16, {} stages{}",
+  return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of mma.sync m16n8k16, {} stages{}",
                      dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
                      tiles.warps_m * tiles.warps_n, tiles.stages, async ? " (cp.async)" : " (plain loads)") +
          (split ? ", K split over blocks (the last sums the slices in order)" : "") +

@@ -26,21 +26,21 @@ namespace {
 /// or for results of 32 rows at most (the tokens of inference) a tile of 32 rows, so that fewer of its
 /// tensor-core products run on rows of zeros.
 constexpr ProductTiles kLargeTiles[] = {
-    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages (H100, 8192^3: 214 TFLOPS)
-    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32 (163)
-    {128, 128, 32, 2, 4, 4},  // 4 stages (161)
-    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64, steps of 64 along K (210)
+    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages
+    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32
+    {128, 128, 32, 2, 4, 4},  // warps of 64 x 32, 4 stages
+    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64, steps of 64 along K
 };
 constexpr ProductTiles kSmallTiles[] = {
-    {64, 64, 32, 2, 2, 4},   // warps of 32 x 32
+    {64, 64, 64, 2, 2, 4},   // warps of 32 x 32, steps of 64 along K
+    {64, 64, 32, 2, 2, 4},   // steps of 32
     {64, 128, 32, 2, 2, 4},  // warps of 32 x 64
-    {64, 64, 64, 2, 2, 4},   // steps of 64 along K
 };
 constexpr ProductTiles kSkinnyTiles[] = {
-    {32, 64, 32, 1, 4, 6},   // warps of 32 x 16
-    {32, 64, 64, 1, 4, 4},   // steps of 64 along K
+    {32, 64, 64, 1, 4, 4},   // warps of 32 x 16, steps of 64 along K
+    {32, 64, 32, 1, 4, 6},   // steps of 32, 6 stages
     {32, 128, 32, 1, 4, 4},  // warps of 32 x 32
-    {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32), steps of 64
+    {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32)
 };
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
