@@ -77,3 +77,13 @@ TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt"
   const auto gapped = fz::placeholder<bf16>({64, 64}).slice({fz::Slice{}, fz::Slice{0, 64, 2}});
   cublas(fz::inspect(fz::matmul(gapped, w) + b));  // an operand to copy first
 }
+
+TEST_CASE("generated products: the source of two representative kernels matches the golden files", "[matmul]") {
+  fz::GeneratedProducts on;
+  // an MLP layer's bias + GELU + residual on large tiles (cp.async), and a skinny transposed product with K split
+  const auto x = fz::placeholder<bf16>({2048, 1024}), w = fz::placeholder<bf16>({1024, 4096});
+  const auto bias = fz::placeholder<bf16>({4096}), residual = fz::placeholder<bf16>({2048, 4096});
+  test::check_golden("product_gelu_residual", fz::inspect(fz::gelu(fz::matmul(x, w) + bias) + residual).source);
+  const auto tokens = fz::placeholder<fz::half>({4096, 16}).transpose(), wt = fz::placeholder<fz::half>({4096, 4096}).transpose();
+  test::check_golden("product_skinny_split", fz::inspect(fz::matmul(tokens, wt).astype<float>() * 0.125f).source);
+}
