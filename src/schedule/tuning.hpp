@@ -62,6 +62,9 @@ struct Tuning {
   /// least (runtime/exec/generated_product.cpp's kLargeTiles), and the blocks per SM a split of K aims at
   /// where the tiles are fewer (0: never split).
   int product_large = 0;
+  /// % of the SMs the large tiles must give a tile each to be chosen (half as many where the product's rows
+  /// fill a large tile's)
+  int product_large_fill = 100;
   int product_small = 0;
   int product_skinny = 0;
   int product_split_blocks_per_sm = 4;
