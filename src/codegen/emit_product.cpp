@@ -263,46 +263,48 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   for (int p = 0; p < P; ++p)
     if (p != pp) sig.add(ArgSource::dims, product_param_strides(p), fmt::format("const FzStrides st{}", p));
 
-  {
-  auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", t.threads(), k.name, sig.list());
-  w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
-  w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
-  w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");
-  if (v.split) {  // blocks of one tile are neighbours: blockIdx.x = tile * split + slice
-    w.line("const int split = (int)shape.v[7], slice = (int)(blockIdx.x % split);");
-    w.line("const long long tile = blockIdx.x / split, k_begin = slice * shape.v[8];");
-    w.line("const long long k_end = k_begin + shape.v[8] < K ? k_begin + shape.v[8] : K;");
-  } else {
-    w.line("const long long tile = blockIdx.x, k_begin = 0, k_end = K;");
-  }
-  w.line("const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;");
-  w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
-  w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
-         "M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);");
-  if (v.split) {
-    w.line("const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)");
-    w.line("if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;");
-  }
-  w.line("out += batch * M * N;");
-  {
-    // consecutive threads take consecutive columns: the epilogue's reads and the result's writes coalesce
-    auto loop = w.block("for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS)");
-    w.line("const int r = e / FZ_BN, c = e % FZ_BN;");
-    w.line("const long long m = m0 + r, n = n0 + c;");
-    w.line("if (m >= M || n >= N) continue;");
-    std::vector<std::string> in;
-    for (int p = 0; p < P; ++p) {
-      if (p == pp) {  // the product as its step would have stored it: rounded to the operands' dtype
-        in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c]")));
-        continue;
-      }
-      in.push_back(load_conversion(
-          pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+  // The kernel: its block closes (the `}` is written) when write_kernel returns.
+  const auto write_kernel = [&] {
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", t.threads(), k.name, sig.list());
+    w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
+    w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
+    w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");
+    if (v.split) {  // blocks of one tile are neighbours: blockIdx.x = tile * split + slice
+      w.line("const int split = (int)shape.v[7], slice = (int)(blockIdx.x % split);");
+      w.line("const long long tile = blockIdx.x / split, k_begin = slice * shape.v[8];");
+      w.line("const long long k_end = k_begin + shape.v[8] < K ? k_begin + shape.v[8] : K;");
+    } else {
+      w.line("const long long tile = blockIdx.x, k_begin = 0, k_end = K;");
     }
-    for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
-    w.line("out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
-  }
-  }
+    w.line("const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;");
+    w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
+    w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
+           "M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);");
+    if (v.split) {
+      w.line("const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)");
+      w.line("if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;");
+    }
+    w.line("out += batch * M * N;");
+    {
+      // consecutive threads take consecutive columns: the epilogue's reads and the result's writes coalesce
+      auto loop = w.block("for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS)");
+      w.line("const int r = e / FZ_BN, c = e % FZ_BN;");
+      w.line("const long long m = m0 + r, n = n0 + c;");
+      w.line("if (m >= M || n >= N) continue;");
+      std::vector<std::string> in;
+      for (int p = 0; p < P; ++p) {
+        if (p == pp) {  // the product as its step would have stored it: rounded to the operands' dtype
+          in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c]")));
+          continue;
+        }
+        in.push_back(load_conversion(
+            pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+      }
+      for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
+      w.line("out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+    }
+  };
+  write_kernel();
   k.source = w.str();
   return k;
 }
