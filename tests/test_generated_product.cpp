@@ -2,6 +2,8 @@
 // Generated matrix products without a GPU (fz::GeneratedProducts): which products and epilogues become one
 // generated kernel, its name and source, each layout and load path compiling through NVRTC for sm_90, and
 // what stays on cuBLASLt.
+#include <thread>
+
 #include "support.hpp"
 
 namespace {
@@ -76,6 +78,14 @@ TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt"
   cublas(fz::inspect(fz::sum(fz::matmul(x, w), -1)));  // a reduction of the product
   const auto gapped = fz::placeholder<bf16>({64, 64}).slice({fz::Slice{}, fz::Slice{0, 64, 2}});
   cublas(fz::inspect(fz::matmul(gapped, w) + b));  // an operand to copy first
+  cublas(fz::inspect(fz::where(fz::random::uniform<float>(7) < 0.1f, 0.0f, fz::matmul(x, w))));  // flat index
+  const auto two = fz::inspect(fz::matmul(x, w) + 1.0f, fz::maximum(fz::matmul(x, w), 0.0f));  // a tie
+  CHECK_THAT(two.plan[0], Catch::Contains("cublasLtMatmul"));
+  // the mode is this thread's: another thread plans with cuBLASLt
+  std::string other;
+  std::thread([&] { other = fz::inspect(fz::gelu(fz::matmul(x, w) + b)).plan[0]; }).join();
+  CHECK_THAT(other, Catch::Contains("cublasLtMatmul"));
+  CHECK_THAT(fz::inspect(fz::gelu(fz::matmul(x, w) + b)).plan[0], Catch::StartsWith("fz_matmul_"));
 }
 
 TEST_CASE("generated products: the source of two representative kernels matches the golden files", "[matmul]") {
