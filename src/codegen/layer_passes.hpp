@@ -17,8 +17,14 @@ std::vector<bool> needed(const ir::Graph& g, const std::vector<std::uint32_t>& r
 /// Each reduction's wave: 1 when its operand reads no reduction, else one more than the latest it reads.
 std::vector<int> waves_of(const ir::Graph& g);
 
-/// The nodes each pass of a layer kernel computes: its reduction waves in order, then (when some output is
-/// per element) the last pass. The layout rule reads it to see which inputs several passes read (cached ones).
+/// The passes of a layer kernel: its reduction waves in order, then (when some output is per element) the last
+/// pass. Per node, bit p set when pass p computes it; `passes` their number. The layout rule reads it to see
+/// which inputs several passes read (cached ones); one mask per node, no list per pass (it runs every call).
+using PassMask = std::uint64_t;
+inline constexpr int kMaxLayerPasses = 64;
+std::vector<PassMask> layer_pass_masks(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                                       int& passes);
+/// The nodes each pass computes (layer_pass_masks as a list per pass), for the emitter.
 std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row);
 
 /// Per parameter: the gather node reading it when that gather is its only reader and the gather's offset is

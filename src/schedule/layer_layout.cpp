@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "codegen/emit_common.hpp"
@@ -172,14 +173,13 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     gathered[static_cast<std::size_t>(p)] =
         gathered[static_cast<std::size_t>(p)] && (per_row[static_cast<std::size_t>(p)] < 0 || v.segmented || !along);
   }
-  const auto passes = codegen::layer_pass_nodes(g, v.out_per_row);
+  int n_passes = 0;
+  const std::vector<codegen::PassMask> pass_of_node = codegen::layer_pass_masks(g, v.out_per_row, n_passes);
+  std::array<codegen::PassMask, kMaxParams> read_by{};  // per parameter: the passes reading it
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op == ir::Op::input) read_by[v.param_of_slot[g.nodes[i].slot]] |= pass_of_node[i];
   std::array<int, kMaxParams> readers{};
-  for (const auto& nodes : passes) {
-    std::array<bool, kMaxParams> reads{};
-    for (std::size_t i = 0; i < g.nodes.size(); ++i)
-      if (nodes[i] && g.nodes[i].op == ir::Op::input) reads[v.param_of_slot[g.nodes[i].slot]] = true;
-    for (int p = 0; p < np; ++p) readers[static_cast<std::size_t>(p)] += reads[static_cast<std::size_t>(p)];
-  }
+  for (int p = 0; p < np; ++p) readers[static_cast<std::size_t>(p)] = std::popcount(read_by[static_cast<std::size_t>(p)]);
   for (int p = 0; p < np; ++p) {
     // an array shared by every row (a weight) stays in L1/L2 instead; a source read at a per-row offset differs
     bool across_rows = per_row[static_cast<std::size_t>(p)] >= 0;
@@ -318,7 +318,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     if (ir::is_reduction(nd.op)) L.divisors.push_back(static_cast<double>(r) - c.reductions[nd.slot].ddof);
 
   if (!L.explain) return true;
-  const std::size_t waves = passes.size() - (element_outputs ? 1 : 0);
+  const std::size_t waves = static_cast<std::size_t>(n_passes) - (element_outputs ? 1 : 0);
   const std::size_t row_bytes = static_cast<std::size_t>(r) * cached_bytes;
   L.why = fmt::format(
       "one kernel: {} reduction pass{} over each of {} rows of {} elements{}{}", waves, waves == 1 ? "" : "es",
