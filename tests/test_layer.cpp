@@ -275,3 +275,22 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
   CHECK(z.kernels == 1);
   CHECK(z.source.find("FzWelford") == std::string::npos);
 }
+
+TEST_CASE("a layer kernel keeps a row in shared memory only beside room for its reductions' scratch", "[layer]") {
+  // Rows of 28,900 float64 (231,296 bytes kept) fit the 227 KB a block may take on an H100 beside 1 KB of
+  // static scratch, not beside the 2.3 KB eight float64 reductions' partials take: that kernel must stream
+  // its row, or its launch would ask for more shared memory than a block has.
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("cluster_slice=1000000");  // (one block per row, no cluster to split it over)
+  const auto x = fz::placeholder<double>({256, 28900});
+  const auto two = fz::inspect(x - fz::mean(x, -1, true) + fz::max(x, -1, true));
+  const auto eight = fz::inspect(x - fz::mean(x, -1, true) + fz::var(x, -1, true) + fz::max(x, -1, true) +
+                                 fz::min(x, -1, true) + fz::sum(x * x, -1, true) + fz::sum(fz::abs(x), -1, true) +
+                                 fz::max(fz::abs(x), -1, true) + fz::sum(fz::exp(x), -1, true));
+  fz::detail::tuning() = saved;
+  INFO(two.variant << "\n" << eight.variant);
+  REQUIRE(two.kernels == 1);
+  REQUIRE(eight.kernels == 1);
+  CHECK_THAT(two.variant, Catch::Contains("kept in shared memory"));
+  CHECK_THAT(eight.variant, !Catch::Contains("kept in shared memory"));
+}

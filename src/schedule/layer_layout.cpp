@@ -11,6 +11,7 @@
 
 #include "codegen/emit_common.hpp"
 #include "codegen/layer_passes.hpp"
+#include "codegen/reduce_ops.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
@@ -212,7 +213,16 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   v.vector_width = static_cast<std::uint8_t>(V);
 
   const std::int64_t sms = device.sms;
-  const std::size_t limit = device.max_shared_per_block - 1024;
+  // Dynamic shared memory a block may take: all it can have less the kernel's static scratch (load_kernel opts
+  // in to exactly that). The scratch: per reduction a partial per warp of the block and one for the cluster
+  // (codegen/emit_layer.cpp), bounded here for blocks of 1024 threads with 16 bytes of alignment per array; 1 KB
+  // at least, as before (a tie of several float64 reductions needs more: a row kept in all that is left beside
+  // 1 KB failed to launch).
+  std::size_t scratch = 0;
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_reduction(n.op))
+      scratch += (1024 / codegen::kWarpThreads + 1) * codegen::accumulator_size(n.op, g.nodes[n.a].dtype) + 2 * 16;
+  const std::size_t limit = device.max_shared_per_block - std::max<std::size_t>(1024, scratch);
   const bool clusters = device.compute_major >= 9;  // thread-block clusters need sm_90
   std::size_t cached_bytes = 0;  // per element of the row
   for (int p = 0; p < np; ++p)
