@@ -2,7 +2,9 @@
 // A product step and the elementwise step reading it, as one generated kernel (codegen/emit_product), while
 // fz::GeneratedProducts is on. Everything the kernel does not cover declines (false, nothing written) and
 // the plan runs the two steps as before (cuBLASLt, then the fused epilogue kernel).
-#include <fmt/format.h>
+#include <algorithm>
+#include <array>
+#include <vector>
 
 #include "fusion/modes.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -21,10 +23,10 @@ using codegen::ProductVariant;
 
 namespace {
 
-/// Tiles per shape class: a large tile where the result has a tile per multiprocessor at least (the rows
-/// Tuning::product_large, product_small and product_skinny pick), else the small one, its K split over blocks until they fill the device,
-/// or for results of 32 rows at most (the tokens of inference) a tile of 32 rows, so that fewer of its
-/// tensor-core products run on rows of zeros.
+/// Tiles per shape class, a table each (row 0 the default; Tuning::product_large, product_small and
+/// product_skinny pick another): large tiles where the result has one per multiprocessor at least, else small
+/// ones, or for results of 32 rows at most (the tokens of inference) tiles of 32 rows, so that fewer of their
+/// tensor-core products run on rows of zeros. Where the tiles are too few to fill the device, K is split.
 constexpr ProductTiles kLargeTiles[] = {
     {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages
     {128, 128, 32, 2, 4, 3},  // warps of 64 x 32
