@@ -49,6 +49,7 @@ constexpr std::int64_t kMinSlice = 256;
 
 /// How one call runs as a generated product: the variant and the values its launch takes.
 struct ProductLaunch {
+  ProductOperands operands;
   ProductVariant v;
   Shape shape;                      // the result's
   std::int64_t dims[codegen::kProductDims] = {};
@@ -91,7 +92,7 @@ bool epilogue_strides(const ArrayBase& x, const Shape& shape, std::array<std::in
 /// on `device` (fz::inspect's placeholders hold none).
 bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, int device, bool running,
                  ProductLaunch& P) {
-  const ProductOperands o = product_operands(pc);
+  const ProductOperands& o = P.operands = product_operands(pc);
   const ArrayBase &a = *o.a, &b = *o.b;
   const DType d = a.dtype();
   if ((d != DType::float16 && d != DType::bfloat16) || b.dtype() != d || o.scale != 1) return false;
@@ -177,7 +178,7 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   const auto& stream = current_stream_state();
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, stream->device, true, P)) return false;
-  const ProductOperands o = product_operands(pc);
+  const ProductOperands& o = P.operands;
   // The result is written once, in place: a new array, or an existing C-ordered one of its shape that
   // shares no memory with the operands (an epilogue array may be the output itself: each element is read
   // by the thread that writes it).

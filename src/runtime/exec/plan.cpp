@@ -294,18 +294,19 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
   };
   const std::vector<KernelStep>& steps = p.part.steps;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].generated_epilogue) {  // one generated kernel, where fz::GeneratedProducts asks for it
+    // A product and the step reading it as one kernel: generated where fz::GeneratedProducts asks for it, else
+    // inside cuBLASLt's call where its epilogues express the math (the partition checked the steps' shapes; the
+    // arrays are checked here). The mode is checked first: a product plan's repeated path builds no step calls.
+    const bool generated = steps[i].generated_epilogue && mode_flag(Mode::generated_products);
+    if (generated || steps[i].epilogue.found) {
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
-      if (evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]),
-                                     *outs[~steps[i + 1].targets[0]], mode)) {
+      ArrayBase& out = *outs[~steps[i + 1].targets[0]];
+      if (generated &&
+          evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]), out, mode)) {
         ++i;
         continue;
       }
-    }
-    if (steps[i].epilogue.found) {  // (the partition checked the steps' shape; the arrays are checked here)
-      const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
-      ArrayBase& out = *outs[~steps[i + 1].targets[0]];
-      const auto e = merged_epilogue(p, i, product.call, next.call, out.dtype());
+      const auto e = steps[i].epilogue.found ? merged_epilogue(p, i, product.call, next.call, out.dtype()) : std::nullopt;
       if (e && evaluate_product(product.call, out, mode, *e)) {  // the next step's math inside the call
         ++i;
         continue;
