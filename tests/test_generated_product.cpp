@@ -4,6 +4,7 @@
 // what stays on cuBLASLt.
 #include <thread>
 
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -15,7 +16,8 @@ fz::KernelInfo generated(const fz::KernelInfo& k) {
   REQUIRE(k.kernels == 1);
   CHECK_THAT(k.name, Catch::StartsWith("fz_matmul_"));
   CHECK_THAT(k.variant, Catch::Contains("generated") && Catch::Contains("product"));
-  CHECK_THAT(k.source, Catch::Contains("mma.sync.aligned.m16n8k16") && Catch::Contains("fz_expr"));
+  CHECK_THAT(k.source, (Catch::Contains("mma.sync.aligned.m16n8k16") || Catch::Contains("wgmma.mma_async")) &&
+                           Catch::Contains("fz_expr"));
   CHECK(k.registers > 0);  // compiled (NVRTC and ptxas for the planned device)
   return k;
 }
@@ -49,9 +51,10 @@ TEST_CASE("generated products: every layout, unaligned operands, both tile class
   // a contiguous extent not of whole 16-byte chunks: plain loads
   const auto odd = generated(fz::inspect(fz::matmul(fz::placeholder<fz::half>({33, 13}), fz::placeholder<fz::half>({13, 21})) + 1.0f));
   CHECK_THAT(odd.variant, Catch::Contains("float16") && Catch::Contains("plain loads") && Catch::Contains("64x64x64"));
-  // a product with a tile per multiprocessor takes the large tiles; batches count
+  // a product with a tile per multiprocessor takes the large tiles (on the H100 planned for, the Hopper path's);
+  // batches count
   const auto big = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 1536})) - 1.0f));
-  CHECK_THAT(big.variant, Catch::Contains("128x128x32"));
+  CHECK_THAT(big.variant, Catch::Contains("128x256x64") && Catch::Contains("Hopper"));
   // too few tiles to fill the device: K split over blocks; 32-row tiles for a few rows
   const auto skinny = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({16, 4096}), fz::placeholder<bf16>({4096, 4096})) + 1.0f));
   CHECK_THAT(skinny.variant, Catch::Contains("32x64x64") && Catch::Contains("K split"));
@@ -59,7 +62,32 @@ TEST_CASE("generated products: every layout, unaligned operands, both tile class
   CHECK_THAT(small.variant, Catch::Contains("64x64x64") && Catch::Contains("K split"));
   CHECK_THAT(big.variant, !Catch::Contains("K split"));
   const auto batched = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({40, 128, 64}), fz::placeholder<bf16>({64, 512})) + 1.0f));
-  CHECK_THAT(batched.variant, Catch::Contains("128x128x32"));
+  CHECK_THAT(batched.variant, Catch::Contains("Hopper"));
+}
+
+TEST_CASE("generated products: the Hopper path compiles for sm_90a in every layout, and where it does not apply",
+          "[matmul]") {
+  fz::GeneratedProducts on;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = ta ? fz::placeholder<fz::half>({512, 2048}).transpose() : fz::placeholder<fz::half>({2048, 512});
+      const auto b = tb ? fz::placeholder<fz::half>({4096, 512}).transpose() : fz::placeholder<fz::half>({512, 4096});
+      const auto k = generated(fz::inspect(fz::matmul(a, b) * 2.0f));
+      CHECK_THAT(k.variant, Catch::Contains("Hopper") && Catch::Contains("float16"));
+      // the producer's tensor copies and the consumers' wgmma; the operands arrive as tensor maps
+      CHECK_THAT(k.source, Catch::Contains("cp.async.bulk.tensor.3d") && Catch::Contains("wgmma.mma_async.sync.aligned.m64n256k16") &&
+                               Catch::Contains("__grid_constant__ FzTensorMap ta") && Catch::Contains("setmaxnreg"));
+    }
+  // rows not 16 bytes apart (the copy engine's strides are), or the path turned off: the mma.sync kernel
+  const auto odd = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 516}), fz::placeholder<bf16>({516, 4096})) + 1.0f));
+  CHECK_THAT(odd.variant, Catch::Contains("mma.sync") && Catch::Contains("128x128x32"));
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("product_hopper=0");
+  const auto off = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f));
+  fz::detail::tuning() = saved;
+  CHECK_THAT(off.variant, Catch::Contains("mma.sync"));
+  // the same source is a different kernel from the mma.sync one (name and hash)
+  CHECK(off.name != generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f)).name);
 }
 
 TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt", "[matmul]") {
@@ -90,10 +118,15 @@ TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt"
 
 TEST_CASE("generated products: the source of two representative kernels matches the golden files", "[matmul]") {
   fz::GeneratedProducts on;
-  // an MLP layer's bias + GELU + residual on large tiles (cp.async), and a skinny transposed product with K split
+  // an MLP layer's bias + GELU + residual on large tiles (Hopper's copies and wgmma; mma.sync and cp.async), and a skinny transposed product with K split
   const auto x = fz::placeholder<bf16>({2048, 1024}), w = fz::placeholder<bf16>({1024, 4096});
   const auto bias = fz::placeholder<bf16>({4096}), residual = fz::placeholder<bf16>({2048, 4096});
+  // (on the H100 planned for, the Hopper path takes it; the mma.sync kernel is what other devices run)
+  test::check_golden("product_hopper_gelu_residual", fz::inspect(fz::gelu(fz::matmul(x, w) + bias) + residual).source);
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("product_hopper=0");
   test::check_golden("product_gelu_residual", fz::inspect(fz::gelu(fz::matmul(x, w) + bias) + residual).source);
+  fz::detail::tuning() = saved;
   const auto tokens = fz::placeholder<fz::half>({4096, 16}).transpose(), wt = fz::placeholder<fz::half>({4096, 4096}).transpose();
   test::check_golden("product_skinny_split", fz::inspect(fz::matmul(tokens, wt).astype<float>() * 0.125f).source);
 }

@@ -5,6 +5,7 @@
 // with a bias, a bias along the rows, a residual, a float32 result, into poisoned and in-place outputs.
 #include <cstring>
 
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -55,7 +56,7 @@ template <class T> double rounded(double v) { return test::as_double(T(static_ca
 /// kernel, against float64: the product rounded to T as its step would store it, the epilogue in float.
 template <class T>
 void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int64_t m, std::int64_t k, std::int64_t n,
-                    bool ta, bool tb, bool row_bias, unsigned seed) {
+                    bool ta, bool tb, bool row_bias, unsigned seed, const char* path = "generated") {
   INFO(fz::dtype_name(fz::dtype_of<T>) << " items " << items << (a_batched ? " a" : "") << (b_batched ? " b" : "")
                                        << " (m, k, n) = (" << m << ", " << k << ", " << n << ") " << (ta ? "T" : "N")
                                        << (tb ? "T" : "N") << (row_bias ? " row bias" : ""));
@@ -80,6 +81,7 @@ void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int
   const fz::KernelInfo info = fz::inspect(epilogue(fz::matmul(a, b)));
   REQUIRE(info.kernels == 1);
   REQUIRE_THAT(info.name, Catch::StartsWith("fz_matmul_"));
+  REQUIRE_THAT(info.variant, Catch::Contains(path));
   fz::reset_stats();
   fz::Array<T> fresh = epilogue(fz::matmul(a, b));
   CHECK(fz::stats().launches == 1);  // the generated kernel alone (cuBLASLt's calls are not counted)
@@ -122,8 +124,41 @@ TEST_CASE("generated products match float64 in every layout, at edge sizes, with
     }
   check_epilogue<fz::bfloat16>(1, false, false, 70, 1, 33, false, false, false, 4);      // K = 1
   check_epilogue<fz::half>(1, false, false, 5, 300, 3, false, true, false, 5);          // tiny result, long K
-  check_epilogue<fz::bfloat16>(1, false, false, 1100, 64, 2100, false, false, false, 6);  // 128x128 tiles
-  check_epilogue<fz::bfloat16>(1, false, false, 1100, 72, 2100, true, true, true, 7);
+  // 128x128 tiles of mma.sync (on an H100 only with the Hopper path off)
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("product_hopper=0");
+  check_epilogue<fz::bfloat16>(1, false, false, 1100, 64, 2100, false, false, false, 6, "128x128x32");
+  check_epilogue<fz::bfloat16>(1, false, false, 1100, 72, 2100, true, true, true, 7, "128x128x32");
+  fz::detail::tuning() = saved;
+}
+
+TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in every layout, at edges, in batches",
+          "[gpu][matmul]") {
+  // (the Hopper path is for compute capability 9.0 alone: elsewhere the same products take the mma.sync kernel)
+  const char* path = fz::Device::current().properties().arch() == 90 ? "Hopper" : "mma.sync";
+  // results of 9 x 9 tiles of 128 x 256 and more, whose last row and column tiles are partial; K not a multiple
+  // of 64 (the copies fill past the end with zeros), K of one short step
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_epilogue<fz::bfloat16>(1, false, false, 1032, 72, 2056, ta, tb, ta != tb, 41, path);
+      check_epilogue<fz::half>(1, false, false, 1040, 200, 2104, ta, tb, false, 42, path);
+    }
+  check_epilogue<fz::bfloat16>(1, false, false, 1030, 8, 2056, false, false, false, 43, path);
+  check_epilogue<fz::bfloat16>(1, false, false, 1157, 1000, 2064, false, true, true, 44, path);
+  // batches: b shared by every item, both batched, a shared (tensor maps of one item read at item 0)
+  check_epilogue<fz::bfloat16>(40, true, false, 128, 64, 512, false, false, false, 45, path);
+  check_epilogue<fz::half>(40, true, true, 136, 48, 512, true, false, false, 46, path);
+  check_epilogue<fz::bfloat16>(40, false, true, 128, 96, 520, false, true, true, 47, path);
+  // the same bits every run
+  const auto a = fz::asarray(test::random<fz::bfloat16>(2048 * 512, -1, 1, 48), {2048, 512});
+  const auto b = fz::asarray(test::random<fz::bfloat16>(512 * 4096, -1, 1, 49), {512, 4096});
+  fz::GeneratedProducts on;
+  const fz::Array<fz::bfloat16> first = fz::gelu(fz::matmul(a, b));
+  const auto want = first.to_host();
+  for (int run = 0; run < 5; ++run) {
+    const fz::Array<fz::bfloat16> again = fz::gelu(fz::matmul(a, b));
+    REQUIRE(std::memcmp(again.to_host().data(), want.data(), want.size() * sizeof(want[0])) == 0);
+  }
 }
 
 TEST_CASE("generated products split K over blocks when the tiles are few: the same bits every run",

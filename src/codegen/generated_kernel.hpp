@@ -19,6 +19,9 @@ struct GeneratedKernel {
   std::vector<std::string> options;
   /// Compile without -minimal (user code may use any device API).
   bool full_headers = false;
+  /// Compile for the architecture-specific target (sm_90a): the kernel uses what only that architecture has
+  /// (wgmma, setmaxnreg), and runs on that compute capability alone.
+  bool arch_specific = false;
 };
 
 }  // namespace fusion::codegen

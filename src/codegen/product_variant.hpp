@@ -18,11 +18,16 @@ namespace fusion::codegen {
 /// Blocks tiles of the product and how warps divide them: what the tile table in
 /// runtime/exec/generated_product.cpp picks per shape class.
 struct ProductTiles {
-  std::uint8_t bm = 128, bn = 128, bk = 32;  ///< block tile (multiples of 16; bk of 16)
+  std::uint16_t bm = 128, bn = 128;  ///< block tile (multiples of 16)
+  std::uint8_t bk = 32;              ///< (a multiple of 16)
   std::uint8_t warps_m = 2, warps_n = 4;     ///< warps along each (each warp's tile a multiple of 16)
   std::uint8_t stages = 3;                   ///< operand tiles in flight (2 without cp.async)
+  /// Nonzero: the Hopper path (sm_90a) with this many consumer warpgroups of 64 rows each (bm = 64 x this, bk =
+  /// 64): the bulk tensor copy engine fills the stages from tensor maps, one more warpgroup issuing the copies,
+  /// and the consumers' wgmma reads them from shared memory (warps_m and warps_n unused).
+  std::uint8_t warpgroups = 0;
   bool operator==(const ProductTiles&) const = default;
-  int threads() const { return 32 * warps_m * warps_n; }
+  int threads() const { return warpgroups ? 128 * (warpgroups + 1) : 32 * warps_m * warps_n; }
 };
 
 struct ProductVariant {
@@ -46,6 +51,10 @@ struct ProductVariant {
   /// Dynamic shared memory of one block: the operand pipeline, or the float result tile where larger.
   unsigned shared_bytes() const;
 };
+
+/// The Hopper path's operand tiles lie in shared memory 128-byte swizzled, 64 elements (128 bytes) across: what
+/// its tensor maps' boxes are, and what wgmma's matrix descriptors describe.
+inline constexpr int kHopperBoxInner = 64;
 
 /// Dims entries of a product kernel: 0 the product's {m, n, k, lda, ldb, a's batch stride, b's, slices of K,
 /// elements of K per slice}, then per epilogue parameter p (the product's entry unused) its strides {batch,

@@ -18,6 +18,7 @@ enum class ArgSource : std::uint8_t {
   dims,       ///< a fixed-size struct of 64-bit extents or strides: the launch's dims entry `index`
   raw,        ///< a user kernel's raw-array struct of parameter `index`
   workspace,  ///< the split-reduction workspace: 0 the partials, 1 the counters
+  tensor_map, ///< a bulk tensor copy's map (CUtensorMap, 128 bytes), by index: a generated product's 0 a, 1 b
 };
 
 /// The 64-bit integers a kernel may take.

@@ -14,6 +14,7 @@ struct TargetDevice {
   std::size_t max_shared_per_sm = 228 * 1024;     ///< shared memory of one multiprocessor
   int compute_major = 9;                          ///< compute capability's major number (clusters need 9)
   bool real = false;                              ///< read off a device (false: the H100 planned for)
+  int compute_minor = 0;                          ///< its minor number (sm_90a kernels need exactly 9.0)
 };
 
 }  // namespace fusion::codegen

@@ -68,6 +68,9 @@ struct Tuning {
   int product_small = 0;
   int product_skinny = 0;
   int product_split_blocks_per_sm = 4;
+  /// On sm_90 (H100): the row of the Hopper tile table (kHopperTiles) taking what large tiles would, 1-based;
+  /// 0 leaves Hopper devices on the mma.sync kernel.
+  int product_hopper = 1;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

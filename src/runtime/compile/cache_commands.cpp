@@ -117,6 +117,7 @@ std::optional<StoredKernel> parse(const CacheKey& key) {
   if (cut == std::string::npos) return std::nullopt;
   k.built_for.ptx = key.target.compare(0, cut, "compute") == 0;
   k.built_for.arch = std::atoi(key.target.c_str() + cut + 1);
+  k.built_for.specific = key.target.back() == 'a';  // "sm_90a"
   std::vector<std::string> tokens;
   std::istringstream in(key.options);
   for (std::string t; in >> t;) tokens.push_back(t);
@@ -154,6 +155,12 @@ WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vecto
     std::vector<Target> targets;
     for (int a : archs) targets.push_back(target_for_arch(a));
     if (archs.empty()) targets.push_back(target_for_arch(k->built_for.arch));
+    if (k->built_for.specific) {  // an sm_90a kernel serves that architecture alone, built for it the same way
+      std::vector<Target> same;
+      for (Target t : targets)
+        if (!t.ptx && t.arch == k->built_for.arch) same.push_back({t.arch, false, true});
+      targets = same;
+    }
     for (const Target& t : targets) {
       CacheKey key = cache_key(k->source, k->name, t, k->extra, k->minimal);
       if (seen.insert(key.hash()).second) tasks.push_back({*k, t, std::move(key)});

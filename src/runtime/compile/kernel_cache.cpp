@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 
+#include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -46,7 +47,13 @@ CacheKey cache_key(const std::string& source, const std::string& kernel_name, co
   return CacheKey{source, kernel_name, nvrtc_version(), options, t.name()};
 }
 
-Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t) {
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& device_target) {
+  Target t = device_target;
+  if (k.arch_specific) {  // (the planner chose such a kernel for a device of exactly this architecture)
+    if (t.ptx)
+      throw Error(fmt::format("internal: kernel {} needs the sm_{}a target, which this NVRTC cannot build", k.name, t.arch));
+    t.specific = true;
+  }
   const CacheKey key = cache_key(k.source, k.name, t, k.options, !k.full_headers);
   announce(k, t.name());
   KernelStore& store = kernel_store();

@@ -39,7 +39,9 @@ std::string numbered(const std::string& source) {
 
 }  // namespace
 
-std::string Target::name() const { return fmt::format("{}_{}", ptx ? "compute" : "sm", arch); }
+std::string Target::name() const {
+  return fmt::format("{}_{}{}", ptx ? "compute" : "sm", arch, specific ? "a" : "");
+}
 
 Target target_for_arch(int device_arch) {
   const auto& archs = supported_archs();

@@ -9,7 +9,8 @@ namespace fusion::detail {
 struct Target {
   int arch = 90;        ///< compute capability as major*10+minor
   bool ptx = false;     ///< emit PTX for the driver to JIT (the device is newer than NVRTC)
-  std::string name() const;  ///< "sm_90" or "compute_100"
+  bool specific = false;  ///< the architecture-specific target ("sm_90a": wgmma), for that architecture alone
+  std::string name() const;  ///< "sm_90", "sm_90a" or "compute_100"
 };
 
 /// The target for a device's compute capability: exact cubin when NVRTC supports it.

@@ -60,7 +60,8 @@ const DeviceProperties& properties_of(int id) {
 codegen::TargetDevice target_device(int id) {
   if (id < 0) return {};
   const DeviceProperties& p = properties_of(id);
-  return {p.multiprocessor_count, p.max_shared_bytes_per_block, p.max_shared_bytes_per_sm, p.compute_capability_major, true};
+  return {p.multiprocessor_count, p.max_shared_bytes_per_block, p.max_shared_bytes_per_sm, p.compute_capability_major, true,
+          p.compute_capability_minor};
 }
 
 }  // namespace detail

@@ -88,7 +88,7 @@ extern thread_local int tls_precompile_arch;
 /// of the architecture fz::precompile compiles for, when it does.
 inline codegen::TargetDevice planned_device(int device) {
   codegen::TargetDevice t = target_device(device);
-  if (tls_precompile_arch > 0) t.compute_major = tls_precompile_arch / 10;
+  if (tls_precompile_arch > 0) t.compute_major = tls_precompile_arch / 10, t.compute_minor = tls_precompile_arch % 10;
   return t;
 }
 

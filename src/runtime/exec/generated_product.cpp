@@ -44,6 +44,15 @@ constexpr ProductTiles kSkinnyTiles[] = {
     {32, 128, 32, 1, 4, 4},  // warps of 32 x 32
     {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32)
 };
+/// The Hopper path (sm_90a: bulk tensor copies, wgmma; Tuning::product_hopper picks the row, 0 none), where the
+/// large tiles would be chosen. H100, bfloat16, the bare product (a scratch probe of the same loop, all three
+/// against cuBLAS in one run): 8192^3 128x256 tiles 3 stages 816 TFLOPS, 4 stages 780, 128x128 5 stages 573;
+/// cuBLAS 872.
+constexpr ProductTiles kHopperTiles[] = {
+    {128, 256, 64, 0, 0, 3, 2},  // two consumer warpgroups of 64 x 256, 3 stages
+    {128, 256, 64, 0, 0, 4, 2},  // 4 stages
+    {128, 128, 64, 0, 0, 5, 2},  // 64 x 128 each, 5 stages
+};
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
 
@@ -150,6 +159,21 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
             : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
                                             : kSmallTiles[tuning().product_small];
   if (!v.async) v.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
+  // The Hopper path where large tiles fill the device: its copies need 16-byte aligned operands whose rows
+  // (and batches) start 16 bytes apart, and coordinates within 32 bits.
+  const codegen::TargetDevice dev = planned_device(device);
+  const bool tma = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
+                   std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
+  if (tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && tma) {
+    const ProductTiles& h = kHopperTiles[tuning().product_hopper - 1];
+    if (tiles_of(h) * L.batch * 100 >= sms * fill) {
+      v.tiles = h;
+      P.tiles = tiles_of(h);
+      v.split = false;
+      P.dims[7] = 1;
+      return true;
+    }
+  }
   P.tiles = tiles_of(v.tiles);
   // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM
   // aimed at, each slice kMinSlice long at least, the partial tiles within the per-stream workspace.
@@ -168,6 +192,29 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   P.dims[7] = split > 1 ? split : 1;
   P.dims[8] = slice;
   return true;
+}
+
+/// The tensor map the Hopper path copies operand `x` through: an `outer` x `inner` matrix (rows `ld` elements
+/// apart) of an operand whose other extent is `mn` and whose reduced extent is `k` (`k_inner`: K is the
+/// contiguous extent), `batches` of them `batch_stride` apart (0: one, broadcast); boxes of 64 contiguous elements
+/// (128 bytes, the swizzle's width) by `box_outer` rows, 128-byte swizzled as wgmma's descriptors read them.
+CUtensorMap operand_map(const ArrayBase& x, bool k_inner, std::int64_t mn, std::int64_t k, std::int64_t ld,
+                        std::int64_t batch_stride, std::int64_t batches, int box_outer) {
+  const std::int64_t inner = k_inner ? k : mn, outer = k_inner ? mn : k;
+  const std::uint64_t elem = 2;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer),
+                        static_cast<cuuint64_t>(batch_stride ? batches : 1)};
+  // (a single batch's stride is never used, but it must be a valid one)
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * elem,
+                           static_cast<cuuint64_t>(batch_stride ? batch_stride : ld * outer) * elem};
+  cuuint32_t box[3] = {codegen::kHopperBoxInner, static_cast<cuuint32_t>(box_outer), 1};
+  cuuint32_t steps[3] = {1, 1, 1};
+  CUtensorMap map;
+  const auto type = x.dtype() == DType::bfloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  FUSION_CU(cuTensorMapEncodeTiled, &map, type, 3, reinterpret_cast<void*>(x.data_ptr()), dims, strides, box, steps,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return map;
 }
 
 }  // namespace
@@ -212,6 +259,14 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   if (P.v.split) {
     const CUdeviceptr ws = reduction_workspace(*stream);  // (counters at zero, reset by the kernels that use them)
     args.workspace = {ws + kCounterBytes, ws};          // partials, counters
+  }
+  CUtensorMap maps[2];
+  if (P.v.tiles.warpgroups) {
+    maps[0] = operand_map(*o.a, P.v.a_rows, P.dims[0], P.dims[2], P.dims[3], P.dims[5], P.batch,
+                          P.v.a_rows ? P.v.tiles.bm : P.v.tiles.bk);
+    maps[1] = operand_map(*o.b, !P.v.b_rows, P.dims[1], P.dims[2], P.dims[4], P.dims[6], P.batch,
+                          P.v.b_rows ? P.v.tiles.bk : P.v.tiles.bn);
+    args.tensor_maps = maps;
   }
   const Grid grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
   launch_kernel(k.kernel->function, k.signature, args, grid, *stream);

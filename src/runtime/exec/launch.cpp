@@ -91,6 +91,7 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
       case ArgSource::dims: argv[i] = const_cast<std::int64_t*>(at(a.dims, k, "dims entry")); break;
       case ArgSource::raw: argv[i] = at(a.raw, k, "raw array"); break;
       case ArgSource::workspace: argv[i] = const_cast<std::uint64_t*>(&a.workspace[k]); break;
+      case ArgSource::tensor_map: argv[i] = const_cast<CUtensorMap*>(&at(a.tensor_maps, k, "tensor map")); break;
     }
   }
   // (a kernel taking dynamic shared memory opted in to all a block can have when it was loaded: load_kernel)

@@ -26,6 +26,7 @@ struct LaunchArgs {
   std::span<const std::int64_t* const> dims;    ///< extents and strides, by dims index
   std::span<void* const> raw;                   ///< user kernels' raw-array structs, by parameter
   std::array<std::uint64_t, 2> workspace{};     ///< partials, counters
+  std::span<const CUtensorMap> tensor_maps;     ///< bulk tensor copies' maps, by index
   std::int64_t& count(codegen::Count c) { return counts[static_cast<std::size_t>(c)]; }
 };
 
