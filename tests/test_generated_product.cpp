@@ -78,6 +78,10 @@ TEST_CASE("generated products: the Hopper path compiles for sm_90a in every layo
       CHECK_THAT(k.source, Catch::Contains("cp.async.bulk.tensor.3d") && Catch::Contains("wgmma.mma_async.sync.aligned.m64n256k16") &&
                                Catch::Contains("__grid_constant__ FzTensorMap ta") && Catch::Contains("setmaxnreg"));
     }
+  // too few 128 x 256 tiles to fill the device: 128 x 128 ones
+  const auto mid = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({1000, 136}), fz::placeholder<bf16>({136, 1040})) + 1.0f));
+  CHECK_THAT(mid.variant, Catch::Contains("128x128x64") && Catch::Contains("Hopper"));
+  CHECK_THAT(mid.source, Catch::Contains("wgmma.mma_async.sync.aligned.m64n128k16"));
   // rows not 16 bytes apart (the copy engine's strides are), or the path turned off: the mma.sync kernel
   const auto odd = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 516}), fz::placeholder<bf16>({516, 4096})) + 1.0f));
   CHECK_THAT(odd.variant, Catch::Contains("mma.sync") && Catch::Contains("128x128x32"));

@@ -458,23 +458,39 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     }
     w.line("out += batch * M * N;");
     {
-      // consecutive threads take consecutive columns: the epilogue's reads and the result's writes coalesce
-      auto loop = hopper ? w.block("for (int e = threadIdx.x - 128; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS)")
-                         : w.block("for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS)");
-      w.line("const int r = e / FZ_BN, c = e % FZ_BN;");
-      w.line("const long long m = m0 + r, n = n0 + c;");
-      w.line("if (m >= M || n >= N) continue;");
+      // A thread takes 8 columns of a row, consecutive threads the next 8: the reads and writes coalesce. All 8
+      // elements' reads are issued before any write (the output may be an epilogue array read in place, so the
+      // compiler could not move a read above an earlier write itself): 8 reads in flight, not one.
+      w.line("#pragma unroll 1");
+      auto loop = hopper ? w.block("for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8)")
+                         : w.block("for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8)");
+      w.line("const int r = e / FZ_BN, c0 = e % FZ_BN;");
+      w.line("const long long m = m0 + r;");
+      w.line("if (m >= M) continue;");
+      for (int p = 0; p < P; ++p)
+        if (p != pp) w.line("{} x{}[8] = {{}};", compute_type(pdt[p]), p);
+      if (P > 1) {
+        w.line("#pragma unroll");
+        auto reads = w.block("for (int u = 0; u < 8; ++u)");
+        w.line("const long long n = n0 + c0 + u;");
+        auto in_row = w.block("if (n < N)");
+        for (int p = 0; p < P; ++p)
+          if (p != pp)
+            w.line("x{0}[u] = {1};", p,
+                   load_conversion(pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+      }
       std::vector<std::string> in;
       for (int p = 0; p < P; ++p) {
-        if (p == pp) {  // the product as its step would have stored it: rounded to the operands' dtype
-          in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c]")));
-          continue;
-        }
-        in.push_back(load_conversion(
-            pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+        if (p == pp)  // the product as its step would have stored it: rounded to the operands' dtype
+          in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c0 + u]")));
+        else
+          in.push_back(fmt::format("x{}[u]", p));
       }
       for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
-      w.line("out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+      w.line("#pragma unroll");
+      auto writes = w.block("for (int u = 0; u < 8; ++u)");
+      w.line("const long long n = n0 + c0 + u;");
+      w.line("if (n < N) out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
     }
   };
   write_kernel();

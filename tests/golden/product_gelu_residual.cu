@@ -224,10 +224,25 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_add_gelu_bf16_790310
   float* cs = reinterpret_cast<float*>(fz_smem);
   fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);
   out += batch * M * N;
-  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) {
-    const int r = e / FZ_BN, c = e % FZ_BN;
-    const long long m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    out[m * N + n] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c]))), fz_bfloat16_to_float(in1[batch * st1.v[0] + m * st1.v[1] + n * st1.v[2]]), fz_bfloat16_to_float(in2[batch * st2.v[0] + m * st2.v[1] + n * st2.v[2]]))));
+  #pragma unroll 1
+  for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8) {
+    const int r = e / FZ_BN, c0 = e % FZ_BN;
+    const long long m = m0 + r;
+    if (m >= M) continue;
+    float x1[8] = {};
+    float x2[8] = {};
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long n = n0 + c0 + u;
+      if (n < N) {
+        x1[u] = fz_bfloat16_to_float(in1[batch * st1.v[0] + m * st1.v[1] + n * st1.v[2]]);
+        x2[u] = fz_bfloat16_to_float(in2[batch * st2.v[0] + m * st2.v[1] + n * st2.v[2]]);
+      }
+    }
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long n = n0 + c0 + u;
+      if (n < N) out[m * N + n] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
+    }
   }
 }

@@ -170,10 +170,25 @@ extern "C" __global__ void __launch_bounds__(384) fz_matmul_add_gelu_bf16_a5ccd5
   float* cs = reinterpret_cast<float*>(fz_smem + (base - fz_shared(fz_smem)));
   if (!fz_product_tile(cs, base, fz_bars, &ta, &tb, K, (int)m0, (int)n0, shape.v[5] ? (int)batch : 0, shape.v[6] ? (int)batch : 0)) return;
   out += batch * M * N;
-  for (int e = threadIdx.x - 128; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS) {
-    const int r = e / FZ_BN, c = e % FZ_BN;
-    const long long m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    out[m * N + n] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c]))), fz_bfloat16_to_float(in1[batch * st1.v[0] + m * st1.v[1] + n * st1.v[2]]), fz_bfloat16_to_float(in2[batch * st2.v[0] + m * st2.v[1] + n * st2.v[2]]))));
+  #pragma unroll 1
+  for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8) {
+    const int r = e / FZ_BN, c0 = e % FZ_BN;
+    const long long m = m0 + r;
+    if (m >= M) continue;
+    float x1[8] = {};
+    float x2[8] = {};
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long n = n0 + c0 + u;
+      if (n < N) {
+        x1[u] = fz_bfloat16_to_float(in1[batch * st1.v[0] + m * st1.v[1] + n * st1.v[2]]);
+        x2[u] = fz_bfloat16_to_float(in2[batch * st2.v[0] + m * st2.v[1] + n * st2.v[2]]);
+      }
+    }
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long n = n0 + c0 + u;
+      if (n < N) out[m * N + n] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
+    }
   }
 }

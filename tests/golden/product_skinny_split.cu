@@ -203,10 +203,15 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133
   const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)
   if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;
   out += batch * M * N;
-  for (int e = threadIdx.x; e < FZ_BM * FZ_BN; e += FZ_THREADS) {
-    const int r = e / FZ_BN, c = e % FZ_BN;
-    const long long m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    out[m * N + n] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c]))), s0);
+  #pragma unroll 1
+  for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8) {
+    const int r = e / FZ_BN, c0 = e % FZ_BN;
+    const long long m = m0 + r;
+    if (m >= M) continue;
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long n = n0 + c0 + u;
+      if (n < N) out[m * N + n] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
+    }
   }
 }

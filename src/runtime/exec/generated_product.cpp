@@ -164,9 +164,11 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   const codegen::TargetDevice dev = planned_device(device);
   const bool tma = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
                    std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
+  // Tiles of 128 x 256 where they fill it, else of 128 x 128 (H100, 512x4096x4096 with an epilogue: 128 x 128
+  // on the Hopper path vs the mma.sync kernel's 128 x 128 below).
   if (tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && tma) {
-    const ProductTiles& h = kHopperTiles[tuning().product_hopper - 1];
-    if (tiles_of(h) * L.batch * 100 >= sms * fill) {
+    for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2]}) {
+      if (tiles_of(h) * L.batch * 100 < sms * fill) continue;
       v.tiles = h;
       P.tiles = tiles_of(h);
       v.split = false;
