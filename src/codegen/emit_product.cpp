@@ -336,6 +336,20 @@ std::string wgmma_wrapper(int bn) {
       r, bn, regs, r + 1, r + 2, r + 3, r + 4, outs);
 }
 
+/// The epilogue's 8 consecutive elements of a row in one access (or two, or four: 16 bytes at a time) where they
+/// are aligned to it.
+constexpr const char* kEpilogueCopies = R"(template <class T> __device__ __forceinline__ bool fz_aligned8(const T* p) {
+  return (unsigned long long)p % (sizeof(T) * 8 < 16 ? sizeof(T) * 8 : 16) == 0;
+}
+template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from) {
+  if constexpr (sizeof(T) * 8 >= 16) {
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) * 8 / 16); ++i) reinterpret_cast<uint4*>(to)[i] = reinterpret_cast<const uint4*>(from)[i];
+  } else {
+    *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(from);
+  }
+})";
+
 }  // namespace
 
 bool is_product_epilogue(const ir::Graph& g) {
@@ -402,6 +416,8 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     w.text(kProductLoop).blank();
   }
 
+  w.text(kEpilogueCopies).blank();
+
   KernelSignature& sig = k.signature;
   if (hopper) {  // the operands reach the kernel as tensor maps (the copy engine reads them)
     sig.add(ArgSource::tensor_map, 0, "const __grid_constant__ FzTensorMap ta");
@@ -467,17 +483,24 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
       w.line("const int r = e / FZ_BN, c0 = e % FZ_BN;");
       w.line("const long long m = m0 + r;");
       w.line("if (m >= M) continue;");
-      for (int p = 0; p < P; ++p)
-        if (p != pp) w.line("{} x{}[8] = {{}};", compute_type(pdt[p]), p);
-      if (P > 1) {
+      w.line("const long long n8 = n0 + c0;  // the first of the 8");
+      w.line("const bool whole = n8 + 8 <= N;");
+      for (int p = 0; p < P; ++p) {
+        if (p == pp) continue;
+        w.line("{} x{}[8] = {{}};", compute_type(pdt[p]), p);
+        // contiguous along the row and aligned: one vector load of the 8 (a bias along the columns, a residual)
+        w.line("const {0}* at{1} = in{1} + batch * st{1}.v[0] + m * st{1}.v[1] + n8 * st{1}.v[2];", storage_type(pdt[p]), p);
+        {
+          auto vec = w.block("if (whole && st{0}.v[2] == 1 && fz_aligned8(at{0}))", p);
+          w.line("alignas(16) {} raw[8];", storage_type(pdt[p]));
+          w.line("fz_copy8(raw, at{});", p);
+          w.line("#pragma unroll");
+          w.line("for (int u = 0; u < 8; ++u) x{}[u] = {};", p, load_conversion(pdt[p], "raw[u]"));
+        }
+        auto scalar = w.block("else");
         w.line("#pragma unroll");
-        auto reads = w.block("for (int u = 0; u < 8; ++u)");
-        w.line("const long long n = n0 + c0 + u;");
-        auto in_row = w.block("if (n < N)");
-        for (int p = 0; p < P; ++p)
-          if (p != pp)
-            w.line("x{0}[u] = {1};", p,
-                   load_conversion(pdt[p], fmt::format("in{0}[batch * st{0}.v[0] + m * st{0}.v[1] + n * st{0}.v[2]]", p)));
+        w.line("for (int u = 0; u < 8; ++u) if (n8 + u < N) x{0}[u] = {1};", p,
+               load_conversion(pdt[p], fmt::format("at{0}[u * st{0}.v[2]]", p)));
       }
       std::vector<std::string> in;
       for (int p = 0; p < P; ++p) {
@@ -487,10 +510,12 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
           in.push_back(fmt::format("x{}[u]", p));
       }
       for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
+      w.line("alignas(16) {} y[8];", storage_type(out));
       w.line("#pragma unroll");
-      auto writes = w.block("for (int u = 0; u < 8; ++u)");
-      w.line("const long long n = n0 + c0 + u;");
-      w.line("if (n < N) out[m * N + n] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+      w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+      w.line("{}* to = out + m * N + n8;", storage_type(out));
+      w.line("if (whole && fz_aligned8(to)) fz_copy8(to, y);");
+      w.line("else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];");
     }
   };
   write_kernel();

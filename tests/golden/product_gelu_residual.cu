@@ -215,6 +215,18 @@ __device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsign
   return true;
 }
 
+template <class T> __device__ __forceinline__ bool fz_aligned8(const T* p) {
+  return (unsigned long long)p % (sizeof(T) * 8 < 16 ? sizeof(T) * 8 : 16) == 0;
+}
+template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from) {
+  if constexpr (sizeof(T) * 8 >= 16) {
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) * 8 / 16); ++i) reinterpret_cast<uint4*>(to)[i] = reinterpret_cast<const uint4*>(from)[i];
+  } else {
+    *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(from);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(128) fz_matmul_add_gelu_bf16_790310ecac23d36c(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, const unsigned short* in1, const unsigned short* in2, unsigned short* out, const FzProduct shape, const FzStrides st1, const FzStrides st2) {
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
@@ -229,20 +241,37 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_add_gelu_bf16_790310
     const int r = e / FZ_BN, c0 = e % FZ_BN;
     const long long m = m0 + r;
     if (m >= M) continue;
+    const long long n8 = n0 + c0;  // the first of the 8
+    const bool whole = n8 + 8 <= N;
     float x1[8] = {};
+    const unsigned short* at1 = in1 + batch * st1.v[0] + m * st1.v[1] + n8 * st1.v[2];
+    if (whole && st1.v[2] == 1 && fz_aligned8(at1)) {
+      alignas(16) unsigned short raw[8];
+      fz_copy8(raw, at1);
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) x1[u] = fz_bfloat16_to_float(raw[u]);
+    }
+    else {
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) if (n8 + u < N) x1[u] = fz_bfloat16_to_float(at1[u * st1.v[2]]);
+    }
     float x2[8] = {};
-    #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long n = n0 + c0 + u;
-      if (n < N) {
-        x1[u] = fz_bfloat16_to_float(in1[batch * st1.v[0] + m * st1.v[1] + n * st1.v[2]]);
-        x2[u] = fz_bfloat16_to_float(in2[batch * st2.v[0] + m * st2.v[1] + n * st2.v[2]]);
-      }
+    const unsigned short* at2 = in2 + batch * st2.v[0] + m * st2.v[1] + n8 * st2.v[2];
+    if (whole && st2.v[2] == 1 && fz_aligned8(at2)) {
+      alignas(16) unsigned short raw[8];
+      fz_copy8(raw, at2);
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) x2[u] = fz_bfloat16_to_float(raw[u]);
     }
-    #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long n = n0 + c0 + u;
-      if (n < N) out[m * N + n] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
+    else {
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) if (n8 + u < N) x2[u] = fz_bfloat16_to_float(at2[u * st2.v[2]]);
     }
+    alignas(16) unsigned short y[8];
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
+    unsigned short* to = out + m * N + n8;
+    if (whole && fz_aligned8(to)) fz_copy8(to, y);
+    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
   }
 }

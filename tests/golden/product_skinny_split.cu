@@ -190,6 +190,18 @@ __device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsign
   return true;
 }
 
+template <class T> __device__ __forceinline__ bool fz_aligned8(const T* p) {
+  return (unsigned long long)p % (sizeof(T) * 8 < 16 ? sizeof(T) * 8 : 16) == 0;
+}
+template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from) {
+  if constexpr (sizeof(T) * 8 >= 16) {
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(T) * 8 / 16); ++i) reinterpret_cast<uint4*>(to)[i] = reinterpret_cast<const uint4*>(from)[i];
+  } else {
+    *reinterpret_cast<uint2*>(to) = *reinterpret_cast<const uint2*>(from);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133e482(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* out, const float s0, const FzProduct shape, float* __restrict__ fz_partials, unsigned* __restrict__ fz_counters) {
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
@@ -208,10 +220,13 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133
     const int r = e / FZ_BN, c0 = e % FZ_BN;
     const long long m = m0 + r;
     if (m >= M) continue;
+    const long long n8 = n0 + c0;  // the first of the 8
+    const bool whole = n8 + 8 <= N;
+    alignas(16) float y[8];
     #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long n = n0 + c0 + u;
-      if (n < N) out[m * N + n] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
-    }
+    for (int u = 0; u < 8; ++u) y[u] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
+    float* to = out + m * N + n8;
+    if (whole && fz_aligned8(to)) fz_copy8(to, y);
+    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
   }
 }
