@@ -336,10 +336,6 @@ std::string wgmma_wrapper(int bn) {
       r, bn, regs, r + 1, r + 2, r + 3, r + 4, outs);
 }
 
-/// Groups of 8 elements a thread of the epilogue reads before it writes any (H100, 8192^3 bfloat16 with a bias
-/// and a residual: 1 group 1.70 ms, 1 vectorized 1.48 ms).
-constexpr int kEpilogueGroups = 4;
-
 /// The epilogue's 8 consecutive elements of a row in one access (or two, or four: 16 bytes at a time) where they
 /// are aligned to it.
 constexpr const char* kEpilogueCopies = R"(template <class T> __device__ __forceinline__ bool fz_aligned8(const T* p) {
@@ -478,56 +474,42 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     }
     w.line("out += batch * M * N;");
     {
-      // A thread takes 8 columns of a row, consecutive threads the next 8: the reads and writes coalesce, in one
-      // vector access each where the 8 are contiguous and aligned. A thread's reads for kEpilogueGroups such
-      // groups are issued before any of its writes (the output may be an epilogue array read in place, so the
-      // compiler could not move a read above an earlier write itself): many reads in flight, not one.
-      w.line("constexpr int FZ_STEP = {} * 8, FZ_GROUPS = {};", hopper ? "FZ_CONSUMERS" : "FZ_THREADS", kEpilogueGroups);
+      // A thread takes 8 columns of a row, consecutive threads the next 8: the reads and writes coalesce. All 8
+      // elements' reads are issued before any write (the output may be an epilogue array read in place, so the
+      // compiler could not move a read above an earlier write itself): 8 reads in flight, not one.
       w.line("#pragma unroll 1");
-      auto loop = w.block("for (int e0 = ({}) * 8; e0 < FZ_BM * FZ_BN; e0 += FZ_STEP * FZ_GROUPS)",
-                          hopper ? "threadIdx.x - 128" : "threadIdx.x");
-      for (int p = 0; p < P; ++p)
-        if (p != pp) w.line("{} x{}[FZ_GROUPS][8] = {{}};", compute_type(pdt[p]), p);
-      // the group's row and first column (a loop over the groups opens first)
-      const auto group_at = [&] {
-        w.line("const int e = e0 + g * FZ_STEP;");
-        w.line("if (e >= FZ_BM * FZ_BN) break;");
-        w.line("const int r = e / FZ_BN, c0 = e % FZ_BN;");
-        w.line("const long long m = m0 + r, n8 = n0 + c0;");
-        w.line("if (m >= M) continue;");
-        w.line("const bool whole = n8 + 8 <= N;");
-      };
-      {
-        w.line("#pragma unroll");
-        auto reads = w.block("for (int g = 0; g < FZ_GROUPS; ++g)");
-        group_at();
-        for (int p = 0; p < P; ++p) {
-          if (p == pp) continue;
-          w.line("const {0}* at{1} = in{1} + batch * st{1}.v[0] + m * st{1}.v[1] + n8 * st{1}.v[2];", storage_type(pdt[p]), p);
-          {
-            auto vec = w.block("if (whole && st{0}.v[2] == 1 && fz_aligned8(at{0}))", p);
-            w.line("alignas(16) {} raw[8];", storage_type(pdt[p]));
-            w.line("fz_copy8(raw, at{});", p);
-            w.line("#pragma unroll");
-            w.line("for (int u = 0; u < 8; ++u) x{}[g][u] = {};", p, load_conversion(pdt[p], "raw[u]"));
-          }
-          auto scalar = w.block("else");
+      auto loop = hopper ? w.block("for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8)")
+                         : w.block("for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8)");
+      w.line("const int r = e / FZ_BN, c0 = e % FZ_BN;");
+      w.line("const long long m = m0 + r;");
+      w.line("if (m >= M) continue;");
+      w.line("const long long n8 = n0 + c0;  // the first of the 8");
+      w.line("const bool whole = n8 + 8 <= N;");
+      for (int p = 0; p < P; ++p) {
+        if (p == pp) continue;
+        w.line("{} x{}[8] = {{}};", compute_type(pdt[p]), p);
+        // contiguous along the row and aligned: one vector load of the 8 (a bias along the columns, a residual)
+        w.line("const {0}* at{1} = in{1} + batch * st{1}.v[0] + m * st{1}.v[1] + n8 * st{1}.v[2];", storage_type(pdt[p]), p);
+        {
+          auto vec = w.block("if (whole && st{0}.v[2] == 1 && fz_aligned8(at{0}))", p);
+          w.line("alignas(16) {} raw[8];", storage_type(pdt[p]));
+          w.line("fz_copy8(raw, at{});", p);
           w.line("#pragma unroll");
-          w.line("for (int u = 0; u < 8; ++u) if (n8 + u < N) x{0}[g][u] = {1};", p,
-                 load_conversion(pdt[p], fmt::format("at{0}[u * st{0}.v[2]]", p)));
+          w.line("for (int u = 0; u < 8; ++u) x{}[u] = {};", p, load_conversion(pdt[p], "raw[u]"));
         }
+        auto scalar = w.block("else");
+        w.line("#pragma unroll");
+        w.line("for (int u = 0; u < 8; ++u) if (n8 + u < N) x{0}[u] = {1};", p,
+               load_conversion(pdt[p], fmt::format("at{0}[u * st{0}.v[2]]", p)));
       }
       std::vector<std::string> in;
       for (int p = 0; p < P; ++p) {
         if (p == pp)  // the product as its step would have stored it: rounded to the operands' dtype
           in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c0 + u]")));
         else
-          in.push_back(fmt::format("x{}[g][u]", p));
+          in.push_back(fmt::format("x{}[u]", p));
       }
       for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
-      w.line("#pragma unroll");
-      auto writes = w.block("for (int g = 0; g < FZ_GROUPS; ++g)");
-      group_at();
       w.line("alignas(16) {} y[8];", storage_type(out));
       w.line("#pragma unroll");
       w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));

@@ -182,56 +182,42 @@ extern "C" __global__ void __launch_bounds__(384) fz_matmul_add_gelu_bf16_a5ccd5
   float* cs = reinterpret_cast<float*>(fz_smem + (base - fz_shared(fz_smem)));
   if (!fz_product_tile(cs, base, fz_bars, &ta, &tb, K, (int)m0, (int)n0, shape.v[5] ? (int)batch : 0, shape.v[6] ? (int)batch : 0)) return;
   out += batch * M * N;
-  constexpr int FZ_STEP = FZ_CONSUMERS * 8, FZ_GROUPS = 4;
   #pragma unroll 1
-  for (int e0 = (threadIdx.x - 128) * 8; e0 < FZ_BM * FZ_BN; e0 += FZ_STEP * FZ_GROUPS) {
-    float x1[FZ_GROUPS][8] = {};
-    float x2[FZ_GROUPS][8] = {};
-    #pragma unroll
-    for (int g = 0; g < FZ_GROUPS; ++g) {
-      const int e = e0 + g * FZ_STEP;
-      if (e >= FZ_BM * FZ_BN) break;
-      const int r = e / FZ_BN, c0 = e % FZ_BN;
-      const long long m = m0 + r, n8 = n0 + c0;
-      if (m >= M) continue;
-      const bool whole = n8 + 8 <= N;
-      const unsigned short* at1 = in1 + batch * st1.v[0] + m * st1.v[1] + n8 * st1.v[2];
-      if (whole && st1.v[2] == 1 && fz_aligned8(at1)) {
-        alignas(16) unsigned short raw[8];
-        fz_copy8(raw, at1);
-        #pragma unroll
-        for (int u = 0; u < 8; ++u) x1[g][u] = fz_bfloat16_to_float(raw[u]);
-      }
-      else {
-        #pragma unroll
-        for (int u = 0; u < 8; ++u) if (n8 + u < N) x1[g][u] = fz_bfloat16_to_float(at1[u * st1.v[2]]);
-      }
-      const unsigned short* at2 = in2 + batch * st2.v[0] + m * st2.v[1] + n8 * st2.v[2];
-      if (whole && st2.v[2] == 1 && fz_aligned8(at2)) {
-        alignas(16) unsigned short raw[8];
-        fz_copy8(raw, at2);
-        #pragma unroll
-        for (int u = 0; u < 8; ++u) x2[g][u] = fz_bfloat16_to_float(raw[u]);
-      }
-      else {
-        #pragma unroll
-        for (int u = 0; u < 8; ++u) if (n8 + u < N) x2[g][u] = fz_bfloat16_to_float(at2[u * st2.v[2]]);
-      }
-    }
-    #pragma unroll
-    for (int g = 0; g < FZ_GROUPS; ++g) {
-      const int e = e0 + g * FZ_STEP;
-      if (e >= FZ_BM * FZ_BN) break;
-      const int r = e / FZ_BN, c0 = e % FZ_BN;
-      const long long m = m0 + r, n8 = n0 + c0;
-      if (m >= M) continue;
-      const bool whole = n8 + 8 <= N;
-      alignas(16) unsigned short y[8];
+  for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8) {
+    const int r = e / FZ_BN, c0 = e % FZ_BN;
+    const long long m = m0 + r;
+    if (m >= M) continue;
+    const long long n8 = n0 + c0;  // the first of the 8
+    const bool whole = n8 + 8 <= N;
+    float x1[8] = {};
+    const unsigned short* at1 = in1 + batch * st1.v[0] + m * st1.v[1] + n8 * st1.v[2];
+    if (whole && st1.v[2] == 1 && fz_aligned8(at1)) {
+      alignas(16) unsigned short raw[8];
+      fz_copy8(raw, at1);
       #pragma unroll
-      for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[g][u], x2[g][u])));
-      unsigned short* to = out + m * N + n8;
-      if (whole && fz_aligned8(to)) fz_copy8(to, y);
-      else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
+      for (int u = 0; u < 8; ++u) x1[u] = fz_bfloat16_to_float(raw[u]);
     }
+    else {
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) if (n8 + u < N) x1[u] = fz_bfloat16_to_float(at1[u * st1.v[2]]);
+    }
+    float x2[8] = {};
+    const unsigned short* at2 = in2 + batch * st2.v[0] + m * st2.v[1] + n8 * st2.v[2];
+    if (whole && st2.v[2] == 1 && fz_aligned8(at2)) {
+      alignas(16) unsigned short raw[8];
+      fz_copy8(raw, at2);
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) x2[u] = fz_bfloat16_to_float(raw[u]);
+    }
+    else {
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) if (n8 + u < N) x2[u] = fz_bfloat16_to_float(at2[u * st2.v[2]]);
+    }
+    alignas(16) unsigned short y[8];
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
+    unsigned short* to = out + m * N + n8;
+    if (whole && fz_aligned8(to)) fz_copy8(to, y);
+    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
   }
 }

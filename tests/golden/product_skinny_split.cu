@@ -215,32 +215,18 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133
   const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)
   if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;
   out += batch * M * N;
-  constexpr int FZ_STEP = FZ_THREADS * 8, FZ_GROUPS = 4;
   #pragma unroll 1
-  for (int e0 = (threadIdx.x) * 8; e0 < FZ_BM * FZ_BN; e0 += FZ_STEP * FZ_GROUPS) {
+  for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8) {
+    const int r = e / FZ_BN, c0 = e % FZ_BN;
+    const long long m = m0 + r;
+    if (m >= M) continue;
+    const long long n8 = n0 + c0;  // the first of the 8
+    const bool whole = n8 + 8 <= N;
+    alignas(16) float y[8];
     #pragma unroll
-    for (int g = 0; g < FZ_GROUPS; ++g) {
-      const int e = e0 + g * FZ_STEP;
-      if (e >= FZ_BM * FZ_BN) break;
-      const int r = e / FZ_BN, c0 = e % FZ_BN;
-      const long long m = m0 + r, n8 = n0 + c0;
-      if (m >= M) continue;
-      const bool whole = n8 + 8 <= N;
-    }
-    #pragma unroll
-    for (int g = 0; g < FZ_GROUPS; ++g) {
-      const int e = e0 + g * FZ_STEP;
-      if (e >= FZ_BM * FZ_BN) break;
-      const int r = e / FZ_BN, c0 = e % FZ_BN;
-      const long long m = m0 + r, n8 = n0 + c0;
-      if (m >= M) continue;
-      const bool whole = n8 + 8 <= N;
-      alignas(16) float y[8];
-      #pragma unroll
-      for (int u = 0; u < 8; ++u) y[u] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
-      float* to = out + m * N + n8;
-      if (whole && fz_aligned8(to)) fz_copy8(to, y);
-      else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
-    }
+    for (int u = 0; u < 8; ++u) y[u] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
+    float* to = out + m * N + n8;
+    if (whole && fz_aligned8(to)) fz_copy8(to, y);
+    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
   }
 }
