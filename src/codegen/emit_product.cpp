@@ -476,7 +476,9 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     {
       // A thread takes 8 columns of a row, consecutive threads the next 8: the reads and writes coalesce. All 8
       // elements' reads are issued before any write (the output may be an epilogue array read in place, so the
-      // compiler could not move a read above an earlier write itself): 8 reads in flight, not one.
+      // compiler could not move a read above an earlier write itself): 8 reads in flight, not one. (H100, 8192^3
+      // bfloat16 with a bias and a residual on the Hopper path: one element a thread at a time 2.23 ms, 8 1.70 ms,
+      // 8 in vector accesses 1.48 ms; 4 groups of 8 read before any write 1.50 ms, so one group.)
       w.line("#pragma unroll 1");
       auto loop = hopper ? w.block("for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8)")
                          : w.block("for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8)");
