@@ -4,6 +4,7 @@
 // what stays on cuBLASLt.
 #include <thread>
 
+#include "schedule/product_layout.hpp"
 #include "schedule/tuning.hpp"
 #include "support.hpp"
 
@@ -133,4 +134,38 @@ TEST_CASE("generated products: the source of two representative kernels matches 
   fz::detail::tuning() = saved;
   const auto tokens = fz::placeholder<fz::half>({4096, 16}).transpose(), wt = fz::placeholder<fz::half>({4096, 4096}).transpose();
   test::check_golden("product_skinny_split", fz::inspect(fz::matmul(tokens, wt).astype<float>() * 0.125f).source);
+}
+
+TEST_CASE("product_layout: the kernel, tiles and split from the shape, the alignment and the device", "[matmul]") {
+  using fz::detail::matmul_layout;
+  using fz::detail::product_layout;
+  const auto layout = [](std::int64_t m, std::int64_t k, std::int64_t n) {
+    return matmul_layout({m, k}, {k, 1}, {k, n}, {n, 1});  // row-major operands
+  };
+  const fz::codegen::TargetDevice h100;  // (the device planned for without a GPU: 132 SMs, 9.0)
+  const auto big = product_layout(layout(8192, 8192, 8192), true, h100);
+  CHECK(big.tiles.warpgroups == 2);
+  CHECK(big.tiles.bn == 256);
+  CHECK(big.split == 1);
+  CHECK(big.tile_count == 64 * 32);
+  CHECK(product_layout(layout(1000, 136, 1040), true, h100).tiles.bn == 128);  // too few 128 x 256 tiles
+  // unaligned data, or another architecture: the mma.sync kernel (plain loads where unaligned)
+  const auto unaligned = product_layout(layout(8192, 8192, 8192), false, h100);
+  CHECK(unaligned.tiles.warpgroups == 0);
+  CHECK_FALSE(unaligned.async);
+  CHECK(unaligned.tiles.stages == 2);
+  fz::codegen::TargetDevice a100{.sms = 108, .compute_major = 8};
+  const auto ampere = product_layout(layout(8192, 8192, 8192), true, a100);
+  CHECK(ampere.tiles.warpgroups == 0);
+  CHECK(ampere.async);
+  CHECK(ampere.tiles.bm == 128);
+  fz::codegen::TargetDevice blackwell{.compute_major = 10};  // (sm_90a kernels run on 9.0 alone)
+  CHECK(product_layout(layout(8192, 8192, 8192), true, blackwell).tiles.warpgroups == 0);
+  // the tokens of inference: 32-row tiles, K split into whole steps covering K
+  const auto skinny = product_layout(layout(16, 4096, 4096), true, h100);
+  CHECK(skinny.tiles.bm == 32);
+  CHECK(skinny.split > 1);
+  CHECK(skinny.slice % skinny.tiles.bk == 0);
+  CHECK(skinny.slice * skinny.split >= 4096);
+  CHECK(skinny.slice * (skinny.split - 1) < 4096);
 }

@@ -59,7 +59,7 @@ struct Tuning {
   /// (the fuzzer's small shapes).
   int scan_strips = 1;
   /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
-  /// least (runtime/exec/generated_product.cpp's kLargeTiles), and the blocks per SM a split of K aims at
+  /// least (schedule/product_layout.cpp's kLargeTiles), and the blocks per SM a split of K aims at
   /// where the tiles are fewer (0: never split).
   int product_large = 0;
   /// % of the SMs the large tiles must give a tile each to be chosen (half as many where the product's rows

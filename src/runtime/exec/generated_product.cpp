@@ -13,8 +13,8 @@
 #include "runtime/exec/launch.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/matmul_layout.hpp"
+#include "schedule/product_layout.hpp"
 #include "schedule/reduce_layout.hpp"
-#include "schedule/tuning.hpp"
 
 namespace fusion::detail {
 
@@ -22,39 +22,6 @@ using codegen::ProductTiles;
 using codegen::ProductVariant;
 
 namespace {
-
-/// Tiles per shape class, a table each (row 0 the default; Tuning::product_large, product_small and
-/// product_skinny pick another): large tiles where the result has one per multiprocessor at least, else small
-/// ones, or for results of 32 rows at most (the tokens of inference) tiles of 32 rows, so that fewer of their
-/// tensor-core products run on rows of zeros. Where the tiles are too few to fill the device, K is split.
-constexpr ProductTiles kLargeTiles[] = {
-    {128, 128, 32, 2, 2, 4},  // warps of 64 x 64, 4 stages
-    {128, 128, 32, 2, 4, 3},  // warps of 64 x 32
-    {128, 128, 32, 2, 4, 4},  // warps of 64 x 32, 4 stages
-    {128, 128, 64, 2, 2, 3},  // warps of 64 x 64, steps of 64 along K
-};
-constexpr ProductTiles kSmallTiles[] = {
-    {64, 64, 64, 2, 2, 4},   // warps of 32 x 32, steps of 64 along K
-    {64, 64, 32, 2, 2, 4},   // steps of 32
-    {64, 128, 32, 2, 2, 4},  // warps of 32 x 64
-};
-constexpr ProductTiles kSkinnyTiles[] = {
-    {32, 64, 64, 1, 4, 4},   // warps of 32 x 16, steps of 64 along K
-    {32, 64, 32, 1, 4, 6},   // steps of 32, 6 stages
-    {32, 128, 32, 1, 4, 4},  // warps of 32 x 32
-    {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32)
-};
-/// The Hopper path (sm_90a: bulk tensor copies, wgmma; Tuning::product_hopper picks the row, 0 none), where the
-/// large tiles would be chosen. H100, bfloat16, the bare product (a scratch probe of the same loop, all three
-/// against cuBLAS in one run): 8192^3 128x256 tiles 3 stages 816 TFLOPS, 4 stages 780, 128x128 5 stages 573;
-/// cuBLAS 872.
-constexpr ProductTiles kHopperTiles[] = {
-    {128, 256, 64, 0, 0, 3, 2},  // two consumer warpgroups of 64 x 256, 3 stages
-    {128, 256, 64, 0, 0, 4, 2},  // 4 stages
-    {128, 128, 64, 0, 0, 5, 2},  // 64 x 128 each, 5 stages
-};
-/// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
-constexpr std::int64_t kMinSlice = 256;
 
 /// How one call runs as a generated product: the variant and the values its launch takes.
 struct ProductLaunch {
@@ -118,9 +85,6 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.b_rows = !L.first.transpose;
   const std::int64_t lda = L.second.ld, ldb = L.first.ld;
   const std::int64_t sa = L.second.batch_stride, sb = L.first.batch_stride;
-  // 16-byte copies: every row start of both operands on a 16-byte boundary, contiguous extents of whole chunks
-  v.async = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
-            (v.a_rows ? L.k : L.m) % 8 == 0 && (v.b_rows ? L.n : L.k) % 8 == 0;
   const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb, 1, L.k};
   std::copy(std::begin(dims), std::end(dims), P.dims);
   // The epilogue's arrays: the product's slots one parameter, the others one per distinct view.
@@ -148,51 +112,13 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   if (product_param < 0 || P.params.size() > codegen::kMaxParams) return false;
   v.product_param = static_cast<std::uint8_t>(product_param);
   v.n_params = static_cast<std::uint8_t>(P.params.size());
-  const auto tiles_of = [&](const ProductTiles& t) { return ((L.m + t.bm - 1) / t.bm) * ((L.n + t.bn - 1) / t.bn); };
-  const std::int64_t sms = planned_device(device).sms;
-  const ProductTiles& large = kLargeTiles[tuning().product_large];
-  // (H100, bfloat16: 512x4096x4096 157 -> 130 us on 128 large tiles instead of 512 small ones; 64x14336x4096 on
-  // 112 large tiles half of whose rows are zeros 74 -> 97 us: a large tile pays from half the SMs when its rows
-  // are full)
-  const int fill = L.m >= large.bm ? tuning().product_large_fill / 2 : tuning().product_large_fill;
-  v.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
-            : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
-                                            : kSmallTiles[tuning().product_small];
-  if (!v.async) v.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
-  // The Hopper path where large tiles fill the device: its copies need 16-byte aligned operands whose rows
-  // (and batches) start 16 bytes apart, and coordinates within 32 bits.
-  const codegen::TargetDevice dev = planned_device(device);
-  const bool tma = aligned16(a) && aligned16(b) && lda % 8 == 0 && ldb % 8 == 0 && sa % 8 == 0 && sb % 8 == 0 &&
-                   std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
-  // Tiles of 128 x 256 where they fill it, else of 128 x 128 (H100, 512x4096x4096 with an epilogue: 128 x 128
-  // on the Hopper path vs the mma.sync kernel's 128 x 128 below).
-  if (tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && tma) {
-    for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2]}) {
-      if (tiles_of(h) * L.batch * 100 < sms * fill) continue;
-      v.tiles = h;
-      P.tiles = tiles_of(h);
-      v.split = false;
-      P.dims[7] = 1;
-      return true;
-    }
-  }
-  P.tiles = tiles_of(v.tiles);
-  // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM
-  // aimed at, each slice kMinSlice long at least, the partial tiles within the per-stream workspace.
-  const std::int64_t aim = sms * tuning().product_split_blocks_per_sm, tiles = P.tiles * L.batch;
-  std::int64_t split = tiles < aim ? (aim + tiles - 1) / tiles : 1;
-  split = std::min(split, L.k / kMinSlice);
-  split = std::min<std::int64_t>(split, kPartialBytes / (tiles * v.tiles.bm * v.tiles.bn * 4));
-  if (tiles > static_cast<std::int64_t>(kMaxCounters)) split = 1;
-  std::int64_t slice = L.k;
-  if (split > 1) {  // slices of whole BK steps; the last may be shorter, none empty
-    slice = (L.k + split - 1) / split;
-    slice = (slice + v.tiles.bk - 1) / v.tiles.bk * v.tiles.bk;
-    split = (L.k + slice - 1) / slice;
-  }
-  v.split = split > 1;
-  P.dims[7] = split > 1 ? split : 1;
-  P.dims[8] = slice;
+  const ProductLayout lay = product_layout(L, aligned16(a) && aligned16(b), planned_device(device));
+  v.tiles = lay.tiles;
+  v.async = lay.async;
+  v.split = lay.split > 1;
+  P.tiles = lay.tile_count;
+  P.dims[7] = lay.split;
+  P.dims[8] = lay.slice;
   return true;
 }
 

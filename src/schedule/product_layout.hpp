@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// How a generated product's blocks cover it (fz::GeneratedProducts, codegen/product_variant.hpp): the kernel
+// (the Hopper path or mma.sync), its tile class, its loads and a split of K over blocks, decided from the
+// product's layout, its operands' alignment and the device alone (no GPU: fz::inspect plans the same way).
+#pragma once
+#include <cstdint>
+
+#include "codegen/product_variant.hpp"
+#include "codegen/target_device.hpp"
+#include "schedule/matmul_layout.hpp"
+
+namespace fusion::detail {
+
+struct ProductLayout {
+  codegen::ProductTiles tiles;
+  bool async = false;           ///< the mma.sync kernel's 16-byte cp.async loads
+  std::int64_t tile_count = 0;  ///< tiles of one batch item
+  std::int64_t split = 1;       ///< blocks sharing a tile, each a slice of K (1: no split)
+  std::int64_t slice = 0;       ///< elements of K a slice has (the last may have fewer)
+};
+
+/// The layout of a generated product of `L` (no copies, no outer batch loop, nonzero extents) on `dev`;
+/// `aligned16`: both operands' data starts on a 16-byte boundary.
+ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev);
+
+}  // namespace fusion::detail
