@@ -168,6 +168,12 @@ CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* n, CUgraph, const CUgraph
   return *n = handle<CUgraphNode>(), CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphExecChildGraphNodeSetParams(CUgraphExec, CUgraphNode, CUgraph) { return CUDA_SUCCESS; }
+// (generated products' tensor maps: the bytes are the driver's own encoding, which nothing here reads)
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                        const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                        CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return *map = CUtensorMap{}, CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void*) { return *m = handle<CUmodule>(), CUDA_SUCCESS; }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
