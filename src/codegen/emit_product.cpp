@@ -196,7 +196,6 @@ __device__ __forceinline__ bool fz_sum_slices(float* cs, float* partials, unsign
 }
 )";
 
-
 /// The epilogue's 8 consecutive elements of a row in one access (or two, or four: 16 bytes at a time) where they
 /// are aligned to it.
 constexpr const char* kEpilogueCopies = R"(template <class T> __device__ __forceinline__ bool fz_aligned8(const T* p) {
