@@ -75,10 +75,18 @@ TEST_CASE("generated products: the Hopper path compiles for sm_90a in every layo
       const auto b = tb ? fz::placeholder<fz::half>({4096, 512}).transpose() : fz::placeholder<fz::half>({512, 4096});
       const auto k = generated(fz::inspect(fz::matmul(a, b) * 2.0f));
       CHECK_THAT(k.variant, Catch::Contains("Hopper") && Catch::Contains("float16"));
-      // the producer's tensor copies and the consumers' wgmma; the operands arrive as tensor maps
+      // the producer's tensor copies and the consumers' wgmma; the operands arrive as tensor maps; the epilogue
+      // warps wait for each staged tile
       CHECK_THAT(k.source, Catch::Contains("cp.async.bulk.tensor.3d") && Catch::Contains("wgmma.mma_async.sync.aligned.m64n256k16") &&
-                               Catch::Contains("__grid_constant__ FzTensorMap ta") && Catch::Contains("setmaxnreg"));
+                               Catch::Contains("__grid_constant__ FzTensorMap ta") && Catch::Contains("fz_bar_wait(staged, j & 1)"));
     }
+  // the tile table's other rows compile too: 128 x 192 tiles 4 stages deep
+  const fz::detail::Tuning before = fz::detail::tuning();
+  fz::detail::set_tuning("product_hopper=2");
+  const auto wide = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f));
+  fz::detail::tuning() = before;
+  CHECK_THAT(wide.variant, Catch::Contains("128x192x64") && Catch::Contains("4 stages"));
+  CHECK_THAT(wide.source, Catch::Contains("wgmma.mma_async.sync.aligned.m64n192k16"));
   // too few 128 x 256 tiles to fill the device: 128 x 128 ones
   const auto mid = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({1000, 136}), fz::placeholder<bf16>({136, 1040})) + 1.0f));
   CHECK_THAT(mid.variant, Catch::Contains("128x128x64") && Catch::Contains("Hopper"));
@@ -148,6 +156,11 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(big.tiles.bn == 256);
   CHECK(big.split == 1);
   CHECK(big.tile_count == 64 * 32);
+  CHECK(big.blocks == 132);  // persistent: a block per SM
+  // batch items' tiles are one sequence for the persistent blocks; fewer tiles than SMs, a block each
+  const auto batched = product_layout(matmul_layout({12, 1024, 512}, {512 * 1024, 512, 1}, {512, 1024}, {1024, 1}), true, h100);
+  CHECK(batched.tiles.warpgroups == 2);
+  CHECK(batched.blocks == std::min<std::int64_t>(batched.tile_count * 12, 132));
   CHECK(product_layout(layout(1000, 136, 1040), true, h100).tiles.bn == 128);  // too few 128 x 256 tiles
   // unaligned data, or another architecture: the mma.sync kernel (plain loads where unaligned)
   const auto unaligned = product_layout(layout(8192, 8192, 8192), false, h100);

@@ -149,6 +149,11 @@ TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in 
   check_epilogue<fz::bfloat16>(1, false, false, 1000, 136, 1040, false, false, false, 50, hopper ? "128x128x64" : path);
   check_epilogue<fz::half>(1, false, false, 1000, 136, 1040, true, true, true, 51, hopper ? "128x128x64" : path);
   check_epilogue<fz::bfloat16>(1, false, false, 1157, 1000, 2064, false, true, true, 44, path);
+  // more tiles than SMs: each persistent block takes two or three in turn, the epilogue of one overlapping the
+  // next's products (17 x 17 tiles, partial at the edges), in every layout; batch items' tiles in one sequence
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check_epilogue<fz::bfloat16>(1, false, false, 2056, 72, 4104, ta, tb, tb, 52, path);
+  check_epilogue<fz::half>(200, true, true, 136, 40, 520, false, false, false, 53, path);
   // batches: b shared by every item, both batched, a shared (tensor maps of one item read at item 0)
   check_epilogue<fz::bfloat16>(40, true, false, 128, 64, 512, false, false, false, 45, path);
   check_epilogue<fz::half>(40, true, true, 136, 48, 512, true, false, false, 46, path);

@@ -259,11 +259,11 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   if (hopper && (t.bk != kHopperBoxInner || t.bm != 64 * t.warpgroups || t.bn % 64 != 0 || t.bn > 256 || v.split))
     throw Error("internal: a Hopper product tile is 64 rows a warpgroup, 64 along K, whole blocks of 64 columns");
   if (hopper)
-    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPGROUPS = {}, FZ_STAGES = {};", t.bm, t.bn, t.bk,
-           t.warpgroups, t.stages);
+    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPGROUPS = {}, FZ_STAGES = {}, FZ_GROUP = {}, "
+           "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warpgroups, t.stages, kHopperGroup, t.ahead);
   else
-    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {};", t.bm,
-           t.bn, t.bk, t.warps_m, t.warps_n, t.stages);
+    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {}, "
+           "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages, t.ahead);
   w.line("constexpr bool FZ_A_ROWS = {}, FZ_B_ROWS = {}, FZ_ASYNC = {};", v.a_rows, v.b_rows, v.async);
   w.line("#define FZ_MMA_TYPE \"{}\"", v.operand == DType::bfloat16 ? "bf16" : "f16");
   w.line("struct FzProduct {{ long long v[{}]; }};", kProductDims);
@@ -298,11 +298,89 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   for (int p = 0; p < P; ++p)
     if (p != pp) sig.add(ArgSource::dims, product_param_strides(p), fmt::format("const FzStrides st{}", p));
 
+  // The epilogue over the block's staged tile `cs`: a thread takes 8 columns of a row, consecutive threads the next
+  // 8, so that the reads and writes coalesce; FZ_AHEAD groups of 8 are read before any is written (the output may
+  // be an epilogue array read in place, so the compiler could not move a read above an earlier write itself).
+  // (H100, 8192^3 bfloat16 with a bias and a residual, the epilogue run by the consumers after the main loop: one
+  // element a thread at a time 2.23 ms, 8 1.70 ms, 8 in vector accesses 1.48 ms; 4 groups of 8 ahead 1.50 ms.)
+  const auto write_epilogue = [&](std::string_view first, std::string_view step) {
+    w.line("#pragma unroll 1");
+    auto loop = w.block("for (int e0 = {}; e0 < FZ_BM * FZ_BN; e0 += {} * FZ_AHEAD)", first, step);
+    w.line("long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column");
+    w.line("int at[FZ_AHEAD];                    // ... and where it lies in the staged tile");
+    w.line("bool live[FZ_AHEAD];");
+    for (int p = 0; p < P; ++p)
+      if (p != pp) w.line("alignas(16) {} x{}[FZ_AHEAD][8] = {{}};", storage_type(pdt[p]), p);
+    if (hopper) w.line("alignas(16) unsigned short product[FZ_AHEAD][8];");
+    w.line("#pragma unroll");
+    {
+      auto reads = w.block("for (int g = 0; g < FZ_AHEAD; ++g)");
+      w.line("const int e = e0 + g * {}, r = e / FZ_BN, c0 = e % FZ_BN;", step);
+      w.line("m[g] = m0 + r, n8[g] = n0 + c0, at[g] = r * FZ_C_LD + c0;");
+      w.line("live[g] = e < FZ_BM * FZ_BN && m[g] < M;");
+      w.line("if (!live[g]) continue;");
+      w.line("const bool whole = n8[g] + 8 <= N;");
+      if (hopper) w.line("*reinterpret_cast<uint4*>(product[g]) = *reinterpret_cast<const uint4*>(cs + at[g]);");
+      for (int p = 0; p < P; ++p) {
+        if (p == pp) continue;
+        // contiguous along the row and aligned: one vector load of the 8 (a bias along the columns, a residual)
+        w.line("const {0}* at{1} = in{1} + batch * st{1}.v[0] + m[g] * st{1}.v[1] + n8[g] * st{1}.v[2];",
+               storage_type(pdt[p]), p);
+        // (stored values: converted where they are used, so that no branch here waits for its loads)
+        w.line("if (whole && st{0}.v[2] == 1 && fz_aligned8(at{0})) fz_copy8(x{0}[g], at{0});", p);
+        w.line("else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x{0}[g][u] = at{0}[u * st{0}.v[2]];", p);
+      }
+    }
+    std::vector<std::string> in;
+    for (int p = 0; p < P; ++p) {
+      if (p != pp) in.push_back(load_conversion(pdt[p], fmt::format("x{}[g][u]", p)));
+      else if (hopper) in.push_back(load_conversion(v.operand, "product[g][u]"));  // (staged already rounded)
+      else  // the product as its step would have stored it: rounded to the operands' dtype
+        in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[at[g] + u]")));
+    }
+    for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
+    w.line("#pragma unroll");
+    auto writes = w.block("for (int g = 0; g < FZ_AHEAD; ++g)");
+    w.line("if (!live[g]) continue;");
+    w.line("alignas(16) {} y[8];", storage_type(out));
+    w.line("#pragma unroll");
+    w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
+    w.line("{}* to = out + (batch * M + m[g]) * N + n8[g];", storage_type(out));
+    w.line("if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);");
+    w.line("else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];");
+  };
+
   // The kernel: its block closes (the `}` is written) when write_kernel returns.
   const auto write_kernel = [&] {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", t.threads(), k.name, sig.list());
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({})", t.threads(), k.name, sig.list());
     w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
     w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
+    if (hopper) {
+      w.line("__shared__ __align__(8) unsigned long long fz_bars[2 * FZ_STAGES + 2];");
+      w.line("const unsigned base = (fz_shared(fz_smem) + 1023) & ~1023u;  // (the swizzle repeats every 1024 bytes)");
+      w.line("unsigned short* cs = reinterpret_cast<unsigned short*>(fz_smem + (base - fz_shared(fz_smem)) + FZ_STAGES * FZ_STAGE);");
+      w.line("const long long tiles_m = (M + FZ_BM - 1) / FZ_BM, tiles_n = (N + FZ_BN - 1) / FZ_BN;");
+      w.line("const FzTiles tl{{tiles_m, tiles_n, tiles_m * tiles_n * shape.v[9]}};");
+      w.line("const int role = fz_hopper_role(fz_bars);");
+      w.line("if (role == 0) fz_produce(base, fz_bars, &ta, &tb, K, tl, shape.v[5] != 0, shape.v[6] != 0);");
+      w.line("if (role == 1) fz_consume(cs, base, fz_bars, K, tl);");
+      w.line("if (role <= 0) return;");
+      // (H100, 512x4096x4096 on 128 tiles of 128 x 128, a tile a block: 37.0 us with the epilogue warps alone, 32.5
+      // with the consumers joining)
+      w.line("// The epilogue: warps 1-3 every tile, the consumers too the block's last one (nothing left to multiply)");
+      w.line("const unsigned staged = fz_shared(fz_bars) + 16 * FZ_STAGES, drained = staged + 8;");
+      w.line("unsigned j = 0;  // tiles");
+      auto tiles = w.block("for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x, ++j)");
+      w.line("const bool last = tile + gridDim.x >= tl.count;");
+      w.line("if (role == 1 && !last) continue;");
+      w.line("const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;");
+      w.line("int m0, n0, batch;");
+      w.line("fz_tile_at(tl, tile, m0, n0, batch);");
+      w.line("fz_bar_wait(staged, j & 1);");
+      write_epilogue("(threadIdx.x - 32) * 8", "helpers * 8");
+      w.line("if (role == 2) fz_bar_arrive(drained);");
+      return;
+    }
     w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");
     if (v.split) {  // blocks of one tile are neighbours: blockIdx.x = tile * split + slice
       w.line("const int split = (int)shape.v[7], slice = (int)(blockIdx.x % split);");
@@ -311,74 +389,15 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     } else {
       w.line("const long long tile = blockIdx.x, k_begin = 0, k_end = K;");
     }
-    if (hopper) {
-      // tiles in groups of FZ_GROUP rows, row fastest: the blocks running at once share their operands' panels in L2
-      w.line("const long long tiles_m = (M + FZ_BM - 1) / FZ_BM, per_group = {} * tiles_n;", kHopperGroup);
-      w.line("const long long first = tile / per_group * {0}, rows = tiles_m - first < {0} ? tiles_m - first : {0};",
-             kHopperGroup);
-      w.line("const long long m0 = (first + tile % per_group % rows) * FZ_BM, n0 = tile % per_group / rows * FZ_BN;");
-      w.line("__shared__ __align__(8) unsigned long long fz_bars[2 * FZ_STAGES];");
-      w.line("const unsigned base = (fz_shared(fz_smem) + 1023) & ~1023u;  // (the swizzle repeats every 1024 bytes)");
-      w.line("float* cs = reinterpret_cast<float*>(fz_smem + (base - fz_shared(fz_smem)));");
-      w.line("if (!fz_product_tile(cs, base, fz_bars, &ta, &tb, K, (int)m0, (int)n0, shape.v[5] ? (int)batch : 0, "
-             "shape.v[6] ? (int)batch : 0)) return;");
-    } else {
-      w.line("const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;");
-      w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
-      w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
-             "M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);");
-    }
+    w.line("const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;");
+    w.line("float* cs = reinterpret_cast<float*>(fz_smem);");
+    w.line("fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], "
+           "M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);");
     if (v.split) {
       w.line("const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)");
       w.line("if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;");
     }
-    w.line("out += batch * M * N;");
-    {
-      // A thread takes 8 columns of a row, consecutive threads the next 8: the reads and writes coalesce. All 8
-      // elements' reads are issued before any write (the output may be an epilogue array read in place, so the
-      // compiler could not move a read above an earlier write itself): 8 reads in flight, not one. (H100, 8192^3
-      // bfloat16 with a bias and a residual on the Hopper path: one element a thread at a time 2.23 ms, 8 1.70 ms,
-      // 8 in vector accesses 1.48 ms; 4 groups of 8 read before any write 1.50 ms, so one group.)
-      w.line("#pragma unroll 1");
-      auto loop = hopper ? w.block("for (int e = (threadIdx.x - 128) * 8; e < FZ_BM * FZ_BN; e += FZ_CONSUMERS * 8)")
-                         : w.block("for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8)");
-      w.line("const int r = e / FZ_BN, c0 = e % FZ_BN;");
-      w.line("const long long m = m0 + r;");
-      w.line("if (m >= M) continue;");
-      w.line("const long long n8 = n0 + c0;  // the first of the 8");
-      w.line("const bool whole = n8 + 8 <= N;");
-      for (int p = 0; p < P; ++p) {
-        if (p == pp) continue;
-        w.line("{} x{}[8] = {{}};", compute_type(pdt[p]), p);
-        // contiguous along the row and aligned: one vector load of the 8 (a bias along the columns, a residual)
-        w.line("const {0}* at{1} = in{1} + batch * st{1}.v[0] + m * st{1}.v[1] + n8 * st{1}.v[2];", storage_type(pdt[p]), p);
-        {
-          auto vec = w.block("if (whole && st{0}.v[2] == 1 && fz_aligned8(at{0}))", p);
-          w.line("alignas(16) {} raw[8];", storage_type(pdt[p]));
-          w.line("fz_copy8(raw, at{});", p);
-          w.line("#pragma unroll");
-          w.line("for (int u = 0; u < 8; ++u) x{}[u] = {};", p, load_conversion(pdt[p], "raw[u]"));
-        }
-        auto scalar = w.block("else");
-        w.line("#pragma unroll");
-        w.line("for (int u = 0; u < 8; ++u) if (n8 + u < N) x{0}[u] = {1};", p,
-               load_conversion(pdt[p], fmt::format("at{0}[u * st{0}.v[2]]", p)));
-      }
-      std::vector<std::string> in;
-      for (int p = 0; p < P; ++p) {
-        if (p == pp)  // the product as its step would have stored it: rounded to the operands' dtype
-          in.push_back(load_conversion(v.operand, store_conversion(DType::float32, v.operand, "cs[r * FZ_C_LD + c0 + u]")));
-        else
-          in.push_back(fmt::format("x{}[u]", p));
-      }
-      for (auto [slot, d] : scalars) in.push_back(fmt::format("s{}", slot));
-      w.line("alignas(16) {} y[8];", storage_type(out));
-      w.line("#pragma unroll");
-      w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
-      w.line("{}* to = out + m * N + n8;", storage_type(out));
-      w.line("if (whole && fz_aligned8(to)) fz_copy8(to, y);");
-      w.line("else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];");
-    }
+    write_epilogue("threadIdx.x * 8", "FZ_THREADS * 8");
   };
   write_kernel();
   k.source = w.str();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Hopper path's main loop (sm_90a) of a generated product: what codegen/emit_product.cpp writes before the
-// kernel when the tiles have consumer warpgroups (codegen/product_variant.hpp).
+// The Hopper path (sm_90a) of a generated product: what codegen/emit_product.cpp writes before the kernel when
+// the tiles have consumer warpgroups (codegen/product_variant.hpp).
 #include "codegen/product_hopper.hpp"
 
 #include <fmt/format.h>
@@ -8,13 +8,16 @@
 namespace fusion::codegen {
 namespace {
 
-/// The Hopper path's block (sm_90a). Warpgroup 0 issues the bulk tensor copies (one thread) that fill STAGES
-/// stages of operand tiles, 128-byte swizzled as wgmma's descriptors describe them; warpgroups 1.. each
-/// multiply 64 rows of the block's tile by all its columns (wgmma m64nBNk16, accumulators in registers). Two
-/// mbarriers a stage: `full` (the copies' bytes have landed) and `empty` (every consumer is done with it).
-/// Then the consumers put the accumulators in shared memory (over the stages) for the epilogue, which they
-/// alone run: the producer warpgroup has left.
-constexpr const char* kLoop = R"(constexpr int FZ_THREADS = 128 * (FZ_WARPGROUPS + 1), FZ_CONSUMERS = 128 * FZ_WARPGROUPS;
+/// The Hopper path's block (sm_90a), persistent: it takes tiles blockIdx.x, + gridDim.x, ... in the grouped order
+/// of fz_tile_at. Thread 0 issues the bulk tensor copies that fill FZ_STAGES stages of operand tiles, 128-byte
+/// swizzled as wgmma's descriptors describe them, running ahead into the next tile; warpgroups 1.. (the
+/// consumers) each multiply 64 rows of the tile by all its columns (wgmma m64nBNk16, accumulators in registers),
+/// then round the accumulators to the operands' dtype (what the product's own step would store) into the staging
+/// tile and go on with the next tile's products; warps 1-3 (the epilogue) apply the epilogue to the staged tile
+/// and write it meanwhile. Mbarriers pace them: per stage `full` (the copies' bytes have landed) and `empty` (the
+/// consumers are done with it); `staged` (the consumers have written the staging tile) and `drained` (the epilogue
+/// has read it).
+constexpr const char* kLoop = R"(constexpr int FZ_CONSUMERS = 128 * FZ_WARPGROUPS, FZ_THREADS = FZ_CONSUMERS + 128, FZ_EPILOGUE = 96;
 constexpr int FZ_A_STAGE = FZ_BM * FZ_BK * 2, FZ_STAGE = (FZ_BM + FZ_BN) * FZ_BK * 2, FZ_C_LD = FZ_BN + 8;
 struct __align__(64) FzTensorMap { unsigned long long v[16]; };  // a CUtensorMap, built by the host
 
@@ -46,81 +49,118 @@ __device__ __forceinline__ unsigned long long fz_desc(unsigned at, unsigned lbo,
   return (unsigned long long)((at & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
          (unsigned long long)(sbo >> 4) << 32 | 1ull << 62;
 }
+// Two floats rounded to the operands' dtype, `lo` in the low half
+__device__ __forceinline__ unsigned fz_round2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn." FZ_MMA_TYPE "x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 
-// The tile of a·b at (m0, n0) into `cs` (float, FZ_C_LD apart); true for the consumers, false for the producer
-// warpgroup (which must not touch `cs`). `bars`: 2 * FZ_STAGES mbarriers; `base`: the stages, 1024-aligned.
-__device__ __forceinline__ bool fz_product_tile(float* cs, unsigned base, unsigned long long* bars,
-                                                const FzTensorMap* ta, const FzTensorMap* tb, long long K, int m0,
-                                                int n0, int batch_a, int batch_b) {
-  const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES;
-  const int tiles = (int)((K + FZ_BK - 1) / FZ_BK), wg = threadIdx.x / 128;
+// The product's tiles: along M and N in one batch item, and all of them. Tile t's corner and batch item: groups
+// of FZ_GROUP row tiles, row fastest, so that the blocks running at once share their operands' panels in L2.
+struct FzTiles { long long m, n, count; };
+__device__ __forceinline__ void fz_tile_at(const FzTiles& tl, long long t, int& m0, int& n0, int& batch) {
+  const long long per_batch = tl.m * tl.n;
+  batch = (int)(t / per_batch);
+  t %= per_batch;
+  const long long per_group = FZ_GROUP * tl.n, first = t / per_group * FZ_GROUP;
+  const long long rows = tl.m - first < FZ_GROUP ? tl.m - first : FZ_GROUP;
+  m0 = (int)((first + t % per_group % rows) * FZ_BM);
+  n0 = (int)(t % per_group / rows * FZ_BN);
+}
+
+// The barriers (`bars`: 2 * FZ_STAGES + 2) set up; this thread's part: 0 the copies, 1 a consumer, 2 the
+// epilogue, -1 none. (No setmaxnreg: ptxas allocates no more than the 168 registers a thread of 384 launches
+// with anyway, and every part fits, the consumers' 128 accumulators among them: 154 for bias + GELU + residual.)
+__device__ __forceinline__ int fz_hopper_role(unsigned long long* bars) {
+  const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES, staged = empty + 8 * FZ_STAGES;
   if (threadIdx.x == 0) {
     for (int s = 0; s < FZ_STAGES; ++s) fz_bar_init(full + 8 * s, 1), fz_bar_init(empty + 8 * s, FZ_WARPGROUPS);
+    fz_bar_init(staged, FZ_CONSUMERS), fz_bar_init(staged + 8, FZ_EPILOGUE);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  if (wg == 0) {  // the producer: few registers, one thread issuing
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x != 0) return false;
-    for (int t = 0; t < tiles; ++t) {
-      const int s = t % FZ_STAGES;
-      fz_bar_wait(empty + 8 * s, ((t / FZ_STAGES) & 1) ^ 1);  // (a new barrier's preceding phase counts as done)
+  return threadIdx.x >= 128 ? 1 : threadIdx.x == 0 ? 0 : threadIdx.x >= 32 ? 2 : -1;
+}
+
+// The copies of this block's tiles, FZ_STAGES ahead of the consumers.
+__device__ __forceinline__ void fz_produce(unsigned base, unsigned long long* bars, const FzTensorMap* ta,
+                                           const FzTensorMap* tb, long long K, const FzTiles& tl, bool batched_a,
+                                           bool batched_b) {
+  const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES;
+  const int steps = (int)((K + FZ_BK - 1) / FZ_BK);
+  unsigned it = 0;  // steps issued, over all tiles
+  for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x) {
+    int m0, n0, batch;
+    fz_tile_at(tl, tile, m0, n0, batch);
+    const int ba = batched_a ? batch : 0, bb = batched_b ? batch : 0;
+    for (int t = 0; t < steps; ++t, ++it) {
+      const unsigned s = it % FZ_STAGES;
+      fz_bar_wait(empty + 8 * s, ((it / FZ_STAGES) & 1) ^ 1);  // (a new barrier's preceding phase counts as done)
       fz_bar_expect(full + 8 * s, FZ_STAGE);
       const unsigned as = base + s * FZ_STAGE, bs = as + FZ_A_STAGE;
       if constexpr (FZ_A_ROWS) {
-        fz_copy_box(as, ta, full + 8 * s, t * FZ_BK, m0, batch_a);
+        fz_copy_box(as, ta, full + 8 * s, t * FZ_BK, m0, ba);
       } else {
 #pragma unroll
-        for (int j = 0; j < FZ_BM / 64; ++j) fz_copy_box(as + j * 64 * FZ_BK * 2, ta, full + 8 * s, m0 + 64 * j, t * FZ_BK, batch_a);
+        for (int j = 0; j < FZ_BM / 64; ++j) fz_copy_box(as + j * 64 * FZ_BK * 2, ta, full + 8 * s, m0 + 64 * j, t * FZ_BK, ba);
       }
       if constexpr (FZ_B_ROWS) {
 #pragma unroll
-        for (int j = 0; j < FZ_BN / 64; ++j) fz_copy_box(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, t * FZ_BK, batch_b);
+        for (int j = 0; j < FZ_BN / 64; ++j) fz_copy_box(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, t * FZ_BK, bb);
       } else {
-        fz_copy_box(bs, tb, full + 8 * s, t * FZ_BK, n0, batch_b);
+        fz_copy_box(bs, tb, full + 8 * s, t * FZ_BK, n0, bb);
       }
     }
-    return false;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-  const int c = wg - 1;  // this consumer's 64 rows of the tile
-  float d[FZ_BN / 2];
-#pragma unroll
-  for (int i = 0; i < FZ_BN / 2; ++i) d[i] = 0.0f;
-  for (int t = 0; t < tiles; ++t) {
-    const int s = t % FZ_STAGES;
-    fz_bar_wait(full + 8 * s, (t / FZ_STAGES) & 1);
-    const unsigned as = base + s * FZ_STAGE, bs = as + FZ_A_STAGE;
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < FZ_BK / 16; ++kk) {
-      // K-major tiles (a by rows, b by columns): rows of 128 bytes, a k16 step is 32 bytes along them.
-      // M/N-major tiles: blocks of 64 columns, FZ_BK rows of 128 bytes each; a k16 step is 16 rows down.
-      const unsigned long long da = FZ_A_ROWS ? fz_desc(as + c * 64 * 128 + kk * 32, 16, 1024)
-                                              : fz_desc(as + c * 64 * FZ_BK * 2 + kk * 2048, FZ_BK * 128, 1024);
-      const unsigned long long db = FZ_B_ROWS ? fz_desc(bs + kk * 2048, FZ_BK * 128, 1024)
-                                              : fz_desc(bs + kk * 32, 16, 1024);
-      fz_wgmma<FZ_A_ROWS ? 0 : 1, FZ_B_ROWS ? 1 : 0>(d, da, db);
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // tile t - 1's products are done
-    if (t > 0 && threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((t - 1) % FZ_STAGES));
-  }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#pragma unroll
-  for (int i = 0; i < FZ_BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");  // (read after the wait, not before)
-  asm volatile("bar.sync 1, %0;\n" ::"n"(FZ_CONSUMERS) : "memory");  // every consumer is done with the stages
+}
+
+// A consumer warpgroup's products, tile after tile, each tile's 64 rows staged in `cs` (the operands' dtype,
+// FZ_C_LD apart) once the epilogue has drained the one before.
+__device__ __forceinline__ void fz_consume(unsigned short* cs, unsigned base, unsigned long long* bars, long long K,
+                                           const FzTiles& tl) {
+  const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES, staged = empty + 8 * FZ_STAGES, drained = staged + 8;
+  const int c = threadIdx.x / 128 - 1, steps = (int)((K + FZ_BK - 1) / FZ_BK);
   // wgmma's accumulators: warp w's lane (g = lane / 4, q = lane % 4) holds, per 8 columns j, rows 16w + g and
   // 16w + g + 8, columns 8j + 2q and 8j + 2q + 1
   const int lane = threadIdx.x % 32, row = c * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4;
+  unsigned it = 0, j = 0;  // steps consumed over all tiles; tiles
+  for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x, ++j) {
+    float d[FZ_BN / 2];
 #pragma unroll
-  for (int j = 0; j < FZ_BN / 8; ++j) {
-    float* at = cs + row * FZ_C_LD + j * 8 + lane % 4 * 2;
-    *reinterpret_cast<float2*>(at) = make_float2(d[4 * j], d[4 * j + 1]);
-    *reinterpret_cast<float2*>(at + 8 * FZ_C_LD) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+    for (int i = 0; i < FZ_BN / 2; ++i) d[i] = 0.0f;
+    for (int t = 0; t < steps; ++t, ++it) {
+      const unsigned s = it % FZ_STAGES;
+      fz_bar_wait(full + 8 * s, (it / FZ_STAGES) & 1);
+      const unsigned as = base + s * FZ_STAGE, bs = as + FZ_A_STAGE;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < FZ_BK / 16; ++kk) {
+        // K-major tiles (a by rows, b by columns): rows of 128 bytes, a k16 step is 32 bytes along them.
+        // M/N-major tiles: blocks of 64 columns, FZ_BK rows of 128 bytes each; a k16 step is 16 rows down.
+        const unsigned long long da = FZ_A_ROWS ? fz_desc(as + c * 64 * 128 + kk * 32, 16, 1024)
+                                                : fz_desc(as + c * 64 * FZ_BK * 2 + kk * 2048, FZ_BK * 128, 1024);
+        const unsigned long long db = FZ_B_ROWS ? fz_desc(bs + kk * 2048, FZ_BK * 128, 1024)
+                                                : fz_desc(bs + kk * 32, 16, 1024);
+        fz_wgmma<FZ_A_ROWS ? 0 : 1, FZ_B_ROWS ? 1 : 0>(d, da, db);
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // step t - 1's products are done
+      if (t > 0 && threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((it - 1) % FZ_STAGES));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((it - 1) % FZ_STAGES));
+#pragma unroll
+    for (int i = 0; i < FZ_BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");  // (read after the wait, not before)
+    fz_bar_wait(drained, (j & 1) ^ 1);  // the epilogue is done with the tile before
+#pragma unroll
+    for (int q = 0; q < FZ_BN / 8; ++q) {
+      unsigned short* at = cs + row * FZ_C_LD + q * 8 + lane % 4 * 2;
+      *reinterpret_cast<unsigned*>(at) = fz_round2(d[4 * q], d[4 * q + 1]);
+      *reinterpret_cast<unsigned*>(at + 8 * FZ_C_LD) = fz_round2(d[4 * q + 2], d[4 * q + 3]);
+    }
+    fz_bar_arrive(staged);
   }
-  asm volatile("bar.sync 1, %0;\n" ::"n"(FZ_CONSUMERS) : "memory");
-  return true;
 }
 )";
 

@@ -23,9 +23,13 @@ struct ProductTiles {
   std::uint8_t warps_m = 2, warps_n = 4;     ///< warps along each (each warp's tile a multiple of 16)
   std::uint8_t stages = 3;                   ///< operand tiles in flight (2 without cp.async)
   /// Nonzero: the Hopper path (sm_90a) with this many consumer warpgroups of 64 rows each (bm = 64 x this, bk =
-  /// 64): the bulk tensor copy engine fills the stages from tensor maps, one more warpgroup issuing the copies,
-  /// and the consumers' wgmma reads them from shared memory (warps_m and warps_n unused).
+  /// 64): the bulk tensor copy engine fills the stages from tensor maps, one more warpgroup issuing the copies
+  /// and running the epilogue, and the consumers' wgmma reads them from shared memory (warps_m and warps_n
+  /// unused). Its blocks are persistent: one per SM, taking tile after tile.
   std::uint8_t warpgroups = 0;
+  /// Groups of 8 elements an epilogue thread reads before it writes any (more loads in flight: the Hopper path's
+  /// epilogue has 96 threads)
+  std::uint8_t ahead = 1;
   bool operator==(const ProductTiles&) const = default;
   int threads() const { return warpgroups ? 128 * (warpgroups + 1) : 32 * warps_m * warps_n; }
 };
@@ -57,9 +61,9 @@ struct ProductVariant {
 inline constexpr int kHopperBoxInner = 64;
 
 /// Dims entries of a product kernel: 0 the product's {m, n, k, lda, ldb, a's batch stride, b's, slices of K,
-/// elements of K per slice}, then per epilogue parameter p (the product's entry unused) its strides {batch,
-/// row, column} over the result.
-inline constexpr int kProductDims = 9;
+/// elements of K per slice, batch items}, then per epilogue parameter p (the product's entry unused) its strides
+/// {batch, row, column} over the result.
+inline constexpr int kProductDims = 10;
 constexpr std::uint32_t product_param_strides(int p) { return 1 + static_cast<std::uint32_t>(p); }
 
 }  // namespace fusion::codegen

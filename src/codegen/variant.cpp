@@ -210,6 +210,7 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(tiles.warpgroups);
     h.add_byte(static_cast<std::uint8_t>(tiles.bm >> 8));
     h.add_byte(static_cast<std::uint8_t>(tiles.bn >> 8));
+    h.add_byte(tiles.ahead);
   }
   h.add_byte(static_cast<std::uint8_t>(operand));
   h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2 | split << 3));
@@ -222,8 +223,9 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
 std::string ProductVariant::describe() const {
   if (tiles.warpgroups)
     return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, Hopper: {} consumer warpgroups of wgmma m64n{}k16 "
-                       "fed {} stages deep by the tensor copy engine (one warpgroup issuing), float32 accumulators, "
-                       "the epilogue applied before the one write",
+                       "fed {} stages deep by the tensor copy engine (one thread issuing), float32 accumulators "
+                       "rounded into a staged tile that 3 warps apply the epilogue to and write while the next "
+                       "tile's products run, persistent blocks",
                        dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
                        tiles.warpgroups, tiles.bn, tiles.stages);
   return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of mma.sync m16n8k16, {} stages{}",
@@ -234,11 +236,8 @@ std::string ProductVariant::describe() const {
 }
 
 unsigned ProductVariant::shared_bytes() const {
-  if (tiles.warpgroups) {  // the stages (on a 1024-byte boundary: the swizzle's period), the result tile over them
-    const unsigned pipeline = 2u * tiles.stages * (tiles.bm + tiles.bn) * tiles.bk;
-    const unsigned result = 4u * tiles.bm * (tiles.bn + 8u);
-    return (pipeline > result ? pipeline : result) + 1024u;
-  }
+  if (tiles.warpgroups)  // the stages (on a 1024-byte boundary: the swizzle's period), then the staged result tile
+    return 1024u + 2u * tiles.stages * (tiles.bm + tiles.bn) * tiles.bk + 2u * tiles.bm * (tiles.bn + 8u);
   const unsigned a = (a_rows ? tiles.bm * (tiles.bk + 8u) : tiles.bk * (tiles.bm + 8u));
   const unsigned b = (b_rows ? tiles.bk * (tiles.bn + 8u) : tiles.bn * (tiles.bk + 8u));
   const unsigned pipeline = 2u * tiles.stages * (a + b);

@@ -34,13 +34,13 @@ constexpr ProductTiles kSkinnyTiles[] = {
     {16, 128, 64, 1, 4, 4},  // a 16-row tile (warps of 16 x 32)
 };
 /// The Hopper path (sm_90a: bulk tensor copies, wgmma; Tuning::product_hopper picks the row, 0 none), where the
-/// large tiles would be chosen. H100, bfloat16, the bare product (a scratch probe of the same loop, all three
+/// large tiles would be chosen. H100, bfloat16, the bare product (a scratch probe of the same main loop, all
 /// against cuBLAS in one run): 8192^3 128x256 tiles 3 stages 816 TFLOPS, 4 stages 780, 128x128 5 stages 573;
-/// cuBLAS 872.
+/// cuBLAS 872. (The stages and the staged result tile share 227 KB: 128x256 tiles take 3 stages at most.)
 constexpr ProductTiles kHopperTiles[] = {
-    {128, 256, 64, 0, 0, 3, 2},  // two consumer warpgroups of 64 x 256, 3 stages
-    {128, 256, 64, 0, 0, 4, 2},  // 4 stages
-    {128, 128, 64, 0, 0, 5, 2},  // 64 x 128 each, 5 stages
+    {128, 256, 64, 0, 0, 3, 2, 4},  // two consumer warpgroups of 64 x 256, 3 stages
+    {128, 192, 64, 0, 0, 4, 2, 4},  // 64 x 192 each, 4 stages
+    {128, 128, 64, 0, 0, 5, 2, 4},  // 64 x 128 each, 5 stages
 };
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
@@ -71,8 +71,10 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
     for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2]}) {
       if (tiles_of(h) * L.batch * 100 < sms * fill) continue;
       out.tiles = h;
+      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
       out.tile_count = tiles_of(h);
       out.slice = L.k;
+      out.blocks = std::min(out.tile_count * L.batch, sms);
       return out;
     }
   }

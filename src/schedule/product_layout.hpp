@@ -17,6 +17,9 @@ struct ProductLayout {
   std::int64_t tile_count = 0;  ///< tiles of one batch item
   std::int64_t split = 1;       ///< blocks sharing a tile, each a slice of K (1: no split)
   std::int64_t slice = 0;       ///< elements of K a slice has (the last may have fewer)
+  /// The Hopper path's persistent blocks, one per SM at most, each taking tile after tile of every batch item (0:
+  /// the mma.sync kernel's grid, a block per tile and slice, batch items along y).
+  std::int64_t blocks = 0;
 };
 
 /// The layout of a generated product of `L` (no copies, no outer batch loop, nonzero extents) on `dev`;

@@ -71,6 +71,8 @@ struct Tuning {
   /// On sm_90 (H100): the row of the Hopper tile table (kHopperTiles) taking what large tiles would, 1-based;
   /// 0 leaves Hopper devices on the mma.sync kernel.
   int product_hopper = 1;
+  /// The Hopper path's groups of 8 an epilogue thread reads ahead of its writes (0: the tile table's)
+  int product_ahead = 0;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

@@ -34,10 +34,10 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
   return t5;
 }
 
-constexpr int FZ_BM = 128, FZ_BN = 128, FZ_BK = 32, FZ_WARPS_M = 2, FZ_WARPS_N = 2, FZ_STAGES = 4;
+constexpr int FZ_BM = 128, FZ_BN = 128, FZ_BK = 32, FZ_WARPS_M = 2, FZ_WARPS_N = 2, FZ_STAGES = 4, FZ_AHEAD = 1;
 constexpr bool FZ_A_ROWS = true, FZ_B_ROWS = true, FZ_ASYNC = true;
 #define FZ_MMA_TYPE "bf16"
-struct FzProduct { long long v[9]; };
+struct FzProduct { long long v[10]; };
 struct FzStrides { long long v[3]; };
 
 constexpr int FZ_THREADS = FZ_WARPS_M * FZ_WARPS_N * 32;
@@ -227,7 +227,7 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) fz_matmul_add_gelu_bf16_790310ecac23d36c(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, const unsigned short* in1, const unsigned short* in2, unsigned short* out, const FzProduct shape, const FzStrides st1, const FzStrides st2) {
+extern "C" __global__ void __launch_bounds__(128, 1) fz_matmul_add_gelu_bf16_790310ecac23d36c(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, const unsigned short* in1, const unsigned short* in2, unsigned short* out, const FzProduct shape, const FzStrides st1, const FzStrides st2) {
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;
@@ -235,43 +235,36 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_add_gelu_bf16_790310
   const long long m0 = tile / tiles_n * FZ_BM, n0 = tile % tiles_n * FZ_BN;
   float* cs = reinterpret_cast<float*>(fz_smem);
   fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);
-  out += batch * M * N;
   #pragma unroll 1
-  for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8) {
-    const int r = e / FZ_BN, c0 = e % FZ_BN;
-    const long long m = m0 + r;
-    if (m >= M) continue;
-    const long long n8 = n0 + c0;  // the first of the 8
-    const bool whole = n8 + 8 <= N;
-    float x1[8] = {};
-    const unsigned short* at1 = in1 + batch * st1.v[0] + m * st1.v[1] + n8 * st1.v[2];
-    if (whole && st1.v[2] == 1 && fz_aligned8(at1)) {
-      alignas(16) unsigned short raw[8];
-      fz_copy8(raw, at1);
-      #pragma unroll
-      for (int u = 0; u < 8; ++u) x1[u] = fz_bfloat16_to_float(raw[u]);
-    }
-    else {
-      #pragma unroll
-      for (int u = 0; u < 8; ++u) if (n8 + u < N) x1[u] = fz_bfloat16_to_float(at1[u * st1.v[2]]);
-    }
-    float x2[8] = {};
-    const unsigned short* at2 = in2 + batch * st2.v[0] + m * st2.v[1] + n8 * st2.v[2];
-    if (whole && st2.v[2] == 1 && fz_aligned8(at2)) {
-      alignas(16) unsigned short raw[8];
-      fz_copy8(raw, at2);
-      #pragma unroll
-      for (int u = 0; u < 8; ++u) x2[u] = fz_bfloat16_to_float(raw[u]);
-    }
-    else {
-      #pragma unroll
-      for (int u = 0; u < 8; ++u) if (n8 + u < N) x2[u] = fz_bfloat16_to_float(at2[u * st2.v[2]]);
-    }
-    alignas(16) unsigned short y[8];
+  for (int e0 = threadIdx.x * 8; e0 < FZ_BM * FZ_BN; e0 += FZ_THREADS * 8 * FZ_AHEAD) {
+    long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column
+    int at[FZ_AHEAD];                    // ... and where it lies in the staged tile
+    bool live[FZ_AHEAD];
+    alignas(16) unsigned short x1[FZ_AHEAD][8] = {};
+    alignas(16) unsigned short x2[FZ_AHEAD][8] = {};
     #pragma unroll
-    for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[r * FZ_C_LD + c0 + u]))), x1[u], x2[u])));
-    unsigned short* to = out + m * N + n8;
-    if (whole && fz_aligned8(to)) fz_copy8(to, y);
-    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
+    for (int g = 0; g < FZ_AHEAD; ++g) {
+      const int e = e0 + g * FZ_THREADS * 8, r = e / FZ_BN, c0 = e % FZ_BN;
+      m[g] = m0 + r, n8[g] = n0 + c0, at[g] = r * FZ_C_LD + c0;
+      live[g] = e < FZ_BM * FZ_BN && m[g] < M;
+      if (!live[g]) continue;
+      const bool whole = n8[g] + 8 <= N;
+      const unsigned short* at1 = in1 + batch * st1.v[0] + m[g] * st1.v[1] + n8[g] * st1.v[2];
+      if (whole && st1.v[2] == 1 && fz_aligned8(at1)) fz_copy8(x1[g], at1);
+      else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x1[g][u] = at1[u * st1.v[2]];
+      const unsigned short* at2 = in2 + batch * st2.v[0] + m[g] * st2.v[1] + n8[g] * st2.v[2];
+      if (whole && st2.v[2] == 1 && fz_aligned8(at2)) fz_copy8(x2[g], at2);
+      else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x2[g][u] = at2[u * st2.v[2]];
+    }
+    #pragma unroll
+    for (int g = 0; g < FZ_AHEAD; ++g) {
+      if (!live[g]) continue;
+      alignas(16) unsigned short y[8];
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(fz_float_to_bfloat16((float)(cs[at[g] + u]))), fz_bfloat16_to_float(x1[g][u]), fz_bfloat16_to_float(x2[g][u]))));
+      unsigned short* to = out + (batch * M + m[g]) * N + n8[g];
+      if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);
+      else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];
+    }
   }
 }

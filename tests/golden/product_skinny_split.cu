@@ -9,10 +9,10 @@ __device__ __forceinline__ float fz_expr(float x0, float s0) {
   return t3;
 }
 
-constexpr int FZ_BM = 32, FZ_BN = 64, FZ_BK = 64, FZ_WARPS_M = 1, FZ_WARPS_N = 4, FZ_STAGES = 4;
+constexpr int FZ_BM = 32, FZ_BN = 64, FZ_BK = 64, FZ_WARPS_M = 1, FZ_WARPS_N = 4, FZ_STAGES = 4, FZ_AHEAD = 1;
 constexpr bool FZ_A_ROWS = false, FZ_B_ROWS = false, FZ_ASYNC = true;
 #define FZ_MMA_TYPE "f16"
-struct FzProduct { long long v[9]; };
+struct FzProduct { long long v[10]; };
 struct FzStrides { long long v[3]; };
 
 constexpr int FZ_THREADS = FZ_WARPS_M * FZ_WARPS_N * 32;
@@ -202,7 +202,7 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133e482(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* out, const float s0, const FzProduct shape, float* __restrict__ fz_partials, unsigned* __restrict__ fz_counters) {
+extern "C" __global__ void __launch_bounds__(128, 1) fz_matmul_mul_f32_c44a83c60133e482(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* out, const float s0, const FzProduct shape, float* __restrict__ fz_partials, unsigned* __restrict__ fz_counters) {
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;
@@ -214,19 +214,28 @@ extern "C" __global__ void __launch_bounds__(128) fz_matmul_mul_f32_c44a83c60133
   fz_product_tile(cs, reinterpret_cast<unsigned short*>(fz_smem), a + batch * shape.v[5], b + batch * shape.v[6], M, N, k_begin, k_end, shape.v[3], shape.v[4], m0, n0);
   const long long tile_id = batch * (gridDim.x / split) + tile;  // (its counter and partials)
   if (!fz_sum_slices(cs, fz_partials + tile_id * split * FZ_BM * FZ_BN, fz_counters + tile_id, split, slice)) return;
-  out += batch * M * N;
   #pragma unroll 1
-  for (int e = threadIdx.x * 8; e < FZ_BM * FZ_BN; e += FZ_THREADS * 8) {
-    const int r = e / FZ_BN, c0 = e % FZ_BN;
-    const long long m = m0 + r;
-    if (m >= M) continue;
-    const long long n8 = n0 + c0;  // the first of the 8
-    const bool whole = n8 + 8 <= N;
-    alignas(16) float y[8];
+  for (int e0 = threadIdx.x * 8; e0 < FZ_BM * FZ_BN; e0 += FZ_THREADS * 8 * FZ_AHEAD) {
+    long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column
+    int at[FZ_AHEAD];                    // ... and where it lies in the staged tile
+    bool live[FZ_AHEAD];
     #pragma unroll
-    for (int u = 0; u < 8; ++u) y[u] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[r * FZ_C_LD + c0 + u]))), s0);
-    float* to = out + m * N + n8;
-    if (whole && fz_aligned8(to)) fz_copy8(to, y);
-    else for (int u = 0; u < 8 && n8 + u < N; ++u) to[u] = y[u];
+    for (int g = 0; g < FZ_AHEAD; ++g) {
+      const int e = e0 + g * FZ_THREADS * 8, r = e / FZ_BN, c0 = e % FZ_BN;
+      m[g] = m0 + r, n8[g] = n0 + c0, at[g] = r * FZ_C_LD + c0;
+      live[g] = e < FZ_BM * FZ_BN && m[g] < M;
+      if (!live[g]) continue;
+      const bool whole = n8[g] + 8 <= N;
+    }
+    #pragma unroll
+    for (int g = 0; g < FZ_AHEAD; ++g) {
+      if (!live[g]) continue;
+      alignas(16) float y[8];
+      #pragma unroll
+      for (int u = 0; u < 8; ++u) y[u] = fz_expr(fz_half_to_float(fz_float_to_half((float)(cs[at[g] + u]))), s0);
+      float* to = out + (batch * M + m[g]) * N + n8[g];
+      if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);
+      else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];
+    }
   }
 }

@@ -31,7 +31,7 @@ struct ProductLaunch {
   std::int64_t dims[codegen::kProductDims] = {};
   std::vector<std::array<std::int64_t, 3>> strides;  // per epilogue parameter: batch, row, column
   std::vector<const ArrayBase*> params;               // per epilogue parameter (the product's null)
-  std::int64_t batch = 1, tiles = 0;
+  std::int64_t batch = 1, tiles = 0, blocks = 0;  // (blocks: ProductLayout's)
 };
 
 bool aligned16(const ArrayBase& a) { return a.data_ptr() % 16 == 0; }
@@ -85,7 +85,7 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.b_rows = !L.first.transpose;
   const std::int64_t lda = L.second.ld, ldb = L.first.ld;
   const std::int64_t sa = L.second.batch_stride, sb = L.first.batch_stride;
-  const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb, 1, L.k};
+  const std::int64_t dims[] = {L.m, L.n, L.k, lda, ldb, sa, sb, 1, L.k, L.batch};
   std::copy(std::begin(dims), std::end(dims), P.dims);
   // The epilogue's arrays: the product's slots one parameter, the others one per distinct view.
   int product_param = -1;
@@ -117,6 +117,7 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.async = lay.async;
   v.split = lay.split > 1;
   P.tiles = lay.tile_count;
+  P.blocks = lay.blocks;
   P.dims[7] = lay.split;
   P.dims[8] = lay.slice;
   return true;
@@ -196,7 +197,8 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
                           P.v.b_rows ? P.v.tiles.bk : P.v.tiles.bn);
     args.tensor_maps = maps;
   }
-  const Grid grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
+  const Grid grid = P.blocks ? Grid{P.blocks, 1, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()}
+                             : Grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
   launch_kernel(k.kernel->function, k.signature, args, grid, *stream);
   const ArrayBase* written[] = {&out};
   note_launch(read, written, stream);
