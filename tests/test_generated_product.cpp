@@ -87,6 +87,9 @@ TEST_CASE("generated products: the Hopper path compiles for sm_90a in every layo
   fz::detail::tuning() = before;
   CHECK_THAT(wide.variant, Catch::Contains("128x192x64") && Catch::Contains("4 stages"));
   CHECK_THAT(wide.source, Catch::Contains("wgmma.mma_async.sync.aligned.m64n192k16"));
+  // a few hundred rows: 64 x 128 tiles, one consumer warpgroup
+  const auto few = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({256, 4096}), fz::placeholder<bf16>({4096, 4096}).transpose()) + 1.0f));
+  CHECK_THAT(few.variant, Catch::Contains("64x128x64") && Catch::Contains("1 consumer warpgroup of"));
   // too few 128 x 256 tiles to fill the device: 128 x 128 ones
   const auto mid = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({1000, 136}), fz::placeholder<bf16>({136, 1040})) + 1.0f));
   CHECK_THAT(mid.variant, Catch::Contains("128x128x64") && Catch::Contains("Hopper"));
@@ -162,6 +165,10 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(batched.tiles.warpgroups == 2);
   CHECK(batched.blocks == std::min<std::int64_t>(batched.tile_count * 12, 132));
   CHECK(product_layout(layout(1000, 136, 1040), true, h100).tiles.bn == 128);  // too few 128 x 256 tiles
+  const auto rows = product_layout(layout(256, 4096, 4096), true, h100);  // too few 128 x 128 ones: 64 rows
+  CHECK(rows.tiles.warpgroups == 1);
+  CHECK(rows.tiles.bm == 64);
+  CHECK(rows.blocks == 128);
   // unaligned data, or another architecture: the mma.sync kernel (plain loads where unaligned)
   const auto unaligned = product_layout(layout(8192, 8192, 8192), false, h100);
   CHECK(unaligned.tiles.warpgroups == 0);

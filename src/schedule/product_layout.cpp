@@ -42,6 +42,8 @@ constexpr ProductTiles kHopperTiles[] = {
     {128, 192, 64, 0, 0, 4, 2, 4},  // 64 x 192 each, 4 stages
     {128, 128, 64, 0, 0, 5, 2, 4},  // 64 x 128 each, 5 stages
 };
+/// ... and where even 128 x 128 tiles are too few (a few hundred rows): 64 x 128 tiles, one consumer warpgroup
+constexpr ProductTiles kHopperRowTiles = {64, 128, 64, 0, 0, 6, 1, 4};
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
 
@@ -62,13 +64,13 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
   // 112 large tiles half of whose rows are zeros 74 -> 97 us: a large tile pays from half the SMs when its rows
   // are full)
   const int fill = L.m >= large.bm ? tuning().product_large_fill / 2 : tuning().product_large_fill;
-  // The Hopper path where its tiles fill the device: 128 x 256 ones, else 128 x 128 (H100, 512x4096x4096 with an
-  // epilogue: 31.6 us, mma.sync's 128 x 128 tiles 130). Its tensor copies need the 16-byte row starts (not whole
+  // The Hopper path where its tiles fill the device: 128 x 256 ones, else 128 x 128, else 64 x 128 (H100,
+  // 512x4096x4096 with an epilogue: 31.6 us, mma.sync's 128 x 128 tiles 130). Its tensor copies need the 16-byte row starts (not whole
   // chunks: they fill past the end with zeros) and coordinates within 32 bits.
   const bool hopper = tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && rows16 &&
                       std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
   if (hopper) {
-    for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2]}) {
+    for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2], kHopperRowTiles}) {
       if (tiles_of(h) * L.batch * 100 < sms * fill) continue;
       out.tiles = h;
       if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
