@@ -169,6 +169,8 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(rows.tiles.warpgroups == 1);
   CHECK(rows.tiles.bm == 64);
   CHECK(rows.blocks == 128);
+  CHECK(product_layout(layout(64, 4096, 14336), true, h100).tiles.warpgroups == 1);  // 112 tiles: most SMs
+  CHECK(product_layout(layout(64, 4096, 4096), true, h100).tiles.warpgroups == 0);   // 32: K split instead
   // unaligned data, or another architecture: the mma.sync kernel (plain loads where unaligned)
   const auto unaligned = product_layout(layout(8192, 8192, 8192), false, h100);
   CHECK(unaligned.tiles.warpgroups == 0);
