@@ -56,11 +56,15 @@ TEST_CASE("generated products: every layout, unaligned operands, both tile class
   // batches count
   const auto big = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 1536})) - 1.0f));
   CHECK_THAT(big.variant, Catch::Contains("128x256x64") && Catch::Contains("Hopper"));
-  // too few tiles to fill the device: K split over blocks; 32-row tiles for a few rows
+  // too few tiles to fill the device: K split over blocks (on the H100, the Hopper path's 64-row tiles)
   const auto skinny = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({16, 4096}), fz::placeholder<bf16>({4096, 4096})) + 1.0f));
-  CHECK_THAT(skinny.variant, Catch::Contains("32x64x64") && Catch::Contains("K split"));
+  CHECK_THAT(skinny.variant, Catch::Contains("64x128x64") && Catch::Contains("Hopper") && Catch::Contains("K split"));
+  CHECK_THAT(skinny.source, Catch::Contains("constexpr bool FZ_SPLIT = true") && Catch::Contains("float* __restrict__ fz_partials"));
   const auto small = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({100, 1000}), fz::placeholder<bf16>({1000, 200})) + 1.0f));
-  CHECK_THAT(small.variant, Catch::Contains("64x64x64") && Catch::Contains("K split"));
+  CHECK_THAT(small.variant, Catch::Contains("K split"));
+  // (K shorter than two slices: no split, and too few tiles for the Hopper path)
+  const auto short_k = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({100, 200}), fz::placeholder<bf16>({200, 1000})) + 1.0f));
+  CHECK_THAT(short_k.variant, Catch::Contains("64x64x64") && Catch::Contains("mma.sync") && !Catch::Contains("K split"));
   CHECK_THAT(big.variant, !Catch::Contains("K split"));
   const auto batched = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({40, 128, 64}), fz::placeholder<bf16>({64, 512})) + 1.0f));
   CHECK_THAT(batched.variant, Catch::Contains("Hopper"));
@@ -144,7 +148,9 @@ TEST_CASE("generated products: the source of two representative kernels matches 
   test::check_golden("product_gelu_residual", fz::inspect(fz::gelu(fz::matmul(x, w) + bias) + residual).source);
   fz::detail::tuning() = saved;
   const auto tokens = fz::placeholder<fz::half>({4096, 16}).transpose(), wt = fz::placeholder<fz::half>({4096, 4096}).transpose();
+  fz::detail::set_tuning("product_hopper=0");
   test::check_golden("product_skinny_split", fz::inspect(fz::matmul(tokens, wt).astype<float>() * 0.125f).source);
+  fz::detail::tuning() = saved;
 }
 
 TEST_CASE("product_layout: the kernel, tiles and split from the shape, the alignment and the device", "[matmul]") {
@@ -170,7 +176,11 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(rows.tiles.bm == 64);
   CHECK(rows.blocks == 128);
   CHECK(product_layout(layout(64, 4096, 14336), true, h100).tiles.warpgroups == 1);  // 112 tiles: most SMs
-  CHECK(product_layout(layout(64, 4096, 4096), true, h100).tiles.warpgroups == 0);   // 32: K split instead
+  const auto split = product_layout(layout(64, 4096, 4096), true, h100);  // 32 of them: K split 4 ways, 128 units
+  CHECK(split.tiles.warpgroups == 1);
+  CHECK(split.split == 4);
+  CHECK(split.slice == 1024);
+  CHECK(split.blocks == 128);
   // unaligned data, or another architecture: the mma.sync kernel (plain loads where unaligned)
   const auto unaligned = product_layout(layout(8192, 8192, 8192), false, h100);
   CHECK(unaligned.tiles.warpgroups == 0);
@@ -183,8 +193,8 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(ampere.tiles.bm == 128);
   fz::codegen::TargetDevice blackwell{.compute_major = 10};  // (sm_90a kernels run on 9.0 alone)
   CHECK(product_layout(layout(8192, 8192, 8192), true, blackwell).tiles.warpgroups == 0);
-  // the tokens of inference: 32-row tiles, K split into whole steps covering K
-  const auto skinny = product_layout(layout(16, 4096, 4096), true, h100);
+  // the tokens of inference off Hopper: 32-row tiles, K split into whole steps covering K
+  const auto skinny = product_layout(layout(16, 4096, 4096), true, a100);
   CHECK(skinny.tiles.bm == 32);
   CHECK(skinny.split > 1);
   CHECK(skinny.slice % skinny.tiles.bk == 0);

@@ -158,6 +158,13 @@ TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in 
   check_epilogue<fz::bfloat16>(1, false, false, 250, 72, 4000, false, false, false, 54, hopper ? "64x128x64" : path);
   check_epilogue<fz::half>(1, false, false, 248, 136, 4000, true, true, true, 55, hopper ? "64x128x64" : path);
   check_epilogue<fz::bfloat16>(1, false, false, 64, 200, 8500, false, true, false, 56, hopper ? "64x128x64" : path);
+  // tens of rows: K split over 64-row tiles, a unit (tile and slice) a block, the last of a tile's units summing
+  // the slices in order; every layout, a shorter last slice and rows past M in a tile, batches sharing counters
+  const char* split = hopper ? "persistent blocks, K split" : "K split";
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check_epilogue<fz::bfloat16>(1, false, false, 16, 2048, 1000, ta, tb, ta, 57, split);
+  check_epilogue<fz::half>(1, false, false, 100, 1000, 1000, false, false, true, 58, split);
+  check_epilogue<fz::bfloat16>(3, true, false, 40, 1024, 520, false, false, false, 59, split);
   // batches: b shared by every item, both batched, a shared (tensor maps of one item read at item 0)
   check_epilogue<fz::bfloat16>(40, true, false, 128, 64, 512, false, false, false, 45, path);
   check_epilogue<fz::half>(40, true, true, 136, 48, 512, true, false, false, 46, path);

@@ -256,11 +256,12 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   w.line("{}", body.str());
   const ProductTiles& t = v.tiles;
   const bool hopper = t.warpgroups != 0;
-  if (hopper && (t.bk != kHopperBoxInner || t.bm != 64 * t.warpgroups || t.bn % 64 != 0 || t.bn > 256 || v.split))
+  if (hopper && (t.bk != kHopperBoxInner || t.bm != 64 * t.warpgroups || t.bn % 64 != 0 || t.bn > 256))
     throw Error("internal: a Hopper product tile is 64 rows a warpgroup, 64 along K, whole blocks of 64 columns");
   if (hopper)
     w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPGROUPS = {}, FZ_STAGES = {}, FZ_GROUP = {}, "
            "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warpgroups, t.stages, kHopperGroup, t.ahead);
+  if (hopper) w.line("constexpr bool FZ_SPLIT = {};", v.split);
   else
     w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {}, "
            "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages, t.ahead);
@@ -357,26 +358,33 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
     if (hopper) {
       w.line("__shared__ __align__(8) unsigned long long fz_bars[2 * FZ_STAGES + 2];");
+      w.line("__shared__ volatile int fz_flags[2];  // this unit is its tile's last; nothing staged");
       w.line("const unsigned base = (fz_shared(fz_smem) + 1023) & ~1023u;  // (the swizzle repeats every 1024 bytes)");
       w.line("unsigned short* cs = reinterpret_cast<unsigned short*>(fz_smem + (base - fz_shared(fz_smem)) + FZ_STAGES * FZ_STAGE);");
       w.line("const long long tiles_m = (M + FZ_BM - 1) / FZ_BM, tiles_n = (N + FZ_BN - 1) / FZ_BN;");
-      w.line("const FzTiles tl{{tiles_m, tiles_n, tiles_m * tiles_n * shape.v[9]}};");
+      w.line("const FzTiles tl{{tiles_m, tiles_n, tiles_m * tiles_n * shape.v[9] * shape.v[7], shape.v[8], (int)shape.v[7]}};");
       w.line("const int role = fz_hopper_role(fz_bars);");
       w.line("if (role == 0) fz_produce(base, fz_bars, &ta, &tb, K, tl, shape.v[5] != 0, shape.v[6] != 0);");
-      w.line("if (role == 1) fz_consume(cs, base, fz_bars, K, tl);");
+      w.line("if (role == 1) fz_consume(cs, base, fz_bars, M, K, tl, {}, fz_flags);",
+             v.split ? "fz_partials, fz_counters" : "nullptr, nullptr");
       w.line("if (role <= 0) return;");
       // (H100, 512x4096x4096 on 128 tiles of 128 x 128, a tile a block: 37.0 us with the epilogue warps alone, 32.5
       // with the consumers joining)
-      w.line("// The epilogue: warps 1-3 every tile, the consumers too the block's last one (nothing left to multiply)");
+      w.line("// The epilogue: warps 1-3 every unit, the consumers too the block's last one (nothing left to multiply)");
       w.line("const unsigned staged = fz_shared(fz_bars) + 16 * FZ_STAGES, drained = staged + 8;");
-      w.line("unsigned j = 0;  // tiles");
-      auto tiles = w.block("for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x, ++j)");
-      w.line("const bool last = tile + gridDim.x >= tl.count;");
+      w.line("unsigned j = 0;  // units");
+      auto units = w.block("for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x, ++j)");
+      w.line("const bool last = unit + gridDim.x >= tl.count;");
       w.line("if (role == 1 && !last) continue;");
       w.line("const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;");
       w.line("int m0, n0, batch;");
-      w.line("fz_tile_at(tl, tile, m0, n0, batch);");
+      w.line("fz_tile_at(tl, unit, m0, n0, batch);");
       w.line("fz_bar_wait(staged, j & 1);");
+      if (v.split) {  // a unit that was not its tile's last staged nothing
+        auto skip = w.block("if (fz_flags[1])");
+        w.line("if (role == 2) fz_bar_arrive(drained);");
+        w.line("continue;");
+      }
       write_epilogue("(threadIdx.x - 32) * 8", "helpers * 8");
       w.line("if (role == 2) fz_bar_arrive(drained);");
       return;

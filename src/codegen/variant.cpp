@@ -225,9 +225,10 @@ std::string ProductVariant::describe() const {
     return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, Hopper: {} consumer warpgroup{} of wgmma m64n{}k16 "
                        "fed {} stages deep by the tensor copy engine (one thread issuing), float32 accumulators "
                        "rounded into a staged tile that 3 warps apply the epilogue to and write while the next "
-                       "tile's products run, persistent blocks",
+                       "tile's products run, persistent blocks{}",
                        dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
-                       tiles.warpgroups, tiles.warpgroups > 1 ? "s" : "", tiles.bn, tiles.stages);
+                       tiles.warpgroups, tiles.warpgroups > 1 ? "s" : "", tiles.bn, tiles.stages,
+                       split ? ", K split over blocks (the last sums the slices in order)" : "");
   return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of mma.sync m16n8k16, {} stages{}",
                      dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
                      tiles.warps_m * tiles.warps_n, tiles.stages, async ? " (cp.async)" : " (plain loads)") +

@@ -47,6 +47,23 @@ constexpr ProductTiles kHopperRowTiles = {64, 128, 64, 0, 0, 6, 1, 4};
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
 
+/// K of `L` split into up to `split` slices over the blocks of `out`'s `tiles` tiles (each kMinSlice long at
+/// least, whole BK steps, the last may be shorter, none empty; the partial tiles within the per-stream workspace,
+/// a counter a tile).
+void split_k(ProductLayout& out, const MatmulLayout& L, std::int64_t tiles, std::int64_t split) {
+  split = std::min(split, L.k / kMinSlice);
+  split = std::min<std::int64_t>(split, static_cast<std::int64_t>(kPartialBytes) / (tiles * out.tiles.bm * out.tiles.bn * 4));
+  if (tiles > static_cast<std::int64_t>(kMaxCounters)) split = 1;
+  std::int64_t slice = L.k;
+  if (split > 1) {
+    slice = (L.k + split - 1) / split;
+    slice = (slice + out.tiles.bk - 1) / out.tiles.bk * out.tiles.bk;
+    split = (L.k + slice - 1) / slice;
+  }
+  out.split = std::max<std::int64_t>(split, 1);
+  out.slice = slice;
+}
+
 }  // namespace
 
 ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev) {
@@ -81,27 +98,26 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
       out.blocks = std::min(out.tile_count * L.batch, sms);
       return out;
     }
+    // Too few even of those (the tokens of inference: tens of rows): K split over 64-row tiles, a slice (a unit)
+    // for each persistent block, one round
+    const std::int64_t tiles = tiles_of(kHopperRowTiles) * L.batch;
+    out.tiles = kHopperRowTiles;
+    split_k(out, L, tiles, sms / tiles);
+    if (out.split > 1) {
+      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
+      out.tile_count = tiles_of(kHopperRowTiles);
+      out.blocks = std::min(tiles * out.split, sms);
+      return out;
+    }
   }
   out.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
               : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
                                               : kSmallTiles[tuning().product_small];
   if (!out.async) out.tiles.stages = 2;  // (plain loads land before the barrier: two buffers alternate)
   out.tile_count = tiles_of(out.tiles);
-  // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM
-  // aimed at, each slice kMinSlice long at least, the partial tiles within the per-stream workspace.
+  // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM aimed at
   const std::int64_t aim = sms * tuning().product_split_blocks_per_sm, tiles = out.tile_count * L.batch;
-  std::int64_t split = tiles < aim ? (aim + tiles - 1) / tiles : 1;
-  split = std::min(split, L.k / kMinSlice);
-  split = std::min<std::int64_t>(split, static_cast<std::int64_t>(kPartialBytes) / (tiles * out.tiles.bm * out.tiles.bn * 4));
-  if (tiles > static_cast<std::int64_t>(kMaxCounters)) split = 1;
-  std::int64_t slice = L.k;
-  if (split > 1) {  // slices of whole BK steps; the last may be shorter, none empty
-    slice = (L.k + split - 1) / split;
-    slice = (slice + out.tiles.bk - 1) / out.tiles.bk * out.tiles.bk;
-    split = (L.k + slice - 1) / slice;
-  }
-  out.split = std::max<std::int64_t>(split, 1);
-  out.slice = slice;
+  split_k(out, L, tiles, tiles < aim ? (aim + tiles - 1) / tiles : 1);
   return out;
 }
 

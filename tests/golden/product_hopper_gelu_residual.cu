@@ -35,6 +35,7 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
 }
 
 constexpr int FZ_BM = 128, FZ_BN = 256, FZ_BK = 64, FZ_WARPGROUPS = 2, FZ_STAGES = 3, FZ_GROUP = 16, FZ_AHEAD = 4;
+constexpr bool FZ_SPLIT = false;
 constexpr bool FZ_A_ROWS = true, FZ_B_ROWS = true, FZ_ASYNC = true;
 #define FZ_MMA_TYPE "bf16"
 struct FzProduct { long long v[10]; };
@@ -87,10 +88,13 @@ __device__ __forceinline__ unsigned fz_round2(float lo, float hi) {
   return r;
 }
 
-// The product's tiles: along M and N in one batch item, and all of them. Tile t's corner and batch item: groups
-// of FZ_GROUP row tiles, row fastest, so that the blocks running at once share their operands' panels in L2.
-struct FzTiles { long long m, n, count; };
-__device__ __forceinline__ void fz_tile_at(const FzTiles& tl, long long t, int& m0, int& n0, int& batch) {
+// The product's tiles along M and N in one batch item; its work: `count` units, `split` slices of K (`slice`
+// elements each, the last fewer) of every tile, a tile's slices neighbours. Unit u's tile corner and batch item:
+// groups of FZ_GROUP row tiles, row fastest, so that the blocks running at once share their operands' panels in
+// L2.
+struct FzTiles { long long m, n, count, slice; int split; };
+__device__ __forceinline__ void fz_tile_at(const FzTiles& tl, long long u, int& m0, int& n0, int& batch) {
+  long long t = u / tl.split;
   const long long per_batch = tl.m * tl.n;
   batch = (int)(t / per_batch);
   t %= per_batch;
@@ -119,44 +123,52 @@ __device__ __forceinline__ void fz_produce(unsigned base, unsigned long long* ba
                                            const FzTensorMap* tb, long long K, const FzTiles& tl, bool batched_a,
                                            bool batched_b) {
   const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES;
-  const int steps = (int)((K + FZ_BK - 1) / FZ_BK);
-  unsigned it = 0;  // steps issued, over all tiles
-  for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x) {
+  unsigned it = 0;  // steps issued, over all units
+  for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x) {
     int m0, n0, batch;
-    fz_tile_at(tl, tile, m0, n0, batch);
+    fz_tile_at(tl, unit, m0, n0, batch);
     const int ba = batched_a ? batch : 0, bb = batched_b ? batch : 0;
+    const long long k0 = unit % tl.split * tl.slice, k1 = k0 + tl.slice < K ? k0 + tl.slice : K;
+    const int steps = (int)((k1 - k0 + FZ_BK - 1) / FZ_BK);
     for (int t = 0; t < steps; ++t, ++it) {
       const unsigned s = it % FZ_STAGES;
       fz_bar_wait(empty + 8 * s, ((it / FZ_STAGES) & 1) ^ 1);  // (a new barrier's preceding phase counts as done)
       fz_bar_expect(full + 8 * s, FZ_STAGE);
       const unsigned as = base + s * FZ_STAGE, bs = as + FZ_A_STAGE;
+      const int k = (int)(k0 + t * FZ_BK);  // (a slice is whole steps: its last step's copies stop at K, not past it)
       if constexpr (FZ_A_ROWS) {
-        fz_copy_box(as, ta, full + 8 * s, t * FZ_BK, m0, ba);
+        fz_copy_box(as, ta, full + 8 * s, k, m0, ba);
       } else {
 #pragma unroll
-        for (int j = 0; j < FZ_BM / 64; ++j) fz_copy_box(as + j * 64 * FZ_BK * 2, ta, full + 8 * s, m0 + 64 * j, t * FZ_BK, ba);
+        for (int j = 0; j < FZ_BM / 64; ++j) fz_copy_box(as + j * 64 * FZ_BK * 2, ta, full + 8 * s, m0 + 64 * j, k, ba);
       }
       if constexpr (FZ_B_ROWS) {
 #pragma unroll
-        for (int j = 0; j < FZ_BN / 64; ++j) fz_copy_box(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, t * FZ_BK, bb);
+        for (int j = 0; j < FZ_BN / 64; ++j) fz_copy_box(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, k, bb);
       } else {
-        fz_copy_box(bs, tb, full + 8 * s, t * FZ_BK, n0, bb);
+        fz_copy_box(bs, tb, full + 8 * s, k, n0, bb);
       }
     }
   }
 }
 
-// A consumer warpgroup's products, tile after tile, each tile's 64 rows staged in `cs` (the operands' dtype,
-// FZ_C_LD apart) once the epilogue has drained the one before.
-__device__ __forceinline__ void fz_consume(unsigned short* cs, unsigned base, unsigned long long* bars, long long K,
-                                           const FzTiles& tl) {
+// A consumer warpgroup's products, unit after unit, each tile's 64 rows staged in `cs` (the operands' dtype,
+// FZ_C_LD apart) once the epilogue has drained the one before. K split (FZ_SPLIT): each unit's float partial tile
+// goes to `partials` (a tile's slices side by side); the last of a tile's units to finish (`counters`, one a
+// tile) sums them in slice order, so the same bits every run, and stages the sum; the others stage nothing and
+// say so in flags[1]. flags[0]: whether this unit is its tile's last.
+__device__ __forceinline__ void fz_consume(unsigned short* cs, unsigned base, unsigned long long* bars, long long M,
+                                           long long K, const FzTiles& tl, float* partials, unsigned* counters,
+                                           volatile int* flags) {
   const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES, staged = empty + 8 * FZ_STAGES, drained = staged + 8;
-  const int c = threadIdx.x / 128 - 1, steps = (int)((K + FZ_BK - 1) / FZ_BK);
+  const int c = threadIdx.x / 128 - 1;
   // wgmma's accumulators: warp w's lane (g = lane / 4, q = lane % 4) holds, per 8 columns j, rows 16w + g and
   // 16w + g + 8, columns 8j + 2q and 8j + 2q + 1
   const int lane = threadIdx.x % 32, row = c * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4;
-  unsigned it = 0, j = 0;  // steps consumed over all tiles; tiles
-  for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x, ++j) {
+  unsigned it = 0, j = 0;  // steps consumed over all units; units
+  for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x, ++j) {
+    const long long k0 = unit % tl.split * tl.slice, k1 = k0 + tl.slice < K ? k0 + tl.slice : K;
+    const int steps = (int)((k1 - k0 + FZ_BK - 1) / FZ_BK);
     float d[FZ_BN / 2];
 #pragma unroll
     for (int i = 0; i < FZ_BN / 2; ++i) d[i] = 0.0f;
@@ -183,13 +195,51 @@ __device__ __forceinline__ void fz_consume(unsigned short* cs, unsigned base, un
     if (threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((it - 1) % FZ_STAGES));
 #pragma unroll
     for (int i = 0; i < FZ_BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");  // (read after the wait, not before)
-    fz_bar_wait(drained, (j & 1) ^ 1);  // the epilogue is done with the tile before
+    bool stage = true;
+    if constexpr (FZ_SPLIT) {
+      int m0, n0, batch;
+      fz_tile_at(tl, unit, m0, n0, batch);
+      const long long tile = unit / tl.split;
+      float* slices = partials + tile * tl.split * FZ_BM * FZ_BN;
+      const bool r0 = m0 + row < M, r8 = m0 + row + 8 < M;  // (rows past M: not needed, not written)
 #pragma unroll
-    for (int q = 0; q < FZ_BN / 8; ++q) {
-      unsigned short* at = cs + row * FZ_C_LD + q * 8 + lane % 4 * 2;
-      *reinterpret_cast<unsigned*>(at) = fz_round2(d[4 * q], d[4 * q + 1]);
-      *reinterpret_cast<unsigned*>(at + 8 * FZ_C_LD) = fz_round2(d[4 * q + 2], d[4 * q + 3]);
+      for (int q = 0; q < FZ_BN / 8; ++q) {
+        float* at = slices + unit % tl.split * FZ_BM * FZ_BN + row * FZ_BN + q * 8 + lane % 4 * 2;
+        if (r0) __stcg(reinterpret_cast<float2*>(at), make_float2(d[4 * q], d[4 * q + 1]));
+        if (r8) __stcg(reinterpret_cast<float2*>(at + 8 * FZ_BN), make_float2(d[4 * q + 2], d[4 * q + 3]));
+      }
+      __threadfence();  // the partial is visible device-wide before the counter says so
+      asm volatile("bar.sync 1, %0;\n" ::"n"(FZ_CONSUMERS) : "memory");
+      if (threadIdx.x == 128) {
+        flags[0] = atomicAdd(counters + tile, 1u) == (unsigned)tl.split - 1;
+        if (flags[0]) counters[tile] = 0;  // (for the next launch)
+      }
+      asm volatile("bar.sync 1, %0;\n" ::"n"(FZ_CONSUMERS) : "memory");
+      stage = flags[0];
+      if (stage) {
+        __threadfence();
+#pragma unroll
+        for (int i = 0; i < FZ_BN / 2; ++i) d[i] = 0.0f;
+        for (int s = 0; s < tl.split; ++s)  // in slice order
+#pragma unroll
+          for (int q = 0; q < FZ_BN / 8; ++q) {
+            const float* at = slices + s * FZ_BM * FZ_BN + row * FZ_BN + q * 8 + lane % 4 * 2;
+            const float2 x = r0 ? __ldcg(reinterpret_cast<const float2*>(at)) : make_float2(0.f, 0.f);
+            const float2 y = r8 ? __ldcg(reinterpret_cast<const float2*>(at + 8 * FZ_BN)) : make_float2(0.f, 0.f);
+            d[4 * q] += x.x, d[4 * q + 1] += x.y, d[4 * q + 2] += y.x, d[4 * q + 3] += y.y;
+          }
+      }
     }
+    fz_bar_wait(drained, (j & 1) ^ 1);  // the epilogue is done with the tile before
+    if (stage) {
+#pragma unroll
+      for (int q = 0; q < FZ_BN / 8; ++q) {
+        unsigned short* at = cs + row * FZ_C_LD + q * 8 + lane % 4 * 2;
+        *reinterpret_cast<unsigned*>(at) = fz_round2(d[4 * q], d[4 * q + 1]);
+        *reinterpret_cast<unsigned*>(at + 8 * FZ_C_LD) = fz_round2(d[4 * q + 2], d[4 * q + 3]);
+      }
+    }
+    if (FZ_SPLIT && threadIdx.x == 128) flags[1] = !stage;
     fz_bar_arrive(staged);
   }
 }
@@ -210,23 +260,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) fz_matmul_add_gelu_bf16_c18
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   __shared__ __align__(8) unsigned long long fz_bars[2 * FZ_STAGES + 2];
+  __shared__ volatile int fz_flags[2];  // this unit is its tile's last; nothing staged
   const unsigned base = (fz_shared(fz_smem) + 1023) & ~1023u;  // (the swizzle repeats every 1024 bytes)
   unsigned short* cs = reinterpret_cast<unsigned short*>(fz_smem + (base - fz_shared(fz_smem)) + FZ_STAGES * FZ_STAGE);
   const long long tiles_m = (M + FZ_BM - 1) / FZ_BM, tiles_n = (N + FZ_BN - 1) / FZ_BN;
-  const FzTiles tl{tiles_m, tiles_n, tiles_m * tiles_n * shape.v[9]};
+  const FzTiles tl{tiles_m, tiles_n, tiles_m * tiles_n * shape.v[9] * shape.v[7], shape.v[8], (int)shape.v[7]};
   const int role = fz_hopper_role(fz_bars);
   if (role == 0) fz_produce(base, fz_bars, &ta, &tb, K, tl, shape.v[5] != 0, shape.v[6] != 0);
-  if (role == 1) fz_consume(cs, base, fz_bars, K, tl);
+  if (role == 1) fz_consume(cs, base, fz_bars, M, K, tl, nullptr, nullptr, fz_flags);
   if (role <= 0) return;
-  // The epilogue: warps 1-3 every tile, the consumers too the block's last one (nothing left to multiply)
+  // The epilogue: warps 1-3 every unit, the consumers too the block's last one (nothing left to multiply)
   const unsigned staged = fz_shared(fz_bars) + 16 * FZ_STAGES, drained = staged + 8;
-  unsigned j = 0;  // tiles
-  for (long long tile = blockIdx.x; tile < tl.count; tile += gridDim.x, ++j) {
-    const bool last = tile + gridDim.x >= tl.count;
+  unsigned j = 0;  // units
+  for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x, ++j) {
+    const bool last = unit + gridDim.x >= tl.count;
     if (role == 1 && !last) continue;
     const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;
     int m0, n0, batch;
-    fz_tile_at(tl, tile, m0, n0, batch);
+    fz_tile_at(tl, unit, m0, n0, batch);
     fz_bar_wait(staged, j & 1);
     #pragma unroll 1
     for (int e0 = (threadIdx.x - 32) * 8; e0 < FZ_BM * FZ_BN; e0 += helpers * 8 * FZ_AHEAD) {
