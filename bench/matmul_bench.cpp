@@ -210,13 +210,13 @@ void epilogues() {
   fmt::print("{:<56} {:>9.3f} {:>8.1f} {:>8}\n", "  its two bare products", t_products, mlp_flop / t_products / 1e9, 2);
 }
 
-/// fz::GeneratedProducts against the default route (cuBLASLt's product, then the fused epilogue kernel, or one
+/// fz::AllGeneratedProducts against the default route (cuBLASLt's product, then the fused epilogue kernel, or one
 /// cuBLASLt call where its epilogues express the math) and against the bare cuBLASLt product: bfloat16,
 /// relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference. Then the
 /// compile time of one new generated kernel (NVRTC warm: another kernel compiled first).
 void generated() {
   using T = fz::bfloat16;
-  fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
+  fmt::print("\ngenerated products (fz::AllGeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
   fmt::print("{:<24} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>10}  {}\n", "(m, n, k)", "generated ms", "TFLOPS",
              "default ms", "TFLOPS", "ratio", "bare ms", "of bare", "generated kernel");
   struct Shape3 { std::int64_t m, n, k; };
@@ -230,7 +230,7 @@ void generated() {
     auto out = fz::empty<T>({s.m, s.n});
     const auto expr = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual;
     auto with = [&] {
-      fz::GeneratedProducts on;
+      fz::AllGeneratedProducts on;
       out = expr;
     };
     auto without = [&] { out = expr; };
@@ -242,9 +242,14 @@ void generated() {
     (void)g2_ms;
     std::string variant;
     {
-      fz::GeneratedProducts on;
+      fz::AllGeneratedProducts on;
       const fz::KernelInfo k = fz::inspect(expr);
       variant = k.kernels == 1 ? k.variant.substr(0, k.variant.find(", float32")) : "(not generated)";
+    }
+    {  // what the measured planner picks for this shape
+      fz::GeneratedProducts planned;
+      variant += fz::inspect(expr).plan[0].starts_with("fz_matmul_") ? " [fz::GeneratedProducts: this kernel]"
+                                                                     : " [fz::GeneratedProducts: cuBLASLt]";
     }
     const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
     fmt::print("{:<24} {:>11.4f} {:>8.1f} {:>11.4f} {:>8.1f} {:>8.3f}x {:>9.4f} {:>9.3f}x  {}\n",
@@ -253,7 +258,7 @@ void generated() {
   }
   // compile time: a new epilogue (a constant no other kernel has) after NVRTC is warm
   auto a = fz::asarray(std::vector<T>(64 * 64, T(0.01f)), {64, 64});
-  fz::GeneratedProducts on;
+  fz::AllGeneratedProducts on;
   fz::Array<T> warm = fz::matmul(a, a) * 3.0f - 1.0f;
   const auto start = std::chrono::steady_clock::now();
   fz::reset_stats();

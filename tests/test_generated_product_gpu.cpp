@@ -77,7 +77,7 @@ void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int
   const auto bias = row_bias ? fz::asarray(hbias, {m, 1}) : fz::asarray(hbias, {n});
   const auto residual = fz::asarray(hres, out_shape);
   auto epilogue = [&](const auto& prod) { return fz::maximum(prod + bias, 0.0f) * 0.5f + residual; };
-  fz::GeneratedProducts on;
+  fz::AllGeneratedProducts on;
   const fz::KernelInfo info = fz::inspect(epilogue(fz::matmul(a, b)));
   REQUIRE(info.kernels == 1);
   REQUIRE_THAT(info.name, Catch::StartsWith("fz_matmul_"));
@@ -172,7 +172,7 @@ TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in 
   // the same bits every run
   const auto a = fz::asarray(test::random<fz::bfloat16>(2048 * 512, -1, 1, 48), {2048, 512});
   const auto b = fz::asarray(test::random<fz::bfloat16>(512 * 4096, -1, 1, 49), {512, 4096});
-  fz::GeneratedProducts on;
+  fz::AllGeneratedProducts on;
   const fz::Array<fz::bfloat16> first = fz::gelu(fz::matmul(a, b));
   const auto want = first.to_host();
   for (int run = 0; run < 5; ++run) {
@@ -191,7 +191,7 @@ TEST_CASE("generated products split K over blocks when the tiles are few: the sa
   check_epilogue<fz::bfloat16>(2, true, false, 24, 1536, 136, false, false, false, 33);  // batches share counters
   const auto a = fz::asarray(test::random<fz::bfloat16>(16 * 4096, -1, 1, 34), {16, 4096});
   const auto b = fz::asarray(test::random<fz::bfloat16>(4096 * 512, -1, 1, 35), {4096, 512});
-  fz::GeneratedProducts on;
+  fz::AllGeneratedProducts on;
   REQUIRE_THAT(fz::inspect(fz::matmul(a, b) * 2.0f).variant, Catch::Contains("K split"));
   const fz::Array<fz::bfloat16> first = fz::matmul(a, b) * 2.0f;
   const auto want = first.to_host();
@@ -216,7 +216,7 @@ TEST_CASE("generated products: batches, broadcast batches, a float32 result", "[
   const auto p = product(ra, rb, 1, false, false, m, k, n, scale);
   const auto a = fz::asarray(ha, {m, k}), b = fz::asarray(hb, {k, n});
   const auto bias = fz::asarray(hbias, {n});
-  fz::GeneratedProducts on;
+  fz::AllGeneratedProducts on;
   REQUIRE(fz::inspect(fz::tanh(fz::matmul(a, b).astype<float>()) + bias).kernels == 1);
   const fz::Array<float> y = fz::tanh(fz::matmul(a, b).astype<float>()) + bias;
   const auto g = y.to_host();

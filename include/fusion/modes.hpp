@@ -11,7 +11,7 @@ namespace fusion {
 
 namespace detail {
 enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, deterministic, generated_products,
-                              count_ };
+                              all_generated_products, count_ };
 /// This thread's switch for `m` (defined in the library, read on every assignment).
 bool& mode_flag(Mode m);
 }  // namespace detail
@@ -63,9 +63,14 @@ using Deterministic = ScopedMode<detail::Mode::deterministic>;
 /// While alive, a matrix product of float16 or bfloat16 matrices and the elementwise math that reads its result
 /// (`relu(a @ b + bias) * s + residual`, any activation, casts) run as one kernel fusion generates: tensor-core
 /// tiles whose float32 accumulators go through the epilogue before the one write, instead of cuBLASLt's
-/// product and a second kernel that reads it back. Opt-in while it is slower than cuBLASLt on large products
-/// (docs/performance.md has the measurements); what it does not cover (other dtypes, scaled operands, layouts
-/// that need a copy) runs as before. fz::inspect shows the generated kernel. Off by default.
+/// product and a second kernel that reads it back; where the kernel's class (its tiles, on this device) was
+/// measured faster than that (docs/performance.md), else as before. fz::inspect says which and why, with the
+/// measurement. What the kernel does not cover (other dtypes, scaled operands, layouts that need a copy) runs as
+/// before. Off by default (a new generated product compiles in about half a second).
 using GeneratedProducts = ScopedMode<detail::Mode::generated_products>;
+
+/// While alive, every product fz::GeneratedProducts could generate is generated, measured faster or not: for
+/// benchmarks, tests, and trying a device it was not measured on.
+using AllGeneratedProducts = ScopedMode<detail::Mode::all_generated_products>;
 
 }  // namespace fusion

@@ -44,6 +44,23 @@ constexpr ProductTiles kHopperTiles[] = {
 };
 /// ... and where even 128 x 128 tiles are too few (a few hundred rows): 64 x 128 tiles, one consumer warpgroup
 constexpr ProductTiles kHopperRowTiles = {64, 128, 64, 0, 0, 6, 1, 4};
+/// Each class measured against cuBLASLt's product + fusion's epilogue kernel (bfloat16, relu(a @ b + bias) * 0.5
+/// + residual, H100, fusion-bench-matmul --generated, 2026-11-28: bench/results/matmul/h100-2026-11-28-
+/// persistent.txt), in the words fz::inspect uses.
+struct Measured {
+  bool faster;
+  const char* measured;
+};
+constexpr Measured kHopperMeasured[] = {
+    {true, "0.93-0.98x cuBLASLt + the epilogue kernel (H100: 8192^3, 8192x14336x4096, 4096^3)"},
+    {false, "not yet measured against cuBLASLt in one run (a tuning alternative)"},
+    {false, "1.02-1.05x cuBLASLt + the epilogue kernel (H100: 512x4096x4096)"},
+};
+constexpr Measured kHopperRowMeasured = {true, "0.93-1.01x cuBLASLt + the epilogue kernel (H100: 256x4096x4096, 64x14336x4096)"};
+constexpr Measured kHopperSplitMeasured = {
+    false, "1.1-1.4x cuBLASLt + the epilogue kernel at 16-64 rows and K = 4096, level at 16x4096x14336 (H100)"};
+constexpr Measured kMmaSyncMeasured = {false, "1.06-2.5x cuBLASLt + the epilogue kernel (H100, the Hopper path off)"};
+
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
 
@@ -92,6 +109,10 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
       // 46.9 us; mma.sync's 62.8)
       if (tiles_of(h) * L.batch * 100 < sms * (h.warpgroups == 1 ? std::min(fill, 50) : fill)) continue;
       out.tiles = h;
+      const Measured m = h == kHopperRowTiles ? kHopperRowMeasured
+                         : h == kHopperTiles[2] ? kHopperMeasured[2]
+                                                : kHopperMeasured[tuning().product_hopper - 1];
+      out.faster = m.faster, out.measured = m.measured;
       if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
       out.tile_count = tiles_of(h);
       out.slice = L.k;
@@ -104,12 +125,14 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
     out.tiles = kHopperRowTiles;
     split_k(out, L, tiles, sms / tiles);
     if (out.split > 1) {
+      out.faster = kHopperSplitMeasured.faster, out.measured = kHopperSplitMeasured.measured;
       if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
       out.tile_count = tiles_of(kHopperRowTiles);
       out.blocks = std::min(tiles * out.split, sms);
       return out;
     }
   }
+  out.faster = kMmaSyncMeasured.faster, out.measured = kMmaSyncMeasured.measured;
   out.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
               : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
                                               : kSmallTiles[tuning().product_small];

@@ -183,14 +183,19 @@ struct ProductOperands {
   double scale = 1;
 };
 ProductOperands product_operands(const Call& c);
+/// Whether fz::GeneratedProducts or fz::AllGeneratedProducts is on.
+bool generated_products_on();
 /// Under fz::GeneratedProducts: product step `product` and the elementwise step `epilogue` that reads it
 /// (through the slots marked in `product_slot`) as one generated kernel writing `out` (generated_product.cpp).
-/// False, with nothing written, where the generated kernel does not cover the call: the plan runs the steps.
+/// False, with nothing written, where the generated kernel does not cover the call or its class was not
+/// measured faster (fz::AllGeneratedProducts aside): the plan runs the steps.
 [[nodiscard]] bool evaluate_generated_product(const Call& product, const Call& epilogue,
                                               const std::vector<bool>& product_slot, ArrayBase& out, AssignMode mode);
-/// The kernel evaluate_generated_product would run, if any.
+/// The kernel evaluate_generated_product would run, if any; if none because its class was not measured faster,
+/// `declined` says so, with the measurement.
 std::optional<KernelInfo> inspect_generated_product(const Call& product, const Call& epilogue,
-                                                    const std::vector<bool>& product_slot, DType out_dtype);
+                                                    const std::vector<bool>& product_slot, DType out_dtype,
+                                                    std::string& declined);
 /// A floating scalar argument's value (16-bit floats travel as float32 bits).
 double floating_value(const ScalarArg& s);
 /// A call evaluated as the front end's assignments are (one elementwise kernel, one reduction, or a plan;

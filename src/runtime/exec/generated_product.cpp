@@ -2,6 +2,8 @@
 // A product step and the elementwise step reading it, as one generated kernel (codegen/emit_product), while
 // fz::GeneratedProducts is on. Everything the kernel does not cover declines (false, nothing written) and
 // the plan runs the two steps as before (cuBLASLt, then the fused epilogue kernel).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -32,6 +34,8 @@ struct ProductLaunch {
   std::vector<std::array<std::int64_t, 3>> strides;  // per epilogue parameter: batch, row, column
   std::vector<const ArrayBase*> params;               // per epilogue parameter (the product's null)
   std::int64_t batch = 1, tiles = 0, blocks = 0;  // (blocks: ProductLayout's)
+  bool faster = false;                             // ... and its measured verdict
+  const char* measured = "";
 };
 
 bool aligned16(const ArrayBase& a) { return a.data_ptr() % 16 == 0; }
@@ -118,6 +122,8 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.split = lay.split > 1;
   P.tiles = lay.tile_count;
   P.blocks = lay.blocks;
+  P.faster = lay.faster;
+  P.measured = lay.measured;
   P.dims[7] = lay.split;
   P.dims[8] = lay.slice;
   return true;
@@ -148,12 +154,17 @@ CUtensorMap operand_map(const ArrayBase& x, bool k_inner, std::int64_t mn, std::
 
 }  // namespace
 
+bool generated_products_on() {
+  return mode_flag(Mode::generated_products) || mode_flag(Mode::all_generated_products);
+}
+
 bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, ArrayBase& out,
                                 AssignMode mode) {
-  if (!mode_flag(Mode::generated_products)) return false;
+  if (!generated_products_on()) return false;
   const auto& stream = current_stream_state();
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, stream->device, true, P)) return false;
+  if (!P.faster && !mode_flag(Mode::all_generated_products)) return false;
   const ProductOperands& o = P.operands;
   // The result is written once, in place: a new array, or an existing C-ordered one of its shape that
   // shares no memory with the operands (an epilogue array may be the output itself: each element is read
@@ -206,13 +217,22 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
 }
 
 std::optional<KernelInfo> inspect_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot,
-                                                    DType out_dtype) {
-  if (!mode_flag(Mode::generated_products)) return {};
+                                                    DType out_dtype, std::string& declined) {
+  if (!generated_products_on()) return {};
   const int device = device_count() > 0 ? enter_current_device() : -1;
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, device, false, P)) return {};
+  const ProductTiles& t = P.v.tiles;
+  const std::string kind = fmt::format("{}x{}x{} tiles, {}{}", t.bm, t.bn, t.bk, t.warpgroups ? "Hopper" : "mma.sync",
+                                       P.v.split ? ", K split" : "");
+  if (!P.faster && !mode_flag(Mode::all_generated_products)) {
+    declined = fmt::format("fz::GeneratedProducts kept cuBLASLt: the generated kernel ({}) measured {}", kind, P.measured);
+    return {};
+  }
   P.v.out_dtype = out_dtype;
-  return finish_inspect(generate(*ec.lowered, P.v, ec.name), P.v.describe());
+  return finish_inspect(generate(*ec.lowered, P.v, ec.name),
+                        P.v.describe() + (P.faster ? fmt::format("; chosen by fz::GeneratedProducts: measured {}", P.measured)
+                                                   : fmt::format("; fz::AllGeneratedProducts (measured {})", P.measured)));
 }
 
 }  // namespace fusion::detail

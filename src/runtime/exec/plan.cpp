@@ -297,7 +297,7 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
     // A product and the step reading it as one kernel: generated where fz::GeneratedProducts asks for it, else
     // inside cuBLASLt's call where its epilogues express the math (the partition checked the steps' shapes; the
     // arrays are checked here). The mode is checked first: a product plan's repeated path builds no step calls.
-    const bool generated = steps[i].generated_epilogue && mode_flag(Mode::generated_products);
+    const bool generated = steps[i].generated_epilogue && generated_products_on();
     if (generated || steps[i].epilogue.found) {
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
       ArrayBase& out = *outs[~steps[i + 1].targets[0]];
@@ -332,6 +332,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     std::optional<Epilogue> epilogue;
     DType written = DType::float32;  // the merged result's dtype
     std::optional<KernelInfo> generated;  // the product and its epilogue as one generated kernel
+    std::string declined;                  // ... or why fz::GeneratedProducts kept cuBLASLt
   };
   std::vector<std::unique_ptr<Step>> steps;
   walk_shapes(p, c, nullptr, AssignMode::fresh, [&](const KernelStep& s, const Call& call, const std::vector<Shape>&) {
@@ -362,6 +363,7 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
             fmt::format(", with cuBLASLt's {} epilogue", epilogue_name(e->activation, e->bias, e->residual));
       if (o.epilogue && o.written != graph_of(o.call).dtype(graph_of(o.call).outputs[0]))
         info.variant += fmt::format(", the result written as {}", dtype_name(o.written));
+      if (!o.declined.empty()) info.variant += "; " + o.declined;
       return {info};
     }
     if (o.call.lowered->has_scan) return inspect_scan(o.call);
@@ -377,7 +379,8 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
     if (steps[i]->step->generated_epilogue) {
       steps[i]->generated = inspect_generated_product(steps[i]->call, steps[i + 1]->call,
-                                                      product_slots(*steps[i]->step, *steps[i + 1]->step), out_dtype);
+                                                      product_slots(*steps[i]->step, *steps[i + 1]->step), out_dtype,
+                                                      steps[i]->declined);
       if (steps[i]->generated) {
         steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
         continue;
