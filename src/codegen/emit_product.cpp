@@ -258,13 +258,14 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   const bool hopper = t.warpgroups != 0;
   if (hopper && (t.bk != kHopperBoxInner || t.bm != 64 * t.warpgroups || t.bn % 64 != 0 || t.bn > 256))
     throw Error("internal: a Hopper product tile is 64 rows a warpgroup, 64 along K, whole blocks of 64 columns");
-  if (hopper)
+  if (hopper) {
     w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPGROUPS = {}, FZ_STAGES = {}, FZ_GROUP = {}, "
            "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warpgroups, t.stages, kHopperGroup, t.ahead);
-  if (hopper) w.line("constexpr bool FZ_SPLIT = {};", v.split);
-  else
+    w.line("constexpr bool FZ_SPLIT = {};", v.split);
+  } else {
     w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {}, "
            "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages, t.ahead);
+  }
   w.line("constexpr bool FZ_A_ROWS = {}, FZ_B_ROWS = {}, FZ_ASYNC = {};", v.a_rows, v.b_rows, v.async);
   w.line("#define FZ_MMA_TYPE \"{}\"", v.operand == DType::bfloat16 ? "bf16" : "f16");
   w.line("struct FzProduct {{ long long v[{}]; }};", kProductDims);
