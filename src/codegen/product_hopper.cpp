@@ -16,7 +16,8 @@ namespace {
 /// tile and go on with the next tile's products; warps 1-3 (the epilogue) apply the epilogue to the staged tile
 /// and write it meanwhile. Mbarriers pace them: per stage `full` (the copies' bytes have landed) and `empty` (the
 /// consumers are done with it); `staged` (the consumers have written the staging tile) and `drained` (the epilogue
-/// has read it).
+/// has read it). With K split (FZ_SPLIT, a few tens of rows), a block's units are a tile and a slice of K each,
+/// and only the last unit of a tile to finish stages anything: the sum of the tile's float partials.
 constexpr const char* kLoop = R"(constexpr int FZ_CONSUMERS = 128 * FZ_WARPGROUPS, FZ_THREADS = FZ_CONSUMERS + 128, FZ_EPILOGUE = 96;
 constexpr int FZ_A_STAGE = FZ_BM * FZ_BK * 2, FZ_STAGE = (FZ_BM + FZ_BN) * FZ_BK * 2, FZ_C_LD = FZ_BN + 8;
 struct __align__(64) FzTensorMap { unsigned long long v[16]; };  // a CUtensorMap, built by the host
