@@ -2,6 +2,7 @@
 #include "schedule/product_layout.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
@@ -104,33 +105,31 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
   const bool hopper = tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && rows16 &&
                       std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
   if (hopper) {
-    for (const ProductTiles& h : {kHopperTiles[tuning().product_hopper - 1], kHopperTiles[2], kHopperRowTiles}) {
+    // `t` with its verdict, `units` (tiles x slices) over the persistent blocks
+    const auto take = [&](const ProductTiles& t, const Measured& m, std::int64_t units) {
+      out.tiles = t;
+      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
+      out.faster = m.faster, out.measured = m.measured;
+      out.tile_count = tiles_of(t);
+      out.blocks = std::min(units, sms);
+      return out;
+    };
+    const int row = tuning().product_hopper - 1;
+    const std::pair<ProductTiles, Measured> classes[] = {
+        {kHopperTiles[row], kHopperMeasured[row]}, {kHopperTiles[2], kHopperMeasured[2]}, {kHopperRowTiles, kHopperRowMeasured}};
+    for (const auto& [h, m] : classes) {
       // (64-row tiles where they give half the SMs one: H100, 64x14336x4096 with an epilogue, 112 of them,
       // 46.9 us; mma.sync's 62.8)
       if (tiles_of(h) * L.batch * 100 < sms * (h.warpgroups == 1 ? std::min(fill, 50) : fill)) continue;
-      out.tiles = h;
-      const Measured m = h == kHopperRowTiles ? kHopperRowMeasured
-                         : h == kHopperTiles[2] ? kHopperMeasured[2]
-                                                : kHopperMeasured[tuning().product_hopper - 1];
-      out.faster = m.faster, out.measured = m.measured;
-      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
-      out.tile_count = tiles_of(h);
       out.slice = L.k;
-      out.blocks = std::min(out.tile_count * L.batch, sms);
-      return out;
+      return take(h, m, tiles_of(h) * L.batch);
     }
     // Too few even of those (the tokens of inference: tens of rows): K split over 64-row tiles, a slice (a unit)
     // for each persistent block, one round
     const std::int64_t tiles = tiles_of(kHopperRowTiles) * L.batch;
     out.tiles = kHopperRowTiles;
     split_k(out, L, tiles, sms / tiles);
-    if (out.split > 1) {
-      out.faster = kHopperSplitMeasured.faster, out.measured = kHopperSplitMeasured.measured;
-      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
-      out.tile_count = tiles_of(kHopperRowTiles);
-      out.blocks = std::min(tiles * out.split, sms);
-      return out;
-    }
+    if (out.split > 1) return take(kHopperRowTiles, kHopperSplitMeasured, tiles * out.split);
   }
   out.faster = kMmaSyncMeasured.faster, out.measured = kMmaSyncMeasured.measured;
   out.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
