@@ -22,6 +22,20 @@ namespace fz = fusion;
 
 namespace test {
 
+/// Sets an environment variable for a scope, then puts back what was there.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
 /// A value of any dtype, kept as double (floats) or as exact 64-bit integers.
 struct Value {
   double f = 0;

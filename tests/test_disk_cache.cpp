@@ -7,7 +7,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
+#include "runtime/compile/background_build.hpp"
 #include "runtime/compile/cache_commands.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/compile/kernel_cache.hpp"
@@ -301,19 +303,7 @@ TEST_CASE("cache warm compiles another cache's kernels for new architectures, on
   CHECK(own.present == 3);
 }
 
-namespace {
-/// Sets an environment variable for a scope, then puts back what was there.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-}  // namespace
+using test::ScopedEnv;
 
 TEST_CASE("FUSION_CACHE and FUSION_ARCH take the spellings people write and refuse the rest", "[cache]") {
   for (const char* off : {"0", "off", "no", "false", "OFF", "False"}) {
@@ -338,4 +328,40 @@ TEST_CASE("FUSION_CACHE and FUSION_ARCH take the spellings people write and refu
   }
   ScopedEnv env("FUSION_ARCH", "7");
   CHECK_THROWS_WITH(fz::detail::default_target(), Catch::Contains("give one like 90"));
+}
+
+TEST_CASE("a kernel built on a worker thread is asked for until ready, then is in the kernel cache; a failed build "
+          "says why", "[cache][nvrtc]") {
+  using fz::detail::artifact_in_background;
+  const fz::detail::Target t = fz::detail::target_for_arch(90);
+  auto kernel = [](const std::string& body) {
+    fz::codegen::GeneratedKernel k;
+    k.name = fmt::format("fz_background_{}_{}", getpid(), std::random_device{}());  // new to the cache
+    k.source = fmt::format("extern \"C\" __global__ void {}(float* x) {{ {} }}\n", k.name, body);
+    return k;
+  };
+  auto wait = [&](const fz::codegen::GeneratedKernel& k) {
+    fz::detail::BackgroundArtifact b;
+    for (int i = 0; i < 12000 && !b.artifact && b.failed.empty(); ++i) {
+      b = artifact_in_background(k, t);
+      if (!b.artifact && b.failed.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return b;
+  };
+  const auto k = kernel("x[threadIdx.x] *= 2.0f;");
+  const auto first = artifact_in_background(k, t);
+  CHECK_FALSE(first.artifact);  // the build has only begun: the caller does not wait for it
+  CHECK(first.failed.empty());
+  const auto done = wait(k);
+  REQUIRE(done.artifact);
+  CHECK(done.artifact->binary.size() > 100);
+  CHECK(done.artifact->registers >= 0);
+  CHECK(fz::detail::stored_artifact(k, t));  // in the kernel cache: a later process finds it at once
+  CHECK(artifact_in_background(k, t).artifact->binary == done.artifact->binary);
+  // a kernel that does not compile: its error comes back as words, nothing is thrown on either thread
+  const auto broken = kernel("x[threadIdx.x] = undeclared_name;");
+  const auto failed = wait(broken);
+  CHECK_FALSE(failed.artifact);
+  CHECK_THAT(failed.failed, Catch::Contains("undeclared_name"));
+  CHECK_FALSE(fz::detail::stored_artifact(broken, t));
 }

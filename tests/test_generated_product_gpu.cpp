@@ -2,8 +2,15 @@
 // Generated matrix products on the GPU (fz::GeneratedProducts) against a float64 host reference: both
 // 16-bit dtypes, every layout (NN, NT, TN, TT through transposed views), sizes that are not multiples of a
 // tile, unaligned extents (plain loads), K = 1, both tile classes, batches and broadcast batches, epilogues
-// with a bias, a bias along the rows, a residual, a float32 result, into poisoned and in-place outputs.
+// with a bias, a bias along the rows, a residual, a float32 result, into poisoned and in-place outputs; and the
+// default route's race between cuBLASLt and the generated kernel.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
+#include <thread>
+
+#include "runtime/compile/disk_cache.hpp"
 
 #include "schedule/tuning.hpp"
 #include "support.hpp"
@@ -77,7 +84,7 @@ void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int
   const auto bias = row_bias ? fz::asarray(hbias, {m, 1}) : fz::asarray(hbias, {n});
   const auto residual = fz::asarray(hres, out_shape);
   auto epilogue = [&](const auto& prod) { return fz::maximum(prod + bias, 0.0f) * 0.5f + residual; };
-  fz::AllGeneratedProducts on;
+  fz::GeneratedProducts on;
   const fz::KernelInfo info = fz::inspect(epilogue(fz::matmul(a, b)));
   REQUIRE(info.kernels == 1);
   REQUIRE_THAT(info.name, Catch::StartsWith("fz_matmul_"));
@@ -172,7 +179,7 @@ TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in 
   // the same bits every run
   const auto a = fz::asarray(test::random<fz::bfloat16>(2048 * 512, -1, 1, 48), {2048, 512});
   const auto b = fz::asarray(test::random<fz::bfloat16>(512 * 4096, -1, 1, 49), {512, 4096});
-  fz::AllGeneratedProducts on;
+  fz::GeneratedProducts on;
   const fz::Array<fz::bfloat16> first = fz::gelu(fz::matmul(a, b));
   const auto want = first.to_host();
   for (int run = 0; run < 5; ++run) {
@@ -191,7 +198,7 @@ TEST_CASE("generated products split K over blocks when the tiles are few: the sa
   check_epilogue<fz::bfloat16>(2, true, false, 24, 1536, 136, false, false, false, 33);  // batches share counters
   const auto a = fz::asarray(test::random<fz::bfloat16>(16 * 4096, -1, 1, 34), {16, 4096});
   const auto b = fz::asarray(test::random<fz::bfloat16>(4096 * 512, -1, 1, 35), {4096, 512});
-  fz::AllGeneratedProducts on;
+  fz::GeneratedProducts on;
   REQUIRE_THAT(fz::inspect(fz::matmul(a, b) * 2.0f).variant, Catch::Contains("K split"));
   const fz::Array<fz::bfloat16> first = fz::matmul(a, b) * 2.0f;
   const auto want = first.to_host();
@@ -216,7 +223,7 @@ TEST_CASE("generated products: batches, broadcast batches, a float32 result", "[
   const auto p = product(ra, rb, 1, false, false, m, k, n, scale);
   const auto a = fz::asarray(ha, {m, k}), b = fz::asarray(hb, {k, n});
   const auto bias = fz::asarray(hbias, {n});
-  fz::AllGeneratedProducts on;
+  fz::GeneratedProducts on;
   REQUIRE(fz::inspect(fz::tanh(fz::matmul(a, b).astype<float>()) + bias).kernels == 1);
   const fz::Array<float> y = fz::tanh(fz::matmul(a, b).astype<float>()) + bias;
   const auto g = y.to_host();
@@ -225,4 +232,76 @@ TEST_CASE("generated products: batches, broadcast batches, a float32 result", "[
     const double want = std::tanh(pr) + hbias[i % static_cast<std::size_t>(n)];
     REQUIRE(std::abs(g[i] - want) <= 1.6e-2 * scale[i] + 2 * 0x1p-8 * std::abs(pr) + 1e-5);
   }
+}
+
+TEST_CASE("by default a product is raced: cuBLASLt while its generated kernel builds, then the faster route, the "
+          "verdict kept in the kernel cache", "[gpu][matmul]") {
+  using T = fz::bfloat16;
+  // rows new to this process, so that no earlier run's verdict decides (the kernel itself may be cached)
+  const std::int64_t M = 520 + getpid() % 200, K = 256, N = 1024;
+  const auto ha = test::random<T>(static_cast<std::size_t>(M * K), -1, 1, 71), hb = test::random<T>(static_cast<std::size_t>(K * N), -1, 1, 72);
+  const auto hbias = test::random<T>(static_cast<std::size_t>(N), -1, 1, 73), hres = test::random<T>(static_cast<std::size_t>(M * N), -1, 1, 74);
+  std::vector<double> ra, rb, scale;
+  for (T v : ha) ra.push_back(test::as_double(v));
+  for (T v : hb) rb.push_back(test::as_double(v));
+  const std::vector<double> p = product(ra, rb, 1, false, false, M, K, N, scale);
+  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
+  const auto residual = fz::asarray(hres, {M, N});
+  const auto expr = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual;
+  auto wrong = [&](const fz::Array<T>& y) {
+    const std::vector<T> g = y.to_host();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double pr = rounded<T>(p[i]);
+      const double want = std::max(pr + test::as_double(hbias[i % static_cast<std::size_t>(N)]), 0.0) * 0.5 + test::as_double(hres[i]);
+      const double bound = 0.5 * (1.6e-2 * scale[i] + 2 * ulp_of<T>() * std::abs(pr)) + 2 * ulp_of<T>() * std::abs(want) + 1e-6;
+      bad += !(std::abs(test::as_double(g[i]) - want) <= bound);
+    }
+    return bad;
+  };
+  const fz::DeviceProperties props = fz::Device(0).properties();
+  const std::string before = fz::inspect(expr).plan[0];
+  INFO(before);
+  REQUIRE_THAT(before, Catch::Contains("cublasLtMatmul"));
+  if (props.compute_capability_major != 9 || props.compute_capability_minor != 0) {  // the mma.sync kernel: not raced
+    CHECK_THAT(before, Catch::Contains("is not raced"));
+    fz::Array<T> y = expr;
+    CHECK(wrong(y) == 0);
+    return;
+  }
+  CHECK_THAT(before, Catch::Contains("64x128x64 tiles, Hopper") && Catch::Contains("timed against it on 6 calls each (0 so far)"));
+  std::string plan;
+  int calls = 0;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < until;) {
+    fz::Array<T> y = fz::empty<T>({M, N});
+    y.fill(T(std::nanf("")));
+    y = expr;  // (into the poisoned array: either route writes every element)
+    ++calls;
+    REQUIRE(wrong(y) == 0);
+    plan = fz::inspect(expr).plan[0];
+    if (plan.find("measured") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  INFO(plan << " after " << calls << " calls");
+  REQUIRE_THAT(plan, Catch::Contains("measured") && Catch::Contains(props.name) && Catch::Contains("us a call"));
+  CHECK(calls >= 12);  // six timed calls of each route at least
+  const bool generated = plan.starts_with("fz_matmul_");
+  CHECK(fz::inspect(expr).kernels == (generated ? 1 : 2));
+  fz::Array<T> after = expr;
+  CHECK(wrong(after) == 0);
+  // the verdict is in the kernel cache, for the next process
+  const std::string shape = fmt::format(" {}x{}x{} batch 1\n", M, N, K);
+  int verdicts = 0;
+  for (const auto& path : fz::detail::DiskCache::instance().entries())
+    if (const auto e = fz::detail::DiskCache::read_file(path); e && fz::detail::is_verdict(e->key) &&
+                                                                e->key.source.find(shape) != std::string::npos) {
+      ++verdicts;
+      CHECK_THAT(e->binary, Catch::StartsWith(generated ? "generated " : "library "));
+    }
+  CHECK(verdicts == 1);
+  // fz::Deterministic and fz::CublasProducts keep cuBLASLt whatever the verdict
+  fz::Deterministic exact;
+  CHECK_THAT(fz::inspect(expr).plan[0], Catch::Contains("cublasLtMatmul"));
+  fz::Array<T> library = expr;
+  CHECK(wrong(library) == 0);
 }

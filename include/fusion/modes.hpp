@@ -11,7 +11,7 @@ namespace fusion {
 
 namespace detail {
 enum class Mode : std::uint8_t { unfused, fast_math, separate_reductions, tf32_products, deterministic, generated_products,
-                              all_generated_products, count_ };
+                              cublas_products, count_ };
 /// This thread's switch for `m` (defined in the library, read on every assignment).
 bool& mode_flag(Mode m);
 }  // namespace detail
@@ -57,20 +57,31 @@ using TF32Products = ScopedMode<detail::Mode::tf32_products>;
 /// old value plus the exact sum, so the result is also the correctly rounded one (subnormal results aside; a
 /// 16-bit target rounds through float). It costs a second small kernel and temporary memory: 80 bytes per
 /// target element (float32, float16, bfloat16) or 536 (float64). Everything else fusion runs is deterministic
-/// already: reductions combine in a fixed order, integer sums and maxima are exact.
+/// already: reductions combine in a fixed order, integer sums and maxima are exact; matrix products stay on
+/// cuBLASLt (the default route may move a product to a generated kernel once it has measured faster).
 using Deterministic = ScopedMode<detail::Mode::deterministic>;
 
-/// While alive, a matrix product of float16 or bfloat16 matrices and the elementwise math that reads its result
-/// (`relu(a @ b + bias) * s + residual`, any activation, casts) run as one kernel fusion generates: tensor-core
-/// tiles whose float32 accumulators go through the epilogue before the one write, instead of cuBLASLt's
-/// product and a second kernel that reads it back; where the kernel's class (its tiles, on this device) was
-/// measured faster than that (docs/performance.md), else as before. fz::inspect says which and why, with the
-/// measurement. What the kernel does not cover (other dtypes, scaled operands, layouts that need a copy) runs as
-/// before. Off by default (a new generated product compiles in about half a second).
+/// How a matrix product and the elementwise math that reads its result (`relu(a @ b + bias) * s + residual`, any
+/// activation, casts) run. Two routes: cuBLASLt's product followed by fusion's kernel for the rest (or one
+/// cuBLASLt call where its own epilogues express it), or one kernel fusion generates, whose tensor-core tiles put
+/// their float32 accumulators through the epilogue before the one write (float16 and bfloat16 operands).
+///
+/// By default fusion measures, per product shape on the device at hand, which route is faster and takes it: the
+/// first calls run cuBLASLt while the generated kernel compiles on a worker thread, then the two routes alternate
+/// for a few calls timed with events, and the faster one stays. The verdict is kept in the kernel cache, so a
+/// later process takes it from its first call. Only classes that can win are raced (the Hopper path, sm_90);
+/// fz::inspect says which route runs and the times behind it. The two routes' results differ in the last bits
+/// (summation order), as two cuBLASLt algorithms' do, so a product's results may change once its verdict is in:
+/// fz::Deterministic keeps products on cuBLASLt; while a step records or a graph captures nothing is timed (a
+/// settled verdict whose kernel is loaded is taken, else cuBLASLt).
+///
+/// While alive: every product the generated kernel covers runs as that kernel (compiled on the calling thread,
+/// about half a second when new), measured faster or not: for benchmarks, tests, and devices not measured.
+/// FUSION_GENERATED_PRODUCTS=1 does the same for the whole process.
 using GeneratedProducts = ScopedMode<detail::Mode::generated_products>;
 
-/// While alive, every product fz::GeneratedProducts could generate is generated, measured faster or not: for
-/// benchmarks, tests, and trying a device it was not measured on.
-using AllGeneratedProducts = ScopedMode<detail::Mode::all_generated_products>;
+/// While alive, products run on cuBLASLt (and the epilogue kernel) only, as FUSION_GENERATED_PRODUCTS=0 does for the
+/// whole process: for comparisons, and for results that must not change once the generated kernel is ready.
+using CublasProducts = ScopedMode<detail::Mode::cublas_products>;
 
 }  // namespace fusion

@@ -2,7 +2,6 @@
 #include "schedule/product_layout.hpp"
 
 #include <algorithm>
-#include <utility>
 
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
@@ -45,22 +44,9 @@ constexpr ProductTiles kHopperTiles[] = {
 };
 /// ... and where even 128 x 128 tiles are too few (a few hundred rows): 64 x 128 tiles, one consumer warpgroup
 constexpr ProductTiles kHopperRowTiles = {64, 128, 64, 0, 0, 6, 1, 4};
-/// Each class measured against cuBLASLt's product + fusion's epilogue kernel (bfloat16, relu(a @ b + bias) * 0.5
-/// + residual, H100, fusion-bench-matmul --generated, 2026-11-28: bench/results/matmul/h100-2026-11-28-
-/// persistent.txt), in the words fz::inspect uses.
-struct Measured {
-  bool faster;
-  const char* measured;
-};
-constexpr Measured kHopperMeasured[] = {
-    {true, "0.93-0.98x cuBLASLt + the epilogue kernel (H100: 8192^3, 8192x14336x4096, 4096^3)"},
-    {false, "not yet measured against cuBLASLt in one run (a tuning alternative)"},
-    {false, "1.02-1.05x cuBLASLt + the epilogue kernel (H100: 512x4096x4096)"},
-};
-constexpr Measured kHopperRowMeasured = {true, "0.93-1.01x cuBLASLt + the epilogue kernel (H100: 256x4096x4096, 64x14336x4096)"};
-constexpr Measured kHopperSplitMeasured = {
-    false, "1.1-1.4x cuBLASLt + the epilogue kernel at 16-64 rows and K = 4096, level at 16x4096x14336 (H100)"};
-constexpr Measured kMmaSyncMeasured = {false, "1.06-2.5x cuBLASLt + the epilogue kernel (H100, the Hopper path off)"};
+/// Why the mma.sync kernel is not raced against cuBLASLt by default (fz::GeneratedProducts takes it): bfloat16,
+/// relu(a @ b + bias) * 0.5 + residual, H100, fusion-bench-matmul --generated with the Hopper path off.
+constexpr const char* kMmaSyncUnraced = "the mma.sync kernel measured 1.06-2.5x cuBLASLt + the epilogue kernel (H100)";
 
 /// A slice of K is this long at least (shorter ones spend more on their partial tiles than they stream).
 constexpr std::int64_t kMinSlice = 256;
@@ -105,33 +91,31 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
   const bool hopper = tuning().product_hopper > 0 && dev.compute_major == 9 && dev.compute_minor == 0 && rows16 &&
                       std::max({L.m, L.n, L.k}) < (std::int64_t{1} << 31);
   if (hopper) {
-    // `t` with its verdict, `units` (tiles x slices) over the persistent blocks
-    const auto take = [&](const ProductTiles& t, const Measured& m, std::int64_t units) {
+    // `t`, `units` (tiles x slices) over the persistent blocks; raced against cuBLASLt by default
+    const auto take = [&](const ProductTiles& t, std::int64_t units) {
       out.tiles = t;
       if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
-      out.faster = m.faster, out.measured = m.measured;
+      out.raced = true;
       out.tile_count = tiles_of(t);
       out.blocks = std::min(units, sms);
       return out;
     };
     const int row = tuning().product_hopper - 1;
-    const std::pair<ProductTiles, Measured> classes[] = {
-        {kHopperTiles[row], kHopperMeasured[row]}, {kHopperTiles[2], kHopperMeasured[2]}, {kHopperRowTiles, kHopperRowMeasured}};
-    for (const auto& [h, m] : classes) {
+    for (const ProductTiles& h : {kHopperTiles[row], kHopperTiles[2], kHopperRowTiles}) {
       // (64-row tiles where they give half the SMs one: H100, 64x14336x4096 with an epilogue, 112 of them,
       // 46.9 us; mma.sync's 62.8)
       if (tiles_of(h) * L.batch * 100 < sms * (h.warpgroups == 1 ? std::min(fill, 50) : fill)) continue;
       out.slice = L.k;
-      return take(h, m, tiles_of(h) * L.batch);
+      return take(h, tiles_of(h) * L.batch);
     }
     // Too few even of those (the tokens of inference: tens of rows): K split over 64-row tiles, a slice (a unit)
     // for each persistent block, one round
     const std::int64_t tiles = tiles_of(kHopperRowTiles) * L.batch;
     out.tiles = kHopperRowTiles;
     split_k(out, L, tiles, sms / tiles);
-    if (out.split > 1) return take(kHopperRowTiles, kHopperSplitMeasured, tiles * out.split);
+    if (out.split > 1) return take(kHopperRowTiles, tiles * out.split);
   }
-  out.faster = kMmaSyncMeasured.faster, out.measured = kMmaSyncMeasured.measured;
+  out.unraced = kMmaSyncUnraced;
   out.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
               : L.m <= 32                     ? kSkinnyTiles[tuning().product_skinny]
                                               : kSmallTiles[tuning().product_small];

@@ -20,11 +20,10 @@ struct ProductLayout {
   /// The Hopper path's persistent blocks, one per SM at most, each taking tile after tile of every batch item (0:
   /// the mma.sync kernel's grid, a block per tile and slice, batch items along y).
   std::int64_t blocks = 0;
-  /// Whether this kernel's class (its path and tiles, on this kind of device) was measured faster than cuBLASLt's
-  /// product + fusion's epilogue kernel, and the measurement: what fz::GeneratedProducts decides by (measured
-  /// or not, fz::AllGeneratedProducts takes it) and fz::inspect says.
-  bool faster = false;
-  const char* measured = "";
+  /// Whether the default route races this kernel against cuBLASLt + the epilogue kernel (runtime/exec/product_race),
+  /// else why not (fz::GeneratedProducts takes it all the same).
+  bool raced = false;
+  const char* unraced = "";
 };
 
 /// The layout of a generated product of `L` (no copies, no outer batch loop, nonzero extents) on `dev`;

@@ -49,6 +49,7 @@ bool cache_show(const DiskCache& cache, const std::string& what, std::ostream& o
     found = true;
     fmt::print(out, "// {}  target {}  NVRTC {}  options {}\n// file {}\n{}\n", name, e->key.target,
                e->key.nvrtc_version, e->key.options, p.string(), e->key.source);
+    if (is_verdict(e->key)) fmt::print(out, "// verdict (route, cuBLASLt us, generated us): {}\n", e->binary);
   }
   return found;
 }
@@ -145,6 +146,7 @@ WarmResult cache_warm(const DiskCache& from, KernelStore& into, const std::vecto
   for (const fs::path& p : from.entries()) {
     const auto e = DiskCache::read_file(p);
     if (!e) continue;  // unreadable: nothing to compile from
+    if (is_verdict(e->key)) continue;  // a product race's verdict: nothing to compile
     const auto k = parse(e->key);
     if (!k) {
       fmt::print(out, "skipped {} ({}): its compile options are not ones this fusion writes\n", e->key.kernel_name,

@@ -23,4 +23,9 @@ struct CacheEntry {
   std::string location;  ///< where a store found it (filled by load; not part of the entry's bytes)
 };
 
+/// The options of an entry that holds no binary but a product race's verdict (runtime/exec/product_race.cpp): kept
+/// with the kernels, listed and pruned with them, never compiled.
+inline constexpr const char* kVerdictOptions = "-fusion-product-verdict";
+inline bool is_verdict(const CacheKey& k) { return k.options == kVerdictOptions; }
+
 }  // namespace fusion::detail

@@ -13,6 +13,7 @@
 
 #include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
+#include "runtime/compile/background_build.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/measure/stats_counters.hpp"
@@ -28,12 +29,15 @@ bool show_kernels() {
   return on;
 }
 
+// The kernels FUSION_SHOW_KERNELS has shown. At namespace scope: made before, and destroyed after, every
+// function's static (a build still running on a worker thread at exit may show its kernel).
+std::mutex shown_mu;
+std::set<std::string> shown;
+
 /// FUSION_SHOW_KERNELS=1: each kernel's name and source, once per process.
 void announce(const codegen::GeneratedKernel& k, const std::string& target) {
   if (!show_kernels()) return;
-  static std::mutex mu;
-  static std::set<std::string> shown;
-  std::lock_guard lock(mu);
+  std::lock_guard lock(shown_mu);
   if (shown.insert(k.name).second)
     std::fprintf(stderr, "fusion: kernel %s (%s)\n%s\n", k.name.c_str(), target.c_str(), k.source.c_str());
 }
@@ -47,31 +51,54 @@ CacheKey cache_key(const std::string& source, const std::string& kernel_name, co
   return CacheKey{source, kernel_name, nvrtc_version(), options, t.name()};
 }
 
-Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& device_target) {
+namespace {
+
+/// The target `k` is built for on a device of `device_target`'s: an architecture-specific kernel (the planner
+/// chose it for a device of exactly that architecture) as sm_XXa.
+Target build_target(const codegen::GeneratedKernel& k, const Target& device_target) {
   Target t = device_target;
-  if (k.arch_specific) {  // (the planner chose such a kernel for a device of exactly this architecture)
+  if (k.arch_specific) {
     if (t.ptx)
       throw Error(fmt::format("internal: kernel {} needs the sm_{}a target, which this NVRTC cannot build", k.name, t.arch));
     t.specific = true;
   }
-  const CacheKey key = cache_key(k.source, k.name, t, k.options, !k.full_headers);
-  announce(k, t.name());
-  KernelStore& store = kernel_store();
+  return t;
+}
+
+CacheKey key_of(const codegen::GeneratedKernel& k, const Target& t) {
+  return cache_key(k.source, k.name, t, k.options, !k.full_headers);
+}
+
+}  // namespace
+
+std::optional<Artifact> stored_artifact(const codegen::GeneratedKernel& k, const Target& device_target) {
+  const Target t = build_target(k, device_target);
+  auto hit = kernel_store().load(key_of(k, t));
+  if (!hit) return std::nullopt;
+  ++counters().disk_hits;
   Artifact a;
   a.target = t.name();
   a.ptx = t.ptx;
-  if (auto hit = store.load(key)) {
-    ++counters().disk_hits;
-    a.binary = std::move(hit->binary);
-    a.registers = hit->registers;
-    a.cache_path = std::move(hit->location);  // the store that had it (no second read)
-    return a;
-  }
+  a.binary = std::move(hit->binary);
+  a.registers = hit->registers;
+  a.cache_path = std::move(hit->location);  // the store that had it (no second read)
+  return a;
+}
+
+Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& device_target) {
+  const Target t = build_target(k, device_target);
+  announce(k, t.name());
+  if (auto a = stored_artifact(k, device_target)) return std::move(*a);
+  const CacheKey key = key_of(k, t);
   CompileOutput out = compile(k.source, k.name, t, k.options, !k.full_headers);
   ++counters().compiles;
   counters().compile_ms.fetch_add(out.milliseconds, std::memory_order_relaxed);
+  Artifact a;
+  a.target = t.name();
+  a.ptx = t.ptx;
   a.binary = std::move(out.binary);
   a.registers = out.registers;
+  KernelStore& store = kernel_store();
   store.store(CacheEntry{key, a.binary, t.ptx, a.registers, {}});
   a.cache_path = store.location(key);
   return a;
@@ -89,34 +116,56 @@ std::string memory_key(const codegen::GeneratedKernel& k, int device) {
 
 }  // namespace
 
-const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device) {
-  static std::mutex mu;
+namespace {
+
+std::mutex modules_mu;
+std::map<std::string, std::unique_ptr<LoadedModule>>& modules() {
   static std::map<std::string, std::unique_ptr<LoadedModule>> loaded;
-  const std::string key = memory_key(k, device);
-  {
-    std::lock_guard lock(mu);
-    if (auto it = loaded.find(key); it != loaded.end()) {
-      ++counters().memory_hits;
-      return *it->second;
-    }
-  }
-  // Compile outside the lock: other kernels keep loading meanwhile. Two threads racing on one new
-  // kernel both compile; the first to finish wins and the other's module is dropped.
-  const Target t = target_for_arch(properties_of(device).arch());
-  Artifact a = build_artifact(k, t);
+  return loaded;
+}
+
+/// The module already loaded for `key`, if any.
+const LoadedModule* loaded_module(const std::string& key) {
+  std::lock_guard lock(modules_mu);
+  auto it = modules().find(key);
+  if (it == modules().end()) return nullptr;
+  ++counters().memory_hits;
+  return it->second.get();
+}
+
+/// `a` loaded on `device` as `key`'s module. Two threads racing on one new kernel both load it; the first wins
+/// and the other's module is dropped.
+const LoadedModule& install_module(const std::string& key, const Artifact& a, int device) {
   ensure_context(device);
   auto lm = std::make_unique<LoadedModule>();
   FUSION_CU(cuModuleLoadData, &lm->module, a.binary.c_str());
   lm->registers = a.registers;
   lm->target = a.target;
   lm->cache_path = a.cache_path;
-  std::lock_guard lock(mu);
-  auto [it, inserted] = loaded.emplace(key, std::move(lm));
-  if (!inserted) {
-    // lost the race: unload ours (the winner's functions are already handed out)
-    FUSION_CU(cuModuleUnload, lm->module);
-  }
+  std::lock_guard lock(modules_mu);
+  auto [it, inserted] = modules().emplace(key, std::move(lm));
+  if (!inserted) FUSION_CU(cuModuleUnload, lm->module);  // (the winner's functions are already handed out)
   return *it->second;
+}
+
+}  // namespace
+
+const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device) {
+  const std::string key = memory_key(k, device);
+  if (const LoadedModule* m = loaded_module(key)) return *m;
+  // Compile outside the lock: other kernels keep loading meanwhile.
+  return install_module(key, build_artifact(k, target_for_arch(properties_of(device).arch())), device);
+}
+
+const LoadedModule* load_module_if_ready(const codegen::GeneratedKernel& k, int device, std::string* failed) {
+  const std::string key = memory_key(k, device);
+  if (const LoadedModule* m = loaded_module(key)) return m;
+  BackgroundArtifact b = artifact_in_background(k, target_for_arch(properties_of(device).arch()));
+  if (!b.artifact) {
+    if (failed) *failed = b.failed;
+    return nullptr;
+  }
+  return &install_module(key, *b.artifact, device);
 }
 
 const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <optional>
 #include <string>
 
 #include "codegen/generated_kernel.hpp"
@@ -25,8 +26,10 @@ struct Artifact {
 CacheKey cache_key(const std::string& source, const std::string& kernel_name, const Target& t,
                    const std::vector<std::string>& extra, bool minimal);
 
-/// The binary for `k` on target `t`: from the disk cache, else compiled by NVRTC and stored.
+/// The binary for `k` on a device of target `t`: from the disk cache, else compiled by NVRTC and stored.
 Artifact build_artifact(const codegen::GeneratedKernel& k, const Target& t);
+/// ... from the kernel store only (nothing where it is not there).
+std::optional<Artifact> stored_artifact(const codegen::GeneratedKernel& k, const Target& t);
 
 struct LoadedModule {
   CUmodule module = nullptr;
@@ -36,6 +39,10 @@ struct LoadedModule {
 
 /// The loaded module for `k`'s source and options on `device`; thread-safe, loads each once per process.
 const LoadedModule& load_module(const codegen::GeneratedKernel& k, int device);
+/// ... if it can be had without waiting for NVRTC: loaded already, in the kernel store, or built on a worker thread
+/// since an earlier ask (runtime/compile/background_build.hpp); else nothing, and `failed` says why where the
+/// build failed ("" while it runs).
+const LoadedModule* load_module_if_ready(const codegen::GeneratedKernel& k, int device, std::string* failed);
 
 struct LoadedKernel {
   CUfunction function = nullptr;

@@ -4,10 +4,11 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 
 #include "fusion/error.hpp"
@@ -28,6 +29,17 @@ const std::vector<int>& supported_archs() {
     return a;
   }();
   return archs;
+}
+
+/// ptxas' "Used N registers" in `log`, or -1. (No function-local static: a build on a worker thread may still
+/// run while statics are destroyed at exit.)
+int registers_in(const std::string& log) {
+  for (std::size_t at = log.find("Used "); at != std::string::npos; at = log.find("Used ", at + 1)) {
+    std::size_t end = at + 5;
+    while (end < log.size() && std::isdigit(static_cast<unsigned char>(log[end]))) ++end;
+    if (end > at + 5 && log.compare(end, 10, " registers") == 0) return std::stoi(log.substr(at + 5, end - at - 5));
+  }
+  return -1;
 }
 
 std::string numbered(const std::string& source) {
@@ -132,9 +144,7 @@ CompileOutput compile(const std::string& source, const std::string& kernel_name,
     check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
     out.binary.resize(size);
     check_nvrtc(nvrtcGetCUBIN(prog, out.binary.data()), "nvrtcGetCUBIN");
-    static const std::regex used(R"(Used (\d+) registers)");
-    std::smatch m;
-    if (std::regex_search(out.log, m, used)) out.registers = std::stoi(m[1]);
+    out.registers = registers_in(out.log);
   }
   out.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -29,6 +29,7 @@
 namespace fusion::detail {
 
 struct Plan;  // several kernels (plan.hpp)
+class RaceSample;  // a call timed for a product race (product_race.hpp)
 
 /// A compiled kernel for one layout variant, device and user name: a node of a lock-free list
 /// (find_or_build) kept per expression type or user kernel. One kind for fused, reduction and user kernels.
@@ -120,17 +121,21 @@ template <class Make> const Lowered& derived(const Lowered& lw, const std::vecto
 /// The kernel slot for (variant, device, name) in a lock-free list: found without a lock on the hot
 /// path, else built (outside any lock) and published under build_mutex(). `build()` returns a new Slot (its `next`
 /// unset).
+template <class Slot, class V>
+const Slot* find_slot(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name,
+                      unsigned generation) {
+  for (Slot* s = head.load(std::memory_order_acquire); s; s = s->next)
+    if (s->device == device && s->generation == generation && s->variant == v && s->name == name) return s;
+  return nullptr;
+}
+
 template <class Slot, class V, class Build>
 const Slot& find_or_build(const std::atomic<Slot*>& head, const V& v, int device, std::string_view name,
                           Build&& build) {
   // Slots of an earlier context generation hold functions a device reset destroyed: they stay in the
   // list, unused, and the kernel is loaded again for the new generation.
   const unsigned generation = context_generation(device);
-  auto find = [&]() -> const Slot* {
-    for (Slot* s = head.load(std::memory_order_acquire); s; s = s->next)
-      if (s->device == device && s->generation == generation && s->variant == v && s->name == name) return s;
-    return nullptr;
-  };
+  auto find = [&] { return find_slot(head, v, device, name, generation); };
   if (const Slot* s = find()) return *s;
   // Generate and compile outside the lock, so that threads building different kernels run NVRTC in
   // parallel; only publishing is serialized. A thread that lost the race for the same slot drops its copy.
@@ -183,16 +188,18 @@ struct ProductOperands {
   double scale = 1;
 };
 ProductOperands product_operands(const Call& c);
-/// Whether fz::GeneratedProducts or fz::AllGeneratedProducts is on.
-bool generated_products_on();
-/// Under fz::GeneratedProducts: product step `product` and the elementwise step `epilogue` that reads it
-/// (through the slots marked in `product_slot`) as one generated kernel writing `out` (generated_product.cpp).
-/// False, with nothing written, where the generated kernel does not cover the call or its class was not
-/// measured faster (fz::AllGeneratedProducts aside): the plan runs the steps.
+/// Whether a product with an epilogue on `device` may run as a generated kernel (fz::modes.hpp): fz::GeneratedProducts
+/// (or FUSION_GENERATED_PRODUCTS=1) on, or the default route on a device whose products are raced.
+bool generated_products_on(int device);
+/// Product step `product` and the elementwise step `epilogue` that reads it (through the slots marked in
+/// `product_slot`) as one generated kernel writing `out` (generated_product.cpp), where fz::GeneratedProducts asks
+/// for it or the product race takes it (product_race.hpp). False, with nothing written, where the plan runs the
+/// steps instead: then, where `library_timing` is handed a sample, the plan records the two steps into it.
 [[nodiscard]] bool evaluate_generated_product(const Call& product, const Call& epilogue,
-                                              const std::vector<bool>& product_slot, ArrayBase& out, AssignMode mode);
-/// The kernel evaluate_generated_product would run, if any; if none because its class was not measured faster,
-/// `declined` says so, with the measurement.
+                                              const std::vector<bool>& product_slot, ArrayBase& out, AssignMode mode,
+                                              RaceSample& library_timing);
+/// The kernel evaluate_generated_product would run, if any; if none, `declined` says why the generated kernel is
+/// not taken where it could be (a verdict, or a race not run yet).
 std::optional<KernelInfo> inspect_generated_product(const Call& product, const Call& epilogue,
                                                     const std::vector<bool>& product_slot, DType out_dtype,
                                                     std::string& declined);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <array>
 #include <vector>
 
@@ -12,7 +14,9 @@
 #include "runtime/cuda/stream_state.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/kernel_for.hpp"
+#include "runtime/cuda/held_work.hpp"
 #include "runtime/exec/launch.hpp"
+#include "runtime/exec/product_race.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/matmul_layout.hpp"
 #include "schedule/product_layout.hpp"
@@ -34,8 +38,8 @@ struct ProductLaunch {
   std::vector<std::array<std::int64_t, 3>> strides;  // per epilogue parameter: batch, row, column
   std::vector<const ArrayBase*> params;               // per epilogue parameter (the product's null)
   std::int64_t batch = 1, tiles = 0, blocks = 0;  // (blocks: ProductLayout's)
-  bool faster = false;                             // ... and its measured verdict
-  const char* measured = "";
+  bool raced = false;                              // ... whether the default route races it (else why not)
+  const char* unraced = "";
 };
 
 bool aligned16(const ArrayBase& a) { return a.data_ptr() % 16 == 0; }
@@ -122,8 +126,8 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.split = lay.split > 1;
   P.tiles = lay.tile_count;
   P.blocks = lay.blocks;
-  P.faster = lay.faster;
-  P.measured = lay.measured;
+  P.raced = lay.raced;
+  P.unraced = lay.unraced;
   P.dims[7] = lay.split;
   P.dims[8] = lay.slice;
   return true;
@@ -152,19 +156,58 @@ CUtensorMap operand_map(const ArrayBase& x, bool k_inner, std::int64_t mn, std::
   return map;
 }
 
+ProductsMode products_mode() {
+  static const ProductsMode process = products_mode_by_environment();
+  if (mode_flag(Mode::generated_products)) return ProductsMode::generated;
+  if (mode_flag(Mode::cublas_products)) return ProductsMode::library;
+  if (process == ProductsMode::race && mode_flag(Mode::deterministic)) return ProductsMode::library;
+  return process;
+}
+
 }  // namespace
 
-bool generated_products_on() {
-  return mode_flag(Mode::generated_products) || mode_flag(Mode::all_generated_products);
+ProductsMode products_mode_by_environment() {
+  const char* v = std::getenv("FUSION_GENERATED_PRODUCTS");
+  std::string s = v ? v : "";
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.empty() || s == "auto") return ProductsMode::race;
+  if (s == "1" || s == "on" || s == "yes" || s == "true") return ProductsMode::generated;
+  if (s == "0" || s == "off" || s == "no" || s == "false") return ProductsMode::library;
+  throw Error(fmt::format("FUSION_GENERATED_PRODUCTS='{}': give auto (time both routes and keep the faster, the "
+                          "default), 1 (always the generated kernel) or 0 (always cuBLASLt)", v));
+}
+
+namespace {
+
+/// The race's view of `P`'s class.
+RaceClass race_class(const Call& ec, const ProductLaunch& P, int device) {
+  return RaceClass{ec.lowered, P.v, std::string(ec.name), device, P.dims[0], P.dims[1], P.dims[2], P.batch};
+}
+
+std::string describe_tiles(const ProductTiles& t, bool split) {
+  return fmt::format("{}x{}x{} tiles, {}{}", t.bm, t.bn, t.bk, t.warpgroups ? "Hopper" : "mma.sync", split ? ", K split" : "");
+}
+
+}  // namespace
+
+bool generated_products_on(int device) {
+  switch (products_mode()) {
+    case ProductsMode::generated: return true;
+    case ProductsMode::library: return false;
+    case ProductsMode::race: break;
+  }
+  const codegen::TargetDevice d = planned_device(device);  // (only the Hopper path is raced)
+  return d.compute_major == 9 && d.compute_minor == 0;
 }
 
 bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, ArrayBase& out,
-                                AssignMode mode) {
-  if (!generated_products_on()) return false;
+                                AssignMode mode, RaceSample& library_timing) {
+  const ProductsMode how = products_mode();
+  if (how == ProductsMode::library) return false;
   const auto& stream = current_stream_state();
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, stream->device, true, P)) return false;
-  if (!P.faster && !mode_flag(Mode::all_generated_products)) return false;
+  if (how == ProductsMode::race && !P.raced) return false;
   const ProductOperands& o = P.operands;
   // The result is written once, in place: a new array, or an existing C-ordered one of its shape that
   // shares no memory with the operands (an epilogue array may be the output itself: each element is read
@@ -175,9 +218,22 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
     for (const ArrayBase* x : P.params)
       if (x && shares_memory(*x, out) && !same_view(*x, out)) return false;
   }
-  if (!prepare_output(pc, out, mode, stream->device, P.shape)) return true;
   P.v.out_dtype = out.dtype();
-  const auto& k = kernel_for(*ec.lowered, P.v, stream->device, ec.name);
+  const KernelSlot<ProductVariant>* slot = nullptr;
+  RaceSample sample;
+  if (how == ProductsMode::race) {
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    FUSION_CU(cuStreamIsCapturing, stream->handle, &capturing);
+    RaceCall call = race_call(race_class(ec, P, stream->device), tls_step == nullptr && capturing == CU_STREAM_CAPTURE_STATUS_NONE);
+    if (!call.kernel) {
+      library_timing = std::move(call.sample);  // (the plan times its two steps into it, where it asks)
+      return false;
+    }
+    slot = call.kernel;
+    sample = std::move(call.sample);
+  }
+  if (!prepare_output(pc, out, mode, stream->device, P.shape)) return true;
+  const auto& k = slot ? *slot : kernel_for(*ec.lowered, P.v, stream->device, ec.name);
   const int np = P.v.n_params;
   std::vector<std::uint64_t> ptrs(static_cast<std::size_t>(np + 3), 0);
   std::vector<const std::int64_t*> dims(static_cast<std::size_t>(np + 1), P.dims);
@@ -210,7 +266,9 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   }
   const Grid grid = P.blocks ? Grid{P.blocks, 1, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()}
                              : Grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
+  sample.begin(stream->handle);
   launch_kernel(k.kernel->function, k.signature, args, grid, *stream);
+  sample.end(stream->handle);
   const ArrayBase* written[] = {&out};
   note_launch(read, written, stream);
   return true;
@@ -218,21 +276,27 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
 
 std::optional<KernelInfo> inspect_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot,
                                                     DType out_dtype, std::string& declined) {
-  if (!generated_products_on()) return {};
+  const ProductsMode how = products_mode();
+  if (how == ProductsMode::library) return {};
   const int device = device_count() > 0 ? enter_current_device() : -1;
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, device, false, P)) return {};
-  const ProductTiles& t = P.v.tiles;
-  const std::string kind = fmt::format("{}x{}x{} tiles, {}{}", t.bm, t.bn, t.bk, t.warpgroups ? "Hopper" : "mma.sync",
-                                       P.v.split ? ", K split" : "");
-  if (!P.faster && !mode_flag(Mode::all_generated_products)) {
-    declined = fmt::format("fz::GeneratedProducts kept cuBLASLt: the generated kernel ({}) measured {}", kind, P.measured);
-    return {};
-  }
   P.v.out_dtype = out_dtype;
-  return finish_inspect(generate(*ec.lowered, P.v, ec.name),
-                        P.v.describe() + (P.faster ? fmt::format("; chosen by fz::GeneratedProducts: measured {}", P.measured)
-                                                   : fmt::format("; fz::AllGeneratedProducts (measured {})", P.measured)));
+  const std::string kind = describe_tiles(P.v.tiles, P.v.split);
+  std::string why = "chosen by fz::GeneratedProducts";
+  if (how == ProductsMode::race) {
+    bool generated = false;
+    if (!P.raced) {
+      declined = fmt::format("the generated kernel ({}) is not raced: {}", kind, P.unraced);
+    } else if (device < 0) {
+      declined = fmt::format("on a GPU the generated kernel ({}) is timed against cuBLASLt on the first calls", kind);
+    } else {
+      why = race_words(race_class(ec, P, device), generated);
+      if (!generated) declined = fmt::format("the generated kernel ({}): {}", kind, why);
+    }
+    if (!generated) return {};
+  }
+  return finish_inspect(generate(*ec.lowered, P.v, ec.name), P.v.describe() + "; " + why);
 }
 
 }  // namespace fusion::detail

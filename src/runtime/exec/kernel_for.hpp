@@ -44,4 +44,16 @@ const KernelSlot<V>& kernel_for(const Lowered& lw, const V& v, int device, std::
                        [&] { return new_slot(v, device, name, generate(lw, v, name)); });
 }
 
+/// ... if it can be had without waiting for NVRTC: found, loaded from the kernel store, or built on a worker
+/// thread since an earlier ask (`k`: its source, generate(lw, v, name)); null while it builds, with `failed` set
+/// where the build failed.
+template <class V>
+const KernelSlot<V>* kernel_if_ready(const Lowered& lw, const V& v, int device, std::string_view name,
+                                     const codegen::GeneratedKernel& k, std::string* failed) {
+  const auto& head = std::get<std::atomic<KernelSlot<V>*>>(lw.slots);
+  if (const auto* s = find_slot(head, v, device, name, context_generation(device))) return s;
+  if (!load_module_if_ready(k, device, failed)) return nullptr;
+  return &kernel_for(lw, v, device, name);  // (generated once more, then the module found in memory)
+}
+
 }  // namespace fusion::detail

@@ -12,6 +12,8 @@
 #include "fusion/error.hpp"
 #include "fusion/stream.hpp"
 #include "runtime/cuda/device_state.hpp"
+#include "runtime/cuda/stream_state.hpp"
+#include "runtime/exec/product_race.hpp"
 #include "schedule/call_graph.hpp"
 #include "schedule/layout.hpp"
 #include "schedule/pieces.hpp"
@@ -293,27 +295,40 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
     return true;
   };
   const std::vector<KernelStep>& steps = p.part.steps;
+  // A product raced against its generated kernel (product_race.hpp) may ask for the two steps to be timed: its
+  // sample starts before the product and ends after the step that reads it.
+  RaceSample timing;
+  std::size_t timing_ends = 0;
+  const auto ran = [&](std::size_t last) {
+    if (timing && last >= timing_ends) timing.end(current_stream_state()->handle);
+  };
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    // A product and the step reading it as one kernel: generated where fz::GeneratedProducts asks for it, else
-    // inside cuBLASLt's call where its epilogues express the math (the partition checked the steps' shapes; the
-    // arrays are checked here). The mode is checked first: a product plan's repeated path builds no step calls.
-    const bool generated = steps[i].generated_epilogue && generated_products_on();
+    // A product and the step reading it as one kernel: generated where fz::GeneratedProducts or the product race
+    // takes it, else inside cuBLASLt's call where its epilogues express the math (the partition checked the
+    // steps' shapes; the arrays are checked here). The mode is checked first: a product plan's repeated path
+    // builds no step calls.
+    const bool generated = steps[i].generated_epilogue && generated_products_on(current_stream_state()->device);
     if (generated || steps[i].epilogue.found) {
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
       ArrayBase& out = *outs[~steps[i + 1].targets[0]];
-      if (generated &&
-          evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]), out, mode)) {
+      if (generated && evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]), out,
+                                                  mode, timing)) {
         ++i;
         continue;
       }
+      if (timing) {
+        timing.begin(current_stream_state()->handle);
+        timing_ends = i + 1;
+      }
       const auto e = steps[i].epilogue.found ? merged_epilogue(p, i, product.call, next.call, out.dtype()) : std::nullopt;
       if (e && evaluate_product(product.call, out, mode, *e)) {  // the next step's math inside the call
-        ++i;
+        ran(++i);
         continue;
       }
     }
     if (!run(steps[i]))
       for (const KernelStep& one : steps[i].alone) run(one);  // the grouped reductions one by one
+    ran(i);
   }
 }
 
