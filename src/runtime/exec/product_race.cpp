@@ -40,7 +40,7 @@ double median_after_first(std::vector<double> t) {
 
 struct Race {
   std::mutex mu;
-  codegen::GeneratedKernel source;  // the generated kernel's, made once
+  std::shared_ptr<const codegen::GeneratedKernel> source;  // the generated kernel's (one per variant, every shape)
   CacheKey verdict_key;             // where the verdict is kept in the kernel cache
   std::string device_name;
   unsigned generation = 0;          // of the device context the events and the kernel belong to
@@ -119,15 +119,25 @@ std::shared_ptr<Race> race_for(const RaceClass& c) {
   for (const auto& [v, r] : list)
     if (v == c.variant) return r;
   auto r = std::make_shared<Race>();
-  r->source = generate(*c.lowered, c.variant, c.name);
+  // (shapes share the kernel's source: a program whose rows vary keeps one copy of it)
+  static std::map<std::tuple<const Lowered*, std::string>,
+                  std::vector<std::pair<codegen::ProductVariant, std::shared_ptr<const codegen::GeneratedKernel>>>>
+      sources;
+  auto& kinds = sources[{c.lowered, c.name}];
+  for (const auto& [v, k] : kinds)
+    if (v == c.variant) r->source = k;
+  if (!r->source) {
+    r->source = std::make_shared<const codegen::GeneratedKernel>(generate(*c.lowered, c.variant, c.name));
+    kinds.emplace_back(c.variant, r->source);
+  }
   r->generation = context_generation(c.device);
   const DeviceProperties& props = properties_of(c.device);
   r->device_name = props.name;
   const auto& blas = cublaslt::loaded();
-  r->verdict_key = CacheKey{fmt::format("{} {}x{}x{} batch {}\n{}, {} SMs, sm_{}\ncuBLASLt {}\n", r->source.name, c.m, c.n,
+  r->verdict_key = CacheKey{fmt::format("{} {}x{}x{} batch {}\n{}, {} SMs, sm_{}\ncuBLASLt {}\n", r->source->name, c.m, c.n,
                                         c.k, c.batch, props.name, props.multiprocessor_count, props.arch(),
                                         blas.error.empty() ? blas.api.version : 0),
-                            "verdict " + r->source.name, nvrtc_version(), kVerdictOptions, fmt::format("sm_{}", props.arch())};
+                            "verdict " + r->source->name, nvrtc_version(), kVerdictOptions, fmt::format("sm_{}", props.arch())};
   if (auto e = kernel_store().load(r->verdict_key)) r->read(*e);
   list.emplace_back(c.variant, r);
   return r;
@@ -176,7 +186,7 @@ RaceCall race_call(const RaceClass& c, bool may_time) {
   r->harvest();
   r->settle();
   if (!r->kernel && r->verdict != Verdict::library && r->failed.empty()) {
-    r->kernel = kernel_if_ready(*c.lowered, c.variant, c.device, c.name, r->source, &r->failed);
+    r->kernel = kernel_if_ready(*c.lowered, c.variant, c.device, c.name, *r->source, &r->failed);
     if (!r->failed.empty() && r->verdict == Verdict::none) r->verdict = Verdict::library;  // (this process only)
   }
   RaceCall out;
