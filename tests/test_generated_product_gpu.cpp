@@ -305,3 +305,50 @@ TEST_CASE("by default a product is raced: cuBLASLt while its generated kernel bu
   fz::Array<T> library = expr;
   CHECK(wrong(library) == 0);
 }
+
+TEST_CASE("generated products write a tie's outputs in one kernel: an activation, a float32 value, the product itself",
+          "[gpu][matmul]") {
+  using T = fz::bfloat16;
+  const std::int64_t M = 200, K = 96, N = 136;
+  const auto ha = test::random<T>(static_cast<std::size_t>(M * K), -1, 1, 81), hb = test::random<T>(static_cast<std::size_t>(K * N), -1, 1, 82);
+  const auto hbias = test::random<T>(static_cast<std::size_t>(N), -1, 1, 83), hres = test::random<T>(static_cast<std::size_t>(M * N), -1, 1, 84);
+  std::vector<double> ra, rb, scale;
+  for (T v : ha) ra.push_back(test::as_double(v));
+  for (T v : hb) rb.push_back(test::as_double(v));
+  const std::vector<double> p = product(ra, rb, 1, false, false, M, K, N, scale);
+  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
+  const auto residual = fz::asarray(hres, {M, N});
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  for (const bool hopper : {true, false}) {  // (off compute capability 9.0 both are the mma.sync kernel)
+    if (!hopper) fz::detail::set_tuning("product_hopper=0");
+    fz::GeneratedProducts on;
+    const auto prod = fz::matmul(a, b);
+    const auto act = fz::maximum(prod + bias, 0.0f) * 0.5f + residual;
+    const auto wide = ((prod + bias) * 0.5f).astype<float>();
+    const fz::KernelInfo info = fz::inspect(act, wide, prod);
+    INFO(info);
+    REQUIRE(info.kernels == 1);
+    CHECK_THAT(info.plan[0], Catch::StartsWith("fz_matmul_"));
+    fz::Array<T> y0 = fz::empty<T>({M, N}), y2 = fz::empty<T>({M, N});
+    fz::Array<float> y1 = fz::empty<float>({M, N});
+    y0.fill(T(std::nanf("")));
+    y1.fill(std::nanf(""));
+    y2.fill(T(std::nanf("")));
+    fz::reset_stats();
+    fz::tie(y0, y1, y2) = std::make_tuple(act, wide, prod);
+    CHECK(fz::stats().launches == 1);
+    const std::vector<T> g0 = y0.to_host(), g2 = y2.to_host();
+    const std::vector<float> g1 = y1.to_host();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double pr = rounded<T>(p[i]), bi = test::as_double(hbias[i % static_cast<std::size_t>(N)]);
+      const double err = 0.5 * (1.6e-2 * scale[i] + 2 * ulp_of<T>() * std::abs(pr));  // the product's, rounded
+      const double w0 = std::max(pr + bi, 0.0) * 0.5 + test::as_double(hres[i]), w1 = (pr + bi) * 0.5;
+      bad += !(std::abs(test::as_double(g0[i]) - w0) <= err + 2 * ulp_of<T>() * std::abs(w0) + 1e-6);
+      bad += !(std::abs(double(g1[i]) - w1) <= err + 1e-6 * std::abs(w1) + 1e-6);
+      bad += !(std::abs(test::as_double(g2[i]) - pr) <= err + 1e-6);
+    }
+    CHECK(bad == 0);
+  }
+  fz::detail::tuning() = saved;
+}

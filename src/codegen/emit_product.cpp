@@ -213,7 +213,7 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
 }  // namespace
 
 bool is_product_epilogue(const ir::Graph& g) {
-  if (g.outputs.size() != 1) return false;
+  if (g.outputs.empty() || g.outputs.size() > static_cast<std::size_t>(kMaxOutputs)) return false;
   for (const ir::Node& n : g.nodes) {
     const bool ok = n.op == ir::Op::input || n.op == ir::Op::scalar || n.op == ir::Op::cast || n.op == ir::Op::call ||
                     (ir::is_elementwise(n.op) && n.op != ir::Op::leading && n.op != ir::Op::concatenate);
@@ -223,23 +223,31 @@ bool is_product_epilogue(const ir::Graph& g) {
 }
 
 GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::string_view name_given) {
-  if (!is_product_epilogue(g)) throw Error("internal: a generated product's epilogue is elementwise, one output");
+  if (!is_product_epilogue(g) || static_cast<int>(g.outputs.size()) != v.n_outputs)
+    throw Error("internal: a generated product's epilogue is elementwise, its outputs the variant's");
   if (v.operand != DType::float16 && v.operand != DType::bfloat16)
     throw Error("internal: generated products multiply float16 or bfloat16 operands");
-  const DType out = v.out_dtype;
-  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(&out, 1));
+  const int O = v.n_outputs;
+  auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), static_cast<std::size_t>(O)));
   if (name_given.empty()) k.name.insert(3, "matmul_");  // fz_matmul_<epilogue ops>_<dtype>_<hash>
   need_conversions(ctx, v.operand);
   const int P = v.n_params, pp = v.product_param;
-  const DType result = g.nodes[g.outputs[0]].dtype;
+  // output o: its array's dtype, the value's, and the names its array and its values go by (one output: `out`, `y`)
+  const auto out = [&](int o) { return v.out_dtype[static_cast<std::size_t>(o)]; };
+  const auto result = [&](int o) { return g.nodes[g.outputs[static_cast<std::size_t>(o)]].dtype; };
+  const auto named = [&](const char* base, int o) { return O == 1 ? std::string(base) : fmt::format("{}{}", base, o); };
 
-  // fz_expr: the epilogue of one element, from its loaded values (the product's among them) and the scalars.
+  // fz_expr: the epilogue of one element, from its loaded values (the product's among them) and the scalars: the
+  // value, or with several outputs each into its reference.
   SourceWriter body;
   {
     std::vector<std::string> args;
+    if (O > 1)
+      for (int o = 0; o < O; ++o) args.push_back(fmt::format("{}& r{}", compute_type(result(o)), o));
     for (int p = 0; p < P; ++p) args.push_back(fmt::format("{} x{}", compute_type(pdt[p]), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
-    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", compute_type(result), fmt::join(args, ", "));
+    auto fn = body.block("__device__ __forceinline__ {} fz_expr({})", O == 1 ? compute_type(result(0)) : std::string("void"),
+                         fmt::join(args, ", "));
     std::vector<std::string> value(g.nodes.size());
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const ir::Node& n = g.nodes[i];
@@ -247,7 +255,9 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
       if (n.op == ir::Op::scalar) value[i] = fmt::format("s{}", n.slot);
     }
     write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
-    body.line("return {};", stored_value(g, g.outputs[0], out, value));
+    if (O == 1) body.line("return {};", stored_value(g, g.outputs[0], out(0), value));
+    for (int o = 0; O > 1 && o < O; ++o)
+      body.line("r{} = {};", o, stored_value(g, g.outputs[static_cast<std::size_t>(o)], out(o), value));
   }
 
   SourceWriter w;
@@ -290,7 +300,7 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   }
   for (int p = 0; p < P; ++p)
     if (p != pp) sig.add(ArgSource::pointer, 2 + p, fmt::format("const {}* in{}", storage_type(pdt[p]), p));
-  sig.add(ArgSource::pointer, 2 + P, fmt::format("{}* out", storage_type(out)));
+  for (int o = 0; o < O; ++o) sig.add(ArgSource::pointer, 2 + P + o, fmt::format("{}* {}", storage_type(out(o)), named("out", o)));
   for (auto [slot, d] : scalars) sig.add(ArgSource::scalar, slot, fmt::format("const {} s{}", compute_type(d), slot));
   sig.add(ArgSource::dims, 0, "const FzProduct shape");
   if (v.split) {
@@ -344,12 +354,26 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
     w.line("#pragma unroll");
     auto writes = w.block("for (int g = 0; g < FZ_AHEAD; ++g)");
     w.line("if (!live[g]) continue;");
-    w.line("alignas(16) {} y[8];", storage_type(out));
+    for (int o = 0; o < O; ++o) w.line("alignas(16) {} {}[8];", storage_type(out(o)), named("y", o));
     w.line("#pragma unroll");
-    w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result, out, fmt::format("fz_expr({})", fmt::join(in, ", "))));
-    w.line("{}* to = out + (batch * M + m[g]) * N + n8[g];", storage_type(out));
-    w.line("if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);");
-    w.line("else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];");
+    if (O == 1) {
+      w.line("for (int u = 0; u < 8; ++u) y[u] = {};", store_conversion(result(0), out(0), fmt::format("fz_expr({})", fmt::join(in, ", "))));
+    } else {
+      auto each = w.block("for (int u = 0; u < 8; ++u)");
+      std::vector<std::string> refs;
+      for (int o = 0; o < O; ++o) {
+        w.line("{} r{};", compute_type(result(o)), o);
+        refs.push_back(fmt::format("r{}", o));
+      }
+      w.line("fz_expr({}, {});", fmt::join(refs, ", "), fmt::join(in, ", "));
+      for (int o = 0; o < O; ++o) w.line("y{}[u] = {};", o, store_conversion(result(o), out(o), fmt::format("r{}", o)));
+    }
+    for (int o = 0; o < O; ++o) {
+      const std::string to = named("to", o), y = named("y", o);
+      w.line("{}* {} = {} + (batch * M + m[g]) * N + n8[g];", storage_type(out(o)), to, named("out", o));
+      w.line("if (n8[g] + 8 <= N && fz_aligned8({})) fz_copy8({}, {});", to, to, y);
+      w.line("else for (int u = 0; u < 8 && n8[g] + u < N; ++u) {}[u] = {}[u];", to, y);
+    }
   };
 
   // The kernel: its block closes (the `}` is written) when write_kernel returns.

@@ -45,7 +45,8 @@ struct ProductVariant {
   /// slice order, so results are the same run to run, and applies the epilogue.
   bool split = false;
   std::uint8_t product_param = 0;  ///< the epilogue's parameter that is the product (read from the accumulators)
-  DType out_dtype = DType::bfloat16;
+  std::array<DType, kMaxOutputs> out_dtype{DType::bfloat16};  ///< each output's (several: fz::tie)
+  std::uint8_t n_outputs = 1;
   std::uint8_t n_params = 0;  ///< the epilogue's distinct arrays, the product's among them
   std::array<std::uint8_t, kMaxParams> param_of_slot{};
 

@@ -215,9 +215,13 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   h.add_byte(static_cast<std::uint8_t>(operand));
   h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2 | split << 3));
   h.add_byte(product_param);
-  h.add_byte(static_cast<std::uint8_t>(out_dtype));
+  h.add_byte(static_cast<std::uint8_t>(out_dtype[0]));
   h.add_byte(n_params);
   for (std::uint32_t s = 0; s < n_slots; ++s) h.add_byte(param_of_slot[s]);
+  if (n_outputs > 1) {  // (no bytes for one output: its hashes, and golden files, hold)
+    h.add_byte(0x71);
+    for (int k = 0; k < n_outputs; ++k) h.add_byte(static_cast<std::uint8_t>(out_dtype[static_cast<std::size_t>(k)]));
+  }
 }
 
 std::string ProductVariant::describe() const {

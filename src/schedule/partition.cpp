@@ -178,12 +178,14 @@ void mark_epilogues(Partition& plan) {
     KernelStep& s = steps[i];
     const KernelStep& n = steps[i + 1];
     if (!ir::is_product(s.graph.nodes[s.graph.outputs[0]].op) || s.targets.size() != 1 || s.targets[0] < 0) continue;
-    if (n.targets.size() != 1 || n.targets[0] >= 0 || n.whole_index || !n.alone.empty()) continue;
+    // (the step reading it writes outputs only: one for cuBLASLt's epilogues, several (fz::tie) for a generated kernel)
+    if (n.whole_index || !n.alone.empty() || std::any_of(n.targets.begin(), n.targets.end(), [](int t) { return t >= 0; }))
+      continue;
     bool read_later = false;  // the product's temporary, read after its epilogue
     for (std::size_t j = i + 2; j < steps.size(); ++j)
       for (int a : steps[j].arrays) read_later = read_later || a == ~s.targets[0];
     if (read_later) continue;
-    s.epilogue = match_epilogue(n.graph);
+    if (n.targets.size() == 1) s.epilogue = match_epilogue(n.graph);
     s.generated_epilogue = codegen::is_product_epilogue(n.graph);
   }
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -192,17 +193,17 @@ ProductOperands product_operands(const Call& c);
 /// (or FUSION_GENERATED_PRODUCTS=1) on, or the default route on a device whose products are raced.
 bool generated_products_on(int device);
 /// Product step `product` and the elementwise step `epilogue` that reads it (through the slots marked in
-/// `product_slot`) as one generated kernel writing `out` (generated_product.cpp), where fz::GeneratedProducts asks
+/// `product_slot`) as one generated kernel writing `outs` (one per output of the epilogue: fz::tie) (generated_product.cpp), where fz::GeneratedProducts asks
 /// for it or the product race takes it (product_race.hpp). False, with nothing written, where the plan runs the
 /// steps instead: then, where `library_timing` is handed a sample, the plan records the two steps into it.
 [[nodiscard]] bool evaluate_generated_product(const Call& product, const Call& epilogue,
-                                              const std::vector<bool>& product_slot, ArrayBase& out, AssignMode mode,
-                                              RaceSample& library_timing);
+                                              const std::vector<bool>& product_slot, ArrayBase* const* outs, int n_outs,
+                                              AssignMode mode, RaceSample& library_timing);
 /// The kernel evaluate_generated_product would run, if any; if none, `declined` says why the generated kernel is
 /// not taken where it could be (a verdict, or a race not run yet).
 std::optional<KernelInfo> inspect_generated_product(const Call& product, const Call& epilogue,
-                                                    const std::vector<bool>& product_slot, DType out_dtype,
-                                                    std::string& declined);
+                                                    const std::vector<bool>& product_slot,
+                                                    std::span<const DType> out_dtypes, std::string& declined);
 /// A floating scalar argument's value (16-bit floats travel as float32 bits).
 double floating_value(const ScalarArg& s);
 /// A call evaluated as the front end's assignments are (one elementwise kernel, one reduction, or a plan;

@@ -200,8 +200,8 @@ bool generated_products_on(int device) {
   return d.compute_major == 9 && d.compute_minor == 0;
 }
 
-bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot, ArrayBase& out,
-                                AssignMode mode, RaceSample& library_timing) {
+bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot,
+                                ArrayBase* const* outs, int n_outs, AssignMode mode, RaceSample& library_timing) {
   const ProductsMode how = products_mode();
   if (how == ProductsMode::library) return false;
   const auto& stream = current_stream_state();
@@ -209,16 +209,22 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   if (!plan_launch(pc, ec, product_slot, stream->device, true, P)) return false;
   if (how == ProductsMode::race && !P.raced) return false;
   const ProductOperands& o = P.operands;
-  // The result is written once, in place: a new array, or an existing C-ordered one of its shape that
-  // shares no memory with the operands (an epilogue array may be the output itself: each element is read
-  // by the thread that writes it).
-  if (mode != AssignMode::fresh && out.has_storage()) {
+  // Each result is written once, in place: a new array, or an existing C-ordered one of its shape that shares
+  // no memory with the operands or the other results (an epilogue array may be a result itself: each element is
+  // read by the thread that writes it).
+  if (n_outs != static_cast<int>(graph_of(ec).outputs.size())) return false;
+  for (int r = 0; r < n_outs; ++r) {
+    const ArrayBase& out = *outs[r];
+    P.v.out_dtype[static_cast<std::size_t>(r)] = out.dtype();
+    if (mode == AssignMode::fresh || !out.has_storage()) continue;
     if (out.shape() != P.shape || !out.is_contiguous() || shares_memory(out, *o.a) || shares_memory(out, *o.b))
       return false;
     for (const ArrayBase* x : P.params)
       if (x && shares_memory(*x, out) && !same_view(*x, out)) return false;
+    for (int q = 0; q < r; ++q)
+      if (outs[q]->has_storage() && shares_memory(*outs[q], out)) return false;
   }
-  P.v.out_dtype = out.dtype();
+  P.v.n_outputs = static_cast<std::uint8_t>(n_outs);
   const KernelSlot<ProductVariant>* slot = nullptr;
   RaceSample sample;
   if (how == ProductsMode::race) {
@@ -232,10 +238,12 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
     slot = call.kernel;
     sample = std::move(call.sample);
   }
-  if (!prepare_output(pc, out, mode, stream->device, P.shape)) return true;
+  bool work = true;
+  for (int r = 0; r < n_outs; ++r) work = prepare_output(pc, *outs[r], mode, stream->device, P.shape) && work;
+  if (!work) return true;
   const auto& k = slot ? *slot : kernel_for(*ec.lowered, P.v, stream->device, ec.name);
   const int np = P.v.n_params;
-  std::vector<std::uint64_t> ptrs(static_cast<std::size_t>(np + 3), 0);
+  std::vector<std::uint64_t> ptrs(static_cast<std::size_t>(np + 2 + n_outs), 0);
   std::vector<const std::int64_t*> dims(static_cast<std::size_t>(np + 1), P.dims);
   ptrs[0] = o.a->data_ptr();
   ptrs[1] = o.b->data_ptr();
@@ -247,7 +255,11 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
     }
     dims[codegen::product_param_strides(p)] = P.strides[static_cast<std::size_t>(p)].data();
   }
-  ptrs[static_cast<std::size_t>(2 + np)] = out.data_ptr();
+  std::vector<const ArrayBase*> written;
+  for (int r = 0; r < n_outs; ++r) {
+    ptrs[static_cast<std::size_t>(2 + np + r)] = outs[r]->data_ptr();
+    written.push_back(outs[r]);
+  }
   LaunchArgs args;
   args.pointers = ptrs;
   args.scalars = {ec.scalars, static_cast<std::size_t>(ec.n_scalars)};
@@ -269,19 +281,20 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
   sample.begin(stream->handle);
   launch_kernel(k.kernel->function, k.signature, args, grid, *stream);
   sample.end(stream->handle);
-  const ArrayBase* written[] = {&out};
   note_launch(read, written, stream);
   return true;
 }
 
 std::optional<KernelInfo> inspect_generated_product(const Call& pc, const Call& ec, const std::vector<bool>& product_slot,
-                                                    DType out_dtype, std::string& declined) {
+                                                    std::span<const DType> out_dtypes, std::string& declined) {
   const ProductsMode how = products_mode();
   if (how == ProductsMode::library) return {};
   const int device = device_count() > 0 ? enter_current_device() : -1;
   ProductLaunch P;
   if (!plan_launch(pc, ec, product_slot, device, false, P)) return {};
-  P.v.out_dtype = out_dtype;
+  if (out_dtypes.size() != graph_of(ec).outputs.size()) return {};
+  std::copy(out_dtypes.begin(), out_dtypes.end(), P.v.out_dtype.begin());
+  P.v.n_outputs = static_cast<std::uint8_t>(out_dtypes.size());
   const std::string kind = describe_tiles(P.v.tiles, P.v.split);
   std::string why = "chosen by fz::GeneratedProducts";
   if (how == ProductsMode::race) {

@@ -310,9 +310,12 @@ void run_plan(const Plan& p, const Call& c, ArrayBase* const* outs, AssignMode m
     const bool generated = steps[i].generated_epilogue && generated_products_on(current_stream_state()->device);
     if (generated || steps[i].epilogue.found) {
       const StepCall product(p, steps[i], c, temps), next(p, steps[i + 1], c, temps);
-      ArrayBase& out = *outs[~steps[i + 1].targets[0]];
-      if (generated && evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]), out,
-                                                  mode, timing)) {
+      ArrayBase* results[codegen::kMaxOutputs];  // (the epilogue step writes outputs only: mark_epilogues)
+      const int n_results = static_cast<int>(steps[i + 1].targets.size());
+      for (int r = 0; r < n_results; ++r) results[r] = outs[~steps[i + 1].targets[static_cast<std::size_t>(r)]];
+      ArrayBase& out = *results[0];
+      if (generated && evaluate_generated_product(product.call, next.call, product_slots(steps[i], steps[i + 1]), results,
+                                                  n_results, mode, timing)) {
         ++i;
         continue;
       }
@@ -391,10 +394,13 @@ std::vector<KernelInfo> inspect_plan(const Plan& p, const Call& c) {
     if (!steps[i]->step->epilogue.found && !steps[i]->step->generated_epilogue) continue;
     const std::size_t j = static_cast<std::size_t>(steps[i]->step - p.part.steps.data());  // (products are top-level steps)
     if (j + 1 >= p.part.steps.size() || steps[i + 1]->step != &p.part.steps[j + 1]) continue;
-    const DType out_dtype = graph_of(steps[i + 1]->call).dtype(graph_of(steps[i + 1]->call).outputs[0]);
+    const ir::Graph& epilogue = graph_of(steps[i + 1]->call);
+    const DType out_dtype = epilogue.dtype(epilogue.outputs[0]);
     if (steps[i]->step->generated_epilogue) {
+      std::vector<DType> out_dtypes;
+      for (std::uint32_t o : epilogue.outputs) out_dtypes.push_back(epilogue.dtype(o));
       steps[i]->generated = inspect_generated_product(steps[i]->call, steps[i + 1]->call,
-                                                      product_slots(*steps[i]->step, *steps[i + 1]->step), out_dtype,
+                                                      product_slots(*steps[i]->step, *steps[i + 1]->step), out_dtypes,
                                                       steps[i]->declined);
       if (steps[i]->generated) {
         steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(i + 1));
