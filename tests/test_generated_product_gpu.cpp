@@ -119,6 +119,29 @@ void check_epilogue(std::int64_t items, bool a_batched, bool b_batched, std::int
   }
 }
 
+/// A bfloat16 layer with random values (seeds `seed` to `seed + 3`): a (m x k) and b (k x n) on the device, a bias
+/// along the columns and a residual (host and device), and the float64 product with each element's sum of |terms|.
+struct Layer {
+  std::vector<fz::bfloat16> hbias, hres;
+  std::vector<double> p, scale;
+  fz::Array<fz::bfloat16> a, b, bias, residual;
+};
+Layer random_layer(std::int64_t M, std::int64_t K, std::int64_t N, unsigned seed) {
+  using T = fz::bfloat16;
+  const auto ha = test::random<T>(static_cast<std::size_t>(M * K), -1, 1, seed);
+  const auto hb = test::random<T>(static_cast<std::size_t>(K * N), -1, 1, seed + 1);
+  Layer l;
+  l.hbias = test::random<T>(static_cast<std::size_t>(N), -1, 1, seed + 2);
+  l.hres = test::random<T>(static_cast<std::size_t>(M * N), -1, 1, seed + 3);
+  std::vector<double> ra, rb;
+  for (T v : ha) ra.push_back(test::as_double(v));
+  for (T v : hb) rb.push_back(test::as_double(v));
+  l.p = product(ra, rb, 1, false, false, M, K, N, l.scale);
+  l.a = fz::asarray(ha, {M, K}), l.b = fz::asarray(hb, {K, N}), l.bias = fz::asarray(l.hbias, {N});
+  l.residual = fz::asarray(l.hres, {M, N});
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("generated products match float64 in every layout, at edge sizes, with unaligned operands",
@@ -239,14 +262,8 @@ TEST_CASE("by default a product is raced: cuBLASLt while its generated kernel bu
   using T = fz::bfloat16;
   // rows new to this process, so that no earlier run's verdict decides (the kernel itself may be cached)
   const std::int64_t M = 520 + getpid() % 200, K = 256, N = 1024;
-  const auto ha = test::random<T>(static_cast<std::size_t>(M * K), -1, 1, 71), hb = test::random<T>(static_cast<std::size_t>(K * N), -1, 1, 72);
-  const auto hbias = test::random<T>(static_cast<std::size_t>(N), -1, 1, 73), hres = test::random<T>(static_cast<std::size_t>(M * N), -1, 1, 74);
-  std::vector<double> ra, rb, scale;
-  for (T v : ha) ra.push_back(test::as_double(v));
-  for (T v : hb) rb.push_back(test::as_double(v));
-  const std::vector<double> p = product(ra, rb, 1, false, false, M, K, N, scale);
-  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
-  const auto residual = fz::asarray(hres, {M, N});
+  const Layer layer = random_layer(M, K, N, 71);
+  const auto& [hbias, hres, p, scale, a, b, bias, residual] = layer;
   const auto expr = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual;
   auto wrong = [&](const fz::Array<T>& y) {
     const std::vector<T> g = y.to_host();
@@ -310,14 +327,8 @@ TEST_CASE("generated products write a tie's outputs in one kernel: an activation
           "[gpu][matmul]") {
   using T = fz::bfloat16;
   const std::int64_t M = 200, K = 96, N = 136;
-  const auto ha = test::random<T>(static_cast<std::size_t>(M * K), -1, 1, 81), hb = test::random<T>(static_cast<std::size_t>(K * N), -1, 1, 82);
-  const auto hbias = test::random<T>(static_cast<std::size_t>(N), -1, 1, 83), hres = test::random<T>(static_cast<std::size_t>(M * N), -1, 1, 84);
-  std::vector<double> ra, rb, scale;
-  for (T v : ha) ra.push_back(test::as_double(v));
-  for (T v : hb) rb.push_back(test::as_double(v));
-  const std::vector<double> p = product(ra, rb, 1, false, false, M, K, N, scale);
-  const auto a = fz::asarray(ha, {M, K}), b = fz::asarray(hb, {K, N}), bias = fz::asarray(hbias, {N});
-  const auto residual = fz::asarray(hres, {M, N});
+  const Layer layer = random_layer(M, K, N, 81);
+  const auto& [hbias, hres, p, scale, a, b, bias, residual] = layer;
   const fz::detail::Tuning saved = fz::detail::tuning();
   for (const bool hopper : {true, false}) {  // (off compute capability 9.0 both are the mma.sync kernel)
     if (!hopper) fz::detail::set_tuning("product_hopper=0");
