@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The variant of a generated matrix-product kernel (issue 36, opt-in through fz::GeneratedProducts): the
-// product of two 16-bit float matrices accumulated in float32 on tensor cores, with the elementwise step
-// that reads the product (its epilogue: bias, residual, scale, any activation, casts) applied to the
-// accumulators before anything is written. Blocks take BM x BN tiles of the result; their warps run
-// mma.sync's m16n8k16 products on fragments ldmatrix loads from shared memory, where operand tiles arrive STAGES deep (cp.async, 16 bytes at a
-// time, where the operands' rows allow it). The accumulators pass through shared memory once, so the
-// epilogue reads its other arrays and writes the result coalesced.
+// The variant of a generated matrix-product kernel (issue 36; raced against cuBLASLt by default, forced by
+// fz::GeneratedProducts): the product of two 16-bit float matrices accumulated in float32 on tensor cores, with the
+// elementwise step that reads the product (its epilogue: bias, residual, scale, any activation, casts; one output
+// or a tie's several) applied to the accumulators before anything is written. Blocks take BM x BN tiles of the
+// result; their warps run mma.sync's m16n8k16 products on fragments ldmatrix loads from shared memory, where operand
+// tiles arrive STAGES deep (cp.async, 16 bytes at a time, where the operands' rows allow it). The accumulators pass
+// through shared memory once, so the epilogue reads its other arrays and writes the result coalesced.
 #pragma once
 #include <array>
 #include <cstdint>

@@ -28,7 +28,7 @@ template <> struct KernelKind<codegen::LayerVariant> {  // row layers: reduction
 template <> struct KernelKind<codegen::ScanVariant> {  // running reductions along an axis
   static constexpr auto emit = &codegen::emit_scan;
 };
-template <> struct KernelKind<codegen::ProductVariant> {  // a matrix product with its epilogue (opt-in)
+template <> struct KernelKind<codegen::ProductVariant> {  // a matrix product with its epilogue (product_race)
   static constexpr auto emit = &codegen::emit_product;
 };
 
