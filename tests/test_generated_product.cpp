@@ -8,6 +8,7 @@
 
 #include "runtime/exec/product_race.hpp"
 #include "schedule/product_layout.hpp"
+#include "schedule/product_route.hpp"
 #include "schedule/tuning.hpp"
 #include "support.hpp"
 
@@ -150,6 +151,28 @@ TEST_CASE("by default a product the generated kernel could win is raced against 
     REQUIRE(library.kernels == 2);
     CHECK_THAT(library.plan[0], Catch::Contains("cublasLtMatmul") && !Catch::Contains("generated kernel"));
   }
+}
+
+TEST_CASE("the product race times the routes in turn and keeps the generated kernel only 1% faster or more",
+          "[matmul]") {
+  using fz::detail::Verdict;
+  using fz::detail::route_to_time;
+  // alternating, the generated kernel first, until both have their samples
+  CHECK(route_to_time(0, 0) == Verdict::generated);
+  CHECK(route_to_time(0, 1) == Verdict::library);
+  CHECK(route_to_time(3, 3) == Verdict::generated);
+  CHECK(route_to_time(5, 6) == Verdict::library);
+  CHECK(route_to_time(6, 6) == Verdict::none);
+  CHECK(route_to_time(2, 6) == Verdict::library);  // (more calls on one thread than the other: each to its count)
+  // the first sample of each is dropped, then medians; the library wins a tie and anything within 1%
+  double median[2] = {};
+  const std::vector<double> library = {500, 10.0, 10.1, 9.9, 10.0, 10.2};
+  CHECK(fz::detail::race_verdict(library, {12, 12, 12, 12, 12}, median) == Verdict::none);  // five: not yet
+  CHECK(fz::detail::race_verdict(library, {1, 9.8, 9.9, 9.7, 30, 9.8}, median) == Verdict::generated);
+  CHECK(median[0] == 10.0);
+  CHECK(median[1] == 9.8);
+  CHECK(fz::detail::race_verdict(library, {1, 9.95, 9.95, 9.95, 9.95, 9.95}, median) == Verdict::library);
+  CHECK(fz::detail::race_verdict(library, {1, 11, 11, 11, 11, 11}, median) == Verdict::library);
 }
 
 TEST_CASE("FUSION_GENERATED_PRODUCTS takes the spellings people write and refuses the rest", "[matmul]") {

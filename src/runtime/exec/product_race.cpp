@@ -16,25 +16,12 @@
 #include "runtime/compile/kernel_store.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/exec/kernel_for.hpp"
+#include "schedule/product_route.hpp"
 
 namespace fusion::detail {
 namespace {
 
-/// Calls timed per route once the generated kernel is ready, alternating; the first of each is dropped (a first
-/// launch, clocks ramping) and the median of the rest decides.
-constexpr std::size_t kSamples = 6;
-/// The generated kernel stays where its median is at least 1% below the library route's: cuBLASLt is the default
-/// where the two are level.
-constexpr double kMargin = 0.99;
-
-enum class Verdict : std::uint8_t { none, library, generated };
 constexpr const char* kVerdictWords[] = {"none", "library", "generated"};
-
-double median_after_first(std::vector<double> t) {
-  t.erase(t.begin());
-  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 
@@ -82,10 +69,9 @@ struct Race {
 
   /// The verdict, once both routes have their samples; kept in the kernel cache.
   void settle() {
-    if (verdict != Verdict::none || times[0].size() < kSamples || times[1].size() < kSamples) return;
-    median[0] = median_after_first(times[0]);
-    median[1] = median_after_first(times[1]);
-    verdict = median[1] < kMargin * median[0] ? Verdict::generated : Verdict::library;
+    if (verdict != Verdict::none) return;
+    verdict = race_verdict(times[0], times[1], median);
+    if (verdict == Verdict::none) return;
     const std::string words = fmt::format("{} {:.3f} {:.3f}", kVerdictWords[static_cast<int>(verdict)], median[0], median[1]);
     kernel_store().store(CacheEntry{verdict_key, words, false, -1, {}});
   }
@@ -192,13 +178,14 @@ RaceCall race_call(const RaceClass& c, bool may_time) {
   RaceCall out;
   if (r->verdict == Verdict::generated) out.kernel = r->kernel;  // (null until loaded: the library route meanwhile)
   if (r->verdict != Verdict::none || !may_time || !r->kernel) return out;
-  // Both routes timed once the kernel is ready, alternating, so that both see the same clocks and neighbours.
-  const std::size_t lib = r->taken(false), gen = r->taken(true);
-  if (gen < kSamples && gen <= lib) {
-    out.kernel = r->kernel;
-    out.sample = RaceSample(r, true);
-  } else if (lib < kSamples) {
-    out.sample = RaceSample(r, false);
+  // Both routes timed once the kernel is ready (schedule/product_route's order)
+  switch (route_to_time(r->taken(false), r->taken(true))) {
+    case Verdict::generated:
+      out.kernel = r->kernel;
+      out.sample = RaceSample(r, true);
+      break;
+    case Verdict::library: out.sample = RaceSample(r, false); break;
+    case Verdict::none: break;
   }
   return out;
 }
@@ -216,7 +203,7 @@ std::string race_words(const RaceClass& c, bool& generated) {
   }
   return fmt::format("cuBLASLt until the generated kernel, built on a worker thread at the first call, has been timed "
                      "against it on {} calls each ({} so far)",
-                     kSamples, r->times[0].size() + r->times[1].size());
+                     kRaceSamples, r->times[0].size() + r->times[1].size());
 }
 
 }  // namespace fusion::detail
