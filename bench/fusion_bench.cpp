@@ -167,6 +167,17 @@ void layers_suite(std::vector<Row>& rows) {
       return fz::Array<fz::bfloat16>(
           fz::cast<fz::bfloat16>(xf * fz::rsqrt(fz::mean(xf * xf, -1, true) + 1e-6f) * fz::cast<float>(wb)));
     });
+    // 16-bit layers: bfloat16 in and out, computed in float32 (issue 35's 16-bit layer kernels)
+    run("softmax" + at, "bfloat16", [&] {
+      auto xf = fz::cast<float>(xb);
+      return fz::Array<fz::bfloat16>(
+          fz::cast<fz::bfloat16>(fz::exp(xf - fz::max(xf, -1, true)) / fz::sum(fz::exp(xf - fz::max(xf, -1, true)), -1, true)));
+    });
+    run("layer_norm" + at, "bfloat16", [&] {
+      auto xf = fz::cast<float>(xb);
+      return fz::Array<fz::bfloat16>(fz::cast<fz::bfloat16>((xf - fz::mean(xf, -1, true)) *
+                                                            fz::rsqrt(fz::var(xf, -1, true) + 1e-5f) * fz::cast<float>(wb)));
+    });
     run("var" + at, "float32", [&] { return fz::Array<float>(fz::var(x, -1)); });
     run("tie(sum,sum sq)" + at, "float32", [&] {
       fz::Array<float> s, q;
@@ -241,7 +252,7 @@ double copy_pct_of_limit(std::int64_t bytes, double limit_gbs) {
 std::vector<std::string> notes;  // lines printed under the table
 
 void layouts_suite(std::vector<Row>& rows) {
-  for (int e : {24, 26}) layouts_at<float>(std::int64_t{1} << e, "float32", rows);
+  for (int e : {22, 24, 26}) layouts_at<float>(std::int64_t{1} << e, "float32", rows);
   layouts_at<fz::bfloat16>(std::int64_t{1} << 26, "bfloat16", rows);
   layouts_at<fz::half>(std::int64_t{1} << 26, "float16", rows);
   for (int e : {24, 26}) {

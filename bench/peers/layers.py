@@ -25,6 +25,8 @@ def cases():
         out.append(("layer_norm" + at, "float32", lambda m, x, w, b: m.layer_norm(x, w, b), [(r, d), (d,), (d,)], 8 * N + 8 * d))
         out.append(("rms_norm" + at, "float32", lambda m, x, w: m.rms_norm(x, w), [(r, d), (d,)], 8 * N + 4 * d))
         out.append(("rms_norm" + at, "bfloat16", lambda m, x, w: m.rms_norm(x, w), [(r, d), (d,)], 4 * N + 2 * d))
+        out.append(("softmax" + at, "bfloat16", lambda m, x: m.softmax16(x), [(r, d)], 4 * N))
+        out.append(("layer_norm" + at, "bfloat16", lambda m, x, w: m.layer_norm16(x, w), [(r, d), (d,)], 4 * N + 2 * d))
         out.append(("var" + at, "float32", lambda m, x: m.var(x), [(r, d)], 4 * N + 4 * r))
         out.append(("tie(sum,sum sq)" + at, "float32", lambda m, x: m.sums(x), [(r, d)], 4 * N + 8 * r))
     out.append(("var(x)", "float32", lambda m, x: m.var_all(x), [(N,)], 4 * N + 4))
@@ -49,6 +51,12 @@ def torch_module():
         def rms_norm(x, w):
             xf = x.float()
             return (xf * torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)
+        @staticmethod
+        def softmax16(x): return M.softmax(x.float()).to(x.dtype)
+        @staticmethod
+        def layer_norm16(x, w):
+            xf = x.float()
+            return ((xf - xf.mean(-1, keepdim=True)) * torch.rsqrt(xf.var(-1, keepdim=True, unbiased=False) + 1e-5) * w.float()).to(x.dtype)
         @staticmethod
         def var(x): return x.var(-1, unbiased=False)
         @staticmethod
@@ -76,6 +84,12 @@ def jax_module():
         def rms_norm(x, w):
             xf = x.astype(jnp.float32)
             return (xf / jnp.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-6) * w.astype(jnp.float32)).astype(x.dtype)
+        @staticmethod
+        def softmax16(x): return M.softmax(x.astype(jnp.float32)).astype(x.dtype)
+        @staticmethod
+        def layer_norm16(x, w):
+            xf = x.astype(jnp.float32)
+            return ((xf - xf.mean(-1, keepdims=True)) / jnp.sqrt(xf.var(-1, keepdims=True) + 1e-5) * w.astype(jnp.float32)).astype(x.dtype)
         @staticmethod
         def var(x): return x.var(-1)
         @staticmethod

@@ -53,6 +53,10 @@ class LayerEmitter {
     if (reds.empty()) throw Error("internal: a layer kernel without a reduction");
 
     passes = static_cast<int>(pass_nodes.size());
+    // Divisions of values along the row by a value of the row (softmax's sum): its reciprocal once per row.
+    const std::vector<bool> along = varying_nodes(g, [this](std::uint32_t i) { return varies(param_of(i)); });
+    for (const Node& n : g.nodes)
+      if (n.op == Op::div && along[n.a] && !along[n.b]) ctx.row_divisions.insert(&n);
   }
 
   GeneratedKernel emit() {
@@ -185,6 +189,13 @@ class LayerEmitter {
                p, G);
         w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, storage_type(pdt[p]));
       }
+      for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+        if (kept[i] == 0) continue;
+        w.line("{0}* const fz_kept{1} = reinterpret_cast<{0}*>(fz_at) + (threadIdx.x / {2}) * fz_pad;  // pass {3}'s "
+               "values, read by later passes",
+               compute_type(g.nodes[i].dtype), i, G, kept[i]);
+        w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, compute_type(g.nodes[i].dtype));
+      }
     }
     if (seg) w.line("const unsigned fz_seg = (unsigned)fz_segment;  // (segmented rows hold under 2^31 elements)");
     if (V > 1 && C > 1)
@@ -220,6 +231,13 @@ class LayerEmitter {
     for (std::size_t i = 0; i < reds.size() && !final_pass; ++i)
       if (reds[i].wave == pass) in_wave.push_back(i);
     const std::vector<bool>& nodes = pass_nodes[static_cast<std::size_t>(pass - 1)];
+    std::vector<std::size_t> stores, loads;  // kept values this pass computes and stores, or reads
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      if (kept[i] == pass) stores.push_back(i);
+      if (kept[i] > 0 && kept[i] < pass && nodes[i]) loads.push_back(i);
+    }
+    std::vector<bool> computed = nodes;  // what write_values spells: not the values read back
+    for (std::size_t i : loads) computed[i] = false;
     std::vector<int> reads;  // element inputs this pass reads
     for (std::size_t i = 0; i < g.nodes.size(); ++i)
       if (nodes[i] && g.nodes[i].op == Op::input && varies(param_of(static_cast<std::uint32_t>(i)))) {
@@ -279,7 +297,14 @@ class LayerEmitter {
       std::vector<std::string> value = base;
       for (std::size_t i = 0; i < reds.size(); ++i)
         if (reds[i].wave < pass) value[reds[i].node] = fmt::format("r{}", i);
-      write_values(w, g, nodes, value, ctx);
+      for (std::size_t i : loads)
+        value[i] = vector ? fmt::format("kv{}.v[e]", i) : fmt::format("fz_kept{}[{}]", i, cache_index);
+      write_values(w, g, computed, value, ctx);
+      for (std::size_t i : stores)
+        if (vector)
+          w.line("ks{}.v[e] = {};", i, value[i]);
+        else
+          w.line("fz_kept{}[{}] = {};", i, cache_index, value[i]);
       const std::string index = vector ? fmt::format("{} + e", j) : j;
       for (std::size_t i : in_wave)
         w.line("a{0} = fz_step{0}(a{0}, {1}, {2});", i, value[g.nodes[reds[i].node].a], index);
@@ -314,6 +339,10 @@ class LayerEmitter {
         if (to_cache(p))
           w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", if_kept(cache_index), type, p, cache_index, p);
       }
+      for (std::size_t i : loads)
+        w.line("const FzVec<{0}, {1}> kv{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(fz_kept{2} + {3});",
+               compute_type(g.nodes[i].dtype), V, i, cache_index);
+      for (std::size_t i : stores) w.line("FzVec<{}, {}> ks{};", compute_type(g.nodes[i].dtype), V, i);
       if (final_pass)
         for (int o = 0; o < K; ++o)
           if (!v.out_per_row[o]) w.line("FzVec<{}, {}> o{};", storage_type(v.out_dtype[o]), V, o);
@@ -322,6 +351,9 @@ class LayerEmitter {
         auto lanes = w.block("for (int e = 0; e < {}; ++e)", V);
         body("j", true);
       }
+      for (std::size_t i : stores)
+        w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(fz_kept{2} + {3}) = ks{2};", compute_type(g.nodes[i].dtype), V, i,
+               cache_index);
       if (final_pass)
         for (int o = 0; o < K; ++o)
           if (!v.out_per_row[o])
@@ -411,7 +443,12 @@ class LayerEmitter {
 
   std::vector<Reduction> reds;  // in waves
   int waves = 0;
-  const std::vector<std::vector<bool>> pass_nodes = layer_pass_nodes(g, v.out_per_row);
+  // values kept for later passes (v.keep_values): per node, the pass storing it, else 0
+  const std::vector<int> kept = [this] {
+    if (!v.keep_values) return std::vector<int>(g.nodes.size(), 0);
+    return kept_values(g, v.out_per_row, varying_nodes(g, [this](std::uint32_t i) { return varies(param_of(i)); }));
+  }();
+  const std::vector<std::vector<bool>> pass_nodes = layer_pass_nodes(g, v.out_per_row, &kept);
   int passes = 0;
   std::vector<int> first_pass =
       std::vector<int>(static_cast<std::size_t>(np), -1);  // the pass reading a cached input from memory

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/spell.hpp"
 #include "fusion/error.hpp"
 
 namespace fusion::codegen {
@@ -56,10 +57,113 @@ std::vector<PassMask> layer_pass_masks(const ir::Graph& g, const std::array<bool
   return mask;
 }
 
-std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row) {
+namespace {
+
+/// Ops whose CUDA spelling is a math call or a correctly rounded division: worth a shared-memory round trip.
+bool costly(const ir::Node& n) {
+  using ir::Op;
+  if (is_heavy_math(n.op)) return true;
+  switch (n.op) {
+    case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::log10: case Op::sqrt: case Op::rsqrt:
+    case Op::div: case Op::reciprocal: case Op::logaddexp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Pass `p`'s roots (0-based): its wave's reduction operands, or (the pass after the last wave) the element outputs.
+std::vector<bool> pass_roots(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                             const std::vector<int>& wave, int waves, int p) {
+  std::vector<bool> r(g.nodes.size(), false);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (ir::is_reduction(g.nodes[i].op) && wave[i] - 1 == p) r[g.nodes[i].a] = true;
+  if (p == waves)
+    for (std::size_t o = 0; o < g.outputs.size(); ++o)
+      if (!out_per_row[o]) r[g.outputs[o]] = true;
+  return r;
+}
+
+/// The nodes pass `p` computes from its roots, stopping at reductions and at values an earlier pass kept.
+std::vector<bool> pass_set(const ir::Graph& g, std::vector<bool> r, const std::vector<int>& kept, int p) {
+  for (std::size_t i = g.nodes.size(); i-- > 0;) {
+    if (!r[i] || ir::is_reduction(g.nodes[i].op) || (kept[i] > 0 && kept[i] - 1 < p)) continue;
+    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
+      if (o != ir::kNone) r[o] = true;
+  }
+  return r;
+}
+
+int wave_count(const std::vector<int>& wave, const ir::Graph& g) {
+  int waves = 0;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (ir::is_reduction(g.nodes[i].op)) waves = std::max(waves, wave[i]);
+  return waves;
+}
+
+}  // namespace
+
+std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                             const std::vector<bool>& varies) {
+  const std::size_t n = g.nodes.size();
+  std::vector<int> kept(n, 0);
+  if (ir::has_pieces(g)) return kept;
+  int passes = 0;
+  layer_pass_masks(g, out_per_row, passes);
+  const std::vector<int> wave = waves_of(g);
+  const int waves = wave_count(wave, g);
+  // Whether a node's value comes from a math call somewhere below it, without crossing a reduction.
+  std::vector<bool> has_cost(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::Node& nd = g.nodes[i];
+    if (ir::is_reduction(nd.op)) continue;
+    has_cost[i] = costly(nd);
+    for (std::uint32_t o : {nd.a, nd.b, nd.c})
+      if (o != ir::kNone && !ir::is_reduction(g.nodes[o].op)) has_cost[i] = has_cost[i] || has_cost[o];
+  }
+  std::vector<std::vector<bool>> sets;  // each earlier pass's nodes, with the values kept before it read
+  for (int p = 0; p < passes; ++p) {
+    // From the roots down: a value an earlier pass computed, worth keeping, is read here and not descended into.
+    std::vector<bool> r = pass_roots(g, out_per_row, wave, waves, p);
+    for (std::size_t i = n; i-- > 0;) {
+      if (!r[i] || ir::is_reduction(g.nodes[i].op)) continue;
+      if (kept[i] > 0 && kept[i] - 1 < p) continue;
+      const ir::Node& nd = g.nodes[i];
+      const bool floating = is_floating(nd.dtype);
+      if (floating && varies[i] && has_cost[i] && kept[i] == 0)
+        for (int q = 0; q < p; ++q)
+          if (sets[static_cast<std::size_t>(q)][i]) {
+            kept[i] = q + 1;
+            break;
+          }
+      if (kept[i] > 0) continue;
+      for (std::uint32_t o : {nd.a, nd.b, nd.c})
+        if (o != ir::kNone) r[o] = true;
+    }
+    sets.push_back(r);
+  }
+  return kept;
+}
+
+std::size_t kept_bytes(const ir::Graph& g, const std::vector<int>& kept) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] > 0) bytes += g.nodes[i].dtype == DType::float64 ? 8 : 4;  // kept in its compute type
+  return bytes;
+}
+
+std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                                                const std::vector<int>* kept) {
   int passes = 0;
   const std::vector<PassMask> mask = layer_pass_masks(g, out_per_row, passes);
   std::vector<std::vector<bool>> nodes(static_cast<std::size_t>(passes), std::vector<bool>(g.nodes.size(), false));
+  if (kept) {
+    const std::vector<int> wave = waves_of(g);
+    const int waves = wave_count(wave, g);
+    for (int p = 0; p < passes; ++p)
+      nodes[static_cast<std::size_t>(p)] = pass_set(g, pass_roots(g, out_per_row, wave, waves, p), *kept, p);
+    return nodes;
+  }
   for (int p = 0; p < passes; ++p)
     for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes[static_cast<std::size_t>(p)][i] = (mask[i] >> p) & 1;
   return nodes;

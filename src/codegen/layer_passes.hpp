@@ -24,8 +24,37 @@ using PassMask = std::uint64_t;
 inline constexpr int kMaxLayerPasses = 64;
 std::vector<PassMask> layer_pass_masks(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
                                        int& passes);
-/// The nodes each pass computes (layer_pass_masks as a list per pass), for the emitter.
-std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row);
+/// Per node, whether its value varies along the row: it reads (below any reduction) an input for which
+/// `varies_input(node)` holds.
+template <class VariesInput>
+std::vector<bool> varying_nodes(const ir::Graph& g, VariesInput&& varies_input) {
+  std::vector<bool> r(g.nodes.size(), false);
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::input) r[i] = varies_input(i);
+    else if (!ir::is_reduction(n.op))
+      for (std::uint32_t o : {n.a, n.b, n.c})
+        if (o != ir::kNone) r[i] = r[i] || r[o];
+  }
+  return r;
+}
+
+/// Values a layer kernel keeps beside its row in shared memory for the passes after the one computing them,
+/// instead of computing them again (softmax's exp(x - max): the sum's pass computes it, the output's pass reads
+/// it): per node, the pass (1-based) that computes and stores it, 0 when none. A value is kept when a later
+/// pass needs it, it is floating and varies along the row (`varies[i]`: node i reads an input that does), and
+/// computing it takes a math call (exp, log, a division, ...); on each path the value nearest the later pass's
+/// results, so that pass computes nothing below it. None in a graph joining pieces.
+std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                             const std::vector<bool>& varies);
+/// Bytes per element of the row that `kept` (kept_values) adds to a block's shared memory (each value in its
+/// compute type: float for 16-bit floats).
+std::size_t kept_bytes(const ir::Graph& g, const std::vector<int>& kept);
+
+/// The nodes each pass computes (layer_pass_masks as a list per pass), for the emitter; with `kept`, a pass
+/// after the one storing a kept value reads it and computes nothing only it needed.
+std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
+                                                const std::vector<int>* kept = nullptr);
 
 /// Per parameter: the gather node reading it when that gather is its only reader and the gather's offset is
 /// the same along the row (computed from row-constant inputs and scalars only: an embedding's row, whose

@@ -34,6 +34,8 @@ struct LayerVariant {
   bool resident = false;           ///< some input is cached in shared memory
   bool partly_resident = false;    ///< only the first `keep` elements of a block's slice are cached (a kernel
                                    ///< argument); later passes re-read the rest, mostly from L2
+  bool keep_values = false;        ///< values a later pass needs (softmax's exp(x - max)) are kept beside the
+                                   ///< cached row in shared memory, not computed again (codegen/layer_passes.hpp)
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
   std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
   std::uint8_t n_params = 0;

@@ -123,6 +123,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   }
   if (segmented) h.add_byte(0x5e);  // likewise
   if (partly_resident) h.add_byte(0x9a);  // likewise
+  if (keep_values) h.add_byte(0x6b);  // likewise
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -150,6 +151,7 @@ std::string LayerVariant::describe() const {
   s += partly_resident ? ", most of the row kept in shared memory (the rest re-read)"
        : resident      ? ", the row kept in shared memory"
                        : ", each pass reads the row from memory";
+  if (keep_values) s += ", values later passes need kept beside it";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   if (segmented) s += ", each row in segments apart in memory";
   s += fmt::format(", kept rank {}", rank_kept);

@@ -295,9 +295,25 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
       L.keep = keep;
     }
   }
+  // Values a later pass would compute again (softmax's exp(x - max): 16-bit rows were bound by issue slots on an
+  // H200) kept beside the row, where shared memory still holds half an SM's threads' worth of blocks with them
+  // (a block of 512 threads keeping 64 KB slices of a float32 row twice over would run alone on its SM).
+  std::size_t block_bytes = bytes;
+  if (v.resident && !v.partly_resident && tuning().layer_keep_values) {
+    const std::vector<bool> varies = codegen::varying_nodes(
+        g, [&](std::uint32_t i) { return v.role[v.param_of_slot[g.nodes[i].slot]] != LayerRole::row; });
+    const std::size_t kept = codegen::kept_bytes(g, codegen::kept_values(g, v.out_per_row, varies));
+    const std::size_t with_kept = static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(span + 15) / 16 * 16) *
+                                  (cached_bytes + kept);
+    const std::size_t threads = device.max_shared_per_sm / (with_kept + 1024) * v.block;
+    if (kept > 0 && with_kept <= limit && threads >= 1024) {
+      v.keep_values = true;
+      block_bytes = with_kept;
+    }
+  }
   if (tuning().layer_fit_blocks > 0 && v.resident && !v.partly_resident &&
       span > 1024) {  // registers for as many blocks as shared memory holds
-    const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (bytes + 1024));
+    const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (block_bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;
     const std::int64_t blocks = std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32);
     // By default only where a block owns its whole row and the cap leaves a layer kernel the 40 registers
@@ -310,7 +326,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     for (int p = 0; p < np; ++p)
       if (v.role[p] == LayerRole::cached) v.role[p] = LayerRole::stream;
   L.shared_bytes = v.partly_resident ? static_cast<unsigned>(static_cast<std::size_t>(L.keep) * cached_bytes)
-                  : v.resident       ? static_cast<unsigned>(bytes)
+                  : v.resident       ? static_cast<unsigned>(block_bytes)
                                      : 0;
 
   // In place (x = softmax(x)) is safe: a row's elements are read before its outputs are written, each
@@ -337,7 +353,8 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
           ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
                         "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave",
                         L.keep, span)
-      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory", row_bytes)
+      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory{}", row_bytes,
+                                 v.keep_values ? ", with the values a later pass needs again (not computed twice)" : "")
       : bytes > 0
           ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2",
                         bytes)

@@ -24,6 +24,8 @@ struct Tuning {
   bool layer_resident = true;  ///< keep a layer kernel's cached inputs in shared memory where they fit
   /// A one-wave grid of clusters keeps part of each slice so that each SM has room for a spare block.
   bool layer_spare_block = true;
+  /// Values a later pass would compute again (softmax's exp(x - max)) kept beside the cached row where it fits.
+  bool layer_keep_values = true;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
