@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Layer kernels that keep a value for a later pass (softmax's exp(x - max), computed by the sum's pass and read
-// by the output's) and divide by a row's value through its reciprocal (fz_div_row): which kernels do, that the
-// results are the bits of the kernel that computes everything again, and that the division is the division
-// operator's to the bit, special values included.
+// by the output's): which kernels do, and that the results are the bits of the kernel computing it again.
 #include <cstring>
 #include <limits>
 
@@ -60,16 +58,6 @@ TEST_CASE("a later pass reads the value an earlier pass kept, where shared memor
              Catch::Contains("kept beside"));
 }
 
-TEST_CASE("a division by a row's value goes through its reciprocal; one by a value along the row does not", "[layer]") {
-  const auto x = fz::placeholder<float>({512, 1000}), y = fz::placeholder<float>({512, 1000});
-  const auto r = fz::placeholder<float>({512, 1});
-  CHECK(count(fz::inspect(x / fz::sum(x, -1, true)).source, "fz_div_row(") == 3);  // the helper, two loops
-  CHECK(count(fz::inspect(x / y + fz::sum(x, -1, true)).source, "fz_div_row(") == 0);
-  CHECK(count(fz::inspect(fz::sum(x, -1, true) / x).source, "fz_div_row(") == 0);
-  CHECK(count(fz::inspect(x / r - fz::mean(x, -1, true)).source, "fz_div_row(") == 3);  // a per-row input
-  CHECK(count(fz::inspect(x / 3.f).source, "fz_div_row(") == 0);  // elementwise kernels divide as ever
-}
-
 TEST_CASE("kept values give the bits of the kernel computing them again, against float64", "[gpu][layers]") {
   SavedTuning restore;
   for (const auto [R, D] : {std::pair<std::int64_t, std::int64_t>{300, 4096}, {257, 4100}, {1000, 100}, {40, 1000}, {3000, 24}}) {
@@ -98,41 +86,4 @@ TEST_CASE("kept values give the bits of the kernel computing them again, against
     CHECK(test::mismatches(kept, want, fz::DType::bfloat16) == 0);
     CHECK(std::memcmp(kept.data(), again.data(), kept.size() * sizeof(fz::bfloat16)) == 0);
   }
-}
-
-TEST_CASE("a division by a row's value is the division operator's, bit for bit, special values included",
-          "[gpu][layers]") {
-  const std::int64_t R = 64, D = 4096;
-  // Quotients over the whole range: every exponent of the numerators against divisors of every size and sign,
-  // zeros, subnormals, infinities and NaN on both sides, and divisors whose significand is all ones.
-  std::vector<float> hx(static_cast<std::size_t>(R * D)), hr(static_cast<std::size_t>(R));
-  std::uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&] { return static_cast<std::uint32_t>((state = state * 6364136223846793005ull + 1442695040888963407ull) >> 32); };
-  auto bits = [](std::uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; };
-  for (float& v : hx) v = bits(next());
-  const float specials[] = {0.f, -0.f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), 1e-40f,
-                            std::numeric_limits<float>::max(), std::numeric_limits<float>::min()};
-  for (std::size_t i = 0; i < std::size(specials); ++i) hx[i * 97] = specials[i];
-  for (std::int64_t r = 0; r < R; ++r)
-    hr[static_cast<std::size_t>(r)] = r < static_cast<std::int64_t>(std::size(specials)) ? specials[r]
-                                      : r % 3 == 0 ? bits(0x3f800000u | 0x7fffffu ^ (next() & 0xffu)) * (r % 2 ? 1.f : -3.f)
-                                                   : bits(next());
-  const auto x = fz::asarray(hx, {R, D});
-  const auto rows = fz::asarray(hr, {R, 1});
-  fz::Array<float> q = fz::full<float>({R, D}, 7.f), m = fz::full<float>({R}, 7.f);
-  CHECK(fz::inspect(x / rows, fz::max(x, -1)).source.find("fz_div_row(") != std::string::npos);
-  fz::reset_stats();
-  fz::tie(q, m) = std::make_tuple(x / rows, fz::max(x, -1));
-  CHECK(fz::stats().launches == 1);
-  const std::vector<float> got = q.to_host();
-  std::size_t wrong = 0;
-  for (std::int64_t r = 0; r < R; ++r)
-    for (std::int64_t j = 0; j < D; ++j) {
-      const std::size_t i = static_cast<std::size_t>(r * D + j);
-      const float want = hx[i] / hr[static_cast<std::size_t>(r)];
-      const bool same = std::isnan(want) ? std::isnan(got[i]) : std::memcmp(&want, &got[i], 4) == 0;
-      if (!same && ++wrong <= 5) UNSCOPED_INFO(hx[i] << " / " << hr[static_cast<std::size_t>(r)] << ": " << got[i] << ", want " << want);
-    }
-  CHECK(wrong == 0);
 }

@@ -53,10 +53,6 @@ class LayerEmitter {
     if (reds.empty()) throw Error("internal: a layer kernel without a reduction");
 
     passes = static_cast<int>(pass_nodes.size());
-    // Divisions of values along the row by a value of the row (softmax's sum): its reciprocal once per row.
-    const std::vector<bool> along = varying_nodes(g, [this](std::uint32_t i) { return varies(param_of(i)); });
-    for (const Node& n : g.nodes)
-      if (n.op == Op::div && along[n.a] && !along[n.b]) ctx.row_divisions.insert(&n);
   }
 
   GeneratedKernel emit() {

@@ -59,20 +59,6 @@ template <class T> __device__ __forceinline__ T fz_maximum(T a, T b) { return a 
     case Helper::minimum:
       return R"(// NumPy's minimum: NaN in either operand gives NaN; of equal operands (0 and -0) the first.
 template <class T> __device__ __forceinline__ T fz_minimum(T a, T b) { return a != a ? a : (b != b ? b : (a <= b ? a : b)); })";
-    case Helper::div_row:
-      return R"(// a / b correctly rounded, as the division operator, for many a over one b (a row's sum): b's reciprocal,
-// the same for every quotient, leaves the loop (rcp.rn is a pure function of b); the first quotient a * y is within
-// two ulps, and each correction with the exact remainder (Markstein) brings it closer, the second to the correctly
-// rounded one (bit for bit against host division: tests/test_layer_kept.cpp). Where a, b or the quotient lies near
-// either end of the range (subnormal, overflowing, zero, infinite or NaN), the division operator itself.
-__device__ __forceinline__ float fz_div_row(float a, float b) {
-  const float y = __frcp_rn(b);
-  const float q0 = a * y;
-  const float q1 = fmaf(fmaf(-q0, b, a), y, q0);
-  const float q2 = fmaf(fmaf(-q1, b, a), y, q1);
-  const float aq = fabsf(q2), aa = fabsf(a), ab = fabsf(b);  // (the remainders are exact away from underflow)
-  return aq >= 0x1p-100f && aq <= 0x1p100f && aa >= 0x1p-100f && ab >= 0x1p-100f && ab <= 0x1p100f ? q2 : a / b;
-})";
     case Helper::logaddexp:
       return R"(// log(exp(a) + exp(b)) without overflow; equal infinities stay exact.
 template <class T> __device__ __forceinline__ T fz_logaddexp(T a, T b) {

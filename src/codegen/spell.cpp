@@ -189,12 +189,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::add: return is_bool ? fmt::format("({} || {})", a, b) : arith(a, "+", b);
     case Op::sub: return arith(a, "-", b);
     case Op::mul: return is_bool ? fmt::format("({} && {})", a, b) : arith(a, "*", b);
-    case Op::div:
-      if (d == DType::float32 && ctx.row_divisions.contains(&n)) {
-        needs.insert(Helper::div_row);
-        return fmt::format("fz_div_row({}, {})", a, b);
-      }
-      return fmt::format("{} / {}", a, b);
+    case Op::div: return fmt::format("{} / {}", a, b);
     case Op::floor_divide:
       return helper2(Helper::floor_divide, fl ? "fz_floor_divide_float" : "fz_floor_divide_int");
     case Op::remainder: return helper2(Helper::remainder, fl ? "fz_remainder_float" : "fz_remainder_int");

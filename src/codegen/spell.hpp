@@ -40,8 +40,7 @@ enum class Helper {
   leading,          // fz::concatenate's test of where an element lies
   abs_int,          // abs of a signed integer, through PTX
   neg_int,          // negation of an integer, through PTX
-  wrap_narrow,      // an 8- or 16-bit integer result wrapped to its width, through PTX
-  div_row           // a float division by a divisor shared by many quotients (a layer's row sum)
+  wrap_narrow       // an 8- or 16-bit integer result wrapped to its width, through PTX
 };
 const char* helper_source(Helper h);
 /// The device functions converting a 16-bit float dtype to and from float (its to_float, from_float).
@@ -63,9 +62,6 @@ struct SpellContext {
   std::set<std::uint32_t> functions; ///< fz::function ids the kernel calls (defined once each)
   bool fast_math = false;            ///< the kernel compiles with fast math: float log1p is spelled approximately
   ExactSums exact_sums = ExactSums::none;  ///< where a floating scatter_add's exact sums are (Variant::exact_words)
-  /// float32 divisions whose divisor is one value for many quotients (a layer kernel's row sum: softmax's
-  /// division): spelled fz_div_row, its reciprocal computed once (Helper::div_row)
-  std::set<const ir::Node*> row_divisions;
 };
 
 /// Kernels with more costly math calls than this call them through __noinline__ wrappers: inlining
