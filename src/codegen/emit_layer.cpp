@@ -81,7 +81,7 @@ class LayerEmitter {
  private:
   /// Each reduction's identity, lift, combine, row reduction and result.
   void write_device_functions() {
-    if (V > 1 && any_row_gather())
+    if (V > 1 && gathers.any_row)
       fn.line("template <class V, class T> __device__ __forceinline__ V fz_unaligned(const T* p) {{ V r; for (int e = 0; "
               "e < (int)(sizeof(V) / sizeof(T)); ++e) r.v[e] = p[e]; return r; }}");
     {
@@ -297,10 +297,7 @@ class LayerEmitter {
         value[i] = vector ? fmt::format("kv{}.v[e]", i) : fmt::format("fz_kept{}[{}]", i, cache_index);
       write_values(w, g, computed, value, ctx);
       for (std::size_t i : stores)
-        if (vector)
-          w.line("ks{}.v[e] = {};", i, value[i]);
-        else
-          w.line("fz_kept{}[{}] = {};", i, cache_index, value[i]);
+        w.line("{} = {};", vector ? fmt::format("ks{}.v[e]", i) : fmt::format("fz_kept{}[{}]", i, cache_index), value[i]);
       const std::string index = vector ? fmt::format("{} + e", j) : j;
       for (std::size_t i : in_wave)
         w.line("a{0} = fz_step{0}(a{0}, {1}, {2});", i, value[g.nodes[reds[i].node].a], index);
@@ -404,26 +401,10 @@ class LayerEmitter {
   EmitContext e;
   GeneratedKernel& k = e.kernel;
   const std::vector<DType>& pdt = e.params;
-  // fz::take's sources read at a per-row offset (an embedding's row): ordinary inputs from that offset on
-  // (a source constant along the row, a per-row scale `take(scale, ids[:, None], 0)`, stays a pointer read once
-  // per row)
-  const std::vector<int> row_gather = [this] {
-    std::vector<int> r = row_gathers(g, v.param_of_slot, v.n_params, [this](int p) { return v.role[p] == LayerRole::row; });
-    for (int p = 0; p < v.n_params; ++p)
-      if (v.segmented || v.role[p] == LayerRole::row) r[static_cast<std::size_t>(p)] = -1;
-    return r;
-  }();
-  // the other sources: pointers at the element's position, never loaded, vectorized or cached
-  const std::vector<bool> gathered = [this] {
-    std::vector<bool> r = gathered_params(g, v.param_of_slot, v.n_params);
-    for (int p = 0; p < v.n_params; ++p) r[static_cast<std::size_t>(p)] = r[static_cast<std::size_t>(p)] && row_gather[static_cast<std::size_t>(p)] < 0;
-    return r;
-  }();
-  bool any_row_gather() const {
-    for (int x : row_gather)
-      if (x >= 0) return true;
-    return false;
-  }
+  // fz::take's sources: read at a per-row offset, or through pointers at the element's position
+  const LayerGathers gathers = layer_gathers(g, v);
+  const std::vector<int>& row_gather = gathers.row;
+  const std::vector<bool>& gathered = gathers.pointer;
   const std::vector<std::pair<std::uint32_t, DType>>& scalars = e.scalars;
   SpellContext& ctx = e.spell;
   const int heavy = e.heavy;
@@ -440,10 +421,7 @@ class LayerEmitter {
   std::vector<Reduction> reds;  // in waves
   int waves = 0;
   // values kept for later passes (v.keep_values): per node, the pass storing it, else 0
-  const std::vector<int> kept = [this] {
-    if (!v.keep_values) return std::vector<int>(g.nodes.size(), 0);
-    return kept_values(g, v.out_per_row, varying_nodes(g, [this](std::uint32_t i) { return varies(param_of(i)); }));
-  }();
+  const std::vector<int> kept = v.keep_values ? kept_values(g, v) : std::vector<int>(g.nodes.size(), 0);
   const std::vector<std::vector<bool>> pass_nodes = layer_pass_nodes(g, v.out_per_row, &kept);
   int passes = 0;
   std::vector<int> first_pass =

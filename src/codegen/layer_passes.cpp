@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/spell.hpp"
 #include "fusion/error.hpp"
 
@@ -167,6 +168,24 @@ std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::a
   for (int p = 0; p < passes; ++p)
     for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes[static_cast<std::size_t>(p)][i] = (mask[i] >> p) & 1;
   return nodes;
+}
+
+std::vector<int> kept_values(const ir::Graph& g, const LayerVariant& v) {
+  return kept_values(g, v.out_per_row, varying_nodes(g, [&](std::uint32_t i) {
+                       return v.role[v.param_of_slot[g.nodes[i].slot]] != LayerRole::row;
+                     }));
+}
+
+LayerGathers layer_gathers(const ir::Graph& g, const LayerVariant& v) {
+  LayerGathers r;
+  r.row = row_gathers(g, v.param_of_slot, v.n_params, [&](int p) { return v.role[p] == LayerRole::row; });
+  r.pointer = gathered_params(g, v.param_of_slot, v.n_params);
+  for (std::size_t p = 0; p < static_cast<std::size_t>(v.n_params); ++p) {
+    if (v.segmented || v.role[p] == LayerRole::row) r.row[p] = -1;
+    r.pointer[p] = r.pointer[p] && r.row[p] < 0;
+    r.any_row = r.any_row || r.row[p] >= 0;
+  }
+  return r;
 }
 
 }  // namespace fusion::codegen

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/layer_variant.hpp"
 #include "codegen/variant.hpp"
 #include "fusion/ir.hpp"
 
@@ -47,6 +48,9 @@ std::vector<bool> varying_nodes(const ir::Graph& g, VariesInput&& varies_input) 
 /// results, so that pass computes nothing below it. None in a graph joining pieces.
 std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
                              const std::vector<bool>& varies);
+/// kept_values for a layer kernel of variant `v` (values vary along the row where an input the variant does not
+/// read once per row is below them), whether or not the variant keeps them.
+std::vector<int> kept_values(const ir::Graph& g, const LayerVariant& v);
 /// Bytes per element of the row that `kept` (kept_values) adds to a block's shared memory (each value in its
 /// compute type: float for 16-bit floats).
 std::size_t kept_bytes(const ir::Graph& g, const std::vector<int>& kept);
@@ -89,5 +93,16 @@ std::vector<int> row_gathers(const ir::Graph& g, const std::array<std::uint8_t, 
   }
   return found;
 }
+
+/// How a layer kernel of variant `v` reads fz::take's sources. `row[p]`: the gather node of a source read at a
+/// per-row offset (an embedding's row: an ordinary input from that offset on), else -1 (a source constant along the
+/// row, a per-row scale `take(scale, ids[:, None], 0)`, stays a pointer read once per row). `pointer[p]`: the other
+/// sources, pointers at the element's position, never loaded, vectorized or cached.
+struct LayerGathers {
+  std::vector<int> row;
+  std::vector<bool> pointer;
+  bool any_row = false;
+};
+LayerGathers layer_gathers(const ir::Graph& g, const LayerVariant& v);
 
 }  // namespace fusion::codegen

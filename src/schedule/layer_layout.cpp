@@ -300,9 +300,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // (a block of 512 threads keeping 64 KB slices of a float32 row twice over would run alone on its SM).
   std::size_t block_bytes = bytes;
   if (v.resident && !v.partly_resident && tuning().layer_keep_values) {
-    const std::vector<bool> varies = codegen::varying_nodes(
-        g, [&](std::uint32_t i) { return v.role[v.param_of_slot[g.nodes[i].slot]] != LayerRole::row; });
-    const std::size_t kept = codegen::kept_bytes(g, codegen::kept_values(g, v.out_per_row, varies));
+    const std::size_t kept = codegen::kept_bytes(g, codegen::kept_values(g, v));
     const std::size_t with_kept = static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(span + 15) / 16 * 16) *
                                   (cached_bytes + kept);
     const std::size_t threads = device.max_shared_per_sm / (with_kept + 1024) * v.block;
