@@ -304,7 +304,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     const std::size_t with_kept = static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(span + 15) / 16 * 16) *
                                   (cached_bytes + kept);
     const std::size_t threads = device.max_shared_per_sm / (with_kept + 1024) * v.block;
-    if (kept > 0 && with_kept <= limit && threads >= 1024) {
+    if (kept > 0 && with_kept <= limit && threads >= static_cast<std::size_t>(tuning().layer_keep_min_threads)) {
       v.keep_values = true;
       block_bytes = with_kept;
     }

@@ -26,6 +26,10 @@ struct Tuning {
   bool layer_spare_block = true;
   /// Values a later pass would compute again (softmax's exp(x - max)) kept beside the cached row where it fits.
   bool layer_keep_values = true;
+  /// threads resident per SM (by shared memory) a layer kernel keeping values must still have. H200, softmax at
+  /// 512 against 1,024: float32 rows of 1,024 / 16,384 / 65,536 94.2 / 96.5 / 81.1% -> 85.3 / 63.9 / 45.2%, bfloat16
+  /// rows of 16,384 58.5 -> 52.0% (bench/results/layers/h200/keep-min-threads-2026-11-28.txt)
+  int layer_keep_min_threads = 1024;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
