@@ -87,3 +87,60 @@ TEST_CASE("kept values give the bits of the kernel computing them again, against
     CHECK(std::memcmp(kept.data(), again.data(), kept.size() * sizeof(fz::bfloat16)) == 0);
   }
 }
+
+TEST_CASE("kept values read by two later passes, by a tie's outputs and in float64: the bits of computing them again",
+          "[gpu][layers]") {
+  SavedTuning restore;
+  const std::int64_t R = 200, D = 300;  // (eight rows of a block of warps fit with their kept values)
+  const auto x = fz::asarray(test::random<float>(static_cast<std::size_t>(R * D), -4, 4, 31), {R, D});
+  const auto xd = fz::asarray(test::random<double>(static_cast<std::size_t>(R * D), -4, 4, 32), {R, D});
+  // e = exp(x - max) is computed by the first sum's pass and read by the second sum's and by the outputs' pass.
+  auto three_waves = [](const auto& a) {
+    auto e = fz::exp(a - fz::max(a, -1, true));
+    auto p = e / fz::sum(e, -1, true);
+    return p * fz::rsqrt(fz::sum(p * p, -1, true));
+  };
+  auto both = [&](bool keep, auto&& run) {
+    fz::detail::set_tuning(keep ? "layer_keep_values=1" : "layer_keep_values=0");
+    fz::reset_stats();
+    auto r = run();
+    CHECK(fz::stats().launches == 1);
+    return r;
+  };
+  CHECK_THAT(fz::inspect(three_waves(x)).variant, Catch::Contains("kept beside"));
+  CHECK_THAT(fz::inspect(three_waves(xd)).variant, Catch::Contains("kept beside"));
+  const auto f_kept = both(true, [&] { return fz::Array<float>(three_waves(x)).to_host(); });
+  const auto f_again = both(false, [&] { return fz::Array<float>(three_waves(x)).to_host(); });
+  CHECK(std::memcmp(f_kept.data(), f_again.data(), f_kept.size() * sizeof(float)) == 0);
+  const auto d_kept = both(true, [&] { return fz::Array<double>(three_waves(xd)).to_host(); });
+  const auto d_again = both(false, [&] { return fz::Array<double>(three_waves(xd)).to_host(); });
+  CHECK(std::memcmp(d_kept.data(), d_again.data(), d_kept.size() * sizeof(double)) == 0);
+  // against float64 on the host
+  const auto hx = fz::Array<double>(fz::cast<double>(x)).to_host();
+  std::vector<double> want(hx.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    const double* a = &hx[static_cast<std::size_t>(r * D)];
+    double m = -std::numeric_limits<double>::infinity(), s = 0, q = 0;
+    for (std::int64_t j = 0; j < D; ++j) m = std::max(m, a[j]);
+    for (std::int64_t j = 0; j < D; ++j) s += std::exp(a[j] - m);
+    for (std::int64_t j = 0; j < D; ++j) q += (std::exp(a[j] - m) / s) * (std::exp(a[j] - m) / s);
+    for (std::int64_t j = 0; j < D; ++j) want[static_cast<std::size_t>(r * D + j)] = std::exp(a[j] - m) / s / std::sqrt(q);
+  }
+  CHECK(test::mismatches(f_kept, want, fz::DType::float32) == 0);
+  // a tie: the softmax and its log, both from the kept exp, and the row sums
+  auto tie_run = [&](bool keep) {
+    fz::detail::set_tuning(keep ? "layer_keep_values=1" : "layer_keep_values=0");
+    fz::Array<float> p = fz::full<float>({R, D}, 7.f), lp = fz::full<float>({R, D}, 7.f), s = fz::full<float>({R, 1}, 7.f);
+    auto e = fz::exp(x - fz::max(x, -1, true));
+    fz::reset_stats();
+    fz::tie(p, lp, s) = std::make_tuple(e / fz::sum(e, -1, true), fz::log(e / fz::sum(e, -1, true)), fz::sum(e, -1, true));
+    CHECK(fz::stats().launches == 1);
+    std::vector<float> all = p.to_host(), l = lp.to_host(), t = s.to_host();
+    all.insert(all.end(), l.begin(), l.end());
+    all.insert(all.end(), t.begin(), t.end());
+    return all;
+  };
+  const auto t_kept = tie_run(true), t_again = tie_run(false);
+  CHECK(std::memcmp(t_kept.data(), t_again.data(), t_kept.size() * sizeof(float)) == 0);
+  for (std::size_t i = 0; i < want.size(); i += 997) CHECK(std::isfinite(t_kept[i]));
+}
