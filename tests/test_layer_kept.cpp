@@ -93,7 +93,8 @@ TEST_CASE("kept values read by two later passes, by a tie's outputs and in float
   SavedTuning restore;
   const std::int64_t R = 200, D = 300;  // (eight rows of a block of warps fit with their kept values)
   const auto x = fz::asarray(test::random<float>(static_cast<std::size_t>(R * D), -4, 4, 31), {R, D});
-  const auto xd = fz::asarray(test::random<double>(static_cast<std::size_t>(R * D), -4, 4, 32), {R, D});
+  // (float64 rows of 150: two kept values of 8 bytes beside the row still leave room for 7 blocks per SM)
+  const auto xd = fz::asarray(test::random<double>(static_cast<std::size_t>(R * 150), -4, 4, 32), {R, 150});
   // e = exp(x - max) is computed by the first sum's pass and read by the second sum's and by the outputs' pass.
   auto three_waves = [](const auto& a) {
     auto e = fz::exp(a - fz::max(a, -1, true));
