@@ -422,7 +422,7 @@ class LayerEmitter {
   int waves = 0;
   // values kept for later passes (v.keep_values): per node, the pass storing it, else 0
   const std::vector<int> kept = v.keep_values ? kept_values(g, v) : std::vector<int>(g.nodes.size(), 0);
-  const std::vector<std::vector<bool>> pass_nodes = layer_pass_nodes(g, v.out_per_row, &kept);
+  const std::vector<std::vector<bool>> pass_nodes = layer_pass_nodes(g, v.out_per_row, kept);
   int passes = 0;
   std::vector<int> first_pass =
       std::vector<int>(static_cast<std::size_t>(np), -1);  // the pass reading a cached input from memory

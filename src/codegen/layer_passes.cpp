@@ -108,7 +108,9 @@ std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutp
                              const std::vector<bool>& varies) {
   const std::size_t n = g.nodes.size();
   std::vector<int> kept(n, 0);
-  if (ir::has_pieces(g)) return kept;
+  bool any_costly = false;  // (most layers, layer norm and RMSNorm among them, stop here: this runs every launch)
+  for (const ir::Node& nd : g.nodes) any_costly = any_costly || (!ir::is_reduction(nd.op) && costly(nd));
+  if (!any_costly || ir::has_pieces(g)) return kept;
   int passes = 0;
   layer_pass_masks(g, out_per_row, passes);
   const std::vector<int> wave = waves_of(g);
@@ -154,19 +156,13 @@ std::size_t kept_bytes(const ir::Graph& g, const std::vector<int>& kept) {
 }
 
 std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
-                                                const std::vector<int>* kept) {
+                                                const std::vector<int>& kept) {
   int passes = 0;
-  const std::vector<PassMask> mask = layer_pass_masks(g, out_per_row, passes);
-  std::vector<std::vector<bool>> nodes(static_cast<std::size_t>(passes), std::vector<bool>(g.nodes.size(), false));
-  if (kept) {
-    const std::vector<int> wave = waves_of(g);
-    const int waves = wave_count(wave, g);
-    for (int p = 0; p < passes; ++p)
-      nodes[static_cast<std::size_t>(p)] = pass_set(g, pass_roots(g, out_per_row, wave, waves, p), *kept, p);
-    return nodes;
-  }
-  for (int p = 0; p < passes; ++p)
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) nodes[static_cast<std::size_t>(p)][i] = (mask[i] >> p) & 1;
+  layer_pass_masks(g, out_per_row, passes);
+  const std::vector<int> wave = waves_of(g);
+  const int waves = wave_count(wave, g);
+  std::vector<std::vector<bool>> nodes;
+  for (int p = 0; p < passes; ++p) nodes.push_back(pass_set(g, pass_roots(g, out_per_row, wave, waves, p), kept, p));
   return nodes;
 }
 

@@ -55,10 +55,10 @@ std::vector<int> kept_values(const ir::Graph& g, const LayerVariant& v);
 /// compute type: float for 16-bit floats).
 std::size_t kept_bytes(const ir::Graph& g, const std::vector<int>& kept);
 
-/// The nodes each pass computes (layer_pass_masks as a list per pass), for the emitter; with `kept`, a pass
-/// after the one storing a kept value reads it and computes nothing only it needed.
+/// The nodes each pass computes (layer_pass_masks as a list per pass), for the emitter: a pass after the one
+/// storing a `kept` value (kept_values; all 0 when none) reads it and computes nothing only it needed.
 std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
-                                                const std::vector<int>* kept = nullptr);
+                                                const std::vector<int>& kept);
 
 /// Per parameter: the gather node reading it when that gather is its only reader and the gather's offset is
 /// the same along the row (computed from row-constant inputs and scalars only: an embedding's row, whose
