@@ -35,4 +35,21 @@ inline double uniform64(std::uint64_t seed, std::uint64_t offset, std::uint64_t 
   return static_cast<double>(w >> 11) * 0x1p-53;
 }
 
+/// Standard normals in float64 from the words fz::random::normal reads (Box-Muller, both outputs of a pair): the
+/// device's float32 values lie within a few float ulps of normal32, its float64 values within a few double ulps.
+inline double box_muller(double u1, double u2, bool sine) {
+  const double r = std::sqrt(-2.0 * std::log(u1)), t = 2.0 * 3.14159265358979323846 * u2;
+  return r * (sine ? std::sin(t) : std::cos(t));
+}
+inline double normal32(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {
+  const Block b = block(seed, offset, i / 4);
+  const std::size_t j = 2 * ((i / 2) % 2);
+  return box_muller((static_cast<double>(b[j] >> 8) + 1) * 0x1p-24, static_cast<double>(b[j + 1] >> 8) * 0x1p-24, i % 2);
+}
+inline double normal64(std::uint64_t seed, std::uint64_t offset, std::uint64_t i) {
+  const Block b = block(seed, offset, i / 2);
+  const std::uint64_t x = (std::uint64_t{b[1]} << 32) | b[0], y = (std::uint64_t{b[3]} << 32) | b[2];
+  return box_muller((static_cast<double>(x >> 11) + 1) * 0x1p-53, static_cast<double>(y >> 11) * 0x1p-53, i % 2);
+}
+
 }  // namespace test::philox

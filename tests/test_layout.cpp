@@ -7,6 +7,7 @@
 #include "schedule/layout.hpp"
 #include "schedule/partition.hpp"
 #include "schedule/reduce_layout.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 using fz::codegen::Access;
@@ -156,6 +157,22 @@ TEST_CASE("layout: 64-bit indexing only beyond 2^31 elements or offsets", "[layo
   CHECK_FALSE(layout_of(small + small, fz::DType::int8, {std::int64_t{1} << 30}).v.index64);
   auto big = fz::placeholder<std::int8_t>({(std::int64_t{1} << 31) + 16});
   CHECK(layout_of(big + big, fz::DType::int8, {(std::int64_t{1} << 31) + 16}).v.index64);
+}
+
+TEST_CASE("layout: a linear kernel takes a thread a vector, one calling a device function loops", "[layout]") {
+  // 2^26 float32 in vectors of 4 on 132 SMs: 65,536 blocks of 256 threads, or 32 blocks an SM when the
+  // expression calls a function (fz::random's key schedule is paid once per thread, not per vector)
+  CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, false, 132) == 65536);
+  CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, true, 132) == 132 * 32);
+  CHECK(fz::detail::linear_grid(1000, true, 132) == 4);  // fewer vectors than the cap: a thread each still
+  CHECK(fz::detail::linear_grid(0, false, 132) == 0);
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("linear_call_blocks_per_sm=0");
+  CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, true, 132) == 65536);
+  fz::detail::set_tuning("linear_blocks_per_sm=4");
+  CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, false, 132) == 132 * 4);
+  fz::detail::tuning() = saved;
+  CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, true, 100) == 100 * 32);
 }
 
 TEST_CASE("reduction layout: rows, columns, short rows and splits", "[layout][reductions]") {

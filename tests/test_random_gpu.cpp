@@ -59,6 +59,31 @@ TEST_CASE("dropout is one kernel and keeps the elements the host Philox keeps", 
   CHECK(y2.to_host() != hy);
 }
 
+TEST_CASE("normal values are Box-Muller pairs of the Philox words, against float64", "[gpu][ops][random]") {
+  const std::int64_t n = 100003;  // vectors of 4 and a tail of 3: both paths, every position in a pair
+  const auto f32 = fz::random::normal<float>({n}, 21, fz::random::Offset{6}).to_host();
+  const auto f64 = fz::random::normal<double>({n}, 22, fz::random::Offset{6}).to_host();
+  double worst32 = 0, worst64 = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::uint64_t>(i);
+    const double want32 = test::philox::normal32(21, 6, k), want64 = test::philox::normal64(22, 6, k);
+    // relative to the pair's radius: sin and cos near zero keep the radius's absolute error
+    const double r32 = std::hypot(test::philox::normal32(21, 6, k ^ 1), want32);
+    const double r64 = std::hypot(test::philox::normal64(22, 6, k ^ 1), want64);
+    worst32 = std::max(worst32, std::abs(f32[static_cast<std::size_t>(i)] - want32) / std::max(r32, 1e-30));
+    worst64 = std::max(worst64, std::abs(f64[static_cast<std::size_t>(i)] - want64) / std::max(r64, 1e-300));
+  }
+  INFO("worst error over the radius: float32 " << worst32 << ", float64 " << worst64);
+  CHECK(worst32 < 6e-7);   // logf, sqrtf and sincospif: a few float ulps (2^-23 = 1.2e-7)
+  CHECK(worst64 < 2e-15);  // a few double ulps (2^-52 = 2.2e-16)
+  // a pair's two values lie on one circle: x^2 + y^2 = -2 log u1
+  const auto b = test::philox::block(21, 6, 7);
+  const double r2 = -2.0 * std::log((static_cast<double>(b[2] >> 8) + 1) * 0x1p-24);
+  CHECK(double(f32[30]) * f32[30] + double(f32[31]) * f32[31] == Approx(r2).epsilon(1e-6));
+  // another offset, another stream
+  CHECK(fz::random::normal<float>({n}, 21, fz::random::Offset{7}).to_host() != f32);
+}
+
 TEST_CASE("uniform and normal have the moments they should", "[gpu][ops][random]") {
   const std::int64_t n = 1 << 22;
   for (int kind = 0; kind < 4; ++kind) {

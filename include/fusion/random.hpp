@@ -64,8 +64,10 @@ template <class T = float, std::integral A, std::integral B> auto uniform(A, B) 
                 "random::uniform<float>(seed, fz::random::Offset{k})");
 }
 
-/// Standard normal (Box-Muller): float32 from the words 2(i % 2), 2(i % 2) + 1 of block i / 2, float64
-/// from the four words of block i.
+/// Standard normal (Box-Muller, both outputs of each pair, as cuRAND's curand_normal4 pairs them): float32
+/// element i is r cos(2 pi u2) for even i, r sin(2 pi u2) for odd i, with r = sqrt(-2 log u1), u1 in (0, 1] and u2 in
+/// [0, 1) from 24 bits of the words 2j, 2j + 1 (j = (i / 2) % 2) of block i / 4; float64 the same from 53 bits of
+/// words (0, 1) and (2, 3) of block i / 2.
 template <class T = float, std::integral Seed> auto normal(Seed seed, Offset offset = Offset{0}) {
   return detail::float_leaf<T>(detail::normal32_function(), detail::normal64_function(), seed, offset);
 }

@@ -75,6 +75,12 @@ Shape index_space(const ArrayBase* const* outs, int K);
 /// Analyzes a call writing outputs `outs[0..K)`: dimensions collapsed, each operand contiguous,
 /// broadcast or strided, the vector width (16-byte accesses when every pointer allows), index width.
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L);
+/// Blocks of a linear elementwise kernel over `work` threads' worth of vectors: a thread each (the loads of a
+/// memory-bound kernel in flight at once), except where the expression calls a device function (fz::random's
+/// generators, fz::function): there each thread's setup (a generator's key schedule, the parameters' loads) is
+/// repaid over several vectors, at most tuning().linear_call_blocks_per_sm blocks an SM looping over the rest.
+/// tuning().linear_blocks_per_sm, when set, caps every such kernel.
+std::int64_t linear_grid(std::int64_t work, bool calls, int sms);
 /// A scatter under fz::Deterministic (analyzed first): floating sums into exact sums of `words` 64-bit words per
 /// element of the target, each block's private bins kept only where a copy of them fits twice in a
 /// multiprocessor's shared memory.

@@ -89,7 +89,8 @@ Shape output_shape(const Call& c, int k) {
 /// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
 /// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
 /// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
-/// full). The kernels keep a grid-stride loop for work beyond the largest grid.
+/// full). Kernels calling a device function loop instead (schedule/layout.hpp, linear_grid). The kernels
+/// keep a grid-stride loop for work beyond the largest grid.
 void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
                         const std::shared_ptr<StreamState>& stream) {
   // Arrays and dims entries are numbered as emit_elementwise's signature names them.
@@ -133,7 +134,8 @@ void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Cal
         ((cols + codegen::kTile - 1) / codegen::kTile) * ((rows + codegen::kTile - 1) / codegen::kTile);
     grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
-    grid.x = blocks_for(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width);
+    grid.x = linear_grid(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width, c.lowered->has_call,
+                         properties_of(stream->device).multiprocessor_count);
     if (L.v.private_bins) {  // a block's bins are added into the target once: a wave of blocks, each looping
       const DeviceProperties& props = properties_of(stream->device);
       const std::int64_t words = std::max<int>(1, L.v.exact_words);  // (exact sums: so many int64 words a bin)
@@ -144,8 +146,6 @@ void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Cal
       a.count(codegen::Count::lanes) = L.bins;
     }
     if (L.v.exact_words) a.count(codegen::Count::chunk) = L.exact_plane;
-    if (const int cap = tuning().linear_blocks_per_sm; cap > 0)
-      grid.x = std::min<std::int64_t>(grid.x, std::int64_t{properties_of(stream->device).multiprocessor_count} * cap);
   }
   launch_kernel(k.kernel->function, k.signature, a, grid, *stream);
   note_launch({L.params, static_cast<std::size_t>(np)}, {outs, static_cast<std::size_t>(K)}, stream);

@@ -26,6 +26,7 @@ const Lowered* register_lowered(ir::Graph g) {
     l->has_scan = l->has_scan || ir::is_scan(n.op);
     l->has_gather = l->has_gather || n.op == ir::Op::gather;
     l->has_join = l->has_join || n.op == ir::Op::leading;
+    l->has_call = l->has_call || n.op == ir::Op::call;
   }
   l->graph = std::move(g);
   // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
