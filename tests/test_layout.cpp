@@ -160,6 +160,25 @@ TEST_CASE("layout: 64-bit indexing only beyond 2^31 elements or offsets", "[layo
 }
 
 TEST_CASE("layout: a linear kernel takes a thread a vector, one calling a device function loops", "[layout]") {
+  using fz::ir::Op;
+  auto graph = [](fz::DType d, int adds, bool call) {
+    fz::ir::Graph g;
+    std::uint32_t x = g.input(d);
+    if (d != fz::DType::float32 && d != fz::DType::float64) x = g.cast(x, fz::DType::float32);
+    for (int i = 0; i < adds; ++i) x = g.binary(Op::add, x, g.scalar(fz::DType::float32));
+    if (call) x = g.unary(Op::exp, x);
+    g.outputs.push_back(x);
+    return g;
+  };
+  CHECK_FALSE(fz::detail::loops_over_vectors(graph(fz::DType::float32, 20, false)));  // float32: a thread a vector
+  CHECK_FALSE(fz::detail::loops_over_vectors(graph(fz::DType::bfloat16, 2, false)));  // 16-bit, little math
+  CHECK(fz::detail::loops_over_vectors(graph(fz::DType::bfloat16, fz::detail::kLoopingMathOps, false)));
+  CHECK(fz::detail::loops_over_vectors(graph(fz::DType::float16, 3, true)));  // 3 adds and an exp
+  fz::ir::Graph drawn;  // a device function (fz::random's generators are ones): float32 loops too
+  const std::uint32_t arg = drawn.input(fz::DType::float32);
+  const fz::DType param = fz::DType::float32;
+  drawn.outputs.push_back(drawn.call(fz::DType::float32, &arg, &param, 1));
+  CHECK(fz::detail::loops_over_vectors(drawn));
   // 2^26 float32 in vectors of 4 on 132 SMs: 65,536 blocks of 256 threads, or 32 blocks an SM when the
   // expression calls a function (fz::random's key schedule is paid once per thread, not per vector)
   CHECK(fz::detail::linear_grid(std::int64_t{1} << 24, false, 132) == 65536);

@@ -338,11 +338,22 @@ void plan_exact_scatter(int words, const codegen::TargetDevice& device, Layout& 
     L.v.private_bins = false;
 }
 
-std::int64_t linear_grid(std::int64_t work, bool calls, int sms) {
+bool loops_over_vectors(const ir::Graph& g) {
+  bool narrow = false;
+  int ops = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (n.op == ir::Op::call) return true;
+    narrow = narrow || is_16bit_float(n.dtype);
+    ops += ir::op_info(n.op).arity != ir::Arity::leaf && n.op != ir::Op::cast;
+  }
+  return narrow && ops >= kLoopingMathOps;
+}
+
+std::int64_t linear_grid(std::int64_t work, bool loops, int sms) {
   std::int64_t blocks = std::min<std::int64_t>((work + codegen::kBlockThreads - 1) / codegen::kBlockThreads, codegen::kMaxGridX);
   // H200, 2^26 float32 (fusion-bench --random --tune linear_blocks_per_sm=N, bench/results/random/): uniform a thread a
-  // vector 91.2 us, 16 / 32 blocks an SM looping 67.3 / 64.4 us; dropout 147.3 -> 140.0 us at 32.
-  if (calls && tuning().linear_call_blocks_per_sm > 0)
+  // vector 91.2 us, 16 / 32 blocks an SM looping 67.3 / 64.4 us; dropout 147.3 -> 140.0 us at 32. 16-bit math: above.
+  if (loops && tuning().linear_call_blocks_per_sm > 0)
     blocks = std::min<std::int64_t>(blocks, std::int64_t{sms} * tuning().linear_call_blocks_per_sm);
   if (const int cap = tuning().linear_blocks_per_sm; cap > 0) blocks = std::min<std::int64_t>(blocks, std::int64_t{sms} * cap);
   return blocks;

@@ -75,12 +75,17 @@ Shape index_space(const ArrayBase* const* outs, int K);
 /// Analyzes a call writing outputs `outs[0..K)`: dimensions collapsed, each operand contiguous,
 /// broadcast or strided, the vector width (16-byte accesses when every pointer allows), index width.
 void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L);
+/// Whether a linear elementwise kernel of graph `g` is better off looping over vectors than taking a thread per
+/// vector: it calls a device function (fz::random's generators, fz::function: each thread's setup, a generator's
+/// key schedule, is repaid over several vectors), or it computes in float over 16-bit floats with at least
+/// kLoopingMathOps operations (H200, 2^26 bfloat16 at 32 blocks an SM: softplus 63 -> 71%, GELU 80 -> 90%, Horner-10
+/// 83 -> 93% of the limit, sin+cos/sqrt even; float32 kernels lost 2-5 points, so they keep a thread a vector).
+bool loops_over_vectors(const ir::Graph& g);
+inline constexpr int kLoopingMathOps = 4;
 /// Blocks of a linear elementwise kernel over `work` threads' worth of vectors: a thread each (the loads of a
-/// memory-bound kernel in flight at once), except where the expression calls a device function (fz::random's
-/// generators, fz::function): there each thread's setup (a generator's key schedule, the parameters' loads) is
-/// repaid over several vectors, at most tuning().linear_call_blocks_per_sm blocks an SM looping over the rest.
-/// tuning().linear_blocks_per_sm, when set, caps every such kernel.
-std::int64_t linear_grid(std::int64_t work, bool calls, int sms);
+/// memory-bound kernel in flight at once), or, where `loops` (above), at most tuning().linear_call_blocks_per_sm
+/// blocks an SM looping over the rest. tuning().linear_blocks_per_sm, when set, caps every such kernel.
+std::int64_t linear_grid(std::int64_t work, bool loops, int sms);
 /// A scatter under fz::Deterministic (analyzed first): floating sums into exact sums of `words` 64-bit words per
 /// element of the target, each block's private bins kept only where a copy of them fits twice in a
 /// multiprocessor's shared memory.

@@ -47,8 +47,9 @@ struct Tuning {
   /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
   /// thread looping (grid-stride) over several vectors.
   int linear_blocks_per_sm = 0;
-  /// Linear elementwise kernels that call a device function (fz::random, fz::function): at most N blocks per SM,
-  /// each thread looping over several vectors (0: a thread per vector). See schedule/layout.hpp, linear_grid.
+  /// Linear elementwise kernels that call a device function (fz::random, fz::function) or do much math on 16-bit
+  /// floats: at most N blocks per SM, each thread looping over several vectors (0: a thread per vector). See
+  /// schedule/layout.hpp, loops_over_vectors.
   int linear_call_blocks_per_sm = 32;
   /// Elements each thread of a tiled scan takes per tile (consecutive ones, scanned in order); 0: 16 for a
   /// block per row, 32 for one pass over partitions, 8 for 8-byte accumulators. H100, float32

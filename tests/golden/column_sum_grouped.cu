@@ -95,15 +95,23 @@ extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_b85821f836c19c22(co
   if (threadIdx.x == 0) last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1;
   __syncthreads();
   if (last) {
-    if (ty == 0 && o < n_out) {
-      #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j] = fz_identity();
-      // The lanes' loads of one split are independent: 4 in flight per step.
-      #pragma unroll 8
-      for (unsigned s = 0; s < gridDim.y; ++s) {
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) acc[j] = fz_identity();
+    if (o < n_out) {
+      #pragma unroll 4
+      for (unsigned s = ty; s < gridDim.y; s += 8) {
         #pragma unroll
         for (int j = 0; j < 4; ++j) acc[j] = fz_combine(acc[j], fz_load_partial(&partials[(long long)s * n_out + o + j]));
       }
+    }
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (ty > 0) fz_rows[(ty - 1) * 32 + tx] = acc[j];
+      __syncthreads();
+      if (ty == 0) for (int g = 0; g < 7; ++g) acc[j] = fz_combine(acc[j], fz_rows[g * 32 + tx]);
+      __syncthreads();
+    }
+    if (ty == 0 && o < n_out) {
       #pragma unroll
       for (int j = 0; j < 4; ++j) { a = acc[j]; out[k_out + j] = fz_final(a, divisor); }
     }

@@ -89,7 +89,7 @@ Shape output_shape(const Call& c, int k) {
 /// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
 /// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
 /// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
-/// full). Kernels calling a device function loop instead (schedule/layout.hpp, linear_grid). The kernels
+/// full). Kernels calling a device function, or doing much math on 16-bit floats, loop instead (schedule/layout.hpp, linear_grid). The kernels
 /// keep a grid-stride loop for work beyond the largest grid.
 void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
                         const std::shared_ptr<StreamState>& stream) {
@@ -134,7 +134,7 @@ void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Cal
         ((cols + codegen::kTile - 1) / codegen::kTile) * ((rows + codegen::kTile - 1) / codegen::kTile);
     grid.x = std::min<std::int64_t>(per_matrix * (L.n / (rows * cols)), codegen::kMaxGridX);
   } else {
-    grid.x = linear_grid(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width, c.lowered->has_call,
+    grid.x = linear_grid(L.v.has_strided() ? L.n : (L.n + L.v.vector_width - 1) / L.v.vector_width, c.lowered->loops,
                          properties_of(stream->device).multiprocessor_count);
     if (L.v.private_bins) {  // a block's bins are added into the target once: a wave of blocks, each looping
       const DeviceProperties& props = properties_of(stream->device);

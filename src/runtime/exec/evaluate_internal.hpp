@@ -70,7 +70,7 @@ struct Lowered {
   bool has_scan = false;     // a scan (a kernel of its own): runs as a plan of steps
   bool has_gather = false;   // fz::take: equal scalars merge (with_shared_reductions), so one gather reads once
   bool has_join = false;     // fz::concatenate: its launches resolve where the pieces lie (schedule/pieces.hpp)
-  bool has_call = false;     // a device function (fz::random, fz::function): linear kernels loop (linear_grid)
+  bool loops = false;        // its linear kernels loop over vectors (schedule/layout.hpp, loops_over_vectors)
   // Its compiled kernels, a lock-free list per kind of kernel (kernel_for.hpp).
   std::tuple<std::atomic<KernelSlot<codegen::Variant>*>, std::atomic<KernelSlot<codegen::ReduceVariant>*>,
              std::atomic<KernelSlot<codegen::LayerVariant>*>, std::atomic<KernelSlot<codegen::ScanVariant>*>,

@@ -9,6 +9,7 @@
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/plan.hpp"  // Lowered owns its plans
 #include "schedule/call_graph.hpp"
+#include "schedule/layout.hpp"  // loops_over_vectors
 
 namespace fusion::detail {
 
@@ -26,8 +27,8 @@ const Lowered* register_lowered(ir::Graph g) {
     l->has_scan = l->has_scan || ir::is_scan(n.op);
     l->has_gather = l->has_gather || n.op == ir::Op::gather;
     l->has_join = l->has_join || n.op == ir::Op::leading;
-    l->has_call = l->has_call || n.op == ir::Op::call;
   }
+  l->loops = loops_over_vectors(g);
   l->graph = std::move(g);
   // Kept reachable from a list that is never destroyed: kernels may launch from static destructors,
   // and leak checkers then see the lifetime as intended.
