@@ -205,5 +205,6 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned
                                 unsigned int, unsigned int, CUstream, void**, void**) {
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**) { return CUDA_SUCCESS; }
 
 }  // extern "C"

@@ -231,3 +231,39 @@ TEST_CASE("fz::Deterministic's exact sums compile: the scatter into them (global
   CHECK_NOTHROW(fz::detail::compile(program, "exact_scatters", fz::detail::default_target()));
   CHECK(fz::codegen::exact_sum_words(DType::int32) == 0);  // integer sums are exact as they are
 }
+
+TEST_CASE("every kind of generated kernel first waits for the kernel before it (launched as its programmatic dependent)",
+          "[codegen]") {
+  auto m = fz::placeholder<float>({300, 4096});
+  auto x = fz::placeholder<float>({1 << 20});
+  auto w = fz::placeholder<float>({4096});
+  fz::ElementwiseKernel user("float32 a", "float32 b", "b = a * 2", "twice");
+  std::vector<std::string> sources = {
+      fz::inspect(x * 2.f + 1.f).source,                                                       // elementwise
+      fz::inspect(fz::sum(m, 0)).source,                                                       // reduction, split
+      fz::inspect(m * fz::rsqrt(fz::mean(m * m, -1, true) + 1e-6f) * w).source,                // layer
+      fz::inspect(fz::cumsum(m, 1)).source,                                                    // scan along rows
+      fz::inspect(fz::cumsum(x, 0)).source,                                                    // one long scan
+      user.inspect(x).source,                                                                  // user kernel
+      fz::codegen::exact_sum_finish_kernel(DType::float32).source,                             // exact sums
+  };
+  for (const std::string& s : sources) {
+    INFO(s.substr(0, 200));
+    std::size_t at = s.find("__global__"), kernels = 0;
+    REQUIRE(at != std::string::npos);
+    for (; at != std::string::npos; at = s.find("__global__", at + 1), ++kernels) {
+      const std::size_t body = s.find("{\n", at);
+      REQUIRE(body != std::string::npos);
+      // the body's first two lines, indentation aside: the guard, then the wait
+      std::istringstream lines(s.substr(body + 2, 400));
+      std::string guard, wait;
+      lines >> std::ws;
+      std::getline(lines, guard);
+      lines >> std::ws;
+      std::getline(lines, wait);
+      CHECK(guard == "#if __CUDA_ARCH__ >= 900");
+      CHECK_THAT(wait, Catch::StartsWith("asm volatile(\"griddepcontrol.wait;\""));
+    }
+    CHECK(kernels >= 1);
+  }
+}

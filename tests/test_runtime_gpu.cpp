@@ -7,6 +7,7 @@
 
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -403,4 +404,45 @@ TEST_CASE("set_allocator routes fusion's allocations to the program's allocator,
   const int made = mine->allocations;
   const fz::Array<float> after = fz::asarray(h);  // the pool again
   CHECK(mine->allocations == made);
+}
+
+TEST_CASE("kernels launched back to back see every write of the kernel before them (programmatic launches)",
+          "[gpu][runtime]") {
+  // Each kernel reads what the one before it wrote, with no host synchronization between: an elementwise step, a
+  // column sum split over blocks, row maxima and a row scan in turn, 40 rounds, against the host (int64: exact).
+  // A kernel starting before its predecessor's writes were visible would read stale values.
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  for (const bool overlap : {true, false}) {
+    fz::detail::tuning().launch_overlap = overlap;
+    INFO("launch_overlap " << overlap);
+    const std::int64_t rows = 512, cols = 256;
+    const auto at = [&](std::int64_t r, std::int64_t c) { return static_cast<std::size_t>(r * cols + c); };
+    std::vector<std::int64_t> h(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<std::int64_t>((i * 7919) % 1009);
+    fz::Array<std::int64_t> x = fz::asarray(h, {rows, cols});
+    fz::reset_stats();
+    for (int round = 0; round < 40; ++round) {
+      x = (x * 3 + 7) % 1001;
+      const fz::Array<std::int64_t> col = fz::sum(x, 0, true);
+      x = x + col % 13 + fz::max(x, -1, true) % 5;
+      x = fz::cumsum(x, 1) % 10007;
+      std::vector<std::int64_t> sums(static_cast<std::size_t>(cols), 0), maxima(static_cast<std::size_t>(rows), 0);
+      for (auto& v : h) v = (v * 3 + 7) % 1001;
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) {
+          sums[static_cast<std::size_t>(c)] += h[at(r, c)];
+          maxima[static_cast<std::size_t>(r)] = std::max(maxima[static_cast<std::size_t>(r)], h[at(r, c)]);
+        }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        std::int64_t run = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          run += h[at(r, c)] + sums[static_cast<std::size_t>(c)] % 13 + maxima[static_cast<std::size_t>(r)] % 5;
+          h[at(r, c)] = run % 10007;
+        }
+      }
+    }
+    CHECK(fz::stats().launches >= 120);  // three kernels a round at least, none waited for by the host
+    CHECK(x.to_host() == h);
+  }
+  fz::detail::tuning() = saved;
 }

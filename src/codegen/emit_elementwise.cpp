@@ -2,6 +2,7 @@
 // IR + variant -> CUDA source for an elementwise kernel. The expression becomes one inlined device
 // function (fz_expr) of the loaded values; the kernel around it only decides how elements are
 // addressed: a vectorized linear loop, a scalar linear loop, or N-d strided indexing.
+#include "codegen/kernel_frame.hpp"
 #include "codegen/emit_elementwise.hpp"
 
 #include <fmt/format.h>
@@ -174,6 +175,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   {
     auto kernel =
         w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     if (!v.rows && !v.tiles) {
       w.line("const {0} step = ({0})gridDim.x * blockDim.x;", index_t);
       w.line("const {0} first = ({0})blockIdx.x * blockDim.x + threadIdx.x;", index_t);

@@ -3,6 +3,7 @@
 // pass, so each thread re-reads from shared memory exactly the elements it cached: no barrier is needed
 // between passes beyond the row reductions themselves, and the combination order (hence every bit of the
 // result) is fixed by the layout alone.
+#include "codegen/kernel_frame.hpp"
 #include "codegen/emit_layer.hpp"
 
 #include <fmt/format.h>
@@ -62,6 +63,7 @@ class LayerEmitter {
       auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}{}){} {}({})", v.block,
                             v.min_blocks > 0 ? fmt::format(", {}", v.min_blocks) : "",
                             C > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", C) : "", k.name, sig.list());
+      write_wait_for_previous_kernel(w);
       write_row_mapping();
       for (int pass = 1; pass <= passes; ++pass) write_pass(pass);
       write_row_outputs();

@@ -2,6 +2,7 @@
 // IR + product variant -> CUDA source of a matrix product whose epilogue is fusion's own expression. The
 // main loop is the same text for every kernel (kProductLoop), shaped by the constants the variant writes
 // before it; only the epilogue (fz_expr, its loads and the store) is generated from the graph.
+#include "codegen/kernel_frame.hpp"
 #include "codegen/emit_product.hpp"
 
 #include <fmt/format.h>
@@ -379,6 +380,7 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   // The kernel: its block closes (the `}` is written) when write_kernel returns.
   const auto write_kernel = [&] {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({})", t.threads(), k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
     w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
     if (hopper) {

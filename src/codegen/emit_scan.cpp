@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // IR + scan variant -> CUDA source. The prologue is one inlined device function (fz_expr) of the loaded
 // values, as in the elementwise kernels; the kernel around it walks each row in tiles (scan_variant.hpp).
+#include "codegen/kernel_frame.hpp"
 #include "codegen/emit_scan.hpp"
 
 #include <fmt/format.h>
@@ -257,10 +258,12 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   if (v.strips) {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
                           k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     write_strip_scan(w, v, acc, scan_identity(scan.op, rd), expr_call, decode,
                      [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
   } else if (v.columns) {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kScanBlock, k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
     w.line("// A thread per row and chunk of the axis; consecutive threads take consecutive rows.");
     auto threads = w.block("for (long long t = (long long)blockIdx.x * {0} + threadIdx.x; t < n_rows * chunks; t += "
@@ -291,6 +294,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   } else {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
                           k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     w.line("// Each warp's total of a tile, for two tiles: a warp runs at most one tile ahead of the others.");
     w.line("__shared__ {} fz_warp[2][{}];", acc, W);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);

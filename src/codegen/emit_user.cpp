@@ -6,6 +6,7 @@
 
 #include <cctype>
 
+#include "codegen/kernel_frame.hpp"
 #include "codegen/emit_user.hpp"
 #include "codegen/spell.hpp"
 #include "codegen/reduce_skeleton.hpp"
@@ -258,6 +259,7 @@ GeneratedKernel emit_user_elementwise(const UserKernelSpec& s, const UserVariant
   {
     auto kernel =
         w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name, sig.list());
+    write_wait_for_previous_kernel(w);
     w.line("const FzInd _ind{{_fz_n}};");
     w.line("const {0} _fz_step = ({0})gridDim.x * blockDim.x;", idx);
     if (V > 1) write_user_vectors(w, s, v, idx);

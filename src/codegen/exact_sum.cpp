@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "codegen/kernel_frame.hpp"
 #include "codegen/exact_sum.hpp"
 
 #include <fmt/format.h>
@@ -145,6 +146,7 @@ GeneratedKernel exact_sum_finish_kernel(DType d) {
   {
     auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, k.name,
                           k.signature.list());
+    write_wait_for_previous_kernel(w);
     w.line("const long long step = (long long)gridDim.x * blockDim.x;");
     auto loop = w.block("for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step)");
     w.line("long long w[{}];", words);

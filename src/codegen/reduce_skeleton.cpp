@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reduction kernel skeleton shared by fused reductions and ReductionKernel. The combination order
 // is fixed by the thread layout alone, so results are bit-identical run to run.
+#include "codegen/kernel_frame.hpp"
 #include "codegen/reduce_skeleton.hpp"
 
 #include <fmt/format.h>
@@ -162,6 +163,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   {  // the kernel's closing brace is written when this scope ends, before the text is taken
     auto kernel =
         w.block("extern \"C\" __global__ void __launch_bounds__({}) {}({})", kBlockThreads, s.kernel_name, sig.list());
+    write_wait_for_previous_kernel(w);
     if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
     if (inner) {
       w.line("const int lane = threadIdx.x % {};", v.group);

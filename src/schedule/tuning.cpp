@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <string>
 
 #include "fusion/error.hpp"
@@ -11,7 +12,12 @@
 namespace fusion::detail {
 
 Tuning& tuning() {
-  static Tuning t;
+  static Tuning t = [] {
+    Tuning d;
+    const char* overlap = std::getenv("FUSION_LAUNCH_OVERLAP");
+    d.launch_overlap = overlap == nullptr || std::string_view(overlap) != "0";
+    return d;
+  }();
   return t;
 }
 
@@ -42,6 +48,7 @@ void set_tuning(std::string_view assignment) {
   else if (name == "reduce_outer_vectors" && value <= 1) t.reduce_outer_vectors = value == 1;
   else if (name == "reduce_warp_row" && value >= 32) t.reduce_warp_row = value;
   else if (name == "linear_blocks_per_sm" && value <= 64) t.linear_blocks_per_sm = static_cast<int>(value);
+  else if (name == "launch_overlap" && value <= 1) t.launch_overlap = value == 1;
   else if (name == "linear_call_blocks_per_sm" && value <= 64) t.linear_call_blocks_per_sm = static_cast<int>(value);
   else if (name == "scan_items" && (value == 0 || value == 1 || value == 2 || value == 4 || value == 8 || value == 16 || value == 32))
     t.scan_items = static_cast<int>(value);
@@ -63,7 +70,7 @@ void set_tuning(std::string_view assignment) {
         fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a "
                     "power of two), layer_fit_blocks=0|1|2, layer_resident=0|1, layer_spare_block=0|1, layer_keep_values=0|1, layer_keep_min_threads=0..2048, "
                     "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
-                    "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, "
+                    "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "
                     "scan_items=0|1|2|4|8|16|32, scan_lookback=0|1|2, scan_min_blocks=0..8, scan_prefetch=0..64, scan_strips=0|1|2, "
                     "product_large=0..3, product_large_fill=1..1000, product_small=0..2, product_skinny=0..3, product_split_blocks_per_sm=0..32, product_hopper=0..3, product_ahead=0..8",
                     assignment));

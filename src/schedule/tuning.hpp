@@ -47,6 +47,9 @@ struct Tuning {
   /// Linear elementwise kernels: 0 launches a thread per vector; N > 0 at most N blocks per SM, each
   /// thread looping (grid-stride) over several vectors.
   int linear_blocks_per_sm = 0;
+  /// Launch generated kernels as programmatic dependents of the kernel before them on the stream (PDL; each waits
+  /// for that one first: codegen/kernel_frame.hpp). FUSION_LAUNCH_OVERLAP=0 in the environment turns it off.
+  bool launch_overlap = true;
   /// Linear elementwise kernels that call a device function (fz::random, fz::function) or do much math on 16-bit
   /// floats: at most N blocks per SM, each thread looping over several vectors (0: a thread per vector). See
   /// schedule/layout.hpp, loops_over_vectors.

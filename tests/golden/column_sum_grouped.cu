@@ -43,6 +43,9 @@ __device__ __forceinline__ float fz_final(float a, double divisor) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_b85821f836c19c22(const float* __restrict__ in0, float* __restrict__ out, const long long n_out, const long long n_red, const long long chunk, const double divisor, const FzKept kshape, const FzReduced rshape, const FzKept kst0, const FzReduced rst0, const FzKept kst_out, float* __restrict__ partials, unsigned int* __restrict__ counters) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   // 8 rows of 32 threads: thread (tx, ty) owns 4 neighbouring output(s) and reads every 8th reduced row.
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   const long long o = ((long long)blockIdx.x * 32 + tx) * 4;

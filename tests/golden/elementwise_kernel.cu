@@ -32,6 +32,9 @@ struct FzInd { long long n; __device__ __forceinline__ long long size() const { 
 struct FzDims { long long v[2]; };
 
 extern "C" __global__ void __launch_bounds__(256) scaled_plus_raw_dc503957b5706457(const unsigned short* _fz_p_x, const FzRaw<FzF16> y, const float s, unsigned short* _fz_p_z, const long long _fz_n, const FzDims _fz_shape, const FzDims _fz_st_x) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const FzInd _ind{_fz_n};
   const int _fz_step = (int)gridDim.x * blockDim.x;
   for (int _fz_i = (int)blockIdx.x * blockDim.x + threadIdx.x; _fz_i < _fz_n; _fz_i += _fz_step) {

@@ -228,6 +228,9 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
 }
 
 extern "C" __global__ void __launch_bounds__(128, 1) fz_matmul_add_gelu_bf16_790310ecac23d36c(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, const unsigned short* in1, const unsigned short* in2, unsigned short* out, const FzProduct shape, const FzStrides st1, const FzStrides st2) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;

@@ -257,6 +257,9 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) fz_matmul_add_gelu_bf16_c1804b262b20bb65(const __grid_constant__ FzTensorMap ta, const __grid_constant__ FzTensorMap tb, const unsigned short* in1, const unsigned short* in2, unsigned short* out, const FzProduct shape, const FzStrides st1, const FzStrides st2) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   __shared__ __align__(8) unsigned long long fz_bars[2 * FZ_STAGES + 2];

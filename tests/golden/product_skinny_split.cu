@@ -203,6 +203,9 @@ template <class T> __device__ __forceinline__ void fz_copy8(T* to, const T* from
 }
 
 extern "C" __global__ void __launch_bounds__(128, 1) fz_matmul_mul_f32_c44a83c60133e482(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, float* out, const float s0, const FzProduct shape, float* __restrict__ fz_partials, unsigned* __restrict__ fz_counters) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   extern __shared__ __align__(128) unsigned char fz_smem[];
   const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];
   const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;

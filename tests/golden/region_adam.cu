@@ -19,6 +19,9 @@ __device__ __forceinline__ FzOut fz_expr(float x0, float x1, float x2, float x3,
 }
 
 extern "C" __global__ void __launch_bounds__(256) adam_9cb46622f49c22b1(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, const float* __restrict__ in3, float* __restrict__ out0, float* __restrict__ out1, float* __restrict__ out2, const float s0, const float s1, const float s2, const float s3, const float s4, const float s5, const long long n) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const int step = (int)gridDim.x * blockDim.x;
   const int first = (int)blockIdx.x * blockDim.x + threadIdx.x;
   // Main part: 4 elements per 16-byte access, every pointer aligned for it.

@@ -43,6 +43,9 @@ __device__ __forceinline__ float fz_final(float a, double divisor) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_e9f88b45ea6f98f0(const float* __restrict__ in0, float* __restrict__ out, const long long n_out, const long long n_red, const long long chunk, const double divisor, const FzKept kshape, const FzReduced rshape, const FzKept kst0, const FzReduced rst0, const FzKept kst_out) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const int lane = threadIdx.x % 32;
   const long long o = (long long)blockIdx.x * 8 + threadIdx.x / 32;
   const long long r0 = (long long)blockIdx.y * chunk;

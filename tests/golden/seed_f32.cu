@@ -11,6 +11,9 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_sin_cos_sqrt_div_f32_e51348d38624b14c(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out, const long long n) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const int step = (int)gridDim.x * blockDim.x;
   const int first = (int)blockIdx.x * blockDim.x + threadIdx.x;
   // Main part: 4 elements per 16-byte access, every pointer aligned for it.

@@ -49,6 +49,9 @@ __device__ __forceinline__ float fz_row_reduce1(float a) {
 }
 __device__ __forceinline__ float fz_result1(float a, double divisor) { return a; }
 extern "C" __global__ void __launch_bounds__(256) fz_max_sub_exp_sum_f32_6600a6301a4bcf36(const float* __restrict__ in0, float* __restrict__ out0, const long long n_rows, const long long n_red, const FzKept kshape, const FzKept kst0, const FzKept kst_out0) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   extern __shared__ __align__(16) unsigned char fz_row_cache[];
   const int lane = threadIdx.x % 32;
   const long long row = (long long)blockIdx.x * 8 + threadIdx.x / 32;

@@ -48,6 +48,9 @@ __device__ __forceinline__ long long fz_final(FzArg<double> a, double divisor) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_abs_argmax_i64_de7622ddc3e3c37d(const double* __restrict__ in0, long long* __restrict__ out, const long long n_out, const long long n_red, const long long chunk, const double divisor, const FzReduced rshape, const FzReduced rst0, FzArg<double>* __restrict__ partials, unsigned int* __restrict__ counters) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const int lane = threadIdx.x % 256;
   const long long o = (long long)blockIdx.x * 1 + threadIdx.x / 256;
   const long long r0 = (long long)blockIdx.y * chunk;

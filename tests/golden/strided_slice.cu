@@ -8,6 +8,9 @@ __device__ __forceinline__ float fz_expr(float x0, float s0, float s1) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_mul_add_f32_9ffe399b79265c1a(const float* __restrict__ in0, float* __restrict__ out, const float s0, const float s1, const long long n, const FzDims shape, const FzDims st0) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   const int step = (int)gridDim.x * blockDim.x;
   const int first = (int)blockIdx.x * blockDim.x + threadIdx.x;
   for (int i = first; i < n; i += step) {

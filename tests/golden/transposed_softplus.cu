@@ -15,6 +15,9 @@ __device__ __forceinline__ float fz_expr(float x0, float s0) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_maximum_abs_negative_exp_f32_264a429d731c0dc3(const float* __restrict__ in0, float* __restrict__ out, const float s0, const long long n, const FzDims shape, const FzDims st0) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   // Tiles of 32x32 of the last two dimensions, a block each. Transposed inputs (contiguous along the
   // second-to-last dimension) are read along it into shared memory; the outputs are written along the last.
   __shared__ float tile0[32][33];  // [column][row]; the padding spreads a column over the banks

@@ -17,6 +17,9 @@ __device__ __forceinline__ double fz_expr(float x0, int x1, float s0, float s1) 
 }
 
 extern "C" __global__ void __launch_bounds__(256) fz_gt_mul_where_f64_1eddf9c9d2238c26(const unsigned short* __restrict__ in0, const int* __restrict__ in1, double* __restrict__ out, const float s0, const float s1, const long long n, const long long lanes, const FzDims shape, const FzDims st0, const FzDims st1) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
   // Rows: `lanes` threads per row walk its last dimension; offsets are computed once per row.
   const int cols = (int)shape.v[1], rows = (int)(n / cols);
   const int per_block = 256 / (int)lanes, lane = threadIdx.x % (int)lanes;

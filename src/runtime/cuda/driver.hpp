@@ -23,7 +23,7 @@ namespace fusion::detail {
   X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)        \
   X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)                    \
   X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleGetFunction)              \
-  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)    \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)    \
   X(cuModuleUnload) X(cuModuleGetFunctionCount) X(cuModuleEnumerateFunctions) X(cuFuncGetName)    \
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
   X(cuFuncGetParamInfo) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)            \
