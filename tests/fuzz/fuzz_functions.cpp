@@ -56,24 +56,7 @@ std::uint32_t user_function_id(int k) {
   return ids.at(static_cast<std::size_t>(k));
 }
 
-namespace {
-
-/// Box-Muller as the device functions compute it (src/runtime/exec/random.cpp), in float64.
-double normal32(std::uint64_t seed, std::uint64_t offset, std::int64_t i) {
-  const test::philox::Block b = test::philox::block(seed, offset, static_cast<std::uint64_t>(i) >> 1);
-  const std::uint32_t lo = (i & 1) == 0 ? b[0] : b[2], hi = (i & 1) == 0 ? b[1] : b[3];
-  const double u1 = (static_cast<double>(lo >> 8) + 1) * 0x1p-24, u2 = static_cast<double>(hi >> 8) * 0x1p-24;
-  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-}
-double normal64(std::uint64_t seed, std::uint64_t offset, std::int64_t i) {
-  const test::philox::Block b = test::philox::block(seed, offset, static_cast<std::uint64_t>(i));
-  const std::uint64_t x = (std::uint64_t{b[1]} << 32) | b[0], y = (std::uint64_t{b[3]} << 32) | b[2];
-  const double u1 = (static_cast<double>(x >> 11) + 1) * 0x1p-53, u2 = static_cast<double>(y >> 11) * 0x1p-53;
-  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
-}
-
-}  // namespace
-
+// (normal: Box-Muller as the device computes it, in float64: tests/philox.hpp)
 const std::vector<RandomGenerator>& random_generators() {
   static const std::vector<RandomGenerator> table = {
       {"fz::random::uniform<float>", DType::float32,
@@ -85,9 +68,13 @@ const std::vector<RandomGenerator>& random_generators() {
          return floating(test::philox::uniform64(s, o, static_cast<std::uint64_t>(i)));
        }},
       {"fz::random::normal<float>", DType::float32,
-       [](std::uint64_t s, std::uint64_t o, std::int64_t i) { return floating(normal32(s, o, i)); }},
+       [](std::uint64_t s, std::uint64_t o, std::int64_t i) {
+         return floating(test::philox::normal32(s, o, static_cast<std::uint64_t>(i)));
+       }},
       {"fz::random::normal<double>", DType::float64,
-       [](std::uint64_t s, std::uint64_t o, std::int64_t i) { return floating(normal64(s, o, i)); }},
+       [](std::uint64_t s, std::uint64_t o, std::int64_t i) {
+         return floating(test::philox::normal64(s, o, static_cast<std::uint64_t>(i)));
+       }},
       {"fz::random::bits", DType::uint32,
        [](std::uint64_t s, std::uint64_t o, std::int64_t i) {
          return integer(test::philox::bits(s, o, static_cast<std::uint64_t>(i)));
