@@ -54,7 +54,7 @@ void report_index_fault(const StreamState& s) {
 [[noreturn]] void throw_launch_failure(CUresult r, CUfunction f, const Grid& grid) {
   const char* name = nullptr;
   if (driver().cuFuncGetName == nullptr || driver().cuFuncGetName(&name, f) != CUDA_SUCCESS) name = nullptr;
-  check(r, fmt::format("cuLaunchKernel of {} ({} x {} blocks of {} threads, {} bytes of dynamic shared memory)",
+  check(r, fmt::format("cuLaunchKernelEx of {} ({} x {} blocks of {} threads, {} bytes of dynamic shared memory)",
                        name ? name : "a kernel", grid.x, grid.y, grid.block, grid.shared_bytes)
                .c_str());
   throw Error("internal: a failed launch was not reported");  // (check throws for any failure)
@@ -121,7 +121,8 @@ void launch_kernel(CUfunction f, const codegen::KernelSignature& sig, const Laun
   config.sharedMemBytes = grid.shared_bytes;
   config.hStream = stream.handle;
   config.attrs = &overlap;
-  config.numAttrs = tuning().launch_overlap ? 1 : 0;
+  // (the attribute is Hopper's: older devices launch in stream order, their kernels' wait compiled out)
+  config.numAttrs = tuning().launch_overlap && properties_of(stream.device).compute_capability_major >= 9 ? 1 : 0;
   const CUresult launched = driver().cuLaunchKernelEx(&config, f, argv, nullptr);
   if (launched != CUDA_SUCCESS) [[unlikely]]
     throw_launch_failure(launched, f, grid);
