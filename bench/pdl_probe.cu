@@ -11,12 +11,14 @@
 // When each block lets the next kernel launch: 0 never (at its exit), 1 at its start, 2 after its loads (colsum).
 __device__ __forceinline__ void grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void grid_release() { asm volatile("griddepcontrol.launch_dependents;"); }
-template <int Release> __device__ __forceinline__ void wait_and_release() {
+template <int Release>
+__device__ __forceinline__ void wait_and_release() {
   grid_wait();
   if (Release == 1) grid_release();
 }
 
-template <int Release> __global__ void __launch_bounds__(256) copy(float4* __restrict__ o, const float4* __restrict__ in, int n) {
+template <int Release>
+__global__ void __launch_bounds__(256) copy(float4* __restrict__ o, const float4* __restrict__ in, int n) {
   wait_and_release<Release>();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) o[i] = in[i];
 }
@@ -24,7 +26,8 @@ template <int Release> __global__ void __launch_bounds__(256) copy(float4* __res
 // Column sums of a rows x cols float32 matrix: 32 lanes of 4 columns and 8 row groups a block, blockIdx.y
 // splitting the rows; partial sums added atomically (the probe times the memory, not the combine).
 template <int Release>
-__global__ void __launch_bounds__(256) colsum(float* __restrict__ out, const float* __restrict__ m, int rows, int cols, int chunk) {
+__global__ void __launch_bounds__(256)
+    colsum(float* __restrict__ out, const float* __restrict__ m, int rows, int cols, int chunk) {
   wait_and_release<Release>();
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   const int c = (blockIdx.x * 32 + tx) * 4;
@@ -45,7 +48,8 @@ __global__ void __launch_bounds__(256) colsum(float* __restrict__ out, const flo
   }
 }
 
-template <class F> float median_ms(F f) {
+template <class F>
+float median_ms(F f) {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -63,7 +67,8 @@ template <class F> float median_ms(F f) {
   return t[t.size() / 2];
 }
 
-template <class K, class... A> void launch(bool pdl, dim3 grid, K kernel, A... args) {
+template <class K, class... A>
+void launch(bool pdl, dim3 grid, K kernel, A... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(256);
@@ -83,7 +88,8 @@ int main() {
   cudaMalloc(&x, most * 4);
   cudaMalloc(&y, most * 4);
   cudaMemset(x, 0, most * 4);
-  const float big = median_ms([&] { launch(false, dim3(most / 4 / 256), copy<0>, (float4*)y, (const float4*)x, (int)(most / 4)); });
+  const float big =
+      median_ms([&] { launch(false, dim3(most / 4 / 256), copy<0>, (float4*)y, (const float4*)x, (int)(most / 4)); });
   const double limit = 2.0 * most * 4 / (big * 1e-3) / 1e9;
   std::printf("copy limit (2^26 float32 each way, no PDL): %.0f GB/s\n", limit);
   for (int e : {18, 20, 22, 24}) {
@@ -91,19 +97,22 @@ int main() {
     const char* names[] = {"plain", "PDL, released at exit", "PDL, released at start"};
     for (int way = 0; way < 3; ++way) {
       auto k = way == 2 ? copy<1> : copy<0>;
-      const float ms = median_ms([&] { launch(way > 0, dim3(n / 4 / 256), k, (float4*)y, (const float4*)x, (int)(n / 4)); });
+      const float ms =
+          median_ms([&] { launch(way > 0, dim3(n / 4 / 256), k, (float4*)y, (const float4*)x, (int)(n / 4)); });
       std::printf("copy 2^%d float32   %-24s %7.2f us  %5.1f%% of the limit\n", e, names[way], ms * 1e3,
                   100.0 * 2.0 * n * 4 / (ms * 1e-3) / 1e9 / limit);
     }
   }
   for (int side : {2048, 4096, 8192}) {
-    const int tiles = side / 128, splits = std::max(1, (sms * 4 + tiles - 1) / tiles), chunk = (side + splits - 1) / splits;
+    const int tiles = side / 128, splits = std::max(1, (sms * 4 + tiles - 1) / tiles),
+              chunk = (side + splits - 1) / splits;
     const char* names[] = {"plain", "PDL, released at exit", "PDL, released at start", "PDL, released after loads"};
     for (int way = 0; way < 4; ++way) {
       auto k = way == 2 ? colsum<1> : way == 3 ? colsum<2> : colsum<0>;
-      const float ms = median_ms([&] { launch(way > 0, dim3(tiles, splits), k, y, (const float*)x, side, side, chunk); });
-      std::printf("colsum %d^2   %-26s %7.2f us  %5.1f%% of the limit (grid %d x %d)\n", side, names[way],
-                  ms * 1e3, 100.0 * (double)side * side * 4 / (ms * 1e-3) / 1e9 / limit, tiles, splits);
+      const float ms =
+          median_ms([&] { launch(way > 0, dim3(tiles, splits), k, y, (const float*)x, side, side, chunk); });
+      std::printf("colsum %d^2   %-26s %7.2f us  %5.1f%% of the limit (grid %d x %d)\n", side, names[way], ms * 1e3,
+                  100.0 * (double)side * side * 4 / (ms * 1e-3) / 1e9 / limit, tiles, splits);
     }
   }
   return cudaGetLastError() != cudaSuccess;

@@ -89,8 +89,8 @@ Shape output_shape(const Call& c, int k) {
 /// The grid covers the work, one vector (or element) per thread: measured on an H100, this keeps more
 /// loads in flight than a one-wave grid-stride launch (2^26 float32: 100-107% of the device-to-device
 /// copy bandwidth against 90-97%; unrolling 2 or 4 vectors per thread did not help once the grid is
-/// full). Kernels calling a device function, or doing much math on 16-bit floats, loop instead (schedule/layout.hpp, linear_grid). The kernels
-/// keep a grid-stride loop for work beyond the largest grid.
+/// full). Kernels calling a device function, or doing much math on 16-bit floats, loop instead
+/// (schedule/layout.hpp, linear_grid). The kernels keep a grid-stride loop for work beyond the largest grid.
 void launch_elementwise(const KernelSlot<Variant>& k, const Layout& L, const Call& c, ArrayBase* const* outs, int K,
                         const std::shared_ptr<StreamState>& stream) {
   // Arrays and dims entries are numbered as emit_elementwise's signature names them.

@@ -55,8 +55,9 @@ const Uniform64& uniform64_function() {
 
 // Box-Muller gives two values from one pair of uniforms, r cos(theta) and r sin(theta): both are used (as cuRAND's
 // curand_normal4 does), so a float block of four words makes four values and a double block two, for half the
-// logarithms and one sincospi per pair (H200, 2^26 float32: 301 -> 158 us; bench/random_probe.cu). Elements 2k and
-// 2k + 1 share the pair; in a vector the compiler computes it once.
+// logarithms and one sincospi per pair (H200, 2^26 float32: 301 -> 168 us; bench/random_probe.cu). Elements 2k and
+// 2k + 1 share the pair: in a float32 vector the compiler computes it once; in a float64 vector of two it computes
+// the double logarithm and sincospi for each (517 us, where the probe's kernel computing them once takes 331 us).
 const Uniform32& normal32_function() {
   static const Uniform32 f("random_normal",
                            kParams + philox("(unsigned long long)i >> 2") +
