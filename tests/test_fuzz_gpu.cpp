@@ -10,13 +10,14 @@
 
 namespace {
 
-/// Region cases `first` .. `first + n - 1` (with gathers and scatters, with user kernels), each run statement by
-/// statement and as a region: every failure reported; returns how many were valid and passed.
-int region_slice(std::uint64_t first, int n, bool indexing, bool kernels) {
+/// Region cases `first` .. `first + n - 1` (with gathers and scatters, user kernels, joins as `options` says), each
+/// run statement by statement and as a region: every failure reported; returns how many were valid and passed.
+int region_slice(std::uint64_t first, int n, const fuzz::RegionOptions& options) {
   int passed = 0;
   for (std::uint64_t seed = first; seed < first + static_cast<std::uint64_t>(n); ++seed) {
-    const fuzz::Verdict v = fuzz::run_region_case(seed, indexing, kernels);
-    INFO("region case " << seed << (indexing ? " --gathers" : "") << (kernels ? " --kernels" : "") << ": " << v.detail);
+    const fuzz::Verdict v = fuzz::run_region_case(seed, options);
+    INFO("region case " << seed << (options.indexing ? " --gathers" : "") << (options.kernels ? " --kernels" : "")
+                        << (options.joins ? " --joins" : "") << ": " << v.detail);
     CHECK_FALSE(v.failed());
     passed += v.kind == fuzz::Verdict::pass;
   }
@@ -291,13 +292,16 @@ TEST_CASE("fuzz regression: an ordered comparison with a NaN is false even where
 TEST_CASE("fuzz: random multi-statement regions are bit-identical to their statements run one by one",
           "[gpu][fuzz][region]") {
   // (most cases are valid: a few pick an op a dtype refuses in both runs)
-  SECTION("elementwise statements") { CHECK(region_slice(1, 150, false, false) > 100); }
-  SECTION("statements that gather and scatter") { CHECK(region_slice(0x5ca000, 80, true, false) > 55); }
+  SECTION("elementwise statements") { CHECK(region_slice(1, 150, {}) > 100); }
+  SECTION("statements that gather and scatter") { CHECK(region_slice(0x5ca000, 80, {.indexing = true}) > 55); }
+  SECTION("statements that join pieces cut from elsewhere (rolls of arrays written before, or by the statement)") {
+    CHECK(region_slice(0x10e000, 80, {.indexing = true, .joins = true}) > 55);
+  }
 }
 
 TEST_CASE("fuzz: regions with user ElementwiseKernel calls between statements are bit-identical one by one",
           "[gpu][fuzz][region][user]") {
-  CHECK(region_slice(0xce1000, 80, true, true) > 55);
+  CHECK(region_slice(0xce1000, 80, {.indexing = true, .kernels = true}) > 55);
 }
 
 TEST_CASE("fuzz regression: an integer negation inside two maxima or minima is kept (ptxas merged them and dropped it)",

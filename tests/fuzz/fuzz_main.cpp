@@ -89,7 +89,7 @@ void count_coverage(const fuzz::Case& c, Totals& t) {
 /// --regions: random multi-statement regions, each compared bit for bit with its statements run one by one (any NaN
 /// matches any NaN).
 int region_main(CaseCounter& cases, std::uint64_t seed, std::optional<std::uint64_t> one_case, int threads,
-                bool indexing, bool user_kernels) {
+                const fuzz::RegionOptions& options) {
   std::mutex mu;
   std::map<std::string, std::int64_t> verdicts;
   std::int64_t compared = 0, kernels = 0, failures = 0;
@@ -102,7 +102,7 @@ int region_main(CaseCounter& cases, std::uint64_t seed, std::optional<std::uint6
       current_seed = s;
       fuzz::Verdict v;
       try {
-        v = fuzz::run_region_case(s, indexing, user_kernels);
+        v = fuzz::run_region_case(s, options);
       } catch (const std::exception& e) {
         v = {fuzz::Verdict::engine_error, std::string("uncaught: ") + e.what()};
       }
@@ -162,8 +162,9 @@ int main(int argc, char** argv) {
                        // candidate to stderr before it runs
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
+  const fuzz::RegionOptions region_options{gen.gathers || gen.scatters, kernels, gen.joins};
   if (regions && print) {
-    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed, gen.gathers || gen.scatters, kernels));
+    fmt::print("{}\n", fuzz::describe_region_case(one_case ? *one_case : seed, region_options));
     return 0;
   }
   if (print) {
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   CaseCounter cases(count, seconds);
-  if (regions) return region_main(cases, seed, one_case, threads, gen.gathers || gen.scatters, kernels);
+  if (regions) return region_main(cases, seed, one_case, threads, region_options);
   const auto run_one = compile ? fuzz::compile_only : fuzz::run_on_gpu;
   const std::function<fuzz::Verdict(const fuzz::Case&)> run = [&](const fuzz::Case& c) {
     if (trace) fmt::print(stderr, "{}\n", fuzz::to_cpp(c, fmt::format("fuzz: trace {}", c.seed)));

@@ -4,7 +4,10 @@
 // of the pool, some reading through take_along_axis (a gather, possibly of an array an earlier statement
 // wrote), some scattering into a pool array (floats: scatter_add under fz::Deterministic; integers also
 // scatter_max and scatter_min), some calling a user ElementwiseKernel on pool arrays (its placeholders bound
-// by their dtypes; raw arrays read in reverse), which must first run what the region recorded. The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
+// by their dtypes; raw arrays read in reverse), which must first run what the region recorded; some joining
+// pieces (fz::concatenate's nodes) cut from arrays at other positions than they land, so that an element reads
+// what other threads of a fused kernel would write (a roll of an array an earlier statement wrote, or of the
+// array written). The statements run one by one on one copy of the pool and as a fz::Lazy region on another;
 // every pool array must end bit-identical. The oracle is the engine itself, statement by statement:
 // what a region promises is exactly that.
 #include "fuzz_region.hpp"
@@ -45,11 +48,19 @@ struct Operand {
   View view;
 };
 
+/// A slot read by a join's piece: `length` elements along `axis` cut from `start`, placed in the statement's
+/// (rows, cols) index space from `at` (as fz::concatenate places a piece's arrays); axis -1: read as it is.
+struct Placement {
+  int axis = -1;
+  std::int64_t start = 0, length = 0, at = 0;
+};
+
 /// One statement: the expression's graph and what its input slots read; the output it writes.
 struct Statement {
   Graph graph;
   std::vector<Operand> reads;  // by input slot
   std::vector<int> gather_axis;  // by input slot: -1, or a gather's source (passed as its view along this axis)
+  std::vector<Placement> placed;  // by input slot: where a join's piece reads it
   std::vector<detail::ScalarArg> scalars;
   Operand out;
   bool fresh = false;  // a new temporary (fresh assignment), else into an existing array
@@ -90,7 +101,19 @@ ArrayBase view_of(const ArrayBase& a, View v) {
   return a;
 }
 
-RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
+/// Slot `k`'s array as the statement reads it, from `a` (its pool array or temporary, viewed).
+ArrayBase slot_view(const ArrayBase& a, const Statement& st, std::size_t k, const RegionCase& rc) {
+  if (st.gather_axis[k] >= 0) return detail::gather_view(a, st.gather_axis[k], 1, "fuzz");
+  const Placement& p = st.placed[k];
+  if (p.axis < 0) return a;
+  std::vector<fusion::Slice> cut(2);
+  cut[static_cast<std::size_t>(p.axis)] = {p.start, p.start + p.length, 1};
+  std::vector<std::int64_t> at(2, 0);
+  at[static_cast<std::size_t>(p.axis)] = p.at;
+  return a.sliced(cut).placed({rc.rows, rc.cols}, at);
+}
+
+RegionCase generate_region(std::uint64_t seed, const RegionOptions& options) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   RegionCase rc;
@@ -122,45 +145,76 @@ RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
   for (int s = 0; s < n_statements; ++s) {
     Statement st;
     const int available = n_pool + static_cast<int>(rc.temps.size());
+    auto read = [&](const Operand& operand, int gather_axis = -1, const Placement& placed = {}) {
+      st.reads.push_back(operand);
+      st.gather_axis.push_back(gather_axis);
+      st.placed.push_back(placed);
+      return st.graph.input(dtype_of(operand.index));
+    };
+    auto literal = [&] {
+      const double v = (pick(2) ? 1 : -1) * (0.25 + pick(8) * 0.5);
+      detail::ScalarArg a;  // a float literal travels as a float's bits
+      const float f = static_cast<float>(v);
+      std::memcpy(&a.bits, &f, 4);
+      st.scalars.push_back(a);
+      return st.graph.scalar(DType::float32);
+    };
+    // A join's piece landing at `p`: a tree of elementwise math over arrays cut from random starts.
+    std::function<std::uint32_t(int, const Placement&)> piece = [&](int depth, const Placement& p) -> std::uint32_t {
+      const int kind = depth >= 3 ? pick(2) : pick(4);
+      if (kind == 0) {
+        Placement cut = p;
+        cut.start = pick(static_cast<int>((p.axis == 0 ? rc.rows : rc.cols) - p.length) + 1);
+        return read({pick(available), any_view()}, -1, cut);
+      }
+      if (kind == 1) return literal();
+      if (kind == 2) {
+        const Op op = kUnary[pick(8)];
+        const std::uint32_t x = piece(depth + 1, p);
+        return fusion::ir::accepts(op, st.graph.dtype(x)) ? st.graph.unary(op, x) : x;
+      }
+      const Op op = kBinary[pick(8)];
+      const std::uint32_t x = piece(depth + 1, p), y = piece(depth + 1, p);
+      return fusion::ir::accepts(op, st.graph.dtype(x), st.graph.dtype(y)) ? st.graph.binary(op, x, y) : x;
+    };
     // A random tree of depth <= 3 over available arrays and scalars.
     std::function<std::uint32_t(int)> tree = [&](int depth) -> std::uint32_t {
-      const int kind = depth >= 3 ? pick(2) : pick(indexing ? 6 : 5);
-      if (kind == 0) {
-        const Operand o{pick(available), any_view()};
-        st.reads.push_back(o);
-        st.gather_axis.push_back(-1);
-        return st.graph.input(dtype_of(o.index));
+      const int kind = depth >= 3 ? pick(2) : pick(5 + options.indexing + options.joins);
+      if (kind == 0) return read({pick(available), any_view()});
+      if (options.joins && kind == 5 + options.indexing) {  // concatenate of 2 or 3 pieces along an axis (some may be empty)
+        const int axis = pick(2), n = 2 + pick(2);
+        const std::int64_t total = axis == 0 ? rc.rows : rc.cols;
+        std::vector<std::int64_t> cuts{0, total};
+        for (int k = 1; k < n; ++k) cuts.push_back(pick(static_cast<int>(total) + 1));
+        std::sort(cuts.begin(), cuts.end());
+        std::vector<std::uint32_t> value, below;
+        for (std::size_t k = 0; k + 1 < cuts.size(); ++k)
+          value.push_back(piece(depth + 1, {axis, 0, cuts[k + 1] - cuts[k], cuts[k]}));
+        DType joined = st.graph.dtype(value[0]);  // (the pieces in their promoted dtype, as fz::concatenate's)
+        for (std::uint32_t v : value) joined = fusion::promote_types(joined, st.graph.dtype(v));
+        for (std::uint32_t& v : value) v = st.graph.cast(v, joined);
+        const std::uint32_t after = int64_scalar(st, 1 - axis), extent = int64_scalar(st, total);
+        for (int k = 1; k < n; ++k) below.push_back(st.graph.leading(after, int64_scalar(st, cuts[static_cast<std::size_t>(k)]), extent));
+        return fusion::ir::join_tree(st.graph, value.data(), below.data(), n);
       }
       if (kind == 5) {  // take_along_axis(source, index tree as int32, axis), wrapping
         const int axis = pick(2);
         // the index reads a whole array too, so that the gather's result has the pool's shape (a later gather
         // from a temporary it makes assumes that shape)
         std::uint32_t index = tree(depth + 1);
-        const Operand whole{pick(available), View::whole};
-        st.reads.push_back(whole);
-        st.gather_axis.push_back(-1);
-        const std::uint32_t full = st.graph.input(dtype_of(whole.index));
+        const std::uint32_t full = read({pick(available), View::whole});
         index = fusion::ir::accepts(Op::add, st.graph.dtype(index), st.graph.dtype(full))
                     ? st.graph.binary(Op::add, index, full)
                     : full;
         index = st.graph.explicit_cast(index, DType::int32);
-        const Operand src{pick(available), any_view()};
+        const Operand source{pick(available), any_view()};
         const std::uint32_t extent = int64_scalar(st, axis == 0 ? rc.rows : rc.cols);
-        const std::uint32_t stride = int64_scalar(st, stride_of(src.view, axis));
+        const std::uint32_t stride = int64_scalar(st, stride_of(source.view, axis));
         const std::uint32_t at =
             st.graph.binary(Op::mul, st.graph.take_index(index, extent, fusion::ir::IndexMode::wrap), stride);
-        st.reads.push_back(src);
-        st.gather_axis.push_back(axis);
-        return st.graph.gather(at, st.graph.input(dtype_of(src.index)));
+        return st.graph.gather(at, read(source, axis));
       }
-      if (kind == 1) {
-        const double v = (pick(2) ? 1 : -1) * (0.25 + pick(8) * 0.5);
-        detail::ScalarArg a;  // a float literal travels as a float's bits
-        const float f = static_cast<float>(v);
-        std::memcpy(&a.bits, &f, 4);
-        st.scalars.push_back(a);
-        return st.graph.scalar(DType::float32);
-      }
+      if (kind == 1) return literal();
       if (kind == 2) {
         const Op op = kUnary[pick(8)];
         const std::uint32_t x = tree(depth + 1);
@@ -170,7 +224,7 @@ RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
       const std::uint32_t x = tree(depth + 1), y = tree(depth + 1);
       return fusion::ir::accepts(op, st.graph.dtype(x), st.graph.dtype(y)) ? st.graph.binary(op, x, y) : x;
     };
-    if (kernels && pick(4) == 0) {  // a user kernel: x of the output's dtype (the output itself: in place)
+    if (options.kernels && pick(4) == 0) {  // a user kernel: x of the output's dtype (the output itself: in place)
       st.user_kernel = pick(static_cast<int>(user_kernels().size()));
       const UserKernelCase& k = user_kernels()[static_cast<std::size_t>(st.user_kernel)];
       st.fresh = pick(3) == 0;
@@ -188,6 +242,7 @@ RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
       st.reads.push_back(first);
       if (k.inputs == 2) st.reads.push_back({pick(available), any_view()});
       st.gather_axis.assign(st.reads.size(), -1);
+      st.placed.assign(st.reads.size(), {});
       // Each element must be read and written by one thread: the output may be read only as the same view of
       // it, and never through the raw parameter (a fresh temporary is read by nothing yet).
       bool overlaps = st.out.index < 0;
@@ -200,7 +255,7 @@ RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
       }
       st = Statement{};  // (drawn again as an expression)
     }
-    if (indexing && pick(5) == 0) {  // a scatter into a pool array no tree of the statement reads
+    if (options.indexing && pick(5) == 0) {  // a scatter into a pool array no tree of the statement reads
       const Operand target{pick(n_pool), rc.rows == rc.cols && pick(4) == 0 ? View::transposed : any_view()};
       const DType td = rc.pool[static_cast<std::size_t>(target.index)];
       const int axis = pick(2);
@@ -225,12 +280,8 @@ RegionCase generate_region(std::uint64_t seed, bool indexing, bool kernels) {
       st = Statement{};  // (drawn again as a plain statement)
     }
     std::uint32_t root = tree(0);
-    if (st.reads.empty()) {  // every statement reads an array (its shape is the pool's)
-      const Operand o{pick(available), View::whole};
-      st.reads.push_back(o);
-      st.gather_axis.push_back(-1);
-      root = st.graph.binary(Op::add, root, st.graph.input(dtype_of(o.index)));
-    }
+    if (st.reads.empty())  // every statement reads an array (its shape is the pool's)
+      root = st.graph.binary(Op::add, root, read({pick(available), View::whole}));
     st.graph.outputs.push_back(root);
     st.fresh = pick(3) == 0;
     if (st.fresh) {
@@ -259,10 +310,7 @@ void run(const RegionCase& rc, std::vector<ArrayBase>& pool, std::size_t count =
   for (std::size_t si = 0; si < std::min(count, rc.statements.size()); ++si) {
     const Statement& st = rc.statements[si];
     std::vector<ArrayBase> reads;
-    for (std::size_t k = 0; k < st.reads.size(); ++k) {
-      const ArrayBase a = array(st.reads[k]);
-      reads.push_back(st.gather_axis[k] < 0 ? a : detail::gather_view(a, st.gather_axis[k], 1, "fuzz"));
-    }
+    for (std::size_t k = 0; k < st.reads.size(); ++k) reads.push_back(slot_view(array(st.reads[k]), st, k, rc));
     if (st.user_kernel >= 0) {
       const fusion::ElementwiseKernel& k = user_kernels()[static_cast<std::size_t>(st.user_kernel)].kernel;
       if (st.fresh) {
@@ -387,9 +435,15 @@ std::string describe(const RegionCase& rc) {
     }
     s += fmt::format("\n  {}: {} {}{} {} graph(", i + 1, st.fresh ? "temp" : "array", st.out.index,
                      view_name(st.out.view), st.scatter_axis >= 0 ? fmt::format("scatters along axis {}:", st.scatter_axis) : "=");
-    for (const fusion::ir::Node& n : st.graph.nodes)
-      s += n.op == Op::input ? fmt::format(" a{}{}", st.reads[n.slot].index, view_name(st.reads[n.slot].view))
-                             : fmt::format(" {}:{}", fusion::ir::op_name(n.op), fusion::dtype_name(n.dtype));
+    for (const fusion::ir::Node& n : st.graph.nodes) {
+      if (n.op != Op::input) {
+        s += fmt::format(" {}:{}", fusion::ir::op_name(n.op), fusion::dtype_name(n.dtype));
+        continue;
+      }
+      const Placement& p = st.placed[n.slot];
+      s += fmt::format(" a{}{}", st.reads[n.slot].index, view_name(st.reads[n.slot].view));
+      if (p.axis >= 0) s += fmt::format("[{}:{} along {}, placed at {}]", p.start, p.start + p.length, p.axis, p.at);
+    }
     s += " )";
   }
   return s;
@@ -397,8 +451,8 @@ std::string describe(const RegionCase& rc) {
 
 }  // namespace
 
-std::string describe_region_case(std::uint64_t seed, bool indexing, bool kernels) {
-  const RegionCase rc = generate_region(seed, indexing, kernels);
+std::string describe_region_case(std::uint64_t seed, const RegionOptions& options) {
+  const RegionCase rc = generate_region(seed, options);
   std::string s = describe(rc);
   // The kernels, without a GPU: the region over placeholder arrays, and each statement alone.
   std::vector<ArrayBase> pool;
@@ -425,7 +479,7 @@ std::string describe_region_case(std::uint64_t seed, bool indexing, bool kernels
                                                   : rc.temps[static_cast<std::size_t>(o.index) - rc.pool.size()],
                                               {rc.rows, rc.cols}),
                   o.view);
-      reads.push_back(st.gather_axis[k] < 0 ? a : detail::gather_view(a, st.gather_axis[k], 1, "fuzz"));
+      reads.push_back(slot_view(a, st, k, rc));
     }
     std::vector<const ArrayBase*> slots;
     for (const ArrayBase& a : reads) slots.push_back(&a);
@@ -436,8 +490,8 @@ std::string describe_region_case(std::uint64_t seed, bool indexing, bool kernels
   return s;
 }
 
-Verdict run_region_case(std::uint64_t seed, bool indexing, bool kernels) {
-  const RegionCase rc = generate_region(seed, indexing, kernels);
+Verdict run_region_case(std::uint64_t seed, const RegionOptions& options) {
+  const RegionCase rc = generate_region(seed, options);
   std::vector<ArrayBase> eager = upload_pool(rc, seed), lazy = upload_pool(rc, seed);
   Verdict v;
   std::string eager_error, lazy_error;

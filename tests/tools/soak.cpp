@@ -65,7 +65,7 @@ void worker(int id, std::chrono::steady_clock::time_point until, int seeds, std:
       switch (i % 4) {
         case 0: {
           const std::uint64_t seed = 0x50a'0000 + next() % static_cast<std::uint64_t>(seeds);
-          const fuzz::Verdict v = fuzz::run_region_case(seed, seed % 2 == 0);
+          const fuzz::Verdict v = fuzz::run_region_case(seed, {.indexing = seed % 2 == 0, .joins = seed % 3 == 0});
           if (v.failed()) n.error(fmt::format("region seed {}: {}: {}", seed, fuzz::kind_name(v.kind), v.detail));
           ++n.regions;
           break;
