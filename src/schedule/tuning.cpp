@@ -31,7 +31,7 @@ void set_tuning(std::string_view assignment) {
     throw Error(fmt::format("tuning '{}': expected name=value with a non-negative integer value", assignment));
   Tuning& t = tuning();
   if (name == "cluster_slice" && value > 0) t.cluster_slice = value;
-  else if (name == "max_cluster" && value >= 1 && value <= 8 && (value & (value - 1)) == 0)
+  else if (name == "max_cluster" && value >= 1 && value <= 16 && (value & (value - 1)) == 0)
     t.max_cluster = static_cast<int>(value);
   else if (name == "layer_fit_blocks" && value >= 0 && value <= 2) t.layer_fit_blocks = static_cast<int>(value);
   else if (name == "layer_resident" && value >= 0 && value <= 1) t.layer_resident = value == 1;
@@ -67,7 +67,7 @@ void set_tuning(std::string_view assignment) {
     t.layer_block = static_cast<int>(value);
   else
     throw Error(
-        fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8, layer_block=0|64..1024 (a "
+        fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8|16, layer_block=0|64..1024 (a "
                     "power of two), layer_fit_blocks=0|1|2, layer_resident=0|1, layer_spare_block=0|1, layer_keep_values=0|1, layer_keep_min_threads=0..2048, "
                     "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
                     "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "

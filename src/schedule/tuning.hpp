@@ -12,7 +12,7 @@ namespace fusion::detail {
 
 struct Tuning {
   std::int64_t cluster_slice = 16384;  ///< elements of a row one block of a cluster keeps (layer kernels)
-  int max_cluster = 8;                 ///< blocks per cluster at most (8: the portable cluster size)
+  int max_cluster = 8;                 ///< blocks per cluster at most (8: the portable cluster size; 16 opts in)
   int layer_block = 0;                 ///< threads per row of a long-row layer kernel (0: the layout's choice)
   /// Cap a long-row layer kernel's registers so as many blocks fit an SM as its shared memory allows
   /// (__launch_bounds__' second argument): 0 never, 1 always, 2 when one block owns a whole row (not a

@@ -189,6 +189,10 @@ const LoadedKernel& load_kernel(const codegen::GeneratedKernel& k, int device) {
       FUSION_CU(cuFuncSetAttribute, lk->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 block_max - static_bytes);
     }
+    // Clusters of more than 8 blocks (Hopper allows 16) launch only where the kernel says it knows they are not
+    // portable.
+    if (k.source.find("__cluster_dims__(16") != std::string::npos)
+      FUSION_CU(cuFuncSetAttribute, lk->function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     lk->name = k.name;
     lk->registers = m.registers;
     lk->target = m.target;
