@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // fz::concatenate and fz::stack without a GPU: what they compile to (one kernel, each piece computed in its
 // own branch, its arrays read through pointers), the plans around reductions, and the shape errors.
-#include <cstdint>
-#include <random>
-
-#include "schedule/pieces.hpp"
 #include "support.hpp"
 
 TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math around it fused", "[joining]") {
@@ -25,32 +21,6 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   CHECK(fz::inspect(fz::concatenate(1, x2 * 2.f, fz::exp(y2)) + b2).hash == k.hash);
   // the pieces' order is part of it
   CHECK(fz::inspect(fz::concatenate(1, fz::exp(y), x * 2.f) + b).hash != k.hash);
-}
-
-TEST_CASE("a position's remainder by the launcher's inverse is exact for every 32-bit index and period", "[joining]") {
-  // fz_position's 32-bit path, as the kernel computes it (__umul64hi of the low product and the period)
-  auto remainder = [](std::uint64_t i, std::uint64_t period) {
-    const std::uint64_t low = fusion::detail::position_inverse(static_cast<std::int64_t>(period)) * i;
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(low) * period) >> 64);
-  };
-  const std::uint64_t top = 0xffffffffull;
-  const std::uint64_t periods[] = {1, 2, 3, 4, 7, 100, 4100, 4096, 65535, 65536, 1000003, top / 2, top - 1, top};
-  std::mt19937_64 rng(42);
-  for (std::uint64_t p : periods) {
-    const std::uint64_t edges[] = {0, 1, p - 1, p, p + 1, 2 * p - 1, top - 1, top};
-    for (std::uint64_t i : edges)
-      if (i <= top) CHECK(remainder(i, p) == i % p);
-    for (int k = 0; k < 2000; ++k) {
-      const std::uint64_t i = rng() & top;
-      INFO(i << " % " << p);
-      REQUIRE(remainder(i, p) == i % p);
-    }
-  }
-  for (int k = 0; k < 20000; ++k) {  // random periods too
-    const std::uint64_t p = (rng() & top) | 1, i = rng() & top;
-    INFO(i << " % " << p);
-    REQUIRE(remainder(i, p) == i % p);
-  }
 }
 
 TEST_CASE("a join of three pieces computes each piece's math only in its own branch", "[joining]") {

@@ -85,7 +85,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     std::set<std::string> positions;
     for (const Node& n : g.nodes)
       if (n.op == Op::leading && positions.insert(value[n.a]).second)
-        body.line("const long long {0}_at = fz_position(i, {0}, {1});", value[n.a], value[n.c]);
+        body.line("const long long {0}_at = fz_position(i, {0});", value[n.a]);
     write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
     std::vector<std::string> results;
     for (int o = 0; o < K; ++o)

@@ -103,15 +103,11 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
     case Helper::leading:
       return R"(// Where element i lies along a joined axis, as a flat offset: i modulo the axis's period (its extent times
 // the extents after it), which the kernel compares with each piece's end times those. No division when one
-// period spans the result (joins along the first axis); where both fit in 32 bits, two multiplications by
-// `inverse`, 2^64 / period rounded up, which the launcher computes (Lemire, Kaser and Kurz, "Faster remainder by
-// direct computation", 2019: exact for every 32-bit i and period; a division by a value known only at run time
-// is a software routine of about 20 instructions, and joins along the last axis pay it per element); a 64-bit
-// division past that. Computed once per element for all of a join's tests.
-__device__ __forceinline__ long long fz_position(long long i, long long period, long long inverse) {
+// period spans the result (joins along the first axis); a 32-bit one where both fit (a 64-bit one is a long
+// software routine). Computed once per element for all of a join's tests.
+__device__ __forceinline__ long long fz_position(long long i, long long period) {
   if (i < period) return i;
-  if ((unsigned long long)(i | period) <= 0xffffffffull)
-    return (long long)__umul64hi((unsigned long long)inverse * (unsigned long long)i, (unsigned long long)period);
+  if ((unsigned long long)(i | period) <= 0xffffffffull) return (long long)((unsigned)i % (unsigned)period);
   return i % period;
 })";
     case Helper::take_index:

@@ -215,8 +215,8 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::logical_or: return fmt::format("({} || {})", a, b);
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
     // (an emitter writes a concatenate as branches, each computing its piece: write_values)
-    case Op::leading:  // (a and b as the launcher resolves them, c the inverse of a it writes over the join's
-                       // extent; `<a>_at`, fz_position of the element's flat index, the emitter writes first)
+    case Op::leading:  // (a and b as the launcher resolves them; c, the join's own extent, is for the launcher
+                       // alone; `<a>_at`, fz_position of the element's flat index, the emitter writes first)
       needs.insert(Helper::leading);
       return fmt::format("({}_at < {})", a, b);
     case Op::take_index: {

@@ -27,11 +27,6 @@ ScalarArg int64_arg(std::int64_t v) {
 
 }  // namespace
 
-std::uint64_t position_inverse(std::int64_t period) {
-  // 2^64 / period rounded up, modulo 2^64 (so 0 for a period of 1, whose remainders the kernel then gives as 0)
-  return std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(period) + 1;
-}
-
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage) {
   const ir::Graph& g = graph_of(c);
   storage.assign(c.scalars, c.scalars + c.n_scalars);
@@ -45,7 +40,6 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
     if (after < 0) {  // a test of no axis (fz::pad's unused ones): the element lies before any positive bound
       storage[g.nodes[n.a].slot] = int64_arg(std::numeric_limits<std::int64_t>::max());
       storage[g.nodes[n.b].slot] = int64_arg(bound > 0 ? std::numeric_limits<std::int64_t>::max() : 0);
-      storage[g.nodes[n.c].slot] = int64_arg(0);  // (every position lies before that period: never used)
       continue;
     }
     const int axis = rank - 1 - static_cast<int>(after);
@@ -58,7 +52,6 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
     if (space[axis] != extent) period = 1, below = bound > 0 ? 1 : 0;  // broadcast along the axis: coordinate 0
     storage[g.nodes[n.a].slot] = int64_arg(period > 0 ? period : 1);
     storage[g.nodes[n.b].slot] = int64_arg(below);
-    storage[g.nodes[n.c].slot] = int64_arg(static_cast<std::int64_t>(position_inverse(period > 0 ? period : 1)));
   }
   return storage.data();
 }

@@ -2,10 +2,9 @@
 // Where a concatenate's pieces lie in a kernel's index space. A join packs, for each test of where an element
 // lies (ir::Op::leading), the axes after the joined one, a bound along it and its own extent there; the kernel
 // tests `i % period < bound` on its flat index i. The launcher turns the first two into that period and bound
-// for the index space it launches over, and the third into the period's inverse (the remainder by a multiplication), which may be larger than the join's own shape: in
+// for the index space it launches over, which may be larger than the join's own shape: in
 // `concatenate(1, a, b) + c` with c of shape (8, n, m) and the join of (n, m), the kernel numbers c's elements.
 #pragma once
-#include <cstdint>
 #include <vector>
 
 #include "fusion/evaluate.hpp"
@@ -16,10 +15,6 @@ namespace fusion::detail {
 /// The scalar arguments of `c` with its joins' positions resolved for index space `space`, in `storage` (the
 /// launcher calls it only for a call that joins: exec's Lowered::has_join).
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage);
-
-/// 2^64 / period rounded up, modulo 2^64: with it the kernel's fz_position takes a 32-bit remainder by two
-/// multiplications (exact for every dividend and period below 2^32).
-std::uint64_t position_inverse(std::int64_t period);
 
 /// Per scalar slot of `g`: whether a join's position reads it (the launcher rewrites it: never shared).
 std::vector<bool> position_scalars(const ir::Graph& g);
