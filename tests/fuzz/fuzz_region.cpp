@@ -181,7 +181,7 @@ RegionCase generate_region(std::uint64_t seed, const RegionOptions& options) {
     std::function<std::uint32_t(int)> tree = [&](int depth) -> std::uint32_t {
       const int kind = depth >= 3 ? pick(2) : pick(5 + options.indexing + options.joins);
       if (kind == 0) return read({pick(available), any_view()});
-      if (options.joins && kind == 5 + options.indexing) {  // concatenate of 2 or 3 pieces along an axis (some may be empty)
+      if (options.joins && kind == 5 + options.indexing) {  // concatenate of 2 or 3 pieces (some empty) along an axis
         const int axis = pick(2), n = 2 + pick(2);
         const std::int64_t total = axis == 0 ? rc.rows : rc.cols;
         std::vector<std::int64_t> cuts{0, total};
@@ -194,7 +194,8 @@ RegionCase generate_region(std::uint64_t seed, const RegionOptions& options) {
         for (std::uint32_t v : value) joined = fusion::promote_types(joined, st.graph.dtype(v));
         for (std::uint32_t& v : value) v = st.graph.cast(v, joined);
         const std::uint32_t after = int64_scalar(st, 1 - axis), extent = int64_scalar(st, total);
-        for (int k = 1; k < n; ++k) below.push_back(st.graph.leading(after, int64_scalar(st, cuts[static_cast<std::size_t>(k)]), extent));
+        for (int k = 1; k < n; ++k)
+          below.push_back(st.graph.leading(after, int64_scalar(st, cuts[static_cast<std::size_t>(k)]), extent));
         return fusion::ir::join_tree(st.graph, value.data(), below.data(), n);
       }
       if (kind == 5) {  // take_along_axis(source, index tree as int32, axis), wrapping
