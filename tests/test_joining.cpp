@@ -10,7 +10,8 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   CHECK(k.kernels == 1);
   INFO(k.source);
   CHECK(k.name.rfind("fz_mul_exp_concatenate_add_f32_", 0) == 0);
-  CHECK(k.source.find("fz_position(i, ") != std::string::npos);  // where an element lies: its flat index
+  // where an element lies: the row's position plus the column (the last axis's period is the row)
+  CHECK(k.source.find("_row + (col + k)") != std::string::npos);
   CHECK(k.source.find("else {") != std::string::npos);           // a branch per piece
   CHECK(k.source.find("const float* x0") != std::string::npos);  // a piece's array: a pointer, read in its branch
   // the exp is spelled only inside the branch of its piece: after the test of where the element lies
@@ -28,7 +29,7 @@ TEST_CASE("a join of three pieces computes each piece's math only in its own bra
   const auto k = fz::inspect(fz::concatenate(0, a * 2.f, fz::exp(b), fz::sqrt(c)));
   INFO(k.source);
   // the second test of where an element lies comes before both the exp and the sqrt, each inside a branch
-  const std::size_t second = k.source.find("_at < ", k.source.find("_at < ") + 1);
+  const std::size_t second = k.source.find("fz_before(", k.source.find("fz_before(s") + 1);
   REQUIRE(second != std::string::npos);
   CHECK(k.source.find("exp(") > second);
   CHECK(k.source.find("sqrt(") > second);

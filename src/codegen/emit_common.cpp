@@ -33,14 +33,24 @@ std::string kernel_name(const ir::Graph& g, DType out, std::uint64_t hash, std::
   std::vector<bool> index_math(g.nodes.size(), false);
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::gather) index_math[n.a] = true;
+  // a join's tests of where an element lies, and fz::pad's and/not of them, show as the join itself; a join
+  // whose test is such a combination is a pad
+  std::vector<bool> position_math(g.nodes.size(), false);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    const bool logical = n.op == ir::Op::logical_and || n.op == ir::Op::logical_not;
+    position_math[i] = n.op == ir::Op::leading ||
+                       (logical && position_math[n.a] && (n.op == ir::Op::logical_not || position_math[n.b]));
+  }
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     iota = iota || n.op == ir::Op::iota;
-    // (a join's tests of where an element lies show as the concatenate itself)
-    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast || n.op == ir::Op::take_index || n.op == ir::Op::leading ||
+    if (arity(n.op) == ir::Arity::leaf || n.op == ir::Op::cast || n.op == ir::Op::take_index || position_math[i] ||
         index_math[i])
       continue;
-    std::string name = n.op == ir::Op::call ? device_function(n.slot).name : ir::op_name(n.op);
+    std::string name = n.op == ir::Op::call                                          ? device_function(n.slot).name
+                       : n.op == ir::Op::concatenate && g.nodes[n.a].op != ir::Op::leading ? "pad"
+                                                                                     : ir::op_name(n.op);
     if (std::find(ops.begin(), ops.end(), name) == ops.end() && ops.size() < 4) ops.push_back(name);
   }
   if (ops.empty()) ops.push_back(iota ? "arange" : "copy");

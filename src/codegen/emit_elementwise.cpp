@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <vector>
 
 #include "codegen/spell.hpp"
@@ -25,8 +24,16 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const int K = v.n_outputs;
   if (static_cast<int>(g.outputs.size()) != K) throw Error("internal: the graph's outputs and the variant's differ");
   auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
-  bool iota = false;  // (the flat index: fz::arange's, and where a concatenate's pieces lie)
-  for (const Node& n : g.nodes) iota = iota || n.op == Op::iota || n.op == Op::leading;
+  bool iota = false;  // (the flat index: fz::arange's)
+  for (const Node& n : g.nodes) iota = iota || n.op == Op::iota;
+  // Where the element lies along each joined axis (a period scalar of Op::leading, its tests sharing it): an
+  // argument of fz_expr, which the loop computes as cheaply as its layout allows (`position` below).
+  std::vector<std::string> periods;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::leading) {
+      const std::string s = fmt::format("s{}", g.nodes[n.a].slot);
+      if (std::find(periods.begin(), periods.end(), s) == periods.end()) periods.push_back(s);
+    }
   // fz::take's sources reach the expression as pointers at the element's position in them; a checked index
   // reports a bad value through the fault word.
   const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
@@ -63,6 +70,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", param_type(p), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
+    for (const std::string& s : periods) args.push_back(fmt::format("{} {}_at", v.index64 ? "long long" : "int", s));
     if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
     if (scatter) args.push_back(fmt::format("{}* {}", target_type(), kScatterTarget));
     if (scatter && W) args.push_back("long long fz_plane");
@@ -81,11 +89,6 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       if (n.op == Op::scalar) value[i] = fmt::format("s{}", n.slot);
       if (n.op == Op::iota) value[i] = "i";
     }
-    // where the element lies along each joined axis, once for all of a join's tests (Op::leading)
-    std::set<std::string> positions;
-    for (const Node& n : g.nodes)
-      if (n.op == Op::leading && positions.insert(value[n.a]).second)
-        body.line("const long long {0}_at = fz_position(i, {0});", value[n.a]);
     write_values(body, g, std::vector<bool>(g.nodes.size(), true), value, ctx);
     std::vector<std::string> results;
     for (int o = 0; o < K; ++o)
@@ -94,14 +97,25 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     else body.line("return FzOut{{{}}};", fmt::join(results, ", "));
   }
 
-  const std::string index_t = v.index64 ? "long long" : "int";
   auto load = [&](int p, const std::string& at) {
     return gathered[p] ? fmt::format("(in{} + ({}))", p, at) : load_conv(pdt[p], fmt::format("in{}[{}]", p, at));
+  };
+  // Where element `index` lies along the axis of period `s`: its flat index modulo the period, unless the rows
+  // loop knows it from the row's position and the element's column (`row_column`, set there).
+  // In a kernel of 32-bit indices the positions are 32-bit too, and so are their tests (fz_before).
+  std::string row_column;
+  const std::string index_t = v.index64 ? "long long" : "int";
+  auto position = [&](const std::string& s, const std::string& index) {
+    if (!row_column.empty())
+      return fmt::format("({0}_row >= 0 ? {0}_row + ({1}) : ({3})fz_position((long long)({2}), {0}))", s, row_column,
+                         index, index_t);
+    return fmt::format("({})fz_position((long long)({}), {})", index_t, index, s);
   };
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
     std::vector<std::string> args = inputs;
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
+    for (const std::string& s : periods) args.push_back(position(s, index));
     if (fault) args.push_back(kIndexFault);
     if (scatter) args.push_back(v.private_bins ? "fz_bins" : v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
     if (scatter && W) args.push_back(v.private_bins ? "fz_nbins" : "fz_plane");  // (exact sums: a plane per word)
@@ -214,6 +228,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       const std::string I = index_t;
       w.line("const {0} cols = ({0})shape.v[{1}], rows = ({0})(n / cols);", I, R - 1);
       w.line("const int per_block = {} / (int)lanes, lane = threadIdx.x % (int)lanes;", kBlockThreads);
+      // A joined axis whose period is a whole number of rows (every axis but one inside the last, and the unused
+      // tests of fz::pad, whose period the launcher makes the whole result): a row's elements lie at its first
+      // one's position plus their column, one remainder a row instead of one an element.
+      for (const std::string& s : periods) w.line("const bool {0}_whole = {0} % (long long)cols == 0;", s);
       auto rows_loop = w.block("for ({0} row = ({0})blockIdx.y * per_block + threadIdx.x / (int)lanes; row < rows; "
                                "row += ({0})gridDim.y * per_block)", I);
       std::vector<int> offset_params;
@@ -235,6 +253,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         if (v.access[p] == Access::row)
           w.line("const {} per_row{} = {};", param_type(p), p, load(p, fmt::format("o{}", p)));
       w.line("const {} base = row * cols;  // the outputs' row", I);
+      for (const std::string& s : periods)
+        w.line("const {1} {0}_row = {0}_whole ? ({1})fz_position((long long)base, {0}) : -1;", s, I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)
@@ -243,6 +263,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
                                                         : along(p));
         return in;
       };
+      row_column = V > 1 ? "col + k" : "col";
       w.line("#pragma unroll 4  // a few accesses per thread along the row: their loads in flight together");
       auto cols_loop = w.block(
           "for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes "

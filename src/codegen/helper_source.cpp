@@ -104,12 +104,17 @@ __device__ __forceinline__ double fz_gelu_tanh(double x) {
       return R"(// Where element i lies along a joined axis, as a flat offset: i modulo the axis's period (its extent times
 // the extents after it), which the kernel compares with each piece's end times those. No division when one
 // period spans the result (joins along the first axis); a 32-bit one where both fit (a 64-bit one is a long
-// software routine). Computed once per element for all of a join's tests.
+// software routine). Computed once per element for all of a join's tests, or, in a rows kernel, once per row
+// for an axis whose period is a whole number of rows (the element's position is then the row's plus its column).
 __device__ __forceinline__ long long fz_position(long long i, long long period) {
   if (i < period) return i;
   if ((unsigned long long)(i | period) <= 0xffffffffull) return (long long)((unsigned)i % (unsigned)period);
   return i % period;
-})";
+}
+// Whether a position lies before a bound. In a kernel of 32-bit indices the positions are 32-bit, and so are the
+// bounds (the launcher's are at most the element count).
+__device__ __forceinline__ bool fz_before(long long at, long long bound) { return at < bound; }
+__device__ __forceinline__ bool fz_before(int at, long long bound) { return at < (int)bound; })";
     case Helper::take_index:
       return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
 // clamped (negative ones to 0, as NumPy's clip), or is recorded for the launcher to report (the first one:

@@ -218,7 +218,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::leading:  // (a and b as the launcher resolves them; c, the join's own extent, is for the launcher
                        // alone; `<a>_at`, fz_position of the element's flat index, the emitter writes first)
       needs.insert(Helper::leading);
-      return fmt::format("({}_at < {})", a, b);
+      return fmt::format("fz_before({}_at, {})", a, b);
     case Op::take_index: {
       needs.insert(Helper::take_index);
       switch (static_cast<ir::IndexMode>(n.slot)) {

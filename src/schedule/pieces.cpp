@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -38,8 +39,10 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
     const std::int64_t bound = value_of(c.scalars[g.nodes[n.b].slot]);
     const std::int64_t extent = value_of(c.scalars[g.nodes[n.c].slot]);
     if (after < 0) {  // a test of no axis (fz::pad's unused ones): the element lies before any positive bound
-      storage[g.nodes[n.a].slot] = int64_arg(std::numeric_limits<std::int64_t>::max());
-      storage[g.nodes[n.b].slot] = int64_arg(bound > 0 ? std::numeric_limits<std::int64_t>::max() : 0);
+      // (its period the whole space: a whole number of rows, which a rows kernel tests without a division)
+      const std::int64_t whole = std::max<std::int64_t>(numel(space), 1);
+      storage[g.nodes[n.a].slot] = int64_arg(whole);
+      storage[g.nodes[n.b].slot] = int64_arg(bound > 0 ? whole : 0);
       continue;
     }
     const int axis = rank - 1 - static_cast<int>(after);
