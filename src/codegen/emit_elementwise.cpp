@@ -106,9 +106,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   std::string row_column;
   const std::string index_t = v.index64 ? "long long" : "int";
   auto position = [&](const std::string& s, const std::string& index) {
-    if (!row_column.empty())
-      return fmt::format("({0}_row >= 0 ? {0}_row + ({1}) : ({3})fz_position((long long)({2}), {0}))", s, row_column,
-                         index, index_t);
+    if (!row_column.empty()) return fmt::format("{}_row + ({})", s, row_column);
     return fmt::format("({})fz_position((long long)({}), {})", index_t, index, s);
   };
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
@@ -228,10 +226,6 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       const std::string I = index_t;
       w.line("const {0} cols = ({0})shape.v[{1}], rows = ({0})(n / cols);", I, R - 1);
       w.line("const int per_block = {} / (int)lanes, lane = threadIdx.x % (int)lanes;", kBlockThreads);
-      // A joined axis whose period is a whole number of rows (every axis but one inside the last, and the unused
-      // tests of fz::pad, whose period the launcher makes the whole result): a row's elements lie at its first
-      // one's position plus their column, one remainder a row instead of one an element.
-      for (const std::string& s : periods) w.line("const bool {0}_whole = {0} % (long long)cols == 0;", s);
       auto rows_loop = w.block("for ({0} row = ({0})blockIdx.y * per_block + threadIdx.x / (int)lanes; row < rows; "
                                "row += ({0})gridDim.y * per_block)", I);
       std::vector<int> offset_params;
@@ -253,8 +247,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         if (v.access[p] == Access::row)
           w.line("const {} per_row{} = {};", param_type(p), p, load(p, fmt::format("o{}", p)));
       w.line("const {} base = row * cols;  // the outputs' row", I);
+      // A joined axis's period is a whole number of rows here (layout.cpp chooses a rows kernel for a join only
+      // then): a row's elements lie at its first one's position plus their column, one remainder a row.
       for (const std::string& s : periods)
-        w.line("const {1} {0}_row = {0}_whole ? ({1})fz_position((long long)base, {0}) : -1;", s, I);
+        w.line("const {1} {0}_row = ({1})fz_position((long long)base, {0});", s, I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)

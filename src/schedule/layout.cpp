@@ -13,6 +13,7 @@
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
+#include "schedule/pieces.hpp"
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
 
@@ -162,6 +163,9 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     const std::int64_t inner = L.strides[K + p][R - 1];
     if (L.v.access[static_cast<std::size_t>(p)] != Access::broadcast && inner != 0 && inner != 1) return;
   }
+  // (a join's tests of where an element lies: each along whole rows, so that the kernel finds an element's
+  // position from its row's and its column, as emit_elementwise writes a rows kernel)
+  if (!periods_whole_rows(c, L.space, L.shape[R - 1])) return;
   L.v.rows = true;
   std::size_t widest = 1;
   for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));

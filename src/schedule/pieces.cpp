@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
@@ -26,37 +25,51 @@ ScalarArg int64_arg(std::int64_t v) {
   return s;
 }
 
+struct Placed {
+  std::int64_t period, below;  // the test `i % period < below` on the flat index i
+};
+
+/// One test of where an element lies (ir::Op::leading: the axes after the joined one, a bound along it and its
+/// own extent there) resolved for index space `space`. A test of no axis (fz::pad's unused ones) and one along
+/// an axis the join is broadcast over (coordinate 0 everywhere) are true or false everywhere: their period is the
+/// whole space, a whole number of rows, which a rows kernel tests without a division.
+Placed resolve(std::int64_t after, std::int64_t bound, std::int64_t extent, const Shape& space) {
+  const int rank = space.size();
+  const std::int64_t whole = std::max<std::int64_t>(numel(space), 1);
+  const int axis = rank - 1 - static_cast<int>(after);
+  if (after >= 0 && (axis < 0 || (space[axis] != extent && extent != 1)))
+    throw Error(fmt::format("internal: a join of extent {} along axis -{} in index space {}", extent, after + 1,
+                            to_string(space)));
+  if (after < 0 || space[axis] != extent) return {whole, bound > 0 ? whole : 0};
+  std::int64_t inner = 1;
+  for (int d = axis + 1; d < rank; ++d) inner *= space[d];
+  return {std::max<std::int64_t>(space[axis] * inner, 1), bound * inner};
+}
+
 }  // namespace
 
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage) {
   const ir::Graph& g = graph_of(c);
   storage.assign(c.scalars, c.scalars + c.n_scalars);
-  const int rank = space.size();
   for (const ir::Node& n : g.nodes) {
     if (n.op != ir::Op::leading) continue;
     // (read from the call: a join's tests share their `after` and `extent` slots, which are rewritten)
-    const std::int64_t after = value_of(c.scalars[g.nodes[n.a].slot]);
-    const std::int64_t bound = value_of(c.scalars[g.nodes[n.b].slot]);
-    const std::int64_t extent = value_of(c.scalars[g.nodes[n.c].slot]);
-    if (after < 0) {  // a test of no axis (fz::pad's unused ones): the element lies before any positive bound
-      // (its period the whole space: a whole number of rows, which a rows kernel tests without a division)
-      const std::int64_t whole = std::max<std::int64_t>(numel(space), 1);
-      storage[g.nodes[n.a].slot] = int64_arg(whole);
-      storage[g.nodes[n.b].slot] = int64_arg(bound > 0 ? whole : 0);
-      continue;
-    }
-    const int axis = rank - 1 - static_cast<int>(after);
-    if (axis < 0 || (space[axis] != extent && extent != 1))
-      throw Error(fmt::format("internal: a join of extent {} along axis -{} in index space {}", extent, after + 1,
-                              to_string(space)));
-    std::int64_t inner = 1;
-    for (int d = axis + 1; d < rank; ++d) inner *= space[d];
-    std::int64_t period = space[axis] * inner, below = bound * inner;
-    if (space[axis] != extent) period = 1, below = bound > 0 ? 1 : 0;  // broadcast along the axis: coordinate 0
-    storage[g.nodes[n.a].slot] = int64_arg(period > 0 ? period : 1);
-    storage[g.nodes[n.b].slot] = int64_arg(below);
+    const Placed p = resolve(value_of(c.scalars[g.nodes[n.a].slot]), value_of(c.scalars[g.nodes[n.b].slot]),
+                             value_of(c.scalars[g.nodes[n.c].slot]), space);
+    storage[g.nodes[n.a].slot] = int64_arg(p.period);
+    storage[g.nodes[n.b].slot] = int64_arg(p.below);
   }
   return storage.data();
+}
+
+bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row) {
+  const ir::Graph& g = graph_of(c);
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::leading &&
+        resolve(value_of(c.scalars[g.nodes[n.a].slot]), value_of(c.scalars[g.nodes[n.b].slot]),
+                value_of(c.scalars[g.nodes[n.c].slot]), space).period % row != 0)
+      return false;
+  return true;
 }
 
 std::vector<bool> position_scalars(const ir::Graph& g) {

@@ -16,6 +16,11 @@ namespace fusion::detail {
 /// launcher calls it only for a call that joins: exec's Lowered::has_join).
 const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<ScalarArg>& storage);
 
+/// Whether every join test of `c`, resolved for index space `space`, has a period of a whole number of rows of
+/// `row` elements: a rows kernel then knows an element's position from its row's and its column (layout.cpp asks
+/// before it chooses one for a call that joins).
+bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row);
+
 /// Per scalar slot of `g`: whether a join's position reads it (the launcher rewrites it: never shared).
 std::vector<bool> position_scalars(const ir::Graph& g);
 
