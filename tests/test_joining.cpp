@@ -10,8 +10,9 @@ TEST_CASE("concatenate is one kernel: each piece's math in its branch, the math 
   CHECK(k.kernels == 1);
   INFO(k.source);
   CHECK(k.name.rfind("fz_mul_exp_concatenate_add_f32_", 0) == 0);
-  // where an element lies: the row's position plus the column (the last axis's period is the row)
-  CHECK(k.source.find("_row + (col + k)") != std::string::npos);
+  // where an element lies: its column against a limit found once per row (the last axis's period is the row)
+  CHECK(k.source.find("(fz_c < t") != std::string::npos);
+  CHECK(k.source.find("fz_row_limit(") != std::string::npos);
   CHECK(k.source.find("else {") != std::string::npos);           // a branch per piece
   CHECK(k.source.find("const float* x0") != std::string::npos);  // a piece's array: a pointer, read in its branch
   // the exp is spelled only inside the branch of its piece: after the test of where the element lies

@@ -114,7 +114,13 @@ __device__ __forceinline__ long long fz_position(long long i, long long period) 
 // Whether a position lies before a bound. In a kernel of 32-bit indices the positions are 32-bit, and so are the
 // bounds (the launcher's are at most the element count).
 __device__ __forceinline__ bool fz_before(long long at, long long bound) { return at < bound; }
-__device__ __forceinline__ bool fz_before(int at, long long bound) { return at < (int)bound; })";
+__device__ __forceinline__ bool fz_before(int at, long long bound) { return at < (int)bound; }
+// A rows kernel's form of a test (codegen/join_tests.hpp): the row lies at `row_at` along the axis, a whole number
+// of rows into its period, so its element at column c lies before `bound` where c is below this limit.
+__device__ __forceinline__ long long fz_row_limit(long long row_at, long long bound, long long cols) {
+  const long long r = bound - row_at;
+  return r < 0 ? 0 : (r < cols ? r : cols);
+})";
     case Helper::take_index:
       return R"(// fz::take's index modes: a negative index counts from the end; one outside [-n, n) wraps around, is
 // clamped (negative ones to 0, as NumPy's clip), or is recorded for the launcher to report (the first one:

@@ -63,6 +63,7 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
 }
 
 bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row) {
+  if (row <= 0) return true;  // (no elements)
   const ir::Graph& g = graph_of(c);
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::leading &&
