@@ -58,6 +58,20 @@ TEST_CASE("a later pass reads the value an earlier pass kept, where shared memor
              Catch::Contains("kept beside"));
 }
 
+TEST_CASE("kept values are counted on the kernel's own graph, where an array read twice is one input", "[layer]") {
+  // The fuzzer's: `w` appears twice, so its two copies are one value in the generated kernel, which keeps two
+  // values for later passes (log(a) and w); the layout counted on the graph before the merge, found one, and
+  // launched 16 rows x 64 x 24 bytes of shared memory for a kernel using 16 x 64 x 32 (an illegal address).
+  const auto a = fz::placeholder<std::int64_t>({6, 54});
+  const auto b = fz::placeholder<double>({54, 6}).transpose();
+  const auto w = fz::where(fz::log(a), fz::ceil(b), (3.75 == a));
+  const fz::KernelInfo k = fz::inspect(fz::var(w, {1}, true) / w + fz::cast<double>(a));
+  INFO(k.plan.back());
+  CHECK_THAT(k.variant, Catch::Contains("kept beside it"));
+  CHECK(count(k.source, "fz_kept") >= 4);
+  CHECK_THAT(k.plan.back() + k.variant, Catch::Contains("(32768 bytes a block)"));
+}
+
 TEST_CASE("kept values give the bits of the kernel computing them again, against float64", "[gpu][layers]") {
   SavedTuning restore;
   for (const auto [R, D] : {std::pair<std::int64_t, std::int64_t>{300, 4096}, {257, 4100}, {1000, 100}, {40, 1000}, {3000, 24}}) {

@@ -65,6 +65,16 @@ std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_
   return d;
 }
 
+ir::Graph merged_inputs(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot) {
+  std::vector<std::uint32_t> representative(g.n_inputs);
+  for (std::uint32_t s = 0; s < g.n_inputs; ++s) {
+    std::uint32_t r = 0;
+    while (param_of_slot[r] != param_of_slot[s]) ++r;
+    representative[s] = r;
+  }
+  return ir::canonicalize(g, representative);
+}
+
 std::vector<bool> gathered_params(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                   int n_params) {
   std::vector<bool> gathered(static_cast<std::size_t>(n_params), false);

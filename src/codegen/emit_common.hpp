@@ -40,6 +40,11 @@ GeneratedKernel hashed_and_named(const ir::Graph& g, const V& v, DType out, std:
 std::vector<DType> param_dtypes(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot,
                                 int n_params);
 
+/// `g` as a kernel of a variant whose inputs read `param_of_slot` computes it: slots reading one parameter
+/// merged into one input, equal nodes then one (the graph every emitter is given; a layout deciding from what
+/// the kernel will hold, as the shared memory of a layer kernel's kept values, asks of this graph too).
+ir::Graph merged_inputs(const ir::Graph& g, const std::array<std::uint8_t, kMaxParams>& param_of_slot);
+
 /// Per parameter: whether it is passed to the expression as a pointer at the element's position in it, never
 /// loaded per element: fz::take's sources (read through the index), and a concatenate's pieces' arrays (read
 /// only in their piece's branch, their views reaching past their own extent elsewhere).

@@ -300,7 +300,12 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // (a block of 512 threads keeping 64 KB slices of a float32 row twice over would run alone on its SM).
   std::size_t block_bytes = bytes;
   if (v.resident && !v.partly_resident && tuning().layer_keep_values) {
-    const std::size_t kept = codegen::kept_bytes(g, codegen::kept_values(g, v));
+    // (of the graph the kernel is generated from: where two slots read one array they merge, and equal values
+    // with them, which a later pass may then find worth keeping; the fuzzer: a kernel keeping two values
+    // launched with room for one)
+    const ir::Graph merged = np < static_cast<int>(g.n_inputs) ? codegen::merged_inputs(g, v.param_of_slot) : ir::Graph{};
+    const ir::Graph& generated = np < static_cast<int>(g.n_inputs) ? merged : g;
+    const std::size_t kept = codegen::kept_bytes(generated, codegen::kept_values(generated, v));
     const std::size_t with_kept = static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(span + 15) / 16 * 16) *
                                   (cached_bytes + kept);
     const std::size_t threads = device.max_shared_per_sm / (with_kept + 1024) * v.block;
@@ -351,8 +356,10 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
           ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
                         "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave",
                         L.keep, span)
-      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory{}", row_bytes,
-                                 v.keep_values ? ", with the values a later pass needs again (not computed twice)" : "")
+      : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory{} ({} bytes a block)",
+                                 row_bytes,
+                                 v.keep_values ? ", with the values a later pass needs again (not computed twice)" : "",
+                                 L.shared_bytes)
       : bytes > 0
           ? fmt::format(", rows too long for shared memory ({} bytes per block): passes re-read them, mostly from L2",
                         bytes)

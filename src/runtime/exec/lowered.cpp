@@ -54,13 +54,7 @@ const Lowered* lowered_for_graph(ir::Graph g) {
 }
 
 ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen::kMaxParams>& param_of_slot) {
-  std::vector<std::uint32_t> representative(lw.graph.n_inputs);
-  for (std::uint32_t s = 0; s < lw.graph.n_inputs; ++s) {
-    std::uint32_t r = 0;
-    while (param_of_slot[r] != param_of_slot[s]) ++r;
-    representative[s] = r;
-  }
-  return ir::canonicalize(lw.graph, representative);
+  return codegen::merged_inputs(lw.graph, param_of_slot);
 }
 
 const ir::Graph& graph_of(const Call& c) { return c.lowered->graph; }
