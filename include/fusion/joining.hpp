@@ -8,7 +8,8 @@
 // How a join fuses: each piece's arrays are seen in the result's index space, shifted back to where the
 // piece sits (ArrayBase::placed), so the piece's math finds its elements at the result's own positions; the
 // kernel tests where an element lies (ir::Op::leading: its flat index modulo the axis's period, below the
-// piece's end) and computes only that piece there (ir::Op::concatenate, an if/else in the kernel). So
+// piece's end; a rows kernel compares the column with a limit found per row, codegen/join_tests.hpp) and
+// computes only that piece there (ir::Op::concatenate, an if/else in the kernel). So
 // `fz::concatenate(1, x * 2, fz::exp(y)) + b` is one kernel reading x, y and b once and writing once.
 // A piece whose value depends on more than its own elements (a reduction, a scan, a product, fz::arange or
 // fz::random, another join) is computed first, into an array.
