@@ -324,3 +324,49 @@ TEST_CASE("pad: one kernel with the math around it, every padded axis, dtypes, v
   }
   CHECK_THROWS_AS(fz::pad(a, {{1, 1}}), fz::ShapeError);
 }
+
+TEST_CASE("joins in a rows kernel: column limits a row, a pad's box as one interval, two joins in one kernel",
+          "[gpu][joining]") {
+  // pads of both axes of rows of 4,096 (the operand off the output's vectors, or on them: {3, 0}, {0, 4}, whose
+  // leading axis's limits are 0 or the whole row) and of three axes of a 3-d array, each against the host
+  const fz::Shape s{37, 4096};
+  const auto hx = test::random<float>(static_cast<std::size_t>(fz::numel(s)), -2, 2, 21);
+  const auto x = fz::asarray(hx, s);
+  for (const auto& w : std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>{
+           {{1, 1}, {2, 2}}, {{3, 0}, {0, 4}}, {{0, 2}, {4, 0}}, {{5, 5}, {1, 3}}}) {
+    CAPTURE(w[0].first, w[0].second, w[1].first, w[1].second);
+    const auto info = fz::inspect(fz::pad(x * 2.f, w, -0.5) + 1.f);
+    CHECK_THAT(info.variant, Catch::StartsWith("rows"));
+    fz::Array<float> got = fz::full<float>({s[0] + w[0].first + w[0].second, s[1] + w[1].first + w[1].second}, 7.f);
+    got = fz::pad(x * 2.f, w, -0.5) + 1.f;
+    // x * 2 + 1 inside the box (where a pad of ones is 1), the fill + 1 outside
+    const std::vector<double> inside = pad_ref(std::vector<double>(hx.size(), 1.0), s, w, 0.0);
+    const std::vector<double> plain = pad_ref(doubles(hx), s, w, 0.0);
+    std::vector<double> want(inside.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+      want[i] = inside[i] != 0 ? static_cast<double>(static_cast<float>(plain[i]) * 2.f + 1.f) : -0.5 + 1.0;
+    CHECK(test::mismatches(got.to_host(), want, fz::DType::float32) == 0);
+  }
+  const fz::Shape s3{3, 5, 64};
+  const auto h3 = test::random<float>(static_cast<std::size_t>(fz::numel(s3)), -2, 2, 22);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> w3{{1, 2}, {0, 3}, {4, 4}};
+  fz::Array<float> p3 = fz::pad(fz::asarray(h3, s3), w3, 3);
+  CHECK(test::mismatches(p3.to_host(), pad_ref(doubles(h3), s3, w3, 3), fz::DType::float32) == 0);
+
+  // two joins in one kernel: a pad and a concatenate along the last axis, rows whose limits are whole vectors
+  const auto ha = test::random<float>(16 * 40, -1, 1, 23), hb = test::random<float>(16 * 24, -1, 1, 24);
+  const auto hc = test::random<float>(14 * 60, -1, 1, 25);
+  const auto a = fz::asarray(ha, {16, 40}), b = fz::asarray(hb, {16, 24}), c = fz::asarray(hc, {14, 60});
+  const auto both = fz::concatenate(1, a, fz::exp(b)) - fz::pad(c, {{1, 1}, {2, 2}}, 0.25);
+  CHECK(fz::inspect(both).kernels == 1);
+  fz::reset_stats();
+  fz::Array<float> got = both;
+  CHECK(fz::stats().launches == 1);
+  std::vector<double> eb;
+  for (float v : hb) eb.push_back(static_cast<double>(std::exp(v)));
+  const std::vector<double> joined = concat_ref({doubles(ha), eb}, {{16, 40}, {16, 24}}, 1);
+  const std::vector<double> padded = pad_ref(doubles(hc), {14, 60}, {{1, 1}, {2, 2}}, 0.25);
+  std::vector<double> want(joined.size());
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = joined[i] - padded[i];
+  CHECK(test::mismatches(got.to_host(), want, fz::DType::float32) == 0);
+}
