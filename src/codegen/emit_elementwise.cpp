@@ -27,29 +27,10 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto [k, pdt, scalars, ctx, heavy] = emit_context(g, v, name_given, std::span(v.out_dtype.data(), K));
   bool iota = false;  // (the flat index: fz::arange's)
   for (const Node& n : g.nodes) iota = iota || n.op == Op::iota;
-  // A join's tests of where the element lies (Op::leading). Outside a rows kernel fz_expr takes the element's
-  // position along each joined axis (per period scalar, its tests sharing it: `position` below); in a rows
-  // kernel the element's column and, per test, its column limit for the row, a conjunction of tests (fz::pad's
-  // box) one interval of columns (codegen/join_tests.hpp).
-  std::vector<std::string> periods;
-  for (const Node& n : g.nodes)
-    if (n.op == Op::leading) {
-      const std::string s = fmt::format("s{}", g.nodes[n.a].slot);
-      if (std::find(periods.begin(), periods.end(), s) == periods.end()) periods.push_back(s);
-    }
-  const bool column_tests = v.rows && !periods.empty();
-  const RowTests row = column_tests ? row_tests(g) : RowTests{};
-  std::vector<bool> limit_used(g.nodes.size(), false);  // (a test read other than through its interval)
-  if (column_tests) {
-    std::vector<bool> root(g.nodes.size(), false);
-    for (const ColumnInterval& c : row.intervals) root[c.node] = true;
-    for (std::size_t j = 0; j < g.nodes.size(); ++j)
-      if (!root[j] && !row.inside_interval[j])
-        for (std::uint32_t o : {g.nodes[j].a, g.nodes[j].b, g.nodes[j].c})
-          if (o != ir::kNone && g.nodes[o].op == Op::leading) limit_used[o] = true;
-    ctx.helpers.insert(Helper::leading);  // (fz_position and fz_row_limit, written per row)
-  }
   const std::string index_t = v.index64 ? "long long" : "int";
+  // A join's tests of where the element lies: positions, or a rows kernel's column limits (codegen/join_tests.hpp)
+  const JoinTests joins(g, v.rows, index_t);
+  if (joins.any()) ctx.helpers.insert(Helper::leading);  // (fz_position, fz_row_limit, fz_before)
   // fz::take's sources reach the expression as pointers at the element's position in them; a checked index
   // reports a bad value through the fault word.
   const std::vector<bool> gathered = gathered_params(g, v.param_of_slot, v.n_params);
@@ -86,14 +67,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (int p = 0; p < v.n_params; ++p) args.push_back(fmt::format("{} x{}", param_type(p), p));
     for (auto [slot, d] : scalars) args.push_back(fmt::format("{} s{}", compute_type(d), slot));
     if (iota) args.push_back("long long i");
-    if (column_tests) {
-      args.push_back(fmt::format("{} fz_c", index_t));
-      for (std::uint32_t t : row.tests)
-        if (limit_used[t]) args.push_back(fmt::format("{} t{}_lim", index_t, t));
-      for (const ColumnInterval& c : row.intervals) args.push_back(fmt::format("{0} t{1}_lo, {0} t{1}_hi", index_t, c.node));
-    } else {
-      for (const std::string& s : periods) args.push_back(fmt::format("{} {}_at", index_t, s));
-    }
+    for (const std::string& p : joins.params()) args.push_back(p);
     if (fault) args.push_back(fmt::format("unsigned long long* {}", kIndexFault));
     if (scatter) args.push_back(fmt::format("{}* {}", target_type(), kScatterTarget));
     if (scatter && W) args.push_back("long long fz_plane");
@@ -111,11 +85,9 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         value[i] = gathered[p] && !gather_source[i] ? load_conv(pdt[p], fmt::format("x{}[0]", p)) : fmt::format("x{}", p);
       if (n.op == Op::scalar) value[i] = fmt::format("s{}", n.slot);
       if (n.op == Op::iota) value[i] = "i";
-      if (column_tests && n.op == Op::leading) value[i] = fmt::format("(fz_c < t{}_lim)", i);
     }
-    for (const ColumnInterval& c : row.intervals) value[c.node] = fmt::format("(t{0}_lo <= fz_c && fz_c < t{0}_hi)", c.node);
     std::vector<bool> wanted(g.nodes.size(), true);
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) wanted[i] = !column_tests || !row.inside_interval[i];
+    joins.preset(value, wanted);
     write_values(body, g, wanted, value, ctx);
     std::vector<std::string> results;
     for (int o = 0; o < K; ++o)
@@ -127,24 +99,12 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto load = [&](int p, const std::string& at) {
     return gathered[p] ? fmt::format("(in{} + ({}))", p, at) : load_conv(pdt[p], fmt::format("in{}[{}]", p, at));
   };
-  // Where element `index` lies along the axis of period `s`: its flat index modulo the period. In a kernel of
-  // 32-bit indices the positions are 32-bit too, and so are their tests (fz_before).
-  std::string row_column;  // (a rows kernel's column expression, set there)
-  auto position = [&](const std::string& s, const std::string& index) {
-    return fmt::format("({})fz_position((long long)({}), {})", index_t, index, s);
-  };
+  std::string row_column;  // (a rows kernel's column expression, set there: its joins' tests read it)
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
     std::vector<std::string> args = inputs;
     for (auto [slot, d] : scalars) args.push_back(fmt::format("s{}", slot));
     if (iota) args.push_back(fmt::format("(long long)({})", index));
-    if (column_tests) {
-      args.push_back(row_column);
-      for (std::uint32_t t : row.tests)
-        if (limit_used[t]) args.push_back(fmt::format("t{}_lim", t));
-      for (const ColumnInterval& c : row.intervals) args.push_back(fmt::format("t{0}_lo, t{0}_hi", c.node));
-    } else {
-      for (const std::string& s : periods) args.push_back(position(s, index));
-    }
+    for (const std::string& a : joins.args(index, row_column)) args.push_back(a);
     if (fault) args.push_back(kIndexFault);
     if (scatter) args.push_back(v.private_bins ? "fz_bins" : v.out_access[0] == Access::contiguous ? "out + i" : "out + o_out");
     if (scatter && W) args.push_back(v.private_bins ? "fz_nbins" : "fz_plane");  // (exact sums: a plane per word)
@@ -278,22 +238,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         if (v.access[p] == Access::row)
           w.line("const {} per_row{} = {};", param_type(p), p, load(p, fmt::format("o{}", p)));
       w.line("const {} base = row * cols;  // the outputs' row", I);
-      // A joined axis's period is a whole number of rows here (layout.cpp chooses a rows kernel for a join only
-      // then): a row's elements lie at its first one's position plus their column, one remainder a row, and each
-      // test is a column limit, each conjunction of tests an interval of columns (codegen/join_tests.hpp).
-      for (const std::string& s : periods)
-        w.line("const long long {0}_row = fz_position((long long)base, {0});", s);
-      for (std::uint32_t t : row.tests) {
-        const Node& n = g.nodes[t];
-        w.line("const {0} t{1}_lim = ({0})fz_row_limit(s{2}_row, s{3}, (long long)cols);", I, t, g.nodes[n.a].slot,
-               g.nodes[n.b].slot);
-      }
-      for (const ColumnInterval& c : row.intervals) {
-        std::string lo = fmt::format("({})0", I), hi = "cols";
-        for (std::uint32_t t : c.not_below) lo = fmt::format("max({}, t{}_lim)", lo, t);
-        for (std::uint32_t t : c.below) hi = fmt::format("min({}, t{}_lim)", hi, t);
-        w.line("const {0} t{1}_lo = {2}, t{1}_hi = {3};", I, c.node, lo, hi);
-      }
+      joins.write_row(w, I);
       auto row_inputs = [&](auto&& along) {
         std::vector<std::string> in;
         for (int p = 0; p < v.n_params; ++p)

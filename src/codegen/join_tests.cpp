@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "codegen/join_tests.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
 namespace fusion::codegen {
 
 RowTests row_tests(const ir::Graph& g) {
@@ -39,6 +44,76 @@ RowTests row_tests(const ir::Graph& g) {
     r.intervals.push_back(std::move(c));
   }
   return r;
+}
+
+JoinTests::JoinTests(const ir::Graph& g, bool rows, std::string index_t)
+    : g_(g), rows_(rows), index_t_(std::move(index_t)), limit_used_(g.nodes.size(), false) {
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::leading) {
+      const std::string s = fmt::format("s{}", g.nodes[n.a].slot);
+      if (std::find(periods_.begin(), periods_.end(), s) == periods_.end()) periods_.push_back(s);
+    }
+  rows_ = rows_ && any();
+  if (!rows_) return;
+  row_ = row_tests(g);
+  std::vector<bool> root(g.nodes.size(), false);
+  for (const ColumnInterval& c : row_.intervals) root[c.node] = true;
+  for (std::size_t j = 0; j < g.nodes.size(); ++j)
+    if (!root[j] && !row_.inside_interval[j])
+      for (std::uint32_t o : {g.nodes[j].a, g.nodes[j].b, g.nodes[j].c})
+        if (o != ir::kNone && g.nodes[o].op == ir::Op::leading) limit_used_[o] = true;
+}
+
+std::vector<std::string> JoinTests::params() const {
+  std::vector<std::string> p;
+  if (!rows_) {
+    for (const std::string& s : periods_) p.push_back(fmt::format("{} {}_at", index_t_, s));
+    return p;
+  }
+  p.push_back(fmt::format("{} fz_c", index_t_));
+  for (std::uint32_t t : row_.tests)
+    if (limit_used_[t]) p.push_back(fmt::format("{} t{}_lim", index_t_, t));
+  for (const ColumnInterval& c : row_.intervals) p.push_back(fmt::format("{0} t{1}_lo, {0} t{1}_hi", index_t_, c.node));
+  return p;
+}
+
+void JoinTests::preset(std::vector<std::string>& value, std::vector<bool>& wanted) const {
+  if (!rows_) return;  // (spell.cpp writes fz_before(<period>_at, <bound>))
+  for (std::uint32_t t : row_.tests) value[t] = fmt::format("(fz_c < t{}_lim)", t);
+  for (const ColumnInterval& c : row_.intervals) value[c.node] = fmt::format("(t{0}_lo <= fz_c && fz_c < t{0}_hi)", c.node);
+  for (std::size_t i = 0; i < wanted.size(); ++i) wanted[i] = wanted[i] && !row_.inside_interval[i];
+}
+
+std::vector<std::string> JoinTests::args(const std::string& index, const std::string& column) const {
+  std::vector<std::string> a;
+  if (!rows_) {
+    // (in a kernel of 32-bit indices the positions are 32-bit too, and so are their tests: fz_before)
+    for (const std::string& s : periods_) a.push_back(fmt::format("({})fz_position((long long)({}), {})", index_t_, index, s));
+    return a;
+  }
+  a.push_back(column);
+  for (std::uint32_t t : row_.tests)
+    if (limit_used_[t]) a.push_back(fmt::format("t{}_lim", t));
+  for (const ColumnInterval& c : row_.intervals) a.push_back(fmt::format("t{0}_lo, t{0}_hi", c.node));
+  return a;
+}
+
+void JoinTests::write_row(SourceWriter& w, const std::string& I) const {
+  if (!rows_) return;
+  w.line("// where the row lies along each joined axis, a whole number of rows into its period (layout.cpp), and so");
+  w.line("// each test's column limit and each conjunction's interval of columns (codegen/join_tests.hpp)");
+  for (const std::string& s : periods_) w.line("const long long {0}_row = fz_position((long long)base, {0});", s);
+  for (std::uint32_t t : row_.tests) {
+    const ir::Node& n = g_.nodes[t];
+    w.line("const {0} t{1}_lim = ({0})fz_row_limit(s{2}_row, s{3}, (long long)cols);", I, t, g_.nodes[n.a].slot,
+           g_.nodes[n.b].slot);
+  }
+  for (const ColumnInterval& c : row_.intervals) {
+    std::string lo = fmt::format("({})0", I), hi = "cols";
+    for (std::uint32_t t : c.not_below) lo = fmt::format("max({}, t{}_lim)", lo, t);
+    for (std::uint32_t t : c.below) hi = fmt::format("min({}, t{}_lim)", hi, t);
+    w.line("const {0} t{1}_lo = {2}, t{1}_hi = {3};", I, c.node, lo, hi);
+  }
 }
 
 }  // namespace fusion::codegen
