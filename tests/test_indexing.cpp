@@ -100,6 +100,10 @@ TEST_CASE("a pad is one kernel with the math around it, compiled without a GPU",
   CHECK_THAT(wide.source, Catch::Contains("fz_row_limit("));
   CHECK(wide.name.rfind("fz_pad_f32_", 0) == 0);
   CHECK(fz::inspect(fz::exp(fz::pad(x * 2.f, {{1, 2}, {3, 0}}, -1.5)) + 1.f).name.rfind("fz_mul_pad_exp_add_f32_", 0) == 0);
+  // past 2^31 elements: 64-bit rows, limits and intervals (compiled here: max and min of long long)
+  const auto huge = fz::inspect(fz::pad(fz::placeholder<float>({40000, 40000}), {{1, 1}, {2, 2}}, 1.f) * 2.f);
+  CHECK_THAT(huge.variant, Catch::Contains("64-bit index"));
+  CHECK_THAT(huge.source, Catch::Contains("_lo = max(max(max(max((long long)0,"));
   // an empty last axis (the fuzzer's: the rows kernel's question of whole rows divided by zero)
   const auto none = fz::placeholder<float>({4, 0});
   CHECK(fz::inspect(fz::pad(none.slice({fz::Slice{{}, {}, -1}, fz::Slice{}}), {{1, 1}, {0, 0}})).kernels == 1);
