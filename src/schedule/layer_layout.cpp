@@ -127,6 +127,35 @@ bool layer_shapes(const Call& c, LayerShapes& S, std::string* why_not) {
   return true;
 }
 
+namespace {
+
+/// The bytes a row element's kept values add (codegen::kept_bytes), counted on the graph the kernel is generated
+/// from: where two slots read one array they merge, and equal values with them, which a later pass may then find
+/// worth keeping (the fuzzer: a kernel keeping two values was launched with room for one). The merged graph is
+/// built once per thread for each of the last few graphs and variants asked (a softmax reads its row four times,
+/// and would merge its graph on every call).
+std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, int np) {
+  if (np == static_cast<int>(g.n_inputs)) return codegen::kept_bytes(g, codegen::kept_values(g, v));
+  struct Asked {
+    const ir::Graph* graph = nullptr;  // (a Lowered's graph: they live as long as the process)
+    std::array<std::uint8_t, codegen::kMaxParams> param_of_slot{};
+    std::array<codegen::LayerRole, codegen::kMaxParams> role{};
+    std::array<bool, codegen::kMaxOutputs> out_per_row{};
+    std::size_t bytes = 0;
+  };
+  thread_local std::array<Asked, 8> asked;
+  thread_local std::size_t next = 0;
+  for (const Asked& a : asked)
+    if (a.graph == &g && a.param_of_slot == v.param_of_slot && a.role == v.role && a.out_per_row == v.out_per_row)
+      return a.bytes;
+  const ir::Graph merged = codegen::merged_inputs(g, v.param_of_slot);
+  Asked& a = asked[next++ % asked.size()];
+  a = {&g, v.param_of_slot, v.role, v.out_per_row, codegen::kept_bytes(merged, codegen::kept_values(merged, v))};
+  return a.bytes;
+}
+
+}  // namespace
+
 bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, const codegen::TargetDevice& device, LayerLayout& L,
                    std::string* why_not) {
   const ir::Graph& g = graph_of(c);
@@ -300,12 +329,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // (a block of 512 threads keeping 64 KB slices of a float32 row twice over would run alone on its SM).
   std::size_t block_bytes = bytes;
   if (v.resident && !v.partly_resident && tuning().layer_keep_values) {
-    // (of the graph the kernel is generated from: where two slots read one array they merge, and equal values
-    // with them, which a later pass may then find worth keeping; the fuzzer: a kernel keeping two values
-    // launched with room for one)
-    const ir::Graph merged = np < static_cast<int>(g.n_inputs) ? codegen::merged_inputs(g, v.param_of_slot) : ir::Graph{};
-    const ir::Graph& generated = np < static_cast<int>(g.n_inputs) ? merged : g;
-    const std::size_t kept = codegen::kept_bytes(generated, codegen::kept_values(generated, v));
+    const std::size_t kept = kept_bytes_of(g, v, np);
     const std::size_t with_kept = static_cast<std::size_t>(rows_per_block) * (static_cast<std::size_t>(span + 15) / 16 * 16) *
                                   (cached_bytes + kept);
     const std::size_t threads = device.max_shared_per_sm / (with_kept + 1024) * v.block;
