@@ -216,7 +216,8 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     case Op::where: return fmt::format("({} ? {} : {})", a, b, c);
     // (an emitter writes a concatenate as branches, each computing its piece: write_values)
     case Op::leading:  // (a and b as the launcher resolves them; c, the join's own extent, is for the launcher
-                       // alone; `<a>_at`, fz_position of the element's flat index, the emitter writes first)
+                       // alone; `<a>_at`, the element's position, an argument of fz_expr: codegen/join_tests.hpp.
+                       // A rows kernel presets the test's value instead: its column against a limit)
       needs.insert(Helper::leading);
       return fmt::format("fz_before({}_at, {})", a, b);
     case Op::take_index: {
