@@ -11,4 +11,7 @@ namespace fusion::detail {
 /// where Lowered is.
 const ir::Graph& graph_of(const Call& c);
 
+/// Whether the graph of `c` joins (fz::concatenate, fz::pad: ir::Op::leading), known since it was lowered.
+bool joins(const Call& c);
+
 }  // namespace fusion::detail

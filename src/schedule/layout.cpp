@@ -165,7 +165,7 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   }
   // (a join's tests of where an element lies: each along whole rows, so that the kernel finds an element's
   // position from its row's and its column, as emit_elementwise writes a rows kernel)
-  if (!periods_whole_rows(c, L.space, L.shape[R - 1])) return;
+  if (joins(c) && !periods_whole_rows(c, L.space, L.shape[R - 1])) return;
   L.v.rows = true;
   std::size_t widest = 1;
   for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));

@@ -59,4 +59,6 @@ ir::Graph merged_graph(const Lowered& lw, const std::array<std::uint8_t, codegen
 
 const ir::Graph& graph_of(const Call& c) { return c.lowered->graph; }
 
+bool joins(const Call& c) { return c.lowered->has_join; }
+
 }  // namespace fusion::detail
