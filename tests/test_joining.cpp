@@ -74,3 +74,41 @@ TEST_CASE("joining checks shapes and axes", "[joining]") {
   CHECK_NOTHROW(fz::concatenate(-1, x, y));
   CHECK_NOTHROW(fz::stack(-3, x, x));
 }
+
+TEST_CASE("a join whose pieces lie on vector boundaries chooses its piece once per vector", "[joining]") {
+  // eight pieces of 64 float32 columns: every column limit a whole number of 4-wide vectors, every piece aligned
+  std::vector<fz::Array<float>> eight;
+  for (int k = 0; k < 8; ++k) eight.push_back(fz::placeholder<float>({16, 64}));
+  const auto k8 = fz::inspect(fz::concatenate(1, eight[0], eight[1], eight[2], eight[3], eight[4], eight[5],
+                                              eight[6], eight[7]));
+  INFO(k8.source);
+  CHECK_THAT(k8.variant, Catch::Contains("4-wide vectors (a join's piece chosen per vector)"));
+  CHECK(k8.source.find("FzVec<float, 4> fz_expr(") != std::string::npos);  // fz_expr computes a whole vector
+  CHECK(k8.source.find("*reinterpret_cast<const FzVec<float, 4>*>(x7)") != std::string::npos);  // loaded as one
+  CHECK(k8.source.find("(fz_c < t") != std::string::npos);  // the test: the vector's first column, once
+  CHECK(k8.source.find("col + k") == std::string::npos);    // never an element's own column
+
+  // the math around it and inside the pieces, 16-bit: an 8-wide vector, a bias row loaded as a vector
+  const auto h = fz::placeholder<fz::bfloat16>({16, 64}), h2 = fz::placeholder<fz::bfloat16>({16, 32});
+  const auto bias = fz::placeholder<fz::bfloat16>({96});
+  const auto kh = fz::inspect(fz::concatenate(1, h * 2.f, fz::exp(h2)) + bias);
+  INFO(kh.source);
+  CHECK_THAT(kh.variant, Catch::Contains("8-wide vectors (a join's piece chosen per vector)"));
+  CHECK(kh.source.find("FzVec<unsigned short, 8> x2") != std::string::npos);
+  CHECK(kh.source.find("exp(") > kh.source.find("if ("));  // a piece's math still only in its branch
+
+  // a pad of 4 columns each side lies on vectors; of 2 it does not (an element's own column then)
+  const auto x = fz::placeholder<float>({16, 64});
+  CHECK_THAT(fz::inspect(fz::pad(x, {{1, 1}, {4, 4}})).variant, Catch::Contains("chosen per vector"));
+  const auto off = fz::inspect(fz::pad(x, {{1, 1}, {2, 2}}));
+  CHECK_THAT(off.variant, Catch::StartsWith("rows") && !Catch::Contains("chosen per vector"));
+  CHECK(off.source.find("col + k") != std::string::npos);
+  // pieces of 6 columns end off the vectors: per element
+  const auto six = fz::placeholder<float>({16, 6});
+  CHECK_THAT(fz::inspect(fz::concatenate(1, six, six * 2.f)).variant, !Catch::Contains("chosen per vector"));
+  // a gather inside is read where its index says, per element
+  const auto table = fz::placeholder<float>({10, 64});
+  const auto ids = fz::placeholder<std::int64_t>({16});
+  CHECK_THAT(fz::inspect(fz::concatenate(1, x, fz::take(table, ids, 0))).variant,
+             !Catch::Contains("chosen per vector"));
+}

@@ -370,3 +370,83 @@ TEST_CASE("joins in a rows kernel: column limits a row, a pad's box as one inter
   for (std::size_t i = 0; i < want.size(); ++i) want[i] = joined[i] - padded[i];
   CHECK(test::mismatches(got.to_host(), want, fz::DType::float32) == 0);
 }
+
+TEST_CASE("joins whose pieces lie on vector boundaries: a piece chosen and loaded per vector", "[gpu][joining]") {
+  auto per_vector = [](const fz::KernelInfo& k) { return k.variant.find("chosen per vector") != std::string::npos; };
+  // eight float32 pieces of 64 columns, through the vector API and as one expression, into a poisoned output
+  std::vector<std::vector<double>> parts;
+  std::vector<fz::Array<float>> eight;
+  for (int k = 0; k < 8; ++k) {
+    const auto h = test::random<float>(33 * 64, -3, 3, 40 + k);
+    parts.push_back(doubles(h));
+    eight.push_back(fz::asarray(h, {33, 64}));
+  }
+  const std::vector<double> want8 = concat_ref(parts, std::vector<fz::Shape>(8, fz::Shape{33, 64}), 1);
+  CHECK(per_vector(fz::inspect(fz::concatenate(1, eight[0], eight[1], eight[2], eight[3], eight[4], eight[5],
+                                               eight[6], eight[7]))));
+  CHECK(test::mismatches(fz::concatenate(eight, 1).to_host(), want8, fz::DType::float32) == 0);
+  fz::Array<float> into = fz::full<float>({33, 512}, 1e30f);
+  into = fz::concatenate(1, eight[0], eight[1], eight[2], eight[3], eight[4], eight[5], eight[6], eight[7]);
+  CHECK(test::mismatches(into.to_host(), want8, fz::DType::float32) == 0);
+
+  // bfloat16 pieces with math in them and a bias row around them (8-wide vectors, the bias loaded as one)
+  const auto ha = test::random<float>(19 * 64, -2, 2, 50), hb = test::random<float>(19 * 24, -2, 2, 51);
+  const auto hbias = test::random<float>(88, -1, 1, 52);
+  const auto a = fz::eval(fz::asarray(ha, {19, 64}).astype<fz::bfloat16>());
+  const auto b = fz::eval(fz::asarray(hb, {19, 24}).astype<fz::bfloat16>());
+  const auto bias = fz::eval(fz::asarray(hbias, {88}).astype<fz::bfloat16>());
+  const auto e16 = fz::concatenate(1, a * 2.f, fz::exp(b)) + bias;
+  CHECK(per_vector(fz::inspect(e16)));
+  fz::Array<fz::bfloat16> got16 = fz::full<fz::bfloat16>({19, 88}, fz::bfloat16(-7.f));
+  got16 = e16;
+  {
+    const auto va = host(a), vb = host(b), vbias = host(bias);
+    std::vector<double> want;
+    for (int r = 0; r < 19; ++r)
+      for (int c = 0; c < 88; ++c)
+        want.push_back((c < 64 ? 2.0 * va[r * 64 + c] : std::exp(vb[r * 24 + c - 64])) + vbias[c]);
+    CHECK(test::mismatches(got16.to_host(), want, fz::DType::bfloat16) == 0);
+  }
+
+  // a piece broadcast inside (a column per row plus a row), float64 (2-wide vectors) with a where in a piece
+  const auto hx = test::random<double>(12 * 10, -1, 1, 53), hcol = test::random<double>(12, -1, 1, 54);
+  const auto hrow = test::random<double>(6, -1, 1, 55);
+  const auto x = fz::asarray(hx, {12, 10}), col = fz::asarray(hcol, {12, 1}), row = fz::asarray(hrow, {6});
+  const auto e64 = fz::concatenate(1, fz::where(x > 0.0, x, -x * 3.0), col + row);
+  CHECK(per_vector(fz::inspect(e64)));
+  fz::Array<double> got64 = fz::full<double>({12, 16}, 1e300);
+  got64 = e64;
+  {
+    std::vector<double> want;
+    for (int r = 0; r < 12; ++r)
+      for (int c = 0; c < 16; ++c) {
+        const double v = c < 10 ? hx[r * 10 + c] : 0;
+        want.push_back(c < 10 ? (v > 0 ? v : -v * 3.0) : hcol[r] + hrow[c - 10]);
+      }
+    CHECK(test::mismatches(got64.to_host(), want, fz::DType::float64) == 0);
+  }
+
+  // int32 pads by whole vectors (4 columns each side, a row above) and not (3): both against the host
+  const auto hi = test::random<std::int32_t>(9 * 16, -50, 50, 56);
+  const auto xi = fz::asarray(hi, {9, 16});
+  std::vector<double> di(hi.begin(), hi.end());
+  for (std::int64_t w : {4, 3}) {
+    CAPTURE(w);
+    const std::vector<std::pair<std::int64_t, std::int64_t>> widths{{1, 0}, {w, w}};
+    CHECK(per_vector(fz::inspect(fz::pad(xi + 1, widths, 9))) == (w == 4));
+    fz::Array<std::int32_t> p = fz::full<std::int32_t>({10, 16 + 2 * w}, -1);
+    p = fz::pad(xi + 1, widths, 9);
+    std::vector<double> plus(di);
+    for (double& v : plus) v += 1;
+    CHECK(test::mismatches(p.to_host(), pad_ref(plus, {9, 16}, widths, 9), fz::DType::int32) == 0);
+  }
+
+  // a piece whose view is off the vectors (a slice from column 1): chosen per element, still right
+  const auto wide = fz::asarray(test::random<float>(7 * 68, -1, 1, 57), {7, 68});
+  const auto off = wide.slice({fz::Slice{}, fz::Slice{1, 65, 1}});
+  const auto tail = fz::asarray(test::random<float>(7 * 4, -1, 1, 58), {7, 4});
+  CHECK(!per_vector(fz::inspect(fz::concatenate(1, off, tail))));
+  CHECK(test::mismatches(fz::eval(fz::concatenate(1, off, tail)).to_host(),
+                         concat_ref({doubles(off.to_host()), doubles(tail.to_host())}, {{7, 64}, {7, 4}}, 1),
+                         fz::DType::float32) == 0);
+}

@@ -115,12 +115,27 @@ namespace {
 /// Writes the wanted, not yet named nodes `scope` marks, in graph order; a concatenate becomes an if/else whose
 /// branches write the nodes only their piece needs (named inside the branch, forgotten after it).
 void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& scope, std::vector<std::string>& value,
-                 SpellContext& ctx) {
+                 SpellContext& ctx, const Lanes* lanes) {
+  // (a node that varies across a vector's elements: an array, its element k written in a loop over them)
+  const bool any_lanes = lanes != nullptr;
+  auto varies = [&](std::size_t i) { return any_lanes && lanes->varies[i]; };
+  auto assign = [&](std::size_t i, const std::string& e) {
+    if (!varies(i)) return w.line("t{} = {};", i, e), void();
+    w.line("#pragma unroll");
+    w.line("for (int k = 0; k < {}; ++k) t{}[k] = {};", lanes->width, i, e);
+  };
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!scope[i] || !value[i].empty()) continue;
     const ir::Node& n = g.nodes[i];
+    const std::string lanes_of = varies(i) ? fmt::format("[{}]", lanes->width) : std::string();
+    if (any_lanes && !lanes->load.empty() && !lanes->load[i].empty()) {
+      w.line("const auto t{} = {};", i, lanes->load[i]);
+      value[i] = lanes->element[i];
+      continue;
+    }
     if (n.op == ir::Op::concatenate) {
-      w.line("{} t{};", compute_type(n.dtype), i);
+      if (varies(n.a)) throw Error("internal: a join's test differs between a vector's elements");
+      w.line("{} t{}{};", compute_type(n.dtype), i, lanes_of);
       bool first = true;
       for (std::uint32_t piece : {n.b, n.c}) {
         // the piece's own nodes: those it reaches that no outer scope named, not looking into the pieces of a
@@ -136,34 +151,40 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
         }
         for (std::size_t j = 0; j < g.nodes.size(); ++j) own[j] = own[j] && value[j].empty();
         auto branch = w.block("{}", first ? fmt::format("if ({})", value[n.a]) : std::string("else"));
-        write_scope(w, g, own, value, ctx);
-        w.line("t{} = {};", i, value[piece]);
+        write_scope(w, g, own, value, ctx, lanes);
+        assign(i, value[piece]);
         for (std::size_t j = 0; j < g.nodes.size(); ++j)
           if (own[j]) value[j].clear();
         first = false;
       }
-      value[i] = fmt::format("t{}", i);
+      value[i] = fmt::format("t{}{}", i, varies(i) ? "[k]" : "");
       continue;
     }
     auto name_of = [&](std::uint32_t o) { return o == ir::kNone ? std::string() : value[o]; };
     const DType operand = n.a == ir::kNone ? n.dtype : g.nodes[n.op == ir::Op::where ? n.b : n.a].dtype;
     const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx);
-    value[i] = fmt::format("t{}", i);
-    w.line("const {} t{} = {};", compute_type(n.dtype), i, e);
+    if (varies(i)) {
+      w.line("{} t{}{};", compute_type(n.dtype), i, lanes_of);
+      assign(i, e);
+      value[i] = fmt::format("t{}[k]", i);
+    } else {
+      value[i] = fmt::format("t{}", i);
+      w.line("const {} t{} = {};", compute_type(n.dtype), i, e);
+    }
   }
 }
 
 }  // namespace
 
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
-                  SpellContext& ctx) {
+                  SpellContext& ctx, const Lanes* lanes) {
   // A concatenate's pieces are written inside its branches: only the nodes outside every piece come first.
   std::vector<bool> scope = wanted;
   if (ir::has_pieces(g)) {
     const std::vector<bool> inside = ir::inside_pieces(g);
     for (std::size_t i = 0; i < scope.size(); ++i) scope[i] = scope[i] && !inside[i];
   }
-  write_scope(w, g, scope, value, ctx);
+  write_scope(w, g, scope, value, ctx, lanes);
 }
 
 void write_decode(SourceWriter& w, const std::string& index, const std::string& shape, int rank,

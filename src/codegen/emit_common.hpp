@@ -62,10 +62,21 @@ std::vector<bool> reachable(const ir::Graph& g, std::uint32_t root, std::uint32_
 /// store, gives the same bits as rounding twice; the cast's own rounding is then dead code).
 std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, const std::vector<std::string>& value);
 
+/// A vector's elements computed together (Variant::vector_joins): per node, whether its value differs between
+/// the vector's `width` elements. Such a node is an array `T tN[width]` filled by a loop over `k`, and its value
+/// (and a caller's name for such a leaf) is its element `k`; the others, a join's tests among them, are one value.
+struct Lanes {
+  int width = 1;
+  std::vector<bool> varies;
+  /// Per node: where not empty, the node is a leaf loaded as a vector (`const auto tN = <load>;`, written where
+  /// the node is first needed, as inside a join's branch), its element `k` then `element` (which names tN).
+  std::vector<std::string> load, element;
+};
+
 /// Writes `const T tN = <spelling>;` for every wanted node whose `value` is still empty, in graph order,
-/// and names it tN. Leaves must already be named by the caller.
+/// and names it tN. Leaves must already be named by the caller. With `lanes`, the nodes that vary are arrays.
 void write_values(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& wanted, std::vector<std::string>& value,
-                  SpellContext& ctx);
+                  SpellContext& ctx, const Lanes* lanes = nullptr);
 
 /// Writes offsets `long long <offset> = ...;` of multi-index `index` over extents `shape` (a struct
 /// with `.v[rank]`) along each target's strides (`<strides>.v[d]`): one div/mod per dimension.

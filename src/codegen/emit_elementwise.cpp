@@ -48,9 +48,29 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const bool raw_copy = K == 1 && g.nodes[g.outputs[0]].op == Op::input && result_dtype(0) == v.out_dtype[0];
   auto value_type = [&](DType d) { return raw_copy ? storage_type(d) : compute_type(d); };
   auto load_conv = [&](DType d, const std::string& x) { return raw_copy ? x : load_conversion(d, x); };
+  // A join whose pieces begin and end on vector boundaries (Variant::vector_joins, one output): fz_expr computes a
+  // vector, a node that varies along the row an array of its elements, the join's tests one value for them all.
+  const bool by_vector = v.vector_joins;
+  const int V = v.vector_width;
+  auto along = [&](int p) { return v.access[p] == Access::along; };
+  Lanes lanes;
+  if (by_vector) {
+    lanes.width = V;
+    lanes.varies.assign(g.nodes.size(), false);
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (n.op == Op::input) lanes.varies[i] = along(v.param_of_slot[n.slot]);
+      else if (n.op != Op::leading)
+        for (std::uint32_t o : {n.a, n.b, n.c})
+          if (o != ir::kNone && lanes.varies[o]) lanes.varies[i] = true;
+    }
+  }
   auto param_type = [&](int p) {
-    return gathered[p] ? fmt::format("const {}*", storage_type(pdt[p])) : std::string(value_type(pdt[p]));
+    if (gathered[p]) return fmt::format("const {}*", storage_type(pdt[p]));
+    if (by_vector && along(p)) return fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
+    return std::string(value_type(pdt[p]));
   };
+  const std::string vector_result = fmt::format("FzVec<{}, {}>", value_type(g.nodes[g.outputs[0]].dtype), V);
   // Names of output k's pointer, strides and offset (a single output keeps the plain names).
   auto out_name = [&](int o) { return K == 1 ? std::string("out") : fmt::format("out{}", o); };
   auto out_suffix = [&](int o) { return K == 1 ? std::string("_out") : fmt::format("_out{}", o); };
@@ -72,7 +92,9 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     if (scatter) args.push_back(fmt::format("{}* {}", target_type(), kScatterTarget));
     if (scatter && W) args.push_back("long long fz_plane");
     auto fn = body.block("__device__ __forceinline__ {} fz_expr({})",
-                         K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut", fmt::join(args, ", "));
+                         by_vector ? vector_result : K == 1 ? std::string(value_type(result_dtype(0))) : "FzOut",
+                         fmt::join(args, ", "));
+
     std::vector<std::string> value(g.nodes.size());
     std::vector<bool> gather_source(g.nodes.size(), false);
     for (const Node& n : g.nodes)
@@ -81,18 +103,32 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       const Node& n = g.nodes[i];
       const int p = n.op == Op::input ? v.param_of_slot[n.slot] : 0;
       // (a piece's array is loaded where its branch reads it)
-      if (n.op == Op::input)
+      // (element k of the vector; a piece's array, aligned for vectors as the layout found, loaded as a vector
+      // in the piece's branch)
+      if (n.op == Op::input && by_vector && along(p) && gathered[p]) {
+        lanes.load.resize(g.nodes.size());
+        lanes.element.resize(g.nodes.size());
+        lanes.load[i] = fmt::format("*reinterpret_cast<const FzVec<{}, {}>*>(x{})", storage_type(pdt[p]), V, p);
+        lanes.element[i] = load_conv(pdt[p], fmt::format("t{}.v[k]", i));
+      } else if (n.op == Op::input && by_vector && along(p))
+        value[i] = load_conv(pdt[p], fmt::format("x{}.v[k]", p));
+      else if (n.op == Op::input)
         value[i] = gathered[p] && !gather_source[i] ? load_conv(pdt[p], fmt::format("x{}[0]", p)) : fmt::format("x{}", p);
       if (n.op == Op::scalar) value[i] = fmt::format("s{}", n.slot);
       if (n.op == Op::iota) value[i] = "i";
     }
     std::vector<bool> wanted(g.nodes.size(), true);
     joins.preset(value, wanted);
-    write_values(body, g, wanted, value, ctx);
+    write_values(body, g, wanted, value, ctx, by_vector ? &lanes : nullptr);
     std::vector<std::string> results;
     for (int o = 0; o < K; ++o)
       results.push_back(raw_copy ? value[g.outputs[o]] : stored_value(g, g.outputs[o], v.out_dtype[o], value));
-    if (K == 1) body.line("return {};", results[0]);
+    if (by_vector) {
+      body.line("{} fz_r;", vector_result);
+      body.line("#pragma unroll");
+      body.line("for (int k = 0; k < {}; ++k) fz_r.v[k] = {};", V, results[0]);
+      body.line("return fz_r;");
+    } else if (K == 1) body.line("return {};", results[0]);
     else body.line("return FzOut{{{}}};", fmt::join(results, ", "));
   }
 
@@ -247,7 +283,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
                                                         : along(p));
         return in;
       };
-      row_column = V > 1 ? "col + k" : "col";
+      row_column = V > 1 && !by_vector ? "col + k" : "col";
       w.line("#pragma unroll 4  // a few accesses per thread along the row: their loads in flight together");
       auto cols_loop = w.block(
           "for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes "
@@ -262,6 +298,17 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
           if (v.access[p] == Access::along && !gathered[p])
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);",
                    storage_type(pdt[p]), V, p);
+        if (by_vector) {  // (the vector's elements lie in one piece: fz_expr computes them together)
+          const std::string e = call(row_inputs([&](int p) {
+                                       return gathered[p] ? load(p, fmt::format("o{} + col", p)) : fmt::format("v{}", p);
+                                     }),
+                                     "base + col");
+          w.line("const {} e = {};", vector_result, e);
+          w.line("FzVec<{}, {}> r;", storage_type(v.out_dtype[0]), V);
+          w.line("#pragma unroll");
+          w.line("for (int k = 0; k < {}; ++k) r.v[k] = {};", V, stored(0, "e.v[k]"));
+          w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(out + base + col) = r;", storage_type(v.out_dtype[0]), V);
+        } else
         vector_of_outputs(row_inputs([&](int p) {
                             return gathered[p] ? load(p, fmt::format("o{} + col + k", p))
                                                : load_conv(pdt[p], fmt::format("v{}.v[k]", p));

@@ -8,6 +8,14 @@
 
 namespace fusion::codegen {
 
+bool lanes_alike(const ir::Graph& g) {
+  if (g.outputs.size() != 1) return false;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::iota || n.op == ir::Op::gather || n.op == ir::Op::take_index || ir::is_scatter(n.op))
+      return false;
+  return true;
+}
+
 RowTests row_tests(const ir::Graph& g) {
   const std::size_t N = g.nodes.size();
   RowTests r;

@@ -32,6 +32,11 @@ struct RowTests {
 /// The tests of `g` and the conjunctions of them that a rows kernel writes as column intervals.
 RowTests row_tests(const ir::Graph& g);
 
+/// Whether a rows kernel of `g` may compute a vector's elements together (Variant::vector_joins): nothing in it
+/// depends on the element's own position but its join's tests (no fz::arange, no gather, no scatter), and it has
+/// one output.
+bool lanes_alike(const ir::Graph& g);
+
 /// How one kernel passes its join's tests to fz_expr and spells them there.
 class JoinTests {
  public:

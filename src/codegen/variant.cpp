@@ -24,6 +24,7 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   if (rows) h.add_byte(0x52);  // appended, so other hashes stay what they were
   if (tiles) h.add_byte(0x54);
   if (private_bins) h.add_byte(0x42);
+  if (vector_joins) h.add_byte(0x56);
   if (exact_words) {
     h.add_byte(0x45);
     h.add_byte(exact_words);
@@ -42,6 +43,7 @@ std::string Variant::describe() const {
                  : tiles ? fmt::format("tiles, rank {} ({}x{} tiles of the last two dimensions)", rank, kTile, kTile)
                  : has_strided() ? fmt::format("strided, rank {}", rank) : "linear";
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
+  if (vector_joins) s += " (a join's piece chosen per vector)";
   s += index64 ? ", 64-bit index" : ", 32-bit index";
   if (out_aliases_input) s += ", output aliases an input";
   if (private_bins) s += ", each block's bins in shared memory";

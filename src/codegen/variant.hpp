@@ -42,6 +42,10 @@ struct Variant {
   /// A tiles kernel: some input walks the second-to-last dimension contiguously (a transpose); blocks take
   /// kTile x kTile tiles, and such inputs go through shared memory (Access::across).
   bool tiles = false;
+  /// A rows kernel's join whose every column limit is a whole number of vectors and whose pieces' arrays are
+  /// aligned for vectors: a vector's elements all lie in one piece, so fz_expr computes the whole vector, choosing
+  /// its piece once (not per element) and loading the piece's arrays as vectors.
+  bool vector_joins = false;
   bool index64 = false;           ///< 64-bit index arithmetic (over 2^31 elements or offsets)
   bool out_aliases_input = false; ///< the output is also read (x = x + 1): no __restrict__
   /// A scatter (fz::index_add) into a small contiguous target every element addresses by its offset alone

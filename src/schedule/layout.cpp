@@ -10,6 +10,7 @@
 #include <new>
 
 #include "codegen/emit_common.hpp"
+#include "codegen/join_tests.hpp"
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
@@ -180,13 +181,20 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   bool ok = V > 1 && L.shape[R - 1] % V == 0;
   for (int k = 0; k < K && ok; ++k) ok = vector_aligned(*outs[k], V);
   std::vector<bool> pointer;
+  bool pointers_fit = true;  // (every array read through a pointer along the rows is aligned for vectors too)
   for (int p = 0; p < np && ok; ++p) {
     if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
     bool fits = vector_aligned(*L.params[p], V);
     for (int d = 0; d < R - 1 && fits; ++d) fits = L.strides[K + p][d] % V == 0;
     if (!fits) ok = read_through_pointer(c, L, p, pointer);  // (a padded operand may sit off the boundary)
+    pointers_fit = pointers_fit && fits;
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  // A join whose pieces begin and end on vector boundaries, in arrays aligned for vectors: fz_expr computes a
+  // vector at once, its piece chosen once and loaded as vectors (an 8-piece join of rows of 4,096 float32
+  // tested and loaded per element moved 82% of the copy limit on an H200).
+  L.v.vector_joins = ok && pointers_fit && joins(c) && codegen::lanes_alike(graph_of(c)) &&
+                     bounds_whole_vectors(c, L.space, V);
   // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
   if (L.n > INT_MAX / 2) L.v.index64 = true;
 }

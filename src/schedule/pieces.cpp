@@ -62,15 +62,28 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
   return storage.data();
 }
 
-bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row) {
-  if (row <= 0) return true;  // (no elements)
+namespace {
+
+/// Whether `holds` is true of every join test of `c` resolved for index space `space`.
+template <class F> bool every_test(const Call& c, const Shape& space, F&& holds) {
   const ir::Graph& g = graph_of(c);
   for (const ir::Node& n : g.nodes)
     if (n.op == ir::Op::leading &&
-        resolve(value_of(c.scalars[g.nodes[n.a].slot]), value_of(c.scalars[g.nodes[n.b].slot]),
-                value_of(c.scalars[g.nodes[n.c].slot]), space).period % row != 0)
+        !holds(resolve(value_of(c.scalars[g.nodes[n.a].slot]), value_of(c.scalars[g.nodes[n.b].slot]),
+                       value_of(c.scalars[g.nodes[n.c].slot]), space)))
       return false;
   return true;
+}
+
+}  // namespace
+
+bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row) {
+  if (row <= 0) return true;  // (no elements)
+  return every_test(c, space, [&](const Placed& p) { return p.period % row == 0; });
+}
+
+bool bounds_whole_vectors(const Call& c, const Shape& space, std::int64_t width) {
+  return every_test(c, space, [&](const Placed& p) { return p.below % width == 0; });
 }
 
 std::vector<bool> position_scalars(const ir::Graph& g) {

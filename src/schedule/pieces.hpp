@@ -21,6 +21,11 @@ const ScalarArg* place_pieces(const Call& c, const Shape& space, std::vector<Sca
 /// before it chooses one for a call that joins).
 bool periods_whole_rows(const Call& c, const Shape& space, std::int64_t row);
 
+/// Whether every join test of `c`, resolved for index space `space`, has a bound of a whole number of vectors of
+/// `width` elements: in a rows kernel whose periods are whole rows of whole vectors, every column limit is then a
+/// whole number of vectors, and a vector's elements all lie in one piece (layout.cpp: Variant::vector_joins).
+bool bounds_whole_vectors(const Call& c, const Shape& space, std::int64_t width);
+
 /// Per scalar slot of `g`: whether a join's position reads it (the launcher rewrites it: never shared).
 std::vector<bool> position_scalars(const ir::Graph& g);
 

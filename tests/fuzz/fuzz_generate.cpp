@@ -240,7 +240,13 @@ struct Generator {
     const std::int64_t total = c.dim_sizes[static_cast<std::size_t>(target[static_cast<std::size_t>(axis)])];
     const int n = 2 + pick(2);
     std::vector<std::int64_t> cuts{0, total};
-    for (int k = 1; k < n; ++k) cuts.push_back(total == 0 ? 0 : pick(static_cast<int>(total) + 1));
+    // (half the joins cut on multiples of 8: along a row of whole vectors a rows kernel then chooses a piece per
+    // vector, Variant::vector_joins)
+    const bool on_vectors = chance(0.5);
+    for (int k = 1; k < n; ++k) {
+      const std::int64_t cut = total == 0 ? 0 : pick(static_cast<int>(total) + 1);
+      cuts.push_back(on_vectors ? cut - cut % 8 : cut);
+    }
     std::sort(cuts.begin(), cuts.end());
     Expr e;
     e.kind = Kind::join;
@@ -270,6 +276,7 @@ struct Generator {
       if (extent > 0 && chance(0.5)) {
         before = pick(static_cast<int>(extent) + 1);
         after = pick(static_cast<int>(extent - before) + 1);
+        if (chance(0.3)) before -= before % 4, after -= after % 4;  // (on vectors: as the joins above)
       }
       e.widths.emplace_back(before, after);
       if (before + after == 0) continue;
