@@ -100,7 +100,7 @@ TEST_CASE("fuzz: a fixed-seed slice with joins (fz::concatenate, gathers inside 
           "[gpu][fuzz]") {
   const Slice s = run_slice(0x701'0000, 200, {.gathers = true, .joins = true});
   CHECK(s.failed == 0);
-  CHECK(s.with_joins > 40);
+  CHECK(s.with_joins > 30);  // (40 of the 200 since joins were cut on vectors half the time)
   CHECK(s.compared > 50000);
 }
 
