@@ -169,7 +169,7 @@ TEST_CASE("fuzz: joins are drawn, build, compile through NVRTC, have a reference
     if (v.failed()) ++failed, UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "join") << v.detail);
     CHECK(fuzz::to_cpp(c, "join").find("fz::concatenate(") != std::string::npos);
   }
-  CHECK(joins >= 15);
+  CHECK(joins >= 10);  // (13 of the 80 since joins were cut on vectors half the time)
   CHECK(built >= 10);
   CHECK(failed == 0);
   CHECK(pads >= 3);

@@ -5,6 +5,7 @@
 #include "codegen/kernel_frame.hpp"
 #include "codegen/emit_elementwise.hpp"
 #include "codegen/join_tests.hpp"
+#include "codegen/private_bins.hpp"
 
 #include <fmt/format.h>
 
@@ -53,18 +54,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   const bool by_vector = v.vector_joins;
   const int V = v.vector_width;
   auto along = [&](int p) { return v.access[p] == Access::along; };
-  Lanes lanes;
-  if (by_vector) {
-    lanes.width = V;
-    lanes.varies.assign(g.nodes.size(), false);
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      const Node& n = g.nodes[i];
-      if (n.op == Op::input) lanes.varies[i] = along(v.param_of_slot[n.slot]);
-      else if (n.op != Op::leading)
-        for (std::uint32_t o : {n.a, n.b, n.c})
-          if (o != ir::kNone && lanes.varies[o]) lanes.varies[i] = true;
-    }
-  }
+  Lanes lanes = by_vector ? vector_lanes(g, v) : Lanes{};
   auto param_type = [&](int p) {
     if (gathered[p]) return fmt::format("const {}*", storage_type(pdt[p]));
     if (by_vector && along(p)) return fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
@@ -102,12 +92,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
       const int p = n.op == Op::input ? v.param_of_slot[n.slot] : 0;
-      // (a piece's array is loaded where its branch reads it)
-      // (element k of the vector; a piece's array, aligned for vectors as the layout found, loaded as a vector
-      // in the piece's branch)
+      // (a piece's array is loaded where its branch reads it; by vector, as one vector: the layout found it aligned)
       if (n.op == Op::input && by_vector && along(p) && gathered[p]) {
-        lanes.load.resize(g.nodes.size());
-        lanes.element.resize(g.nodes.size());
         lanes.load[i] = fmt::format("*reinterpret_cast<const FzVec<{}, {}>*>(x{})", storage_type(pdt[p]), V, p);
         lanes.element[i] = load_conv(pdt[p], fmt::format("t{}.v[k]", i));
       } else if (n.op == Op::input && by_vector && along(p))
@@ -419,14 +405,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       const std::string bins_t = scatter ? target_type() : "";
       // (exact sums: W words a bin)
       const std::string bin_words = W ? fmt::format("fz_nbins * {}", W) : "fz_nbins";
-      if (v.private_bins) {
-        w.line("// This block's copy of the target's bins, in shared memory: added into the target once, at the end.");
-        w.line("extern __shared__ __align__(16) unsigned char fz_shared[];");
-        w.line("{0}* const fz_bins = reinterpret_cast<{0}*>(fz_shared);", bins_t);
-        w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x) fz_bins[b] = {};", bin_words,
-               W ? "0" : scatter_identity(scatter_op, v.out_dtype[0]));
-        w.line("__syncthreads();");
-      }
+      if (v.private_bins)
+        write_bins_open(w, bins_t, bin_words, W ? "0" : scatter_identity(scatter_op, v.out_dtype[0]));
       {
       auto loop = w.block("for ({} i = first; i < n; i += step)", index_t);
       std::vector<std::pair<std::string, std::string>> offsets;  // offset name, strides suffix
@@ -458,21 +438,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         return fmt::format("{}[{}]", out_name(o), v.out_access[o] == Access::contiguous ? "i" : "o" + out_suffix(o));
       });
       }
-      if (v.private_bins) {
-        w.line("__syncthreads();");
-        if (W) {  // word d of bin b: each digit adds, the flags (the last word) or
-          auto flush = w.block("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
-          w.line("if (fz_bins[b] == 0) continue;");
-          w.line("const long long d = b / fz_nbins;");
-          w.line("unsigned long long* const to = (unsigned long long*)out + d * fz_plane + (b - d * fz_nbins);");
-          w.line("if (d == {}) atomicOr(to, (unsigned long long)fz_bins[b]);", W - 1);
-          w.line("else atomicAdd(to, (unsigned long long)fz_bins[b]);");
-        } else {
-          w.line("for (long long b = threadIdx.x; b < {}; b += blockDim.x)", bin_words);
-          w.line("  if (fz_bins[b] != ({}){}) {}(out + b, fz_bins[b]);", bins_t, scatter_identity(scatter_op, v.out_dtype[0]),
-                 scatter_function(scatter_op));
-        }
-      }
+      if (v.private_bins) write_bins_flush(w, W, bins_t, bin_words, scatter_op, v.out_dtype[0]);
     }
   }
   k.source = w.str();

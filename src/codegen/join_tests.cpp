@@ -16,6 +16,22 @@ bool lanes_alike(const ir::Graph& g) {
   return true;
 }
 
+Lanes vector_lanes(const ir::Graph& g, const Variant& v) {
+  Lanes lanes;
+  lanes.width = v.vector_width;
+  lanes.varies.assign(g.nodes.size(), false);
+  lanes.load.resize(g.nodes.size());
+  lanes.element.resize(g.nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op == ir::Op::input) lanes.varies[i] = v.access[v.param_of_slot[n.slot]] == Access::along;
+    else if (n.op != ir::Op::leading)
+      for (std::uint32_t o : {n.a, n.b, n.c})
+        if (o != ir::kNone && lanes.varies[o]) lanes.varies[i] = true;
+  }
+  return lanes;
+}
+
 RowTests row_tests(const ir::Graph& g) {
   const std::size_t N = g.nodes.size();
   RowTests r;

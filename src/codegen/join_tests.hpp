@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emit_common.hpp"
 #include "codegen/source_writer.hpp"
 #include "fusion/ir.hpp"
 
@@ -36,6 +37,10 @@ RowTests row_tests(const ir::Graph& g);
 /// depends on the element's own position but its join's tests (no fz::arange, no gather, no scatter), and it has
 /// one output.
 bool lanes_alike(const ir::Graph& g);
+
+/// A Variant::vector_joins kernel's Lanes: the nodes that vary along its rows (an input along them and what
+/// depends on one), the join's tests not among them.
+Lanes vector_lanes(const ir::Graph& g, const Variant& v);
 
 /// How one kernel passes its join's tests to fz_expr and spells them there.
 class JoinTests {
