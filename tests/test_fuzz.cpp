@@ -175,6 +175,45 @@ TEST_CASE("fuzz: joins are drawn, build, compile through NVRTC, have a reference
   CHECK(pads >= 3);
 }
 
+TEST_CASE("fuzz: products are drawn, build, compile through NVRTC, have a reference and print as fz::matmul",
+          "[fuzz][nvrtc]") {
+  int products = 0, built = 0, failed = 0;
+  for (int k = 0; k < 60; ++k) {
+    const fuzz::Case c = fuzz::generate(0x3a7'0000 + static_cast<std::uint64_t>(k), {.products = true});
+    bool has = false;
+    for (const fuzz::Expr& e : c.outputs) walk(e, [&](const fuzz::Expr& x) { has = has || x.kind == fuzz::Kind::product; });
+    if (!has) continue;
+    ++products;
+    const auto b = fuzz::build(c);
+    if (!b) continue;
+    ++built;
+    CHECK(fuzz::reference(c, *b).error.empty());
+    const fuzz::Verdict v = fuzz::compile_only(c);
+    if (v.failed()) ++failed, UNSCOPED_INFO(fuzz::to_cpp(fuzz::shrink(c, fuzz::compile_only, 100), "product") << v.detail);
+    CHECK(fuzz::to_cpp(c, "product").find("fz::matmul(") != std::string::npos);
+  }
+  CHECK(products >= 15);
+  CHECK(built >= 10);
+  CHECK(failed == 0);
+  // the reference's product of a 2x2 and a 2x1 input of small, exact values: each element its row's dot product
+  fuzz::Case c;
+  c.dim_sizes = {2, 2, 1};
+  c.out_dims = {0, 2};
+  c.inputs = {fuzz::Input{fz::DType::float32, {0, 1}, fuzz::Layout::contiguous, 1, fuzz::Values::simple},
+              fuzz::Input{fz::DType::float32, {1, 2}, fuzz::Layout::contiguous, 2, fuzz::Values::simple}};
+  fuzz::Expr a{fuzz::Kind::input}, w{fuzz::Kind::input};
+  a.input = 0, w.input = 1;
+  c.outputs = {fuzz::Expr{fuzz::Kind::product, fz::ir::Op::matmul}};
+  c.outputs[0].args = {a, w};
+  const auto b = fuzz::build(c);
+  REQUIRE(b);
+  const auto x = fuzz::logical_values(c, c.inputs[0]), y = fuzz::logical_values(c, c.inputs[1]);
+  const fuzz::Expected want = fuzz::reference(c, *b);
+  REQUIRE(want.outputs.size() == 1);
+  CHECK(want.outputs[0].values[0].f == x[0].f * y[0].f + x[1].f * y[1].f);
+  CHECK(want.outputs[0].values[1].f == x[2].f * y[0].f + x[3].f * y[1].f);
+}
+
 TEST_CASE("fuzz: scatters are drawn, build, have a reference and print as fz::scatter_*", "[fuzz]") {
   int scatters = 0, deterministic = 0;
   for (int k = 0; k < 60; ++k) {

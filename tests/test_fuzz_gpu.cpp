@@ -27,6 +27,7 @@ int region_slice(std::uint64_t first, int n, const fuzz::RegionOptions& options)
 /// Runs cases `first` .. `first + n - 1` on the GPU against the reference; a failure's shrunk repro is printed.
 struct Slice {
   int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0, with_calls = 0, with_random = 0;
+  int with_products = 0;
   int with_clusters = 0;  // cases that ran a layer kernel splitting its rows over clusters of blocks
   std::int64_t compared = 0;
 };
@@ -34,7 +35,7 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
   Slice s;
   for (int k = 0; k < n; ++k) {
     const fuzz::Case c = fuzz::generate(first + static_cast<std::uint64_t>(k), options);
-    bool scan = false, gather = false, join = false, call = false, random = false;
+    bool scan = false, gather = false, join = false, call = false, random = false, product = false;
     s.with_scatters += !c.outputs.empty() && c.outputs[0].kind == fuzz::Kind::scatter;
     auto walk = [&](auto& self, const fuzz::Expr& x) -> void {
       scan = scan || x.kind == fuzz::Kind::scan;
@@ -42,6 +43,7 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
       join = join || x.kind == fuzz::Kind::join;
       call = call || x.kind == fuzz::Kind::call;
       random = random || x.kind == fuzz::Kind::random;
+      product = product || x.kind == fuzz::Kind::product;
       for (const fuzz::Expr& a : x.args) self(self, a);
     };
     for (const fuzz::Expr& e : c.outputs) walk(walk, e);
@@ -50,6 +52,7 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
     s.with_joins += join;
     s.with_calls += call;
     s.with_random += random;
+    s.with_products += product;
     const fuzz::Verdict v = fuzz::run_on_gpu(c);
     if (v.failed()) {
       ++s.failed;
@@ -102,6 +105,15 @@ TEST_CASE("fuzz: a fixed-seed slice with joins (fz::concatenate, gathers inside 
   CHECK(s.failed == 0);
   CHECK(s.with_joins > 30);  // (40 of the 200 since joins were cut on vectors half the time)
   CHECK(s.compared > 50000);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice with matrix products (fz::matmul, math around and inside them) matches the "
+          "reference",
+          "[gpu][fuzz]") {
+  const Slice s = run_slice(0x3a7'0000, 150, {.products = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_products > 40);
+  CHECK(s.compared > 20000);
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous axis, any rows) matches the reference",

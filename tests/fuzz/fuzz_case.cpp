@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "schedule/matmul_layout.hpp"
+
 namespace fuzz {
 
 using fusion::Shape;
@@ -167,6 +169,10 @@ std::optional<DType> result_dtype(const Case& c, const Expr& e) {
       return d;
     }
     case Kind::pad: return result_dtype(c, e.args[0]);
+    case Kind::product: {
+      const auto x = result_dtype(c, e.args[0]), y = result_dtype(c, e.args[1]);
+      return x && y ? std::optional(fusion::promote_types(*x, *y)) : std::nullopt;
+    }
     case Kind::scatter: return c.inputs.at(static_cast<std::size_t>(e.input)).dtype;
     case Kind::call: return user_functions().at(static_cast<std::size_t>(e.function)).result;
     case Kind::random: return random_generators().at(static_cast<std::size_t>(e.function)).result;
@@ -451,6 +457,22 @@ struct Lowering {
       }
       case Kind::join: return join(e);
       case Kind::pad: return pad(e);
+      case Kind::product: {
+        if (e.args[0].kind == Kind::scalar || e.args[1].kind == Kind::scalar) return fail("a literal in a product");
+        auto x = lower(e.args[0]);
+        if (!x) return std::nullopt;
+        auto y = lower(e.args[1]);
+        if (!y) return std::nullopt;
+        const DType d = fusion::promote_types(g.dtype(x->node), g.dtype(y->node));
+        if (!fusion::is_floating(d)) return fail("a product of integers (fz::matmul refuses them)");
+        Shape s;
+        try {
+          s = fusion::detail::matmul_shape(x->shape, y->shape);
+        } catch (const fusion::ShapeError& err) {
+          return fail(err.what());
+        }
+        return Result{g.product(x->node, y->node, d), s};
+      }
       case Kind::call: return call(e);
       case Kind::random: return random(e);
       case Kind::scalar: return fail("a literal on its own");

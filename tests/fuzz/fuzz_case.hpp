@@ -30,7 +30,8 @@ struct Input {
   Values values = Values::rich;
 };
 
-enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join, call, random, pad };
+enum class Kind : std::uint8_t { input, scalar, cast, unary, binary, where, reduce, scan, gather, scatter, join, call, random, pad,
+                                 product };
 
 /// A node of an expression tree, as a person would write it with fusion's operators.
 struct Expr {
@@ -53,6 +54,8 @@ struct Expr {
   // the front end computes such pieces first, into arrays)
   // pad: fz::pad(args[0], widths, value): `widths[d]` elements of the integer literal `value` before and after
   // axis d (no reduction, scan or join inside, as for a join's piece)
+  // product: fz::matmul(args[0], args[1]) (NumPy's matmul: batch axes broadcast; both operands converted to their
+  // promoted dtype, a floating one)
   // call: user_functions()[function] of args (converted to its parameters); random: random_generators()[function]
   // at (seed, offset), a leaf whose element i is the generator's value at the flat index i of the outputs (only
   // an operand of output 0's root, outside fz::Unfused: elsewhere the index space is a temporary's)
@@ -148,6 +151,9 @@ struct GenOptions {
   /// Make some cases layer expressions over long rows (4,097 to 300,000 elements, 1 to 16 rows: the cluster and
   /// block-per-row layer kernels), likewise.
   bool long_rows = false;
+  /// Draw matrix products (fz::matmul of two floating expressions, batched or not) with math around them and in
+  /// their operands, likewise.
+  bool products = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

@@ -18,6 +18,7 @@ struct Generator {
   GenOptions o;
   int reductions = 0;
   int in_piece = 0;  // inside a join's piece: no reduction, scan or join
+  int products = 0;
 
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
@@ -291,6 +292,32 @@ struct Generator {
     return e;
   }
 
+  /// fz::matmul whose result is the target's last two axes (a third, batch, axis half the time where the target has
+  /// one; with `full`, all the target's axes): operands of (batch, rows, k) and (k, columns) or (batch, k, columns), k a new extent (0 and 1 among them),
+  /// each an expression of its own, cast to a floating dtype where it is not one. The operands are drawn as a
+  /// join's pieces are (elementwise, their leaves of exactly their shape): a broadcast k would not line up.
+  Expr product(const std::vector<int>& target, int depth, bool full) {
+    ++products;
+    const std::size_t r = target.size();
+    std::vector<int> lead;  // the batch axes, if any: all of the target's where the result must have its rank
+    if (full) lead.assign(target.begin(), target.end() - 2);
+    else if (r >= 3 && chance(0.5)) lead.push_back(target[r - 3]);
+    std::vector<int> a = lead, b = chance(0.5) ? lead : std::vector<int>{};
+    const int k = new_dim({target[r - 2], target[r - 1]});
+    c.dim_sizes[static_cast<std::size_t>(k)] = std::min<std::int64_t>(c.dim_sizes[static_cast<std::size_t>(k)], 64);
+    a.insert(a.end(), {target[r - 2], k});
+    b.insert(b.end(), {k, target[r - 1]});
+    ++in_piece;
+    Expr x = gen(a, depth - 1, true), y = gen(b, depth - 1, true);
+    --in_piece;
+    static const DType floats[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::bfloat16};
+    for (Expr* e : {&x, &y}) {
+      const auto d = dtype(*e);
+      if (!d || !fusion::is_floating(*d)) *e = cast(std::move(*e), floats[pick(static_cast<int>(std::size(floats)))]);
+    }
+    return wrap(Kind::product, Op::matmul, {std::move(x), std::move(y)});
+  }
+
   /// take_along_axis of a new input of the target's rank (its own extent along the axis) through an integer
   /// index expression of the target's rank, in the wrap or clip mode.
   Expr gather(const std::vector<int>& target, int depth) {
@@ -418,6 +445,7 @@ struct Generator {
   /// An expression that broadcasts to `target`; with `full`, one of exactly its rank.
   Expr gen(const std::vector<int>& target, int depth, bool full = false) {
     if (depth <= 0 || chance(0.12)) return input_leaf(target, full);
+    if (o.products && products < 2 && in_piece == 0 && target.size() >= 2 && chance(0.08)) return product(target, depth, full);
     if (o.calls && chance(0.08)) return call(target, depth, full);
     const int r = pick(100);
     if (r < 30) return unary(target, depth, full);

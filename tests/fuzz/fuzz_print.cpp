@@ -122,6 +122,10 @@ struct Printer {
           widths += fmt::format("{}{{{}, {}}}", widths.empty() ? "" : ", ", before, after);
         return fmt::format("fz::pad({}, {{{}}}, {})", (*this)(e.args[0]), widths, static_cast<int>(e.value));
       }
+      case Kind::product: {
+        const std::string x = (*this)(e.args[0]);
+        return fmt::format("fz::matmul({}, {})", x, (*this)(e.args[1]));
+      }
       case Kind::call: {
         std::string args;
         for (const Expr& a : e.args) args += (args.empty() ? "" : ", ") + (*this)(a);

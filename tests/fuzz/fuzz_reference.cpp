@@ -7,6 +7,7 @@
 
 #include "fuzz_functions.hpp"
 #include "reference_reduce.hpp"
+#include "schedule/matmul_layout.hpp"
 #include "support.hpp"
 
 namespace fuzz {
@@ -267,58 +268,105 @@ struct Interpreter {
     unsigned mask = 0;
     if (arg.n_axes < 0) mask = (1u << rank) - 1;
     for (int j = 0; j < arg.n_axes; ++j) mask |= 1u << ((arg.axes[static_cast<std::size_t>(j)] + rank) % rank);
+    return reduced(k, n.op, n.dtype, b.graph.dtype(n.a), operand, mask, arg.keepdims, arg.ddof);
+  }
+
+  /// fz::matmul (NumPy's, batch axes broadcast, a 1-D operand a row or a column): the products a_ik * b_kj laid
+  /// along a last axis, then summed as a float sum is (its error bound, perturbations and partial sums' range), in
+  /// float32 for 16-bit and float32 operands (cuBLASLt's and the generated kernels' accumulator), float64 for float64.
+  Tensor product(std::size_t k, const Node& n) {
+    const Tensor &A = v[n.a], &B = v[n.b];
+    Shape as = A.shape, bs = B.shape;
+    if (as.size() == 1) as.insert(0, 1);
+    if (bs.size() == 1) bs.push_back(1);
+    const int ra = as.size(), rb = bs.size();
+    const std::int64_t m = as[ra - 2], K = as[ra - 1], cols = bs[rb - 1];
+    const Shape batch = fusion::broadcast_shapes(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2));
+    Shape laid = fusion::detail::matmul_shape(A.shape, B.shape);
+    laid.push_back(K);
+    Tensor p{laid, {}, {}};
+    // the flat offset of (batch index `o`, row, column) in an operand of shape `s` (C order, its batch axes
+    // broadcast against `batch`)
+    auto at = [&](const Shape& s, std::int64_t o, std::int64_t row, std::int64_t col) {
+      const int r = s.size(), own = r - 2;
+      std::int64_t off = 0, scale = s[r - 1] * s[r - 2];
+      for (int d = batch.size() - 1, i = own - 1; d >= 0; --d, --i) {
+        const std::int64_t c = o % batch[d];
+        o /= batch[d];
+        if (i < 0) continue;
+        if (s[i] != 1) off += c * scale;
+        scale *= s[i];
+      }
+      return off + row * s[r - 1] + col;
+    };
+    const std::int64_t nb = fusion::numel(batch);
+    for (std::int64_t o = 0; o < nb; ++o)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          for (std::int64_t q = 0; q < K; ++q) {
+            const auto x = static_cast<std::size_t>(at(as, o, i, q)), y = static_cast<std::size_t>(at(bs, o, q, j));
+            p.values.push_back(test::Scalar{A.values[x].f * B.values[y].f, 0});
+            p.undefined.push_back(A.undefined[x] || B.undefined[y]);
+          }
+    const DType accumulator = n.dtype == DType::float64 ? DType::float64 : DType::float32;
+    return reduced(k, fusion::ir::Op::sum, n.dtype, accumulator, p, 1u << (laid.size() - 1), false, 0);
+  }
+
+  /// Reduction `op` to dtype `dtype` of `operand` (of dtype `in`) over the axes in `mask`.
+  Tensor reduced(std::size_t k, fusion::ir::Op op, DType dtype, DType in, const Tensor& operand, unsigned mask,
+                 bool keepdims, double ddof) {
+    const int rank = operand.shape.size();
     std::int64_t count = 1;
     Shape s;
     for (int d = 0; d < rank; ++d) {
       if ((mask >> d) & 1) count *= operand.shape[d];
       if (!((mask >> d) & 1)) s.push_back(operand.shape[d]);
-      else if (arg.keepdims) s.push_back(1);
+      else if (keepdims) s.push_back(1);
     }
-    if (count == 0 && fusion::ir::needs_nonempty(n.op) && fusion::numel(s) > 0) {
-      error = std::string(fusion::ir::op_name(n.op)) + " of an empty extent";
+    if (count == 0 && fusion::ir::needs_nonempty(op) && fusion::numel(s) > 0) {
+      error = std::string(fusion::ir::op_name(op)) + " of an empty extent";
       return {};
     }
-    const DType in = b.graph.dtype(n.a);
-    Tensor r;
+        Tensor r;
     r.shape = s;
-    const test::Reduced red = test::reduce(n.op, in, n.dtype, operand.values, operand.shape, mask, arg.ddof);
+    const test::Reduced red = test::reduce(op, in, dtype, operand.values, operand.shape, mask, ddof);
     r.values = red.values;
-    const bool sixteen = n.dtype == DType::float16 || n.dtype == DType::bfloat16;
+    const bool sixteen = dtype == DType::float16 || dtype == DType::bfloat16;
     const std::vector<test::Scalar> wide =  // the 16-bit result before rounding, to see whether it overflows
-        sixteen ? test::reduce(n.op, in, DType::float32, operand.values, operand.shape, mask, arg.ddof).values
+        sixteen ? test::reduce(op, in, DType::float32, operand.values, operand.shape, mask, ddof).values
                 : std::vector<test::Scalar>{};
     // Accumulating rounds: a float sum is within (1 + log2 n) units of sum(|x|) of the exact one — a
     // cancelling sum can lose every digit. Move the result by that bound (a product: relatively).
-    const bool accumulates = n.op == fusion::ir::Op::sum || n.op == fusion::ir::Op::prod ||
-                             n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var;
+    const bool accumulates = op == fusion::ir::Op::sum || op == fusion::ir::Op::prod ||
+                             op == fusion::ir::Op::mean || op == fusion::ir::Op::var;
     // Integers accumulate exactly in a sum or product, and in float64 in a mean or var (fuzz case 73000342:
     // the mean of 19 int64 with 2^63 - 1 and -2^63 among them came out 0 on the GPU, -17/19 exactly).
-    const bool float_mean = (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var) && !fusion::is_floating(in);
+    const bool float_mean = (op == fusion::ir::Op::mean || op == fusion::ir::Op::var) && !fusion::is_floating(in);
     const DType accumulator = float_mean ? DType::float64 : in;
     if (run && accumulates && fusion::is_floating(accumulator)) {
       const double grow = rounding_unit(accumulator) * (1 + std::log2(static_cast<double>(count) + 1));
       for (std::size_t e = 0; e < r.values.size(); ++e) {
         double& v = r.values[e].f;
         const bool bounded = run == snap || run == lost_up || run == lost_down;
-        if (bounded && n.op != fusion::ir::Op::prod) {
+        if (bounded && op != fusion::ir::Op::prod) {
           const double bound = grow * red.magnitude[e] /
-                               (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var
-                                    ? std::max(1.0, static_cast<double>(count) - arg.ddof)
+                               (op == fusion::ir::Op::mean || op == fusion::ir::Op::var
+                                    ? std::max(1.0, static_cast<double>(count) - ddof)
                                     : 1.0);
           if (!(bound > 0) || !std::isfinite(v)) continue;
-          if (run == snap) v = test::normalize({std::round(v / bound) * bound, 0}, n.dtype).f;
-          else if (std::fabs(v) <= bound && n.op != fusion::ir::Op::var)  // (a variance stays >= 0)
-            v = test::normalize({(run == lost_up ? 0x1p-20 : -0x1p-20) * bound, 0}, n.dtype).f;
+          if (run == snap) v = test::normalize({std::round(v / bound) * bound, 0}, dtype).f;
+          else if (std::fabs(v) <= bound && op != fusion::ir::Op::var)  // (a variance stays >= 0)
+            v = test::normalize({(run == lost_up ? 0x1p-20 : -0x1p-20) * bound, 0}, dtype).f;
           continue;
         }
         const double step = jitter(run, k, e, grow) - 1;  // +-grow
-        if (n.op == fusion::ir::Op::prod) v *= 1 + step;
+        if (op == fusion::ir::Op::prod) v *= 1 + step;
         else
           v += step * red.magnitude[e] /
-               (n.op == fusion::ir::Op::mean || n.op == fusion::ir::Op::var
-                    ? std::max(1.0, static_cast<double>(count) - arg.ddof)
+               (op == fusion::ir::Op::mean || op == fusion::ir::Op::var
+                    ? std::max(1.0, static_cast<double>(count) - ddof)
                     : 1.0);
-        v = test::normalize({v, 0}, n.dtype).f;
+        v = test::normalize({v, 0}, dtype).f;
       }
     }
     std::vector<test::Scalar> flags(operand.undefined.size());
@@ -327,18 +375,18 @@ struct Interpreter {
          test::reduce(fusion::ir::Op::any, DType::bool_, DType::bool_, flags, operand.shape, mask).values)
       r.undefined.push_back(static_cast<std::uint8_t>(f.i));
     for (std::size_t e = 0; e < wide.size(); ++e)
-      r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], n.dtype);
+      r.undefined[e] = r.undefined[e] || overflows_when_stored(wide[e], dtype);
     // A float sum's partial sums (a variance's: of squared deviations) may leave the accumulator's range in one
     // order and not in another, where its magnitude does (fuzz case 2720010916: the float var of 146 values with
     // four near ±9.2e18 is 2.3e36, but its sum of squares passes FLT_MAX, and NumPy's float32 var is inf too).
-    if (accumulates && n.op != fusion::ir::Op::prod && fusion::is_floating(accumulator)) {
+    if (accumulates && op != fusion::ir::Op::prod && fusion::is_floating(accumulator)) {
       const double top = accumulator == DType::float64 ? DBL_MAX : FLT_MAX;  // (16-bit floats add in float)
       for (std::size_t e = 0; e < r.values.size(); ++e) r.undefined[e] = r.undefined[e] || red.magnitude[e] > top;
     }
     // A float product's partial products may leave the accumulator's range in one order and not in
     // another (1e-30 * 1e-30 underflows to 0 in float, then 0 * inf is NaN; the float64 reference
     // never underflows): where the factors could take a partial product out of range, any result is right.
-    if (n.op == fusion::ir::Op::prod && fusion::is_floating(in)) {
+    if (op == fusion::ir::Op::prod && fusion::is_floating(in)) {
       const bool wide64 = in == DType::float64;
       const double top = wide64 ? DBL_MAX : FLT_MAX, bottom = wide64 ? DBL_MIN : FLT_MIN;
       std::vector<test::Scalar> big(operand.values.size()), small(operand.values.size());
@@ -355,14 +403,14 @@ struct Interpreter {
       for (std::size_t e = 0; e < r.values.size(); ++e)
         if (!std::isnan(r.values[e].f) && (hi[e].f > top || lo[e].f < bottom)) r.undefined[e] = 1;
     }
-    const bool extreme = n.op == fusion::ir::Op::min || n.op == fusion::ir::Op::max || n.op == fusion::ir::Op::nanmin ||
-                         n.op == fusion::ir::Op::nanmax;
+    const bool extreme = op == fusion::ir::Op::min || op == fusion::ir::Op::max || op == fusion::ir::Op::nanmin ||
+                         op == fusion::ir::Op::nanmax;
     if (extreme && fusion::is_floating(in))  // which zero of a (+0, -0) pair wins is unspecified
       for (std::size_t e = 0; e < r.values.size(); ++e) r.undefined[e] = r.undefined[e] || r.values[e].f == 0;
-    const double u = run ? rounding_unit(n.dtype) : 0;  // a 16-bit result rounds where it is stored
-    if (u && (n.dtype == DType::float16 || n.dtype == DType::bfloat16))
+    const double u = run ? rounding_unit(dtype) : 0;  // a 16-bit result rounds where it is stored
+    if (u && (dtype == DType::float16 || dtype == DType::bfloat16))
       for (std::size_t e = 0; e < r.values.size(); ++e)
-        r.values[e].f = test::normalize({r.values[e].f * jitter(run, k, e, u), 0}, n.dtype).f;
+        r.values[e].f = test::normalize({r.values[e].f * jitter(run, k, e, u), 0}, dtype).f;
     return r;
   }
 
@@ -601,6 +649,8 @@ struct Interpreter {
         v[k] = Tensor{Shape{}, {test::normalize(scalar_value(b.scalars[n.slot]), n.dtype)}, {0}};
       } else if (fusion::ir::is_reduction(n.op)) {
         v[k] = reduce(k, n);
+      } else if (fusion::ir::is_product(n.op)) {
+        v[k] = product(k, n);
       } else if (fusion::ir::is_scan(n.op)) {
         v[k] = scan(n);
       } else if (n.op == fusion::ir::Op::gather) {
