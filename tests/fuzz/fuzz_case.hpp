@@ -75,6 +75,7 @@ struct Case {
   Layout out_layout = Layout::contiguous;  // into: each output is this view of a larger, poisoned allocation
   bool unfused = false;                 // evaluate under fz::Unfused
   bool deterministic = false;           // a scatter: run under fz::Deterministic (exact floating sums)
+  bool generated = false;               // products run as fusion's generated kernels (fz::GeneratedProducts)
   /// into: per output, the input whose own view it is written into (x = f(x.T, y); a tie may swap two:
   /// fz::tie(x, y) = (g(y), h(x))), or -1; empty when no output is
   std::vector<int> alias;

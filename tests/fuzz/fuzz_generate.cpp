@@ -311,9 +311,13 @@ struct Generator {
     Expr x = gen(a, depth - 1, true), y = gen(b, depth - 1, true);
     --in_piece;
     static const DType floats[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::bfloat16};
+    // 16-bit operands a third of the time (the products fusion generates itself, under Case::generated)
+    const DType half = chance(0.5) ? DType::bfloat16 : DType::float16;
+    const bool sixteen = chance(0.35);
     for (Expr* e : {&x, &y}) {
       const auto d = dtype(*e);
-      if (!d || !fusion::is_floating(*d)) *e = cast(std::move(*e), floats[pick(static_cast<int>(std::size(floats)))]);
+      if (sixteen && d != half) *e = cast(std::move(*e), half);
+      else if (!d || !fusion::is_floating(*d)) *e = cast(std::move(*e), floats[pick(static_cast<int>(std::size(floats)))]);
     }
     return wrap(Kind::product, Op::matmul, {std::move(x), std::move(y)});
   }
@@ -589,6 +593,8 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
       if (!build(c)) c = before;  // (an ill-typed meeting: the case stays as it was)
     }
   }
+  // half the cases with products run them as fusion's own kernels, the math around them inside (drawn last)
+  if (g.products > 0) c.generated = g.chance(0.5);
   return c;
 }
 

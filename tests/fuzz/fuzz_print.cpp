@@ -183,6 +183,7 @@ std::string to_cpp(const Case& c, const std::string& title) {
   };
   for (const Expr& e : c.outputs) define(define, e);
   if (c.unfused) s += "  fz::Unfused unfused;  // every operation its own kernel\n";
+  if (c.generated) s += "  fz::GeneratedProducts generated;  // products as fusion's own kernels, the math around inside\n";
   if (b.scatter_target >= 0 && c.deterministic) s += "  fz::Deterministic deterministic;  // exact floating sums\n";
   Printer print{b};
   std::vector<std::string> exprs;

@@ -207,6 +207,8 @@ namespace {
 /// The strategies of the kernels a case runs as (fz::inspect's plan; into a view where the case writes one).
 std::vector<std::string> strategies(const Case& c, const Prepared& p, const std::vector<ArrayBase>& outs) {
   std::vector<std::string> out;
+  std::optional<fusion::GeneratedProducts> generated;  // (as the case runs)
+  if (c.generated) generated.emplace();
   try {
     const fusion::KernelInfo info = c.into && outs.size() == 1 ? fusion::detail::inspect_into(p.call(), outs[0])
                                                                : fusion::detail::inspect(p.call());
@@ -285,6 +287,8 @@ Verdict run_on_gpu(const Case& c) {
   try {
     std::optional<fusion::Unfused> unfused;
     if (c.unfused) unfused.emplace();
+    std::optional<fusion::GeneratedProducts> generated;
+    if (c.generated) generated.emplace();
     const auto mode = c.into ? fusion::detail::AssignMode::into : fusion::detail::AssignMode::fresh;
     if (n_out == 1) fusion::detail::evaluate(p.call(), outs[0], mode);
     else fusion::detail::evaluate_multi(p.call(), out_ptrs.data(), static_cast<int>(n_out), mode);
@@ -333,6 +337,8 @@ Verdict compile_only(const Case& c) {
     return v;
   }
   try {
+    std::optional<fusion::GeneratedProducts> generated;  // (its product kernels compiled too)
+    if (c.generated) generated.emplace();
     const fusion::KernelInfo info = fusion::detail::inspect(p.call());
     v.kernels = info.kernels;
     for (const std::string& entry : info.plan) v.strategies.push_back(strategy_of(entry));
@@ -459,6 +465,11 @@ Case shrink(const Case& start, const std::function<Verdict(const Case&)>& run, i
     if (best.unfused) {
       Case cand = best;
       cand.unfused = false;
+      progress = attempt(std::move(cand)) || progress;
+    }
+    if (best.generated) {
+      Case cand = best;
+      cand.generated = false;
       progress = attempt(std::move(cand)) || progress;
     }
     if (best.into && best.out_layout != Layout::contiguous) {
