@@ -19,6 +19,7 @@ struct Generator {
   int reductions = 0;
   int in_piece = 0;  // inside a join's piece: no reduction, scan or join
   int products = 0;
+  int contiguous_leaves = 0;  // new leaves contiguous (a join cut on vectors, half the time: its rows kernel's pieces)
 
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
@@ -80,7 +81,7 @@ struct Generator {
     in.dtype = random_dtype();
     const std::size_t drop = full || target.empty() || chance(0.8) ? 0 : 1 + pick(static_cast<int>(target.size()));
     for (std::size_t k = drop; k < target.size(); ++k) in.dims.push_back(!exact && chance(0.15) ? -1 : target[k]);
-    in.layout = layout();
+    in.layout = contiguous_leaves > 0 ? Layout::contiguous : layout();
     in.seed = rng();
     c.inputs.push_back(in);
     e.input = static_cast<int>(c.inputs.size() - 1);
@@ -254,6 +255,7 @@ struct Generator {
     e.op = Op::concatenate;
     e.axis = axis;
     ++in_piece;
+    if (on_vectors) ++contiguous_leaves;
     for (int k = 0; k < n; ++k) {
       std::vector<int> t = target;
       c.dim_sizes.push_back(cuts[static_cast<std::size_t>(k) + 1] - cuts[static_cast<std::size_t>(k)]);
@@ -261,6 +263,7 @@ struct Generator {
       e.args.push_back(gen(t, depth - 1, true));
     }
     --in_piece;
+    if (on_vectors) --contiguous_leaves;
     return e;
   }
 
