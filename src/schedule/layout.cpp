@@ -191,8 +191,8 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
   // A join whose pieces begin and end on vector boundaries, in arrays aligned for vectors: fz_expr computes a
-  // vector at once, its piece chosen once and loaded as vectors (an 8-piece join of rows of 4,096 float32
-  // tested and loaded per element moved 82% of the copy limit on an H200).
+  // vector at once, its piece chosen once and loaded as vectors (an 8-piece join of rows of 4,096 float32 on an
+  // H200: 82.6% of the copy limit tested and loaded per element, 96.7% so).
   L.v.vector_joins = ok && pointers_fit && joins(c) && codegen::lanes_alike(graph_of(c)) &&
                      bounds_whole_vectors(c, L.space, V);
   // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
