@@ -219,7 +219,7 @@ void epilogues() {
 /// bfloat16, relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference; then
 /// what the default route's race settles on, and the times it measured. Then the compile time of one new generated
 /// kernel (NVRTC warm: another kernel compiled first).
-void generated() {
+void generated(bool skinny) {
   using T = fz::bfloat16;
   fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
   fmt::print("{:<24} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>10}  {}\n", "(m, n, k)", "generated ms", "TFLOPS",
@@ -228,6 +228,7 @@ void generated() {
   for (const Shape3 s : {Shape3{8192, 8192, 8192}, Shape3{8192, 14336, 4096}, Shape3{4096, 4096, 4096}, Shape3{512, 4096, 4096},
                          Shape3{256, 4096, 4096}, Shape3{64, 4096, 4096}, Shape3{16, 4096, 4096},
                          Shape3{64, 14336, 4096}, Shape3{16, 4096, 14336}}) {
+    if (skinny && s.m > 512) continue;
     auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.m * s.k), T(0.01f)), {s.m, s.k});
     auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.k * s.n), T(0.02f)), {s.k, s.n});
     auto bias = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.n), T(0.5f)), {s.n});
@@ -301,12 +302,18 @@ void generated() {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--tune name=value]...
-    for (int i = 2; i + 1 < argc; i += 2)
-      if (std::strcmp(argv[i], "--tune") == 0) fz::detail::set_tuning(argv[i + 1]);
-    fmt::print("fusion-bench-matmul --generated on {}{}\n", fz::Device(0).properties().name,
-               argc > 3 ? fmt::format(" (--tune {})", argv[3]) : std::string());
-    generated();
+  if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--skinny] [--tune name=value]...
+    bool skinny = false;  // only the products of 512 rows and fewer
+    std::string tuned;
+    for (int i = 2; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--skinny") == 0) skinny = true;
+      if (std::strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
+        fz::detail::set_tuning(argv[i + 1]);
+        tuned += fmt::format(" (--tune {})", argv[++i]);
+      }
+    }
+    fmt::print("fusion-bench-matmul --generated on {}{}\n", fz::Device(0).properties().name, tuned);
+    generated(skinny);
     return 0;
   }
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
