@@ -205,6 +205,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned
                                 unsigned int, unsigned int, CUstream, void**, void**) {
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* n, CUfunction, const CUlaunchConfig*) { return *n = 66, CUDA_SUCCESS; }
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void**, void**) { return CUDA_SUCCESS; }
 
 }  // extern "C"

@@ -114,6 +114,35 @@ TEST_CASE("generated products: the Hopper path compiles for sm_90a in every layo
   CHECK(off.name != generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f)).name);
 }
 
+TEST_CASE("generated products: clusters of 2 sharing b's tiles compile in every layout where the row tiles pair up",
+          "[matmul]") {
+  fz::GeneratedProducts on;
+  const fz::detail::Tuning before = fz::detail::tuning();
+  fz::detail::set_tuning("product_cluster=2");
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = ta ? fz::placeholder<bf16>({512, 256}).transpose() : fz::placeholder<bf16>({256, 512});
+      const auto b = tb ? fz::placeholder<bf16>({4096, 512}).transpose() : fz::placeholder<bf16>({512, 4096});
+      const auto k = generated(fz::inspect(fz::matmul(a, b) * 2.0f));
+      INFO(k.variant);
+      // 4 row tiles of 64: pairs of blocks take the two tiles of one column of tiles, each copying its share of
+      // b into both (the boxes of 64 columns alternate, or half the columns of a column-major b)
+      CHECK_THAT(k.variant, Catch::Contains("64x128x64") && Catch::Contains("in clusters of 2 sharing b's tiles"));
+      CHECK_THAT(k.source, Catch::Contains("__cluster_dims__(2, 1, 1)") && Catch::Contains(".multicast::cluster") &&
+                               Catch::Contains("constexpr int FZ_CLUSTER = 2;") && Catch::Contains("fz_cluster_meet();"));
+    }
+  // large tiles (128 x 256, two consumer warpgroups) pair up as well
+  const auto large = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({2048, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f));
+  CHECK_THAT(large.variant, Catch::Contains("128x256x64") && Catch::Contains("in clusters of 2"));
+  // an odd number of row tiles (3 of 64 x 128), or K split: no cluster
+  const auto odd = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({190, 512}), fz::placeholder<bf16>({512, 4096})) + 1.0f));
+  const auto split = generated(fz::inspect(fz::matmul(fz::placeholder<bf16>({16, 4096}), fz::placeholder<bf16>({4096, 4096})) + 1.0f));
+  fz::detail::tuning() = before;
+  CHECK_THAT(odd.variant, !Catch::Contains("clusters"));
+  CHECK_THAT(split.variant, Catch::Contains("K split") && !Catch::Contains("clusters"));
+  CHECK_THAT(odd.source, !Catch::Contains("__cluster_dims__"));
+}
+
 TEST_CASE("by default a product the generated kernel could win is raced against cuBLASLt; fz::inspect says so",
           "[matmul]") {
   const auto bias = fz::placeholder<bf16>({4096});

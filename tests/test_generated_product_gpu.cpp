@@ -211,6 +211,34 @@ TEST_CASE("generated products on Hopper (tensor copies, wgmma) match float64 in 
   }
 }
 
+TEST_CASE("generated products on Hopper in clusters of 2 sharing b's tiles (multicast copies) match float64",
+          "[gpu][matmul]") {
+  const bool hopper = fz::Device::current().properties().arch() == 90;
+  const char* path = hopper ? "in clusters of 2 sharing b's tiles" : "mma.sync";
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("product_cluster=2");
+  // 64 x 128 tiles, 4 row tiles (the last partial) by 17 columns of tiles (the last partial), K not a multiple of 64,
+  // in every layout (rows 16 bytes apart, as the copy engine needs): b's boxes of 64 columns alternate between the pair, or a column-major b's halves
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check_epilogue<fz::bfloat16>(1, false, false, 248, 1000, 2104, ta, tb, tb, 62, path);
+  // 128 x 256 tiles, two consumer warpgroups; then two units a block and more (the stages' phases run on across
+  // tiles); batches (a pair's units in one batch item)
+  check_epilogue<fz::half>(1, false, false, 512, 296, 4200, false, false, false, 63, path);
+  check_epilogue<fz::bfloat16>(1, false, false, 2048, 256, 4096, true, true, true, 64, path);
+  check_epilogue<fz::bfloat16>(3, true, false, 250, 200, 700, false, true, false, 65, path);
+  // the same bits every run
+  const auto a = fz::asarray(test::random<fz::bfloat16>(256 * 512, -1, 1, 66), {256, 512});
+  const auto b = fz::asarray(test::random<fz::bfloat16>(512 * 4096, -1, 1, 67), {512, 4096});
+  fz::GeneratedProducts on;
+  const fz::Array<fz::bfloat16> first = fz::gelu(fz::matmul(a, b));
+  const auto want = first.to_host();
+  for (int run = 0; run < 10; ++run) {
+    const fz::Array<fz::bfloat16> again = fz::gelu(fz::matmul(a, b));
+    REQUIRE(std::memcmp(again.to_host().data(), want.data(), want.size() * sizeof(want[0])) == 0);
+  }
+  fz::detail::tuning() = saved;
+}
+
 TEST_CASE("generated products split K over blocks when the tiles are few: the same bits every run",
           "[gpu][matmul]") {
   for (bool ta : {false, true})

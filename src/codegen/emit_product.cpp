@@ -267,16 +267,9 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
   w.line("{}", body.str());
   const ProductTiles& t = v.tiles;
   const bool hopper = t.warpgroups != 0;
-  if (hopper && (t.bk != kHopperBoxInner || t.bm != 64 * t.warpgroups || t.bn % 64 != 0 || t.bn > 256))
-    throw Error("internal: a Hopper product tile is 64 rows a warpgroup, 64 along K, whole blocks of 64 columns");
-  if (hopper) {
-    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPGROUPS = {}, FZ_STAGES = {}, FZ_GROUP = {}, "
-           "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warpgroups, t.stages, kHopperGroup, t.ahead);
-    w.line("constexpr bool FZ_SPLIT = {};", v.split);
-  } else {
-    w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {}, "
-           "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages, t.ahead);
-  }
+  if (hopper) w.text(hopper_constants(v));
+  else w.line("constexpr int FZ_BM = {}, FZ_BN = {}, FZ_BK = {}, FZ_WARPS_M = {}, FZ_WARPS_N = {}, FZ_STAGES = {}, "
+              "FZ_AHEAD = {};", t.bm, t.bn, t.bk, t.warps_m, t.warps_n, t.stages, t.ahead);
   w.line("constexpr bool FZ_A_ROWS = {}, FZ_B_ROWS = {}, FZ_ASYNC = {};", v.a_rows, v.b_rows, v.async);
   w.line("#define FZ_MMA_TYPE \"{}\"", v.operand == DType::bfloat16 ? "bf16" : "f16");
   w.line("struct FzProduct {{ long long v[{}]; }};", kProductDims);
@@ -379,7 +372,9 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
 
   // The kernel: its block closes (the `}` is written) when write_kernel returns.
   const auto write_kernel = [&] {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({})", t.threads(), k.name, sig.list());
+    const std::string cluster = v.cluster > 1 ? fmt::format(" __cluster_dims__({}, 1, 1)", v.cluster) : "";
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, 1){} {}({})", t.threads(), cluster, k.name,
+                          sig.list());
     write_wait_for_previous_kernel(w);
     w.line("extern __shared__ __align__(128) unsigned char fz_smem[];");
     w.line("const long long M = shape.v[0], N = shape.v[1], K = shape.v[2];");
@@ -394,26 +389,37 @@ GeneratedKernel emit_product(const ir::Graph& g, const ProductVariant& v, std::s
       w.line("if (role == 0) fz_produce(base, fz_bars, &ta, &tb, K, tl, shape.v[5] != 0, shape.v[6] != 0);");
       w.line("if (role == 1) fz_consume(cs, base, fz_bars, M, K, tl, {}, fz_flags);",
              v.split ? "fz_partials, fz_counters" : "nullptr, nullptr");
-      w.line("if (role <= 0) return;");
       // (H100, 512x4096x4096 on 128 tiles of 128 x 128, a tile a block: 37.0 us with the epilogue warps alone, 32.5
       // with the consumers joining)
-      w.line("// The epilogue: warps 1-3 every unit, the consumers too the block's last one (nothing left to multiply)");
-      w.line("const unsigned staged = fz_shared(fz_bars) + 16 * FZ_STAGES, drained = staged + 8;");
-      w.line("unsigned j = 0;  // units");
-      auto units = w.block("for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x, ++j)");
-      w.line("const bool last = unit + gridDim.x >= tl.count;");
-      w.line("if (role == 1 && !last) continue;");
-      w.line("const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;");
-      w.line("int m0, n0, batch;");
-      w.line("fz_tile_at(tl, unit, m0, n0, batch);");
-      w.line("fz_bar_wait(staged, j & 1);");
-      if (v.split) {  // a unit that was not its tile's last staged nothing
-        auto skip = w.block("if (fz_flags[1])");
+      const auto write_units = [&] {
+        w.line("// The epilogue: warps 1-3 every unit, the consumers too the block's last one (nothing left to multiply)");
+        w.line("const unsigned staged = fz_shared(fz_bars) + 16 * FZ_STAGES, drained = staged + 8;");
+        w.line("unsigned j = 0;  // units");
+        auto units = w.block("for (long long unit = blockIdx.x; unit < tl.count; unit += gridDim.x, ++j)");
+        w.line("const bool last = unit + gridDim.x >= tl.count;");
+        w.line("if (role == 1 && !last) continue;");
+        w.line("const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;");
+        w.line("int m0, n0, batch;");
+        w.line("fz_tile_at(tl, unit, m0, n0, batch);");
+        w.line("fz_bar_wait(staged, j & 1);");
+        if (v.split) {  // a unit that was not its tile's last staged nothing
+          auto skip = w.block("if (fz_flags[1])");
+          w.line("if (role == 2) fz_bar_arrive(drained);");
+          w.line("continue;");
+        }
+        write_epilogue("(threadIdx.x - 32) * 8", "helpers * 8");
         w.line("if (role == 2) fz_bar_arrive(drained);");
-        w.line("continue;");
+      };
+      if (v.cluster == 1) {
+        w.line("if (role <= 0) return;");
+        write_units();
+        return;
       }
-      write_epilogue("(threadIdx.x - 32) * 8", "helpers * 8");
-      w.line("if (role == 2) fz_bar_arrive(drained);");
+      {  // in a cluster no block leaves while another may still copy into it or arrive at its barriers
+        auto working = w.block("if (role > 0)");
+        write_units();
+      }
+      w.line("fz_cluster_meet();");
       return;
     }
     w.line("const long long tiles_n = (N + FZ_BN - 1) / FZ_BN, batch = blockIdx.y;");

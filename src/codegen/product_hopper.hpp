@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/product_variant.hpp"
+
 namespace fusion::codegen {
 
 /// Row tiles per group in the Hopper path's block order (H100, 8192^3: 16 row tiles of 128 share 256-column ones).
@@ -15,6 +17,10 @@ inline constexpr int kHopperGroup = 16;
 /// (barriers, registers, who does what), fz_produce (the copies), fz_consume (the products, staged tile by tile)
 /// and fz_tile_at (the tile order the epilogue follows too); it calls the fz_wgmma wrapper (wgmma_wrapper).
 std::string_view hopper_loop();
+
+/// The FZ_ constants that shape hopper_loop for `v` (its tiles checked: 64 rows a warpgroup, 64 along K, whole
+/// blocks of 64 columns).
+std::string hopper_constants(const ProductVariant& v);
 
 /// wgmma m64n<bn>k16 over `bn / 2` float accumulators per thread, its operand list spelled out (asm takes no
 /// arrays).

@@ -44,6 +44,10 @@ struct ProductVariant {
   /// writes its float partial tile to the workspace; the last to finish (a counter per tile) sums them in
   /// slice order, so results are the same run to run, and applies the epilogue.
   bool split = false;
+  /// The Hopper path's blocks in clusters of this many (1 or 2) taking tiles of one column of tiles together:
+  /// each copies its share of b's tile into every block of the cluster (multicast), so b crosses from L2 once
+  /// for both, and a stage is refilled once both blocks' consumers are done with it.
+  std::uint8_t cluster = 1;
   std::uint8_t product_param = 0;  ///< the epilogue's parameter that is the product (read from the accumulators)
   std::array<DType, kMaxOutputs> out_dtype{DType::bfloat16};  ///< each output's (several: fz::tie)
   std::uint8_t n_outputs = 1;

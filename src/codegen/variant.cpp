@@ -215,6 +215,7 @@ void ProductVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(static_cast<std::uint8_t>(tiles.bm >> 8));
     h.add_byte(static_cast<std::uint8_t>(tiles.bn >> 8));
     h.add_byte(tiles.ahead);
+    if (cluster > 1) h.add_byte(0xc0 | cluster);  // (none for one block: its hashes, and golden files, hold)
   }
   h.add_byte(static_cast<std::uint8_t>(operand));
   h.add_byte(static_cast<std::uint8_t>(a_rows | b_rows << 1 | async << 2 | split << 3));
@@ -233,9 +234,10 @@ std::string ProductVariant::describe() const {
     return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, Hopper: {} consumer warpgroup{} of wgmma m64n{}k16 "
                        "fed {} stages deep by the tensor copy engine (one thread issuing), float32 accumulators "
                        "rounded into a staged tile that 3 warps apply the epilogue to and write while the next "
-                       "tile's products run, persistent blocks{}",
+                       "tile's products run, persistent blocks{}{}",
                        dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,
                        tiles.warpgroups, tiles.warpgroups > 1 ? "s" : "", tiles.bn, tiles.stages,
+                       cluster > 1 ? fmt::format(" in clusters of {} sharing b's tiles (multicast copies)", cluster) : "",
                        split ? ", K split over blocks (the last sums the slices in order)" : "");
   return fmt::format("generated {} product ({}{}), {}x{}x{} tiles, {} warps of mma.sync m16n8k16, {} stages{}",
                      dtype_name(operand), a_rows ? "N" : "T", b_rows ? "N" : "T", tiles.bm, tiles.bn, tiles.bk,

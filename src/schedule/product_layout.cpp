@@ -98,6 +98,13 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
       out.raced = true;
       out.tile_count = tiles_of(t);
       out.blocks = std::min(units, sms);
+      // clusters of 2 where every pair of units the blocks take shares its column of tiles: an even number of
+      // row tiles (so the groups of fz_tile_at's order are even too), K not split
+      const int c = tuning().product_cluster;
+      if (c > 1 && out.split <= 1 && ((L.m + t.bm - 1) / t.bm) % c == 0 && out.blocks >= c) {
+        out.cluster = c;
+        out.blocks -= out.blocks % c;
+      }
       return out;
     };
     const int row = tuning().product_hopper - 1;

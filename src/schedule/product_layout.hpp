@@ -20,6 +20,8 @@ struct ProductLayout {
   /// The Hopper path's persistent blocks, one per SM at most, each taking tile after tile of every batch item (0:
   /// the mma.sync kernel's grid, a block per tile and slice, batch items along y).
   std::int64_t blocks = 0;
+  /// The Hopper path's blocks a cluster (codegen::ProductVariant::cluster); `blocks` a multiple of it
+  int cluster = 1;
   /// Whether the default route races this kernel against cuBLASLt + the epilogue kernel (runtime/exec/product_race),
   /// else why not (fz::GeneratedProducts takes it all the same).
   bool raced = false;

@@ -86,6 +86,9 @@ struct Tuning {
   int product_hopper = 1;
   /// The Hopper path's groups of 8 an epilogue thread reads ahead of its writes (0: the tile table's)
   int product_ahead = 0;
+  /// The Hopper path's blocks in clusters of 2 sharing b's tiles by multicast copies where the tiles allow
+  /// (an even number of row tiles, K not split); 1: none
+  int product_cluster = 1;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

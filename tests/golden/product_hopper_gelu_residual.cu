@@ -36,6 +36,7 @@ __device__ __forceinline__ float fz_expr(float x0, float x1, float x2) {
 
 constexpr int FZ_BM = 128, FZ_BN = 256, FZ_BK = 64, FZ_WARPGROUPS = 2, FZ_STAGES = 3, FZ_GROUP = 16, FZ_AHEAD = 4;
 constexpr bool FZ_SPLIT = false;
+constexpr int FZ_CLUSTER = 1;  // blocks sharing b's tiles
 constexpr bool FZ_A_ROWS = true, FZ_B_ROWS = true, FZ_ASYNC = true;
 #define FZ_MMA_TYPE "bf16"
 struct FzProduct { long long v[10]; };
@@ -75,6 +76,39 @@ __device__ __forceinline__ void fz_copy_box(unsigned to, const FzTensorMap* map,
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
                ::"r"(to), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
+// ... the same box into every block of the cluster in `mask`, at the same shared address (each block's `bar`
+// counts the bytes it receives)
+__device__ __forceinline__ void fz_copy_box_all(unsigned to, const FzTensorMap* map, unsigned bar, int c0, int c1,
+                                                int c2, unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%3, %4, %5}], [%2], %6;\n"
+               ::"r"(to), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask) : "memory");
+}
+__device__ __forceinline__ unsigned fz_block_rank() {  // within the cluster
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster's blocks has arrived (shared-memory writes and barrier arrivals before it are seen)
+__device__ __forceinline__ void fz_cluster_meet() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// A consumer warpgroup is done with a stage: one arrival at its `empty` barrier in every block of the cluster
+// (where blocks share b's tiles, each block's copies fill the others' stages too)
+__device__ __forceinline__ void fz_release(unsigned bar) {
+  if constexpr (FZ_CLUSTER == 1) {
+    fz_bar_arrive(bar);
+  } else {
+#pragma unroll
+    for (unsigned r = 0; r < FZ_CLUSTER; ++r) {
+      unsigned at;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(at) : "r"(bar), "r"(r));
+      // (the default .release.cta order, as for a local arrival: the wgmma reads it orders are done; a .cluster
+      // scope's fence here cost every step a wait)
+      asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(at) : "memory");
+    }
+  }
+}
 // wgmma's descriptor of a 128-byte-swizzled operand tile at `at` (PTX ISA, "Matrix Descriptor Format"): `lbo`
 // bytes between 64-element blocks of the contiguous dimension (MN-major tiles), `sbo` between 8-row groups.
 __device__ __forceinline__ unsigned long long fz_desc(unsigned at, unsigned lbo, unsigned sbo) {
@@ -110,11 +144,12 @@ __device__ __forceinline__ void fz_tile_at(const FzTiles& tl, long long u, int& 
 __device__ __forceinline__ int fz_hopper_role(unsigned long long* bars) {
   const unsigned full = fz_shared(bars), empty = full + 8 * FZ_STAGES, staged = empty + 8 * FZ_STAGES;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < FZ_STAGES; ++s) fz_bar_init(full + 8 * s, 1), fz_bar_init(empty + 8 * s, FZ_WARPGROUPS);
+    for (int s = 0; s < FZ_STAGES; ++s) fz_bar_init(full + 8 * s, 1), fz_bar_init(empty + 8 * s, FZ_WARPGROUPS * FZ_CLUSTER);
     fz_bar_init(staged, FZ_CONSUMERS), fz_bar_init(staged + 8, FZ_EPILOGUE);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  if constexpr (FZ_CLUSTER > 1) fz_cluster_meet();  // the others' barriers are set up before a copy or arrival reaches them
   return threadIdx.x >= 128 ? 1 : threadIdx.x == 0 ? 0 : threadIdx.x >= 32 ? 2 : -1;
 }
 
@@ -142,7 +177,18 @@ __device__ __forceinline__ void fz_produce(unsigned base, unsigned long long* ba
 #pragma unroll
         for (int j = 0; j < FZ_BM / 64; ++j) fz_copy_box(as + j * 64 * FZ_BK * 2, ta, full + 8 * s, m0 + 64 * j, k, ba);
       }
-      if constexpr (FZ_B_ROWS) {
+      if constexpr (FZ_CLUSTER > 1) {  // this block's share of b's tile, into every block of the cluster
+        const unsigned rank = fz_block_rank();
+        constexpr unsigned short all = (1u << FZ_CLUSTER) - 1;
+        if constexpr (FZ_B_ROWS) {
+#pragma unroll
+          for (int j = 0; j < FZ_BN / 64; ++j)
+            if (j % FZ_CLUSTER == (int)rank) fz_copy_box_all(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, k, bb, all);
+        } else {  // (the map's boxes are FZ_BN / FZ_CLUSTER columns of b: rows of 128 bytes here)
+          constexpr int part = FZ_BN / FZ_CLUSTER;
+          fz_copy_box_all(bs + rank * part * 128, tb, full + 8 * s, k, n0 + (int)rank * part, bb, all);
+        }
+      } else if constexpr (FZ_B_ROWS) {
 #pragma unroll
         for (int j = 0; j < FZ_BN / 64; ++j) fz_copy_box(bs + j * 64 * FZ_BK * 2, tb, full + 8 * s, n0 + 64 * j, k, bb);
       } else {
@@ -189,10 +235,10 @@ __device__ __forceinline__ void fz_consume(unsigned short* cs, unsigned base, un
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // step t - 1's products are done
-      if (t > 0 && threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((it - 1) % FZ_STAGES));
+      if (t > 0 && threadIdx.x % 128 == 0) fz_release(empty + 8 * ((it - 1) % FZ_STAGES));
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    if (threadIdx.x % 128 == 0) fz_bar_arrive(empty + 8 * ((it - 1) % FZ_STAGES));
+    if (threadIdx.x % 128 == 0) fz_release(empty + 8 * ((it - 1) % FZ_STAGES));
 #pragma unroll
     for (int i = 0; i < FZ_BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");  // (read after the wait, not before)
     bool stage = true;

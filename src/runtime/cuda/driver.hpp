@@ -28,7 +28,7 @@ namespace fusion::detail {
   X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphExecKernelNodeSetParams)        \
   X(cuFuncGetParamInfo) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)            \
   X(cuStreamGetCtx) X(cuMemPoolSetAccess) X(cuMemPoolGetAccess) X(cuGraphAddChildGraphNode)             \
-  X(cuGraphExecChildGraphNodeSetParams) X(cuTensorMapEncodeTiled)
+  X(cuGraphExecChildGraphNodeSetParams) X(cuTensorMapEncodeTiled) X(cuOccupancyMaxActiveClusters)
 
 struct Driver {
 #define FUSION_DECLARE_DRIVER_FN(name) decltype(&::name) name = nullptr;

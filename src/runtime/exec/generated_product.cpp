@@ -8,6 +8,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <array>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "fusion/modes.hpp"
@@ -124,6 +126,7 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   v.tiles = lay.tiles;
   v.async = lay.async;
   v.split = lay.split > 1;
+  v.cluster = static_cast<std::uint8_t>(lay.cluster);
   P.tiles = lay.tile_count;
   P.blocks = lay.blocks;
   P.raced = lay.raced;
@@ -154,6 +157,24 @@ CUtensorMap operand_map(const ArrayBase& x, bool k_inner, std::int64_t mn, std::
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return map;
+}
+
+/// The clusters of `f`'s `cluster` blocks (`threads`, `shared` bytes each) the device holds at once, asked once per kernel:
+/// a persistent grid of more would leave some waiting for others to finish.
+std::int64_t resident_clusters(CUfunction f, unsigned cluster, unsigned threads, unsigned shared, CUstream stream) {
+  static std::mutex mutex;
+  static std::unordered_map<CUfunction, int> known;
+  const std::lock_guard lock(mutex);
+  if (const auto at = known.find(f); at != known.end()) return at->second;
+  CUlaunchConfig c{};
+  c.gridDimX = cluster;  // (a whole cluster; the kernel's own dims give its size)
+  c.gridDimY = c.gridDimZ = c.blockDimY = c.blockDimZ = 1;
+  c.blockDimX = threads;
+  c.sharedMemBytes = shared;
+  c.hStream = stream;
+  int n = 0;
+  FUSION_CU(cuOccupancyMaxActiveClusters, &n, f, &c);
+  return known[f] = std::max(n, 1);
 }
 
 ProductsMode products_mode() {
@@ -273,10 +294,14 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
     maps[0] = operand_map(*o.a, P.v.a_rows, P.dims[0], P.dims[2], P.dims[3], P.dims[5], P.batch,
                           P.v.a_rows ? P.v.tiles.bm : P.v.tiles.bk);
     maps[1] = operand_map(*o.b, !P.v.b_rows, P.dims[1], P.dims[2], P.dims[4], P.dims[6], P.batch,
-                          P.v.b_rows ? P.v.tiles.bk : P.v.tiles.bn);
+                          P.v.b_rows ? P.v.tiles.bk : P.v.tiles.bn / P.v.cluster);  // (a cluster's share)
     args.tensor_maps = maps;
   }
-  const Grid grid = P.blocks ? Grid{P.blocks, 1, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()}
+  std::int64_t blocks = P.blocks;
+  if (P.v.cluster > 1)
+    blocks = std::min(blocks, P.v.cluster * resident_clusters(k.kernel->function, P.v.cluster, P.v.tiles.threads(), P.v.shared_bytes(),
+                                                              stream->handle));
+  const Grid grid = P.blocks ? Grid{blocks, 1, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()}
                              : Grid{P.tiles * P.dims[7], P.batch, static_cast<unsigned>(P.v.tiles.threads()), P.v.shared_bytes()};
   sample.begin(stream->handle);
   launch_kernel(k.kernel->function, k.signature, args, grid, *stream);
