@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--scatters")) gen.scatters = true;  // some cases scatter_add/max/min into a target
     else if (!std::strcmp(argv[i], "--joins")) gen.joins = true;  // fz::concatenate of 2 or 3 pieces among the ops
     else if (!std::strcmp(argv[i], "--aliases")) gen.aliases = true;  // some cases write outputs into inputs
-    else if (!std::strcmp(argv[i], "--calls")) gen.calls = true;
-    else if (!std::strcmp(argv[i], "--products")) gen.products = true;  // fz::matmul with math around and inside it  // fz::function calls, fz::random leaves
+    else if (!std::strcmp(argv[i], "--calls")) gen.calls = true;  // fz::function calls, fz::random leaves
+    else if (!std::strcmp(argv[i], "--products")) gen.products = true;  // fz::matmul with math around and inside it
     else if (!std::strcmp(argv[i], "--long-rows")) gen.long_rows = true;  // layer expressions over long rows
     else if (!std::strcmp(argv[i], "--kernels")) kernels = true;  // (--regions) statements calling user kernels
     else if (!std::strcmp(argv[i], "--tune")) fusion::detail::set_tuning(next());  // e.g. scan_strips=2
