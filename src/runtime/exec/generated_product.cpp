@@ -84,7 +84,7 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   if ((d != DType::float16 && d != DType::bfloat16) || b.dtype() != d || o.scale != 1) return false;
   if (planned_device(device).compute_major < 8 || a.ndim() < 2 || b.ndim() < 2) return false;
   const MatmulLayout L = matmul_layout(a.shape(), a.strides(), b.shape(), b.strides());
-  if (L.copy_a || L.copy_b || !L.outer_shape.empty() || L.m == 0 || L.n == 0 || L.k == 0 || L.batch > 65535) return false;
+  if (L.copy_a || L.copy_b || !L.outer_shape.empty() || L.m == 0 || L.n == 0 || L.k == 0 || L.batch == 0 || L.batch > 65535) return false;
   const ir::Graph& g = graph_of(ec);
   if (!codegen::is_product_epilogue(g)) return false;
   P.shape = L.out_shape;
