@@ -339,6 +339,8 @@ Verdict compile_only(const Case& c) {
   try {
     std::optional<fusion::GeneratedProducts> generated;  // (its product kernels compiled too)
     if (c.generated) generated.emplace();
+    std::optional<fusion::Unfused> unfused;  // (planned as the GPU run plans it: each operation its own kernel)
+    if (c.unfused) unfused.emplace();
     const fusion::KernelInfo info = fusion::detail::inspect(p.call());
     v.kernels = info.kernels;
     for (const std::string& entry : info.plan) v.strategies.push_back(strategy_of(entry));
