@@ -371,6 +371,30 @@ TEST_CASE("fuzz regression: an 8- or 16-bit sum wraps before it is compared (ptx
   CHECK(fz::eval(-b).to_host() == std::vector<std::int8_t>{-128, -5, 0});
 }
 
+TEST_CASE("fuzz regression: under fz::Unfused a pad beside a matrix product is computed over its own shape",
+          "[gpu][fuzz]") {
+  // cases 77000345 and 77000447: the pad's step took the product's operands into its region and refused to run
+  const std::vector<double> ha{-2.5, -3.0, -1.5, 3.0, 1.0, -2.5, 2.5, -1.0, -1.5, -0.5};
+  std::vector<float> hb(80);
+  for (std::size_t i = 0; i < hb.size(); ++i) hb[i] = static_cast<float>(static_cast<int>(i * 7 % 13) - 6) * 0.5f;
+  std::vector<fz::half> hz(20);
+  for (std::size_t i = 0; i < hz.size(); ++i) hz[i] = fz::half(static_cast<float>(i) - 9.5f);
+  const auto a = fz::asarray(ha, {5, 2});
+  const auto b = fz::asarray(hb, {2, 40});
+  const auto z = fz::asarray(hz, {1, 1, 1, 20});
+  const fz::Unfused unfused;
+  const auto got = fz::eval(fz::fmax(fz::matmul(a, b), fz::pad(z, {{2, 4}, {0, 0}, {3, 1}, {8, 12}}, 0))).to_host();
+  REQUIRE(got.size() == std::size_t{7 * 5 * 40});
+  for (std::int64_t i = 0; i < 7; ++i)
+    for (std::int64_t r = 0; r < 5; ++r)
+      for (std::int64_t c = 0; c < 40; ++c) {
+        const double p = ha[r * 2] * hb[c] + ha[r * 2 + 1] * hb[40 + c];  // exact in float64
+        const bool inside = i == 2 && r == 3 && c >= 8 && c < 28;
+        const double padded = inside ? test::as_double(hz[c - 8]) : 0.0;
+        CHECK(got[(i * 5 + r) * 40 + c] == std::max(p, padded));
+      }
+}
+
 TEST_CASE("fuzz regression: abs of the most negative integer stays negative wherever it is used, as NumPy's wraps",
           "[gpu][fuzz]") {
   // case 29000980: floor_divide(half(-3), abs(int32 INT_MIN)) gave -1 (NumPy: 0, dividing by INT_MIN)

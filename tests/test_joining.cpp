@@ -62,6 +62,13 @@ TEST_CASE("stack and concatenate plans: a reduction of a join runs the join firs
   CHECK(fz::inspect(fz::concatenate(0, x, y) - fz::mean(y)).kernels == 2);  // the mean, then one kernel
   const fz::Unfused unfused;  // the join stays one kernel with its pieces' math (each op of its own elsewhere)
   CHECK(fz::inspect(fz::concatenate(0, x + 1.f, y) * 2.f).kernels == 2);
+  // a pad beside a product: the pad's step spans its own region, not the product's operands (fusion-fuzz case
+  // 77000345 planned it over (6, 1, 5, 40) broadcast with the (2, 40) operand: an error)
+  const auto a = fz::placeholder<double>({5, 2});
+  const auto b = fz::placeholder<float>({2, 40});
+  const auto z = fz::placeholder<fz::half>({1, 1, 1, 20});
+  const fz::KernelInfo k = fz::inspect(fz::fmax(fz::matmul(a, b), fz::pad(z, {{2, 4}, {0, 0}, {3, 1}, {8, 12}}, 0)));
+  CHECK_THAT(k.plan.back(), Catch::StartsWith("fz_fmax_f64_"));
 }
 
 TEST_CASE("joining checks shapes and axes", "[joining]") {

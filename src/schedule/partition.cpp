@@ -104,11 +104,14 @@ std::vector<int> temps_read(const ir::Graph& g, std::uint32_t root, const std::v
 }
 
 /// Whether the value of node `root` depends on the flat index of the result (an iota leaf below it).
+/// A reduction's or a product's result has a shape of its own, not its operands' region's.
+bool has_own_shape(ir::Op op) { return ir::is_reduction(op) || ir::is_product(op); }
+
 bool reads_index(const ir::Graph& g, std::uint32_t root) {
   bool found = false;
   walk_below(g, root, [&](std::uint32_t i) {
     found = found || g.nodes[i].op == ir::Op::iota || g.nodes[i].op == ir::Op::leading;
-    return !ir::is_reduction(g.nodes[i].op);  // a reduction's result has its own shape
+    return !has_own_shape(g.nodes[i].op);
   });
   return found;
 }
@@ -127,8 +130,8 @@ void set_index_region(const ir::Graph& g, std::uint32_t root, KernelStep& step) 
     walk_below(g, top, [&](std::uint32_t i) {
       reaches = reaches || i == root;
       if (g.nodes[i].op == ir::Op::input) arrays.push_back(static_cast<int>(g.nodes[i].slot));
-      return !ir::is_reduction(g.nodes[i].op);
-    });
+      return !has_own_shape(g.nodes[i].op);  // (a product's operands are not in the region: fz::Unfused's
+    });                                       // fmax(matmul(x, y), pad(z)) broadcast y with the pad, found by fusion-fuzz)
     if (!reaches) continue;
     step.whole_index = true;
     step.index_arrays = std::move(arrays);
