@@ -254,6 +254,10 @@ void generated(bool skinny) {
       fz::GeneratedProducts on;
       const fz::KernelInfo k = fz::inspect(expr);
       variant = k.kernels == 1 ? k.variant.substr(0, k.variant.find(", float32")) : "(not generated)";
+      // (the words after the cut that tell kernels of one tile apart)
+      if (const auto at = k.variant.find(" in clusters of "); k.kernels == 1 && at != std::string::npos)
+        variant += "," + k.variant.substr(at, k.variant.find(" sharing", at) - at);
+      if (k.kernels == 1 && k.variant.find("K split") != std::string::npos) variant += ", K split";
     }
     // what the default route settles on for this shape: calls until its race has a verdict (or 20 s)
     std::string race;
