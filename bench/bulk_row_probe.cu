@@ -309,42 +309,9 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(4, 1, 1) soft
 }
 
 
-#include <algorithm>
-#include <cstdio>
 #include <cstring>
-#include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e));      \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
-
-__global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    out[i] = in[i];
-}
-
-template <class F> float median_ms(F&& f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a), cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  for (int r = 0; r < 9; ++r) {
-    cudaEventRecord(a);
-    for (int i = 0; i < 10; ++i) f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms / 10);
-  }
-  std::sort(t.begin(), t.end());
-  return t[4];
-}
+#include "probe_timing.cuh"
 
 int run(long long rows, long long cols) {
   const long long n = rows * cols;
@@ -352,29 +319,29 @@ int run(long long rows, long long cols) {
   unsigned s = 12345;
   for (auto& v : h) s = s * 1664525u + 1013904223u, v = (float)((s >> 8) % 20000) / 1000.0f - 10.0f;
   float *in, *out_a, *out_b;
-  CHECK(cudaMalloc(&in, n * 4));
-  CHECK(cudaMalloc(&out_a, n * 4));
-  CHECK(cudaMalloc(&out_b, n * 4));
-  CHECK(cudaMemcpy(in, h.data(), n * 4, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMalloc(&in, n * 4));
+  PROBE_CHECK(cudaMalloc(&out_a, n * 4));
+  PROBE_CHECK(cudaMalloc(&out_b, n * 4));
+  PROBE_CHECK(cudaMemcpy(in, h.data(), n * 4, cudaMemcpyHostToDevice));
   const int smem = (int)(((cols / 4 + 3) / 4 * 4 + 15) / 16 * 16 * 4);
-  CHECK(cudaFuncSetAttribute(softmax_loads, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CHECK(cudaFuncSetAttribute(softmax_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  PROBE_CHECK(cudaFuncSetAttribute(softmax_loads, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  PROBE_CHECK(cudaFuncSetAttribute(softmax_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   FzKept shape{{rows}}, st{{cols}};
   auto la = [&] { softmax_loads<<<rows * 4, 512, smem>>>(in, out_a, rows, cols, shape, st, st); };
   auto lb = [&] { softmax_bulk<<<rows * 4, 512, smem>>>(in, out_b, rows, cols, shape, st, st); };
-  CHECK(cudaMemset(out_a, 0xff, n * 4));
-  CHECK(cudaMemset(out_b, 0x7f, n * 4));
+  PROBE_CHECK(cudaMemset(out_a, 0xff, n * 4));
+  PROBE_CHECK(cudaMemset(out_b, 0x7f, n * 4));
   la(), lb();
-  CHECK(cudaDeviceSynchronize());
+  PROBE_CHECK(cudaDeviceSynchronize());
   std::vector<float> ra(n), rb(n);
-  CHECK(cudaMemcpy(ra.data(), out_a, n * 4, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(rb.data(), out_b, n * 4, cudaMemcpyDeviceToHost));
+  PROBE_CHECK(cudaMemcpy(ra.data(), out_a, n * 4, cudaMemcpyDeviceToHost));
+  PROBE_CHECK(cudaMemcpy(rb.data(), out_b, n * 4, cudaMemcpyDeviceToHost));
   long long differ = 0;
   for (long long i = 0; i < n; ++i) differ += std::memcmp(&ra[i], &rb[i], 4) != 0;
   double row0 = 0;
   for (long long j = 0; j < cols; ++j) row0 += ra[j];
   const double bytes = 2.0 * n * 4;
-  const float copy_ms = median_ms([&] { copy_kernel<<<132 * 8, 512>>>((const float4*)in, (float4*)out_a, n / 4); });
+  const float copy_ms = median_ms([&] { probe_copy<<<132 * 8, 512>>>((const uint4*)in, (uint4*)out_a, n / 4); });
   const float ta = median_ms(la), tb = median_ms(lb);
   const double limit = bytes / copy_ms / 1e6;
   std::printf("%lld x %lld float32: copy %.1f us (%.0f GB/s); row 0 sums to %.6f; %lld elements differ\n", rows, cols,
@@ -386,12 +353,7 @@ int run(long long rows, long long cols) {
 }
 
 int main() {
-  // warm the machine (its memory is populated lazily in the first minute)
-  float* w;
-  CHECK(cudaMalloc(&w, 1ll << 30));
-  for (int i = 0; i < 200; ++i) CHECK(cudaMemset(w, i, 1ll << 30));
-  CHECK(cudaDeviceSynchronize());
-  cudaFree(w);
+  probe_warm_up();
   int bad = 0;
   bad |= run(1024, 65536);
   bad |= run(4096, 65536);

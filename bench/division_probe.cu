@@ -29,6 +29,8 @@
 #include <cstring>
 #include <vector>
 
+#include "probe_timing.cuh"
+
 namespace {
 
 constexpr int kRows = 16384, kCols = 4096, kThreads = 128, kVec = 8;
@@ -146,39 +148,6 @@ __global__ void check_division(const float* xs, const float* ss, long long n, un
   }
 }
 
-__global__ void copy(const uint4* __restrict__ in, uint4* __restrict__ out, long long n) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    out[i] = in[i];
-}
-
-#define CHECK_CUDA(x)                                                                    \
-  do {                                                                                   \
-    cudaError_t e = (x);                                                                 \
-    if (e != cudaSuccess) {                                                              \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e));      \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
-
-template <class F> float median_ms(F&& f) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w) f();
-  std::vector<float> t;
-  for (int r = 0; r < 9; ++r) {
-    CHECK_CUDA(cudaEventRecord(a));
-    for (int c = 0; c < 10; ++c) f();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms / 10);
-  }
-  std::sort(t.begin(), t.end());
-  return t[4];
-}
-
 unsigned rng_state = 12345;
 unsigned next() { return rng_state = rng_state * 1664525u + 1013904223u; }
 float bits(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
@@ -186,6 +155,7 @@ float bits(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 }  // namespace
 
 int main() {
+  probe_warm_up();  // (its run of 2026-11-29 was in the machine's first minute, before this)
   // 1. the hoisted division against the device's own correctly rounded one
   {
     const long long n = 1ll << 26;
@@ -198,15 +168,15 @@ int main() {
     xs[0] = 0.f, xs[1] = -0.f, xs[2] = INFINITY, xs[3] = NAN;
     float *dx, *ds;
     unsigned long long* dw;
-    CHECK_CUDA(cudaMalloc(&dx, n * 4));
-    CHECK_CUDA(cudaMalloc(&ds, 4096 * 4));
-    CHECK_CUDA(cudaMalloc(&dw, 8));
-    CHECK_CUDA(cudaMemcpy(dx, xs.data(), n * 4, cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(ds, ss.data(), 4096 * 4, cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemset(dw, 0, 8));
+    PROBE_CHECK(cudaMalloc(&dx, n * 4));
+    PROBE_CHECK(cudaMalloc(&ds, 4096 * 4));
+    PROBE_CHECK(cudaMalloc(&dw, 8));
+    PROBE_CHECK(cudaMemcpy(dx, xs.data(), n * 4, cudaMemcpyHostToDevice));
+    PROBE_CHECK(cudaMemcpy(ds, ss.data(), 4096 * 4, cudaMemcpyHostToDevice));
+    PROBE_CHECK(cudaMemset(dw, 0, 8));
     check_division<<<1024, 256>>>(dx, ds, n, dw);
     unsigned long long wrong = 0;
-    CHECK_CUDA(cudaMemcpy(&wrong, dw, 8, cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaMemcpy(&wrong, dw, 8, cudaMemcpyDeviceToHost));
     std::printf("hoisted division against __fdiv_rn: %lld pairs, %llu differ\n", n, wrong);
     cudaFree(dx), cudaFree(ds), cudaFree(dw);
   }
@@ -220,22 +190,22 @@ int main() {
     v = static_cast<unsigned short>(u >> 16);
   }
   unsigned short *in, *out, *ref;
-  CHECK_CUDA(cudaMalloc(&in, n * 2));
-  CHECK_CUDA(cudaMalloc(&out, n * 2));
-  CHECK_CUDA(cudaMalloc(&ref, n * 2));
-  CHECK_CUDA(cudaMemcpy(in, h.data(), n * 2, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMalloc(&in, n * 2));
+  PROBE_CHECK(cudaMalloc(&out, n * 2));
+  PROBE_CHECK(cudaMalloc(&ref, n * 2));
+  PROBE_CHECK(cudaMemcpy(in, h.data(), n * 2, cudaMemcpyHostToDevice));
   const int shared = kCols * 2 + kCols * 4;
   const double bytes = 4.0 * n;  // read once, written once
-  const float copy_ms = median_ms([&] { copy<<<132 * 8, 256>>>(reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), n * 2 / 16); });
+  const float copy_ms = median_ms([&] { probe_copy<<<132 * 8, 256>>>(reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), n * 2 / 16); });
   const double limit = bytes / (copy_ms * 1e-3) / 1e9;
   std::printf("copy of %.0f MB: %.1f us, %.0f GB/s\n", bytes / 1e6, copy_ms * 1e3, limit);
   std::vector<unsigned short> want(n), got(n);
   auto run = [&](const char* name, auto kernel, bool exact) {
-    CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-    CHECK_CUDA(cudaMemset(out, 0xff, n * 2));
+    PROBE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+    PROBE_CHECK(cudaMemset(out, 0xff, n * 2));
     kernel<<<kRows, kThreads, shared>>>(in, out);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
     long long differ = 0;
     for (long long i = 0; i < n; ++i)
       differ += exact ? got[i] != want[i] : std::abs(static_cast<int>(got[i]) - static_cast<int>(want[i])) > 2;
@@ -243,10 +213,10 @@ int main() {
     std::printf("%-8s %8.1f us  %6.1f%% of the copy limit  %lld elements %s\n", name, ms * 1e3,
                 100.0 * bytes / (ms * 1e-3) / 1e9 / limit, differ, exact ? "differ from ieee" : "off by more than 2 ulps");
   };
-  CHECK_CUDA(cudaFuncSetAttribute(softmax<Division::ieee, Maximum::select>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  PROBE_CHECK(cudaFuncSetAttribute(softmax<Division::ieee, Maximum::select>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   softmax<Division::ieee, Maximum::select><<<kRows, kThreads, shared>>>(in, ref);
-  CHECK_CUDA(cudaDeviceSynchronize());
-  CHECK_CUDA(cudaMemcpy(want.data(), ref, n * 2, cudaMemcpyDeviceToHost));
+  PROBE_CHECK(cudaDeviceSynchronize());
+  PROBE_CHECK(cudaMemcpy(want.data(), ref, n * 2, cudaMemcpyDeviceToHost));
   run("ieee", softmax<Division::ieee, Maximum::select>, true);
   run("hoisted", softmax<Division::hoisted, Maximum::select>, true);
   run("nan_max", softmax<Division::hoisted, Maximum::nan>, true);

@@ -185,52 +185,15 @@ __global__ void __launch_bounds__(T) rms_regs(const unsigned short* __restrict__
   }
 }
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <vector>
 
-#define CHECK(x)                                                                          \
-  do {                                                                                    \
-    cudaError_t e = (x);                                                                  \
-    if (e != cudaSuccess) {                                                               \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e));      \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
-
-__global__ void copy_kernel(const uint4* __restrict__ in, uint4* __restrict__ out, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    out[i] = in[i];
-}
-
-template <class F> float median_ms(F&& f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a), cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> t;
-  for (int r = 0; r < 9; ++r) {
-    cudaEventRecord(a);
-    for (int i = 0; i < 10; ++i) f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms / 10);
-  }
-  std::sort(t.begin(), t.end());
-  return t[4];
-}
+#include "probe_timing.cuh"
 
 constexpr long long kRows = 16384, kCols = 4096;
 
 int main() {
-  float* warm;
-  CHECK(cudaMalloc(&warm, 1ll << 30));
-  for (int i = 0; i < 200; ++i) CHECK(cudaMemset(warm, i, 1ll << 30));
-  CHECK(cudaDeviceSynchronize());
-  cudaFree(warm);
+  probe_warm_up();
   const long long n = kRows * kCols;
   std::vector<unsigned short> hx(n), hw(kCols);
   unsigned s = 777;
@@ -238,29 +201,29 @@ int main() {
   for (auto& v : hx) s = s * 1664525u + 1013904223u, v = bf((float)((s >> 8) % 60000) / 10000.0f - 3.0f);
   for (auto& v : hw) s = s * 1664525u + 1013904223u, v = bf((float)((s >> 8) % 20000) / 10000.0f);
   unsigned short *x, *w, *ref, *out;
-  CHECK(cudaMalloc(&x, n * 2));
-  CHECK(cudaMalloc(&w, kCols * 2));
-  CHECK(cudaMalloc(&ref, n * 2));
-  CHECK(cudaMalloc(&out, n * 2));
-  CHECK(cudaMemcpy(x, hx.data(), n * 2, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(w, hw.data(), kCols * 2, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMalloc(&x, n * 2));
+  PROBE_CHECK(cudaMalloc(&w, kCols * 2));
+  PROBE_CHECK(cudaMalloc(&ref, n * 2));
+  PROBE_CHECK(cudaMalloc(&out, n * 2));
+  PROBE_CHECK(cudaMemcpy(x, hx.data(), n * 2, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(w, hw.data(), kCols * 2, cudaMemcpyHostToDevice));
   FzKept shape{{kRows}}, st{{kCols}}, zero{{0}};
   const float eps = 1e-6f;
   const double divisor = (double)kCols;
   auto smem = [&] { rms_smem<<<kRows, 128, kCols * 2>>>(x, w, ref, eps, kRows, kCols, divisor, shape, st, zero, st); };
   smem();
-  CHECK(cudaDeviceSynchronize());
+  PROBE_CHECK(cudaDeviceSynchronize());
   std::vector<unsigned short> want(n), got(n);
-  CHECK(cudaMemcpy(want.data(), ref, n * 2, cudaMemcpyDeviceToHost));
+  PROBE_CHECK(cudaMemcpy(want.data(), ref, n * 2, cudaMemcpyDeviceToHost));
   const double bytes = 2.0 * n * 2 + kCols * 2;
-  const float copy_ms = median_ms([&] { copy_kernel<<<132 * 8, 512>>>((const uint4*)x, (uint4*)out, n / 8); });
+  const float copy_ms = median_ms([&] { probe_copy<<<132 * 8, 512>>>((const uint4*)x, (uint4*)out, n / 8); });
   const double limit = bytes / copy_ms / 1e6;
   std::printf("bfloat16 RMSNorm %lld x %lld: copy %.1f us (%.0f GB/s)\n", kRows, kCols, copy_ms * 1e3, limit);
   auto report = [&](const char* name, auto&& launch) {
-    CHECK(cudaMemset(out, 0xff, n * 2));
+    PROBE_CHECK(cudaMemset(out, 0xff, n * 2));
     launch();
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
     long long differ = 0, far = 0;
     for (long long i = 0; i < n; ++i) {
       const int d = std::abs((int)got[i] - (int)want[i]);
