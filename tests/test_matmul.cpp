@@ -162,6 +162,13 @@ TEST_CASE("the math reading a product is one kernel of its own kind: a layer, se
   // a product of products: each its own call, the sum between them one kernel
   const auto chain = fz::inspect(fz::matmul(fz::matmul(x, w) + 1.0f, fz::placeholder<fz::bfloat16>({16, 8})));
   CHECK(chain.kernels == 3);
+  // a generator after a reduction of the product: its index is the result's element, not the reduced operand's
+  // (fusion-fuzz case 95000598: the whole step broadcast (2,) with the operand's (1, 2, 5) and refused it)
+  const auto y = fz::placeholder<std::int64_t>({1, 2, 1});
+  const auto a = fz::placeholder<float>({2, 1}), b = fz::placeholder<float>({1, 5});
+  const auto reduced = fz::inspect(fz::sum(y != fz::matmul(a, b), {-3, -1}, false) + fz::random::bits(62461ull));
+  INFO(reduced);
+  CHECK_THAT(reduced.plan.back(), Catch::StartsWith("fz_random_bits_add_"));
 }
 
 TEST_CASE("bias, residual, ReLU and GELU after a product run inside its cuBLASLt call", "[matmul]") {

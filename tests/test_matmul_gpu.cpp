@@ -462,3 +462,16 @@ TEST_CASE("cuBLASLt's epilogues give what the fused kernel would: bias, residual
   check_epilogues<float>(79);
   check_epilogues<double>(83);
 }
+
+TEST_CASE("a generator after a reduction of a product numbers the result's elements", "[gpu][matmul]") {
+  // fusion-fuzz case 95000598: the plan refused the shapes; the same expression over the product's values computed
+  // first is the reference (the generator's values depend on the element's index alone)
+  const auto y = fz::asarray(std::vector<std::int64_t>{1, 3}, {1, 2, 1});
+  const auto a = fz::asarray(std::vector<float>{-1.5f, 1.5f}, {2, 1});
+  const auto b = fz::asarray(std::vector<float>{-3.0f, 2.0f, 0.0f, 3.0f, -1.5f}, {1, 5});
+  const fz::Array<float> p = fz::matmul(a, b);
+  const auto got = fz::eval(fz::sum(y != fz::matmul(a, b), {-3, -1}, false) + fz::random::uniform<double>(77ull));
+  const auto want = fz::eval(fz::sum(y != p, {-3, -1}, false) + fz::random::uniform<double>(77ull));
+  REQUIRE(got.shape() == fz::Shape{2});
+  CHECK(got.to_host() == want.to_host());
+}

@@ -328,19 +328,46 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
 
 std::vector<Shape> node_shapes(const Call& c) {
   const ir::Graph& g = graph_of(c);
-  std::vector<Shape> shape(g.nodes.size());
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& n = g.nodes[i];
-    if (n.op == ir::Op::input) shape[i] = c.arrays[n.slot]->shape();
-    else if (n.op == ir::Op::scalar) shape[i] = Shape();
-    else if (n.op == ir::Op::iota) shape[i] = broadcast_shape_of(c);  // the index of the result (fz::random)
-    else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
-    else if (ir::is_scan(n.op)) shape[i] = shape[n.a];  // (its axis is checked where it runs)
-    else if (ir::is_product(n.op)) shape[i] = matmul_shape(shape[n.a], shape[n.b]);
-    else
-      for (std::uint32_t o : {n.a, n.b, n.c})
-        if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
+  std::vector<Shape> shape(g.nodes.size()), iota(g.nodes.size());
+  const auto pass = [&] {
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const ir::Node& n = g.nodes[i];
+      shape[i] = Shape();
+      if (n.op == ir::Op::input) shape[i] = c.arrays[n.slot]->shape();
+      else if (n.op == ir::Op::iota) shape[i] = iota[i];
+      else if (ir::is_reduction(n.op)) shape[i] = reduced_shapes(shape[n.a], c.reductions[n.slot]).out;
+      else if (ir::is_scan(n.op)) shape[i] = shape[n.a];  // (its axis is checked where it runs)
+      else if (ir::is_product(n.op)) shape[i] = matmul_shape(shape[n.a], shape[n.b]);
+      else if (n.op != ir::Op::scalar)
+        for (std::uint32_t o : {n.a, n.b, n.c})
+          if (o != ir::kNone) shape[i] = broadcast_shapes(shape[i], shape[o]);
+    }
+  };
+  pass();  // (an index as a scalar first)
+  // The index (fz::random) is the element's in its region: the elementwise tree below an output or a reduction's,
+  // scan's or product's operand, whose shape the first pass found. (Not the whole call's broadcast: in
+  // `sum(x != matmul(a, b)) + random::bits(s)` that took in x and the product, found by fusion-fuzz, case 95000598.)
+  bool any = false;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) any = any || g.nodes[i].op == ir::Op::iota;
+  if (!any) return shape;
+  std::vector<std::uint32_t> tops(g.outputs.begin(), g.outputs.end());
+  for (const ir::Node& n : g.nodes) {
+    if (ir::is_reduction(n.op) || ir::is_scan(n.op) || ir::is_product(n.op)) tops.push_back(n.a);
+    if (ir::is_product(n.op)) tops.push_back(n.b);
   }
+  for (std::uint32_t top : tops) {
+    std::vector<std::uint32_t> stack{top};
+    while (!stack.empty()) {
+      const std::uint32_t i = stack.back();
+      stack.pop_back();
+      const ir::Node& n = g.nodes[i];
+      if (n.op == ir::Op::iota) iota[i] = broadcast_shapes(iota[i], shape[top]);
+      if (ir::is_reduction(n.op) || ir::is_scan(n.op) || ir::is_product(n.op)) continue;
+      for (std::uint32_t o : {n.a, n.b, n.c})
+        if (o != ir::kNone) stack.push_back(o);
+    }
+  }
+  pass();
   return shape;
 }
 
