@@ -128,3 +128,108 @@ TEST_CASE("fast math spells float log1p with fusion's approximation, and only fl
   CHECK_THAT(fz::inspect(fz::log1p(b)).source, Catch::Contains("fz_log1p_fast("));  // computed in float
   CHECK_THAT(fz::inspect(fz::log1p(d)).source, !Catch::Contains("fz_log1p_fast("));
 }
+
+// Without any mode: a half or bfloat16 result rounds to 11 or 8 bits on store, so its exp, division, sqrt and
+// log1p take float's full-range approximations (spell.cpp); float32 results stay precise.
+TEST_CASE("16-bit results take float's full-range approximations; float32 and float64 stay precise", "[fast_math]") {
+  auto b = fz::placeholder<fz::bfloat16>({1 << 20});
+  auto h = fz::placeholder<fz::half>({1 << 20});
+  auto f = fz::placeholder<float>({1 << 20});
+  const std::string sixteen = fz::inspect(fz::exp(b) / fz::sqrt(b) + fz::log1p(b) + fz::reciprocal(b) + 2.f / b).source;
+  for (const char* fn : {"fz_exp16(", "fz_div16(", "fz_sqrt16(", "fz_log1p_fast(", "fz_div16(1.f, ", "fz_div16(s"})
+    CHECK_THAT(sixteen, Catch::Contains(fn));
+  CHECK_THAT(sixteen, Catch::Contains("ex2.approx.f32 ") && Catch::Contains("div.full.f32 "));  // not the .ftz forms
+  CHECK_THAT(fz::inspect(fz::softmax(fz::placeholder<fz::half>({64, 1024}))).source, Catch::Contains("fz_div16("));
+  const std::string wide = fz::inspect(fz::exp(f) / fz::sqrt(f) + fz::log1p(f) + fz::exp(fz::cast<float>(h))).source;
+  for (const char* fn : {"fz_exp16", "fz_div16", "fz_sqrt16", "fz_log1p_fast"}) CHECK_THAT(wide, !Catch::Contains(fn));
+  CHECK_THAT(fz::inspect(fz::exp(b) / f).source, !Catch::Contains("fz_div16"));  // a float32 quotient
+  const fz::KernelInfo fast = fz::inspect(fz::fast_math(fz::exp(b) / b));  // fast math's own forms instead
+  CHECK_THAT(fast.source, !Catch::Contains("fz_exp16"));
+}
+
+namespace {
+/// The spacing of 16-bit float T's grid at |r| (its subnormal spacing below the smallest normal).
+template <class T> double grid_spacing(double r) {
+  constexpr bool bf = std::is_same_v<T, fz::bfloat16>;
+  const int mantissa = bf ? 7 : 10, min_exp = bf ? -126 : -14;
+  int e = 0;
+  std::frexp(r, &e);  // r = m 2^e, m in [0.5, 1)
+  return std::ldexp(1.0, std::max(e - 1, min_exp) - mantissa);
+}
+
+/// Each op of a 16-bit result against float64: every value faithful (within one step of the grid, the precise
+/// path's guarantee too), at most `share` of them not the nearest, and the special values exact.
+template <class T> void check_approximations_16(double share) {
+  constexpr bool bf = std::is_same_v<T, fz::bfloat16>;
+  const std::size_t n = 1 << 18;
+  std::mt19937_64 rng(bf ? 61 : 62);
+  // magnitudes spread evenly in the exponent over T's whole range, subnormals included, both signs
+  auto spread = [&](double lo_exp, double hi_exp, bool negative) {
+    std::uniform_real_distribution<double> e(lo_exp, hi_exp);
+    std::vector<T> v(n);
+    for (auto& x : v) x = T(static_cast<float>(((negative && (rng() & 1)) ? -1 : 1) * std::exp2(e(rng))));
+    return v;
+  };
+  const double top = bf ? 127 : 15.9, bottom = bf ? -133 : -24;
+  const auto num = spread(bottom, top, true), den = spread(bottom, top, true), pos = spread(bottom, top, false);
+  std::vector<T> arg(n);  // exp's arguments: its whole range, overflow, and subnormal results
+  std::uniform_real_distribution<double> ea(bf ? -93 : -17.5, bf ? 89.5 : 11.2);
+  for (auto& x : arg) x = T(static_cast<float>(ea(rng)));
+  std::vector<T> lp(n);  // log1p's: near 0, near -1 and far
+  for (std::size_t i = 0; i < n; ++i)
+    lp[i] = T(static_cast<float>(i % 3 == 0 ? std::ldexp(double(rng() % 2000) - 1000, -16)
+                                            : (i % 3 == 1 ? -1 + std::exp2(-double(rng() % 9)) : std::exp2(double(rng() % 100)))));
+  auto a = fz::asarray(num), d = fz::asarray(den), p = fz::asarray(pos), x = fz::asarray(arg), l = fz::asarray(lp);
+  struct Case {
+    const char* name;
+    fz::Array<T> got;
+    std::function<double(std::size_t)> want;
+  };
+  auto at = [](const std::vector<T>& v, std::size_t i) { return double(float(v[i])); };
+  const std::vector<Case> cases = {
+      {"exp", fz::Array<T>(fz::exp(x)), [&](std::size_t i) { return std::exp(at(arg, i)); }},
+      {"division", fz::Array<T>(a / d), [&](std::size_t i) { return at(num, i) / at(den, i); }},
+      {"reciprocal", fz::Array<T>(1.f / d), [&](std::size_t i) { return 1 / at(den, i); }},
+      {"sqrt", fz::Array<T>(fz::sqrt(p)), [&](std::size_t i) { return std::sqrt(at(pos, i)); }},
+      {"log1p", fz::Array<T>(fz::log1p(l)), [&](std::size_t i) { return std::log1p(at(lp, i)); }},
+  };
+  const double largest = bf ? 3.3895313892515355e38 : 65504;
+  for (const Case& c : cases) {
+    const auto got = c.got.to_host();
+    std::size_t unfaithful = 0, not_nearest = 0, finite = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double want = c.want(i), g = double(float(got[i]));
+      const double nearest = double(float(T(static_cast<float>(want))));  // (float first: off only at exact ties)
+      if (std::abs(want) > largest) {  // beyond the grid: the rounding's infinity, or the largest value
+        if (!(std::isinf(g) || std::abs(g) == largest) || std::signbit(g) != std::signbit(want)) ++unfaithful;
+        continue;
+      }
+      ++finite;
+      if (g != nearest) ++not_nearest;
+      if (!(std::abs(g - want) < grid_spacing<T>(want))) {
+        if (unfaithful < 4) UNSCOPED_INFO(c.name << "(element " << i << "): got " << g << ", want " << want);
+        ++unfaithful;
+      }
+    }
+    INFO(c.name << ": " << not_nearest << " of " << finite << " not the nearest");
+    CHECK(unfaithful == 0);
+    CHECK(double(not_nearest) <= share * double(finite));
+  }
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<T> s = {T(inf), T(-inf), T(nan), T(0.f), T(-0.f), T(1.f), T(-3.f)};
+  auto sv = fz::asarray(s);
+  const auto e = fz::Array<T>(fz::exp(sv)).to_host(), q = fz::Array<T>(1.f / sv).to_host();
+  const auto r = fz::Array<T>(fz::sqrt(sv)).to_host(), z = fz::Array<T>(sv / 0.f).to_host();
+  auto v = [](T t) { return float(t); };
+  CHECK((v(e[0]) == inf && v(e[1]) == 0 && std::isnan(v(e[2])) && v(e[3]) == 1 && v(e[4]) == 1));
+  CHECK((v(q[0]) == 0 && std::signbit(v(q[1])) && v(q[1]) == 0 && std::isnan(v(q[2])) && v(q[3]) == inf && v(q[4]) == -inf));
+  CHECK((v(r[0]) == inf && std::isnan(v(r[1])) && std::isnan(v(r[2])) && v(r[3]) == 0 && std::signbit(v(r[4])) && std::isnan(v(r[6]))));
+  CHECK((v(z[0]) == inf && v(z[1]) == -inf && std::isnan(v(z[3])) && v(z[5]) == inf && v(z[6]) == -inf));
+}
+}  // namespace
+
+TEST_CASE("16-bit exp, division, sqrt and log1p are faithful over the whole range, nearly always the nearest",
+          "[gpu][ops][fast_math]") {
+  check_approximations_16<fz::bfloat16>(0.01);
+  check_approximations_16<fz::half>(0.01);
+}

@@ -76,14 +76,26 @@ template <class T> __device__ __forceinline__ T fz_shr(T a, T b) { return (b < 0
 __device__ __forceinline__ float fz_tgamma(float x) { return (x < 0.f && x == floorf(x)) ? __int_as_float(0x7fc00000) : tgammaf(x); }
 __device__ __forceinline__ double fz_tgamma(double x) { return (x < 0.0 && x == floor(x)) ? __longlong_as_double(0x7ff8000000000000ll) : tgamma(x); })";
     case Helper::log1p_fast:
-      return R"(// log1p under fast math: CUDA's log1pf has no approximate form, and it is most of a softplus's work.
-// Below 2^-5 in magnitude, four terms of the series (relative error under x^4 / 5 < 2^-22); above, the fast
+      return R"(// log1p under fast math and of 16-bit results: CUDA's log1pf has no approximate form, and it is most of a
+// softplus's work. Below 2^-5 in magnitude, four terms of the series (relative error under x^4 / 5 < 2^-22); above, the fast
 // log of u = 1 + x, corrected for the rounding of 1 + x by x / (u - 1) (exact beyond 2^24, where u - 1 is x).
 __device__ __forceinline__ float fz_log1p_fast(float x) {
   if (fabsf(x) < 0.03125f) return x * (1.f - x * (0.5f - x * (0.333333343f - x * 0.25f)));
   const float u = 1.f + x;
-  return x > 16777216.f ? __logf(u) : __logf(u) * (x / (u - 1.f));
+  return x > 16777216.f ? __logf(u) : __logf(u) * __fdividef(x, u - 1.f);  // (|u - 1| in [2^-5, 2^24])
 })";
+    // Math whose result is a half or a bfloat16, computed in float: the hardware's approximations over float's whole
+    // range, subnormals kept (not fast math's flushing forms). Their error, at most about 1e-5 relative, is under
+    // 1/200 of a half's rounding on store and 1/1000 of a bfloat16's (spell.cpp says where they are used).
+    case Helper::exp16:
+      return R"(// exp of a 16-bit result: ex2.approx over float's whole range, subnormals kept (error under 1e-5 relative).
+__device__ __forceinline__ float fz_exp16(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(__fmul_rn(x, 1.44269504f))); return y; })";
+    case Helper::div16:
+      return R"(// a division of a 16-bit result: div.full, 2 float ulp over the whole range, subnormals kept.
+__device__ __forceinline__ float fz_div16(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; })";
+    case Helper::sqrt16:
+      return R"(// sqrt of a 16-bit result: sqrt.approx, subnormals kept.
+__device__ __forceinline__ float fz_sqrt16(float x) { float y; asm("sqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; })";
     case Helper::gelu:
       return R"(// GELU through erf, and its tanh approximation; each step rounded on its own, as fused code is.
 __device__ __forceinline__ float fz_gelu(float x) {

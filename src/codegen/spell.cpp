@@ -151,6 +151,21 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     needs.insert(Helper::log1p_fast);
     return fmt::format("fz_log1p_fast({})", a);
   }
+  // A half or bfloat16 result keeps 11 or 8 bits on store: float's full-range approximations (helpers exp16,
+  // div16, sqrt16; fusion's fast log1p) err far inside that, where the precise expf, log1pf and IEEE division cost most of a
+  // bfloat16 softmax's or softplus's instructions (71% and 85% of the copy limit with them; torch.compile's
+  // kernels use the same approximations). The float results of such ops (a float32 sum of 16-bit exps) carry
+  // the approximation's error, far under the 16-bit rounding NumPy would apply there.
+  if (is_16bit_float(n.dtype) && is_16bit_float(d) && !ctx.fast_math) {
+    switch (n.op) {
+      case Op::log1p: needs.insert(Helper::log1p_fast); return fmt::format("fz_log1p_fast({})", a);
+      case Op::exp: needs.insert(Helper::exp16); return fmt::format("fz_exp16({})", a);
+      case Op::sqrt: needs.insert(Helper::sqrt16); return fmt::format("fz_sqrt16({})", a);
+      case Op::div: needs.insert(Helper::div16); return fmt::format("fz_div16({}, {})", a, b);
+      case Op::reciprocal: needs.insert(Helper::div16); return fmt::format("fz_div16(1.f, {})", a);
+      default: break;
+    }
+  }
   // Ops a CUDA math function computes on floating operands are spelled from the op table.
   const ir::OpInfo& info = ir::op_info(n.op);
   if (fl && *info.math) return info.arity == ir::Arity::unary ? call1(info.math) : call2(info.math);

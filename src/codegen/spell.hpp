@@ -32,6 +32,9 @@ enum class Helper {
   sign,
   tgamma,
   log1p_fast,
+  exp16,            // exp, division and sqrt whose result is a half or a bfloat16: float's full-range
+  div16,            // approximations (spell.cpp)
+  sqrt16,
   gelu,
   take_index,
   scatter_add,
