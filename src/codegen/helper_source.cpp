@@ -91,8 +91,13 @@ __device__ __forceinline__ float fz_log1p_fast(float x) {
       return R"(// exp of a 16-bit result: ex2.approx over float's whole range, subnormals kept (error under 1e-5 relative).
 __device__ __forceinline__ float fz_exp16(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(__fmul_rn(x, 1.44269504f))); return y; })";
     case Helper::div16:
-      return R"(// a division of a 16-bit result: div.full, 2 float ulp over the whole range, subnormals kept.
-__device__ __forceinline__ float fz_div16(float a, float b) { float q; asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b)); return q; })";
+      return R"(// a division of a 16-bit result: a times the approximate reciprocal (1 ulp) of b scaled into the normal range
+// (2 float ulp in all, as div.full), in two parts so that a division by a row's sum computes b's part once a row.
+__device__ __forceinline__ float fz_div16(float a, float b) {
+  const float s = fabsf(b) > 0x1p126f ? 0.25f : (fabsf(b) < 0x1p-126f ? 0x1p24f : 1.f);  // (NaN: 1)
+  float r; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b * s));
+  return __fmul_rn(a * s, r);
+})";
     case Helper::sqrt16:
       return R"(// sqrt of a 16-bit result: sqrt.approx, subnormals kept.
 __device__ __forceinline__ float fz_sqrt16(float x) { float y; asm("sqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; })";
