@@ -143,6 +143,17 @@ TEST_CASE("16-bit results take float's full-range approximations; float32 and fl
   const std::string wide = fz::inspect(fz::exp(f) / fz::sqrt(f) + fz::log1p(f) + fz::exp(fz::cast<float>(h))).source;
   for (const char* fn : {"fz_exp16", "fz_div16", "fz_sqrt16", "fz_log1p_fast"}) CHECK_THAT(wide, !Catch::Contains(fn));
   CHECK_THAT(fz::inspect(fz::exp(b) / f).source, !Catch::Contains("fz_div16"));  // a float32 quotient
+  // a float32 value whose every use rounds it to 16 bits: the division of a softmax computed in float32 and stored
+  // in bfloat16 (the exponential feeds the sum too: precise)
+  auto m = fz::placeholder<fz::bfloat16>({64, 1024});
+  auto mf = fz::cast<float>(m);
+  const std::string mixed = fz::inspect(fz::cast<fz::bfloat16>(fz::exp(mf - fz::max(mf, -1, true)) /
+                                                               fz::sum(fz::exp(mf - fz::max(mf, -1, true)), -1, true))).source;
+  CHECK_THAT(mixed, Catch::Contains("fz_div16(") && !Catch::Contains("fz_exp16("));
+  CHECK_THAT(fz::inspect(fz::cast<fz::half>(fz::sqrt(f))).source, Catch::Contains("fz_sqrt16("));
+  auto both = fz::sqrt(f);  // also stored as float32: precise
+  const fz::KernelInfo twice = fz::inspect(both, fz::cast<fz::half>(both));
+  CHECK_THAT(twice.source, !Catch::Contains("fz_sqrt16("));
   const fz::KernelInfo fast = fz::inspect(fz::fast_math(fz::exp(b) / b));  // fast math's own forms instead
   CHECK_THAT(fast.source, !Catch::Contains("fz_exp16"));
 }
@@ -179,7 +190,13 @@ template <class T> void check_approximations_16(double share) {
   for (std::size_t i = 0; i < n; ++i)
     lp[i] = T(static_cast<float>(i % 3 == 0 ? std::ldexp(double(rng() % 2000) - 1000, -16)
                                             : (i % 3 == 1 ? -1 + std::exp2(-double(rng() % 9)) : std::exp2(double(rng() % 100)))));
+  // float32 operands of full precision, each result cast to T (every use of the float32 value rounds it to 16 bits)
+  std::vector<float> numf(n), denf(n), argf(n);
+  std::uniform_real_distribution<float> jitter(1.f, 1.0078125f);  // bits below T's grid
+  for (std::size_t i = 0; i < n; ++i)
+    numf[i] = float(num[i]) * jitter(rng), denf[i] = float(den[i]) * jitter(rng), argf[i] = float(arg[i]) * jitter(rng);
   auto a = fz::asarray(num), d = fz::asarray(den), p = fz::asarray(pos), x = fz::asarray(arg), l = fz::asarray(lp);
+  auto af = fz::asarray(numf), df = fz::asarray(denf), xf = fz::asarray(argf);
   struct Case {
     const char* name;
     fz::Array<T> got;
@@ -192,6 +209,8 @@ template <class T> void check_approximations_16(double share) {
       {"reciprocal", fz::Array<T>(1.f / d), [&](std::size_t i) { return 1 / at(den, i); }},
       {"sqrt", fz::Array<T>(fz::sqrt(p)), [&](std::size_t i) { return std::sqrt(at(pos, i)); }},
       {"log1p", fz::Array<T>(fz::log1p(l)), [&](std::size_t i) { return std::log1p(at(lp, i)); }},
+      {"float32 division cast", fz::Array<T>(fz::cast<T>(af / df)), [&](std::size_t i) { return double(numf[i]) / denf[i]; }},
+      {"float32 exp cast", fz::Array<T>(fz::cast<T>(fz::exp(xf))), [&](std::size_t i) { return std::exp(double(argf[i])); }},
   };
   const double largest = bf ? 3.3895313892515355e38 : 65504;
   for (const Case& c : cases) {
@@ -228,7 +247,7 @@ template <class T> void check_approximations_16(double share) {
 }
 }  // namespace
 
-TEST_CASE("16-bit exp, division, sqrt and log1p are faithful over the whole range, nearly always the nearest",
+TEST_CASE("16-bit exp, division, sqrt and log1p (and float32 ones cast to 16 bits) are faithful over the whole range, nearly always the nearest",
           "[gpu][ops][fast_math]") {
   check_approximations_16<fz::bfloat16>(0.01);
   check_approximations_16<fz::half>(0.01);

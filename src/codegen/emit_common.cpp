@@ -112,6 +112,19 @@ std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, cons
 
 namespace {
 
+/// Per node: whether every use of its value rounds it to a half or a bfloat16 (a cast to one; not an output), so
+/// float's approximations, far inside that rounding, may compute it (spell's `rounded_to_16`).
+std::vector<bool> rounded_to_16(const ir::Graph& g) {
+  std::vector<int> uses(g.nodes.size(), 0), rounding(g.nodes.size(), 0);
+  for (const ir::Node& m : g.nodes)
+    for (std::uint32_t o : {m.a, m.b, m.c})
+      if (o != ir::kNone) ++uses[o], rounding[o] += m.op == ir::Op::cast && is_16bit_float(m.dtype);
+  for (std::uint32_t o : g.outputs) ++uses[o];
+  std::vector<bool> r(g.nodes.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = uses[i] > 0 && uses[i] == rounding[i];
+  return r;
+}
+
 /// Writes the wanted, not yet named nodes `scope` marks, in graph order; a concatenate becomes an if/else whose
 /// branches write the nodes only their piece needs (named inside the branch, forgotten after it).
 void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& scope, std::vector<std::string>& value,
@@ -124,6 +137,7 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
     w.line("#pragma unroll");
     w.line("for (int k = 0; k < {}; ++k) t{}[k] = {};", lanes->width, i, e);
   };
+  const std::vector<bool> rounded = rounded_to_16(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!scope[i] || !value[i].empty()) continue;
     const ir::Node& n = g.nodes[i];
@@ -162,7 +176,7 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
     }
     auto name_of = [&](std::uint32_t o) { return o == ir::kNone ? std::string() : value[o]; };
     const DType operand = n.a == ir::kNone ? n.dtype : g.nodes[n.op == ir::Op::where ? n.b : n.a].dtype;
-    const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx);
+    const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx, rounded[i]);
     if (varies(i)) {
       w.line("{} t{}{};", compute_type(n.dtype), i, lanes_of);
       assign(i, e);

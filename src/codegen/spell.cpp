@@ -81,7 +81,7 @@ std::string outlined_source(const std::string& f, bool binary) {
 }
 
 std::string spell(const ir::Node& n, DType d, const std::string& a, const std::string& b, const std::string& c,
-                  SpellContext& ctx) {
+                  SpellContext& ctx, bool rounded_to_16) {
   std::set<Helper>& needs = ctx.helpers;
   using ir::Op;
   const bool fl = is_floating(d);
@@ -152,11 +152,13 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     return fmt::format("fz_log1p_fast({})", a);
   }
   // A half or bfloat16 result keeps 11 or 8 bits on store: float's full-range approximations (helpers exp16,
-  // div16, sqrt16; fusion's fast log1p) err far inside that, where the precise expf, log1pf and IEEE division cost most of a
-  // bfloat16 softmax's or softplus's instructions (71% and 85% of the copy limit with them; torch.compile's
-  // kernels use the same approximations). The float results of such ops (a float32 sum of 16-bit exps) carry
-  // the approximation's error, far under the 16-bit rounding NumPy would apply there.
-  if (is_16bit_float(n.dtype) && is_16bit_float(d) && !ctx.fast_math) {
+  // div16, sqrt16; fusion's fast log1p) err far inside that, where the precise expf, log1pf and IEEE division cost
+  // most of a bfloat16 softmax's or softplus's instructions (71% and 85% of the copy limit with them; torch.compile's
+  // kernels use the same approximations). So are a float32 value whose every use rounds it to 16 bits (the
+  // division of a softmax computed in float32 and stored in bfloat16) and 16-bit values whose float result flows on
+  // (a float32 sum of 16-bit exps: the approximation's error, far under the 16-bit rounding NumPy would apply there).
+  const bool sixteen = is_16bit_float(n.dtype) && is_16bit_float(d);
+  if ((sixteen || (rounded_to_16 && n.dtype == DType::float32 && d == DType::float32)) && !ctx.fast_math) {
     switch (n.op) {
       case Op::log1p: needs.insert(Helper::log1p_fast); return fmt::format("fz_log1p_fast({})", a);
       case Op::exp: needs.insert(Helper::exp16); return fmt::format("fz_exp16({})", a);

@@ -90,8 +90,9 @@ std::string scatter_function(ir::Op op);
 bool checks_indices(const ir::Graph& g);
 
 /// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
-/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`.
+/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`. `rounded_to_16`: every use of
+/// the value rounds it to a half or a bfloat16 (approximations far inside that rounding may compute it).
 std::string spell(const ir::Node& n, DType operand, const std::string& a, const std::string& b,
-                  const std::string& c, SpellContext& ctx);
+                  const std::string& c, SpellContext& ctx, bool rounded_to_16 = false);
 
 }  // namespace fusion::codegen
