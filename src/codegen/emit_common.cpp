@@ -112,16 +112,29 @@ std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, cons
 
 namespace {
 
-/// Per node: whether every use of its value rounds it to a half or a bfloat16 (a cast to one; not an output), so
-/// float's approximations, far inside that rounding, may compute it (spell's `rounded_to_16`).
+/// Per node: whether float's approximations, far inside a 16-bit rounding, may compute its float32 value (spell's
+/// `rounded_to_16`). Every use must round it to a half or a bfloat16 (a cast to one), or scale a value that may be
+/// approximated in turn (a product or a quotient: relative errors add), or add it, non-negative (an exp: nothing
+/// cancels), into a sum that may be (softmax's exp, sum and division, computed in float32 and stored in bfloat16).
+/// Not an output. Users come after their operands, so one pass from the last node settles each before its operands.
 std::vector<bool> rounded_to_16(const ir::Graph& g) {
-  std::vector<int> uses(g.nodes.size(), 0), rounding(g.nodes.size(), 0);
+  using ir::Op;
+  std::vector<bool> r(g.nodes.size(), false);
   for (const ir::Node& m : g.nodes)
     for (std::uint32_t o : {m.a, m.b, m.c})
-      if (o != ir::kNone) ++uses[o], rounding[o] += m.op == ir::Op::cast && is_16bit_float(m.dtype);
-  for (std::uint32_t o : g.outputs) ++uses[o];
-  std::vector<bool> r(g.nodes.size());
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] = uses[i] > 0 && uses[i] == rounding[i];
+      if (o != ir::kNone) r[o] = true;
+  for (std::uint32_t o : g.outputs) r[o] = false;
+  for (std::size_t j = g.nodes.size(); j-- > 0;) {
+    const ir::Node& m = g.nodes[j];
+    for (std::uint32_t o : {m.a, m.b, m.c}) {
+      if (o == ir::kNone) continue;
+      const Op op = g.nodes[o].op;
+      const bool rounds = m.op == Op::cast && is_16bit_float(m.dtype);
+      const bool scales = (m.op == Op::mul || m.op == Op::div) && m.dtype == DType::float32 && r[j];
+      const bool adds = m.op == Op::sum && m.dtype == DType::float32 && r[j] && (op == Op::exp || op == Op::exp2);
+      if (!rounds && !scales && !adds) r[o] = false;
+    }
+  }
   return r;
 }
 

@@ -154,9 +154,10 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
   // A half or bfloat16 result keeps 11 or 8 bits on store: float's full-range approximations (helpers exp16,
   // div16, sqrt16; fusion's fast log1p) err far inside that, where the precise expf, log1pf and IEEE division cost
   // most of a bfloat16 softmax's or softplus's instructions (71% and 85% of the copy limit with them; torch.compile's
-  // kernels use the same approximations). So are a float32 value whose every use rounds it to 16 bits (the
-  // division of a softmax computed in float32 and stored in bfloat16) and 16-bit values whose float result flows on
-  // (a float32 sum of 16-bit exps: the approximation's error, far under the 16-bit rounding NumPy would apply there).
+  // kernels use the same approximations). So are float32 values that only reach 16-bit roundings through
+  // products, quotients and sums of exps (emit_common.cpp: rounded_to_16; a softmax computed in float32 and stored
+  // in bfloat16), and 16-bit values whose float result flows on (a float32 sum of 16-bit exps: the approximation's
+  // error, far under the 16-bit rounding NumPy would apply there).
   const bool sixteen = is_16bit_float(n.dtype) && is_16bit_float(d);
   if ((sixteen || (rounded_to_16 && n.dtype == DType::float32 && d == DType::float32)) && !ctx.fast_math) {
     switch (n.op) {
