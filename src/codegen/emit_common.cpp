@@ -112,32 +112,6 @@ std::string stored_value(const ir::Graph& g, std::uint32_t node, DType out, cons
 
 namespace {
 
-/// Per node: whether float's approximations, far inside a 16-bit rounding, may compute its float32 value (spell's
-/// `rounded_to_16`). Every use must round it to a half or a bfloat16 (a cast to one), or scale a value that may be
-/// approximated in turn (a product or a quotient: relative errors add), or add it, non-negative (an exp: nothing
-/// cancels), into a sum that may be (softmax's exp, sum and division, computed in float32 and stored in bfloat16).
-/// Not an output. Users come after their operands, so one pass from the last node settles each before its operands.
-std::vector<bool> rounded_to_16(const ir::Graph& g) {
-  using ir::Op;
-  std::vector<bool> r(g.nodes.size(), false);
-  for (const ir::Node& m : g.nodes)
-    for (std::uint32_t o : {m.a, m.b, m.c})
-      if (o != ir::kNone) r[o] = true;
-  for (std::uint32_t o : g.outputs) r[o] = false;
-  for (std::size_t j = g.nodes.size(); j-- > 0;) {
-    const ir::Node& m = g.nodes[j];
-    for (std::uint32_t o : {m.a, m.b, m.c}) {
-      if (o == ir::kNone) continue;
-      const Op op = g.nodes[o].op;
-      const bool rounds = m.op == Op::cast && is_16bit_float(m.dtype);
-      const bool scales = (m.op == Op::mul || m.op == Op::div) && m.dtype == DType::float32 && r[j];
-      const bool adds = m.op == Op::sum && m.dtype == DType::float32 && r[j] && (op == Op::exp || op == Op::exp2);
-      if (!rounds && !scales && !adds) r[o] = false;
-    }
-  }
-  return r;
-}
-
 /// Writes the wanted, not yet named nodes `scope` marks, in graph order; a concatenate becomes an if/else whose
 /// branches write the nodes only their piece needs (named inside the branch, forgotten after it).
 void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& scope, std::vector<std::string>& value,
@@ -150,7 +124,7 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
     w.line("#pragma unroll");
     w.line("for (int k = 0; k < {}; ++k) t{}[k] = {};", lanes->width, i, e);
   };
-  const std::vector<bool> rounded = rounded_to_16(g);
+  const std::vector<bool> approximate = approximated(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!scope[i] || !value[i].empty()) continue;
     const ir::Node& n = g.nodes[i];
@@ -189,7 +163,7 @@ void write_scope(SourceWriter& w, const ir::Graph& g, const std::vector<bool>& s
     }
     auto name_of = [&](std::uint32_t o) { return o == ir::kNone ? std::string() : value[o]; };
     const DType operand = n.a == ir::kNone ? n.dtype : g.nodes[n.op == ir::Op::where ? n.b : n.a].dtype;
-    const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx, rounded[i]);
+    const std::string e = spell(n, operand, name_of(n.a), name_of(n.b), name_of(n.c), ctx, approximate[i]);
     if (varies(i)) {
       w.line("{} t{}{};", compute_type(n.dtype), i, lanes_of);
       assign(i, e);

@@ -80,8 +80,62 @@ std::string outlined_source(const std::string& f, bool binary) {
   return fmt::format("template <class T> __device__ __noinline__ T fz_outlined_{0}(T a) {{ return {0}(a); }}", f);
 }
 
+namespace {
+
+/// Per node: whether float's approximations, far inside a 16-bit rounding, may compute its float32 value. Every use
+/// must round it to a half or a bfloat16 (a cast to one), or scale a value that may be approximated in turn (a
+/// product or a quotient: relative errors add), or add it, non-negative (an exp: nothing cancels), into a sum that
+/// may be (softmax's exp, sum and division, computed in float32 and stored in bfloat16). Not an output. Users come after their operands, so one pass from the last node settles each before its operands.
+std::vector<bool> rounded_to_16(const ir::Graph& g) {
+  using ir::Op;
+  std::vector<bool> r(g.nodes.size(), false);
+  for (const ir::Node& m : g.nodes)
+    for (std::uint32_t o : {m.a, m.b, m.c})
+      if (o != ir::kNone) r[o] = true;
+  for (std::uint32_t o : g.outputs) r[o] = false;
+  for (std::size_t j = g.nodes.size(); j-- > 0;) {
+    const ir::Node& m = g.nodes[j];
+    for (std::uint32_t o : {m.a, m.b, m.c}) {
+      if (o == ir::kNone) continue;
+      const Op op = g.nodes[o].op;
+      const bool rounds = m.op == Op::cast && is_16bit_float(m.dtype);
+      const bool scales = (m.op == Op::mul || m.op == Op::div) && m.dtype == DType::float32 && r[j];
+      const bool adds = m.op == Op::sum && m.dtype == DType::float32 && r[j] && (op == Op::exp || op == Op::exp2);
+      if (!rounds && !scales && !adds) r[o] = false;
+    }
+  }
+  return r;
+}
+
+/// The ops spelled with float's approximations where their value allows it (helpers exp16, div16, sqrt16; fusion's
+/// fast log1p).
+bool has_approximation(ir::Op op) {
+  using ir::Op;
+  return op == Op::exp || op == Op::sqrt || op == Op::div || op == Op::reciprocal || op == Op::log1p;
+}
+
+}  // namespace
+
+// A half or bfloat16 result keeps 11 or 8 bits on store: float's full-range approximations err far inside that,
+// where the precise expf, log1pf and IEEE division cost most of a bfloat16 softmax's or softplus's instructions (71%
+// and 85% of the copy limit with them; torch.compile's kernels use the same approximations). So are float32 values
+// that reach only 16-bit roundings through products, quotients and sums of exps (rounded_to_16: a softmax computed
+// in float32 and stored in bfloat16), and 16-bit values whose float result flows on (a float32 sum of 16-bit exps:
+// the approximation's error, far under the 16-bit rounding NumPy would apply there).
+std::vector<bool> approximated(const ir::Graph& g) {
+  std::vector<bool> r = rounded_to_16(g);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    const DType d = n.a == ir::kNone ? n.dtype : g.nodes[n.a].dtype;
+    const bool sixteen = is_16bit_float(n.dtype) && is_16bit_float(d);
+    const bool wide = r[i] && n.dtype == DType::float32 && d == DType::float32;
+    r[i] = !g.fast_math && has_approximation(n.op) && (sixteen || wide);
+  }
+  return r;
+}
+
 std::string spell(const ir::Node& n, DType d, const std::string& a, const std::string& b, const std::string& c,
-                  SpellContext& ctx, bool rounded_to_16) {
+                  SpellContext& ctx, bool approximate) {
   std::set<Helper>& needs = ctx.helpers;
   using ir::Op;
   const bool fl = is_floating(d);
@@ -151,15 +205,7 @@ std::string spell(const ir::Node& n, DType d, const std::string& a, const std::s
     needs.insert(Helper::log1p_fast);
     return fmt::format("fz_log1p_fast({})", a);
   }
-  // A half or bfloat16 result keeps 11 or 8 bits on store: float's full-range approximations (helpers exp16,
-  // div16, sqrt16; fusion's fast log1p) err far inside that, where the precise expf, log1pf and IEEE division cost
-  // most of a bfloat16 softmax's or softplus's instructions (71% and 85% of the copy limit with them; torch.compile's
-  // kernels use the same approximations). So are float32 values that only reach 16-bit roundings through
-  // products, quotients and sums of exps (emit_common.cpp: rounded_to_16; a softmax computed in float32 and stored
-  // in bfloat16), and 16-bit values whose float result flows on (a float32 sum of 16-bit exps: the approximation's
-  // error, far under the 16-bit rounding NumPy would apply there).
-  const bool sixteen = is_16bit_float(n.dtype) && is_16bit_float(d);
-  if ((sixteen || (rounded_to_16 && n.dtype == DType::float32 && d == DType::float32)) && !ctx.fast_math) {
+  if (approximate && !ctx.fast_math) {  // (approximated() says where float's approximations may compute the value)
     switch (n.op) {
       case Op::log1p: needs.insert(Helper::log1p_fast); return fmt::format("fz_log1p_fast({})", a);
       case Op::exp: needs.insert(Helper::exp16); return fmt::format("fz_exp16({})", a);

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fusion/ir.hpp"
 
@@ -90,9 +91,13 @@ std::string scatter_function(ir::Op op);
 bool checks_indices(const ir::Graph& g);
 
 /// The expression computing node `n` from its operands' value names (`a`, `b`, `c`) in compute types.
-/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`. `rounded_to_16`: every use of
-/// the value rounds it to a half or a bfloat16 (approximations far inside that rounding may compute it).
+/// `operand` is the operands' dtype. Records the helpers it relies on in `ctx`. `approximate`: the node's
+/// approximated() entry.
 std::string spell(const ir::Node& n, DType operand, const std::string& a, const std::string& b,
-                  const std::string& c, SpellContext& ctx, bool rounded_to_16 = false);
+                  const std::string& c, SpellContext& ctx, bool approximate = false);
+/// Per node of `g`: whether spell() computes it with float's approximations, far inside the 16-bit rounding its
+/// value meets (a half or bfloat16 result; a float32 value that reaches only 16-bit roundings). Not under fast math,
+/// which has its own.
+std::vector<bool> approximated(const ir::Graph& g);
 
 }  // namespace fusion::codegen
