@@ -85,7 +85,8 @@ namespace {
 /// Per node: whether float's approximations, far inside a 16-bit rounding, may compute its float32 value. Every use
 /// must round it to a half or a bfloat16 (a cast to one), or scale a value that may be approximated in turn (a
 /// product or a quotient: relative errors add), or add it, non-negative (an exp: nothing cancels), into a sum that
-/// may be (softmax's exp, sum and division, computed in float32 and stored in bfloat16). Not an output. Users come after their operands, so one pass from the last node settles each before its operands.
+/// may be (softmax's exp, sum and division, computed in float32 and stored in bfloat16). Not an output. Users come
+/// after their operands, so one pass from the last node settles each before its operands.
 std::vector<bool> rounded_to_16(const ir::Graph& g) {
   using ir::Op;
   std::vector<bool> r(g.nodes.size(), false);
