@@ -157,10 +157,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--print")) print = true;
     else if (!std::strcmp(argv[i], "--case"))
       one_case = std::strtoull(next(), nullptr, 0), count = 1;  // one case seed, as a repro names it
-    else if (!std::strcmp(argv[i], "--trace")) trace = true;
-    else if (!std::strcmp(argv[i], "--regions"))
-      regions = true;  // multi-statement regions against statement-by-statement runs  // every case and shrink
-                       // candidate to stderr before it runs
+    else if (!std::strcmp(argv[i], "--trace")) trace = true;  // each case and shrink candidate to stderr first
+    else if (!std::strcmp(argv[i], "--regions")) regions = true;  // multi-statement regions against their statements
     else { fmt::print(stderr, "unknown argument {}\n", argv[i]); return 2; }
   }
   const fuzz::RegionOptions region_options{gen.gathers || gen.scatters, kernels, gen.joins};
@@ -174,6 +172,11 @@ int main(int argc, char** argv) {
       fmt::print("{}\n", fuzz::to_cpp(c, fmt::format("fuzz: case {}", c.seed)));
     }
     return 0;
+  }
+  if (regions && compile) {  // (a region's check is its results against its statements': only a GPU gives them)
+    fmt::print(stderr, "fusion-fuzz: --regions runs regions on the GPU and compares their results; it has no "
+                       "--compile-only form (leave one of the two out)\n");
+    return 2;
   }
   if (!compile && fusion::device_count() == 0) {
     fmt::print("SKIPPED: no CUDA device ({}); use --compile-only\n", fusion::no_device_reason());
