@@ -14,6 +14,7 @@
 #include "codegen/launch_shape.hpp"
 #include "fusion/error.hpp"
 #include "schedule/call_graph.hpp"
+#include "schedule/graph_walk.hpp"
 #include "schedule/pieces.hpp"
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
@@ -355,18 +356,12 @@ std::vector<Shape> node_shapes(const Call& c) {
     if (ir::is_reduction(n.op) || ir::is_scan(n.op) || ir::is_product(n.op)) tops.push_back(n.a);
     if (ir::is_product(n.op)) tops.push_back(n.b);
   }
-  for (std::uint32_t top : tops) {
-    std::vector<std::uint32_t> stack{top};
-    while (!stack.empty()) {
-      const std::uint32_t i = stack.back();
-      stack.pop_back();
+  for (std::uint32_t top : tops)
+    walk_below(g, top, [&](std::uint32_t i) {
       const ir::Node& n = g.nodes[i];
       if (n.op == ir::Op::iota) iota[i] = broadcast_shapes(iota[i], shape[top]);
-      if (ir::is_reduction(n.op) || ir::is_scan(n.op) || ir::is_product(n.op)) continue;
-      for (std::uint32_t o : {n.a, n.b, n.c})
-        if (o != ir::kNone) stack.push_back(o);
-    }
-  }
+      return !ir::is_reduction(n.op) && !ir::is_scan(n.op) && !ir::is_product(n.op);
+    });
   pass();
   return shape;
 }

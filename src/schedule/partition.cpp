@@ -5,6 +5,7 @@
 
 #include "codegen/emit_product.hpp"
 #include "codegen/variant.hpp"
+#include "schedule/graph_walk.hpp"
 #include "schedule/product_epilogue.hpp"
 
 namespace fusion::detail {
@@ -13,21 +14,6 @@ namespace {
 /// (fz::Unfused runs each op as a kernel of its own; a concatenate's test of where an element lies is part of it)
 bool is_op(const ir::Node& n) {
   return ir::arity(n.op) != ir::Arity::leaf && n.op != ir::Op::cast && n.op != ir::Op::leading;
-}
-
-/// Visits each node `root` is computed from once, depth first; `visit(i)` says whether to look below i.
-template <class Visit> void walk_below(const ir::Graph& g, std::uint32_t root, Visit&& visit) {
-  std::vector<bool> seen(g.nodes.size(), false);
-  std::vector<std::uint32_t> stack{root};
-  while (!stack.empty()) {
-    const std::uint32_t i = stack.back();
-    stack.pop_back();
-    if (seen[i]) continue;
-    seen[i] = true;
-    if (!visit(i)) continue;
-    for (std::uint32_t o : {g.nodes[i].a, g.nodes[i].b, g.nodes[i].c})
-      if (o != ir::kNone) stack.push_back(o);
-  }
 }
 
 /// The reduction that can run at the root of the kernel computing `root`: the only one reachable
