@@ -84,6 +84,39 @@ TEST_CASE("normal values are Box-Muller pairs of the Philox words, against float
   CHECK(fz::random::normal<float>({n}, 21, fz::random::Offset{7}).to_host() != f32);
 }
 
+TEST_CASE("the float32 Box-Muller transform is accurate on every one of its 2^24 inputs", "[gpu][ops][random]") {
+  // normal<float>'s own statements as a function of the two words: word k carries 24 bits k (the low 8 bits, which
+  // the transform drops, are noise), so u1 and u2 each take every value they can once, both ends included
+  const auto transform = fz::function<float(std::uint32_t, std::uint32_t, std::int32_t)>(
+      "normal_of_words", "(unsigned int lo, unsigned int hi, int sine) {\n" + fz::random::detail::normal32_transform() +
+                             "  return sine ? r * s : r * c;\n}");
+  const std::int64_t n = std::int64_t{1} << 24;
+  std::vector<std::uint32_t> lo(static_cast<std::size_t>(n)), hi(lo.size());
+  for (std::uint32_t k = 0; k < n; ++k) {
+    lo[k] = k << 8 | (k * 37u & 0xffu);
+    hi[k] = ((k * 2654435761u) & 0xffffffu) << 8 | (k & 0xffu);  // the angles in another order than u1
+  }
+  const auto lo_d = fz::asarray(lo), hi_d = fz::asarray(hi);
+  const std::vector<float> got_c = fz::Array<float>(transform(lo_d, hi_d, 0)).to_host();
+  const std::vector<float> got_s = fz::Array<float>(transform(lo_d, hi_d, 1)).to_host();
+  double worst = 0;
+  std::size_t worst_k = 0;
+  for (std::size_t k = 0; k < lo.size(); ++k) {
+    const double u1 = (static_cast<double>(lo[k] >> 8) + 1) * 0x1p-24, u2 = static_cast<double>(hi[k] >> 8) * 0x1p-24;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double want_c = test::philox::box_muller(u1, u2, false), want_s = test::philox::box_muller(u1, u2, true);
+    const double e = std::max(std::abs(got_c[k] - want_c), std::abs(got_s[k] - want_s)) / std::max(r, 1e-30);
+    if (e > worst) worst = e, worst_k = k;
+  }
+  INFO("worst error over the radius " << worst << " (" << worst * 0x1p24 << " x 2^-24) at word " << worst_k);
+  CHECK(worst < 6e-7);
+  // the ends: u1 = 1 gives a zero radius (exact zeros), u1 = 2^-24 the largest, sqrt(48 ln 2)
+  const std::size_t last = lo.size() - 1;
+  CHECK(got_c[last] == 0.f);
+  CHECK(got_s[last] == 0.f);
+  CHECK(std::hypot(double(got_c[0]), double(got_s[0])) == Approx(std::sqrt(48 * std::log(2.0))).epsilon(1e-6));
+}
+
 TEST_CASE("uniform and normal have the moments they should", "[gpu][ops][random]") {
   const std::int64_t n = 1 << 22;
   for (int kind = 0; kind < 4; ++kind) {

@@ -7,7 +7,7 @@ A case is (fusion-bench's name, dtype, function of a module adapter and the arra
 the least bytes or None to take fusion-bench's own figure). GPU time as in peers.py: CUDA events around 10
 calls for PyTorch, wall time of 10 calls and one block_until_ready for JAX; medians of 20.
 """
-import argparse, json, statistics, sys, time
+import argparse, json, re, statistics, sys, time
 
 BATCH = 10
 
@@ -63,7 +63,10 @@ def main(cases, torch_module, jax_module, name_width=28):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fusion-json", required=True)
     ap.add_argument("--out")
+    ap.add_argument("--only", help="a regular expression: the cases whose 'name dtype' it matches")
     a = ap.parse_args()
+    if a.only:
+        cases = [c for c in cases if re.search(a.only, f"{c[0]} {c[1]}")]
     fusion = json.load(open(a.fusion_json))
     copy = fusion["copy_gbs"]
     ours = {(r["expression"], r["dtype"]): r for r in fusion["rows"]}

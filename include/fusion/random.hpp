@@ -6,6 +6,7 @@
 #pragma once
 #include <concepts>
 #include <cstdint>
+#include <string>
 
 #include "fusion/array.hpp"
 #include "fusion/function.hpp"
@@ -31,6 +32,9 @@ const Uniform32& uniform32_function();
 const Uniform64& uniform64_function();
 const Uniform32& normal32_function();
 const Uniform64& normal64_function();
+/// The float32 Box-Muller transform's statements: from words `lo` and `hi` (unsigned int) to the radius `r` and the
+/// angle's sine `s` and cosine `c` (tests evaluate it on every input).
+std::string normal32_transform();
 
 /// A float or double leaf from the generator of that width.
 template <class T> auto float_leaf(const Uniform32& f32, const Uniform64& f64, std::uint64_t seed, Offset offset) {
