@@ -35,6 +35,18 @@ TEST_CASE("a later pass reads the value an earlier pass kept, where shared memor
           "[layer]") {
   SavedTuning restore;
   const auto x = fz::placeholder<fz::bfloat16>({16384, 4096});
+  // Rows of 4,096 hold their part of the row and the kept exps in registers: the sum's pass computes exp once,
+  // the output's pass reads it (no tail loop: the row is whole vectors)
+  const fz::KernelInfo in_registers = fz::inspect(softmax16(x));
+  CHECK_THAT(in_registers.variant, Catch::Contains("the row held in registers (8 vectors a thread)"));
+  CHECK_THAT(in_registers.variant, Catch::Contains("kept beside it"));
+  CHECK(count(in_registers.source, "exp(") == 1);
+  CHECK(count(in_registers.source, "fz_kept") == 3);  // declared, stored, read
+  fz::detail::set_tuning("layer_keep_values=0");
+  CHECK(count(fz::inspect(softmax16(x)).source, "exp(") == 2);
+  fz::detail::tuning() = restore.saved;
+  // In shared memory (rows too long for registers, or with them turned off), beside the row
+  fz::detail::set_tuning("layer_registers=0");
   const fz::KernelInfo kept = fz::inspect(softmax16(x));
   CHECK_THAT(kept.variant, Catch::Contains("values later passes need kept beside it"));
   CHECK(count(kept.source, "exp(") == 2);  // the sum's pass only: its vector loop and its tail
@@ -62,6 +74,24 @@ TEST_CASE("a later pass reads the value an earlier pass kept, where shared memor
   CHECK_THAT(fz::inspect(fz::cast<fz::half>(softmax16(s))).variant, !Catch::Contains("kept beside"));
 }
 
+TEST_CASE("short rows of whole vectors are held in registers where few enough registers hold them", "[layer]") {
+  auto variant = [](const auto& e) { return fz::inspect(e).variant; };
+  const auto b1k = fz::placeholder<fz::bfloat16>({4096, 1024});
+  const auto f1k = fz::placeholder<float>({4096, 1024});
+  const auto w = fz::placeholder<float>({1024});
+  // bfloat16 softmax: 4 vectors of 8 a lane, the row (2 bytes an element) and its exps (4): 48 registers
+  CHECK_THAT(variant(fz::softmax(b1k)), Catch::Contains("held in registers (4 vectors a thread), values later passes need kept"));
+  // float32 layer norm: 8 vectors of 4 a lane, nothing to keep: 32 registers
+  CHECK_THAT(variant(fz::layer_norm(f1k, w, w, 1e-5f)), Catch::Contains("held in registers (8 vectors a thread)"));
+  // float32 softmax: the row and its exps would take 64: shared memory
+  CHECK_THAT(variant(fz::softmax(f1k)), Catch::Contains("the row kept in shared memory"));
+  // rows longer than 4,096 (a block of 256 threads and more per row) or not whole vectors: shared memory
+  CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 8192}))), Catch::Contains("the row kept in shared memory"));
+  CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 1020}))), Catch::Contains("the row kept in shared memory"));
+  // a row read once needs nothing held
+  CHECK_THAT(variant(fz::sum(b1k, -1)), !Catch::Contains("registers"));
+}
+
 TEST_CASE("kept values are counted on the kernel's own graph, where an array read twice is one input", "[layer]") {
   // The fuzzer's: `w` appears twice, so its two copies are one value in the generated kernel, which keeps two
   // values for later passes (log(a) and w); the layout counted on the graph before the merge, found one, and
@@ -76,7 +106,8 @@ TEST_CASE("kept values are counted on the kernel's own graph, where an array rea
   CHECK_THAT(k.plan.back() + k.variant, Catch::Contains("(32768 bytes a block)"));
 }
 
-TEST_CASE("kept values give the bits of the kernel computing them again, against float64", "[gpu][layers]") {
+TEST_CASE("kept values give the bits of the kernel computing them again, in registers or shared memory, against "
+          "float64", "[gpu][layers]") {
   SavedTuning restore;
   for (const auto [R, D] : {std::pair<std::int64_t, std::int64_t>{300, 4096}, {257, 4100}, {1000, 100}, {40, 1000}, {3000, 24}}) {
     // (a block per row in 16-byte vectors, a block per unaligned row, a warp per row, a part of a warp per row)
@@ -91,18 +122,26 @@ TEST_CASE("kept values give the bits of the kernel computing them again, against
       for (std::int64_t j = 0; j < D; ++j)
         want[static_cast<std::size_t>(r * D + j)] = std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m) / sum;
     }
-    auto run = [&](bool keep) {
+    auto run = [&](bool keep, bool registers = true) {
       fz::detail::set_tuning(keep ? "layer_keep_values=1" : "layer_keep_values=0");
-      CHECK((fz::inspect(softmax16(x)).variant.find("kept beside") != std::string::npos) == keep);
+      fz::detail::set_tuning(registers ? "layer_registers=48" : "layer_registers=0");
+      const std::string variant = fz::inspect(softmax16(x)).variant;
+      INFO(variant);
+      CHECK((variant.find("kept beside") != std::string::npos) == keep);
+      // rows of whole vectors up to 4,096 are held in registers where they may be
+      CHECK((variant.find("held in registers") != std::string::npos) == (registers && D % 8 == 0 && D <= 4096));
       fz::Array<float> y = fz::full<float>({R, D}, -7.f);  // poisoned
       fz::reset_stats();
       y = softmax16(x);
       CHECK(fz::stats().launches == 1);
       return y.to_host();
     };
-    const auto kept = run(true), again = run(false);
+    const auto kept = run(true), again = run(false), kept_shared = run(true, false), again_shared = run(false, false);
     CHECK(test::mismatches(kept, want, fz::DType::float32) == 0);
     CHECK(std::memcmp(kept.data(), again.data(), kept.size() * sizeof(float)) == 0);
+    // the same order of operations in each thread, wherever the row is held
+    CHECK(std::memcmp(kept.data(), kept_shared.data(), kept.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(kept.data(), again_shared.data(), kept.size() * sizeof(float)) == 0);
   }
 }
 

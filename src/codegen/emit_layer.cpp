@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // IR + layer variant -> CUDA source of a layer kernel. The thread->element mapping is the same in every
-// pass, so each thread re-reads from shared memory exactly the elements it cached: no barrier is needed
-// between passes beyond the row reductions themselves, and the combination order (hence every bit of the
-// result) is fixed by the layout alone.
+// pass, so each thread re-reads from shared memory (or its registers) exactly the elements it cached: no barrier
+// is needed between passes beyond the row reductions themselves, and the combination order (hence every bit of
+// the result) is fixed by the layout alone, wherever the row is held.
+// Longer than 450 lines: one emitter whose phases (signature, row mapping, passes) share the kernel's state; the
+// three places a row may be held (shared memory, part of it, registers) are spellings inside the same pass loop.
 #include "codegen/kernel_frame.hpp"
 #include "codegen/emit_layer.hpp"
 
@@ -40,6 +42,8 @@ class LayerEmitter {
   LayerEmitter(const ir::Graph& graph, const LayerVariant& variant, std::string_view name_given)
       : g(graph), v(variant), e(emit_context(g, v, name_given, std::span(v.out_dtype.data(), v.n_outputs))) {
     if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
+    if (R > 0 && (C > 1 || V == 1 || v.resident || seg || gathers.any_row))
+      throw Error("internal: a row in registers is one block's, in vectors, contiguous, not in shared memory");
     if (static_cast<int>(g.outputs.size()) != K)
       throw Error("internal: the graph's outputs and the layer variant's differ");
     // Reductions in waves.
@@ -195,6 +199,16 @@ class LayerEmitter {
         w.line("fz_at += {} * fz_pad * sizeof({});", rows_per_block, compute_type(g.nodes[i].dtype));
       }
     }
+    if (R > 0) {
+      for (int p = 0; p < np; ++p)
+        if (v.role[p] == LayerRole::cached)
+          w.line("FzVec<{}, {}> c{}[{}];  // this thread's vectors of the row, held in registers", storage_type(pdt[p]), V,
+                 p, R);
+      for (std::size_t i = 0; i < g.nodes.size(); ++i)
+        if (kept[i] > 0)
+          w.line("FzVec<{}, {}> fz_kept{}[{}];  // pass {}'s values, read by later passes", compute_type(g.nodes[i].dtype),
+                 V, i, R, kept[i]);
+    }
     if (seg) w.line("const unsigned fz_seg = (unsigned)fz_segment;  // (segmented rows hold under 2^31 elements)");
     if (V > 1 && C > 1)
       w.line("const long long n_vec = fz_lo + (fz_hi - fz_lo) / {0} * {0};", V);
@@ -313,20 +327,55 @@ class LayerEmitter {
           w.line("{}out{}[{}] = {};", if_live, o, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)), stored);
       }
     };
+    auto memory_at = [&](int p) {
+      const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
+      const std::string at = element_at(fmt::format("k{}", p), std::to_string(p));
+      const std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p, at);
+      // (a row offset need not be a whole number of vectors)
+      return row_gather[static_cast<std::size_t>(p)] < 0
+                 ? memory
+                 : fmt::format("(fz_whole{0} ? {1} : fz_unaligned<{2}>(in{0} + {3}))", p, memory, type, at);
+    };
+    if (V > 1 && R > 0) {
+      // A row in registers: first every vector this pass reads from memory (each load predicated on its vector
+      // being in the row, so that all are in flight at once; a load behind the row's bound test would wait for the
+      // math before it), into the row's registers or the pass's own.
+      std::vector<int> from_memory;
+      for (int p : reads)
+        if (!from_cache(p)) from_memory.push_back(p);
+      for (int p : from_memory)
+        if (!to_cache(p)) w.line("FzVec<{}, {}> m{}[{}];", storage_type(pdt[p]), V, p, R);
+      if (!from_memory.empty()) {
+        w.line("#pragma unroll");
+        auto loop = w.block("for (int fz_t = 0; fz_t < {}; ++fz_t)", R);
+        w.line("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
+        for (int p : from_memory) w.line("if (j < n_vec) {}{}[fz_t] = {};", to_cache(p) ? "c" : "m", p, memory_at(p));
+      }
+    }
     if (V > 1) {
-      w.line("#pragma unroll 4");
-      auto loop = w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
+      // a row in registers: vector fz_t of this thread's part (a constant index once unrolled, so the arrays stay in
+      // registers); else a loop over the row
+      w.line("#pragma unroll{}", R > 0 ? "" : " 4");
+      auto loop = R > 0 ? w.block("for (int fz_t = 0; fz_t < {}; ++fz_t)", R)
+                        : w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
+      if (R > 0) {
+        w.line("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
+        w.line("if (j >= n_vec) break;");
+      }
       locate();
       const std::string cache_index = C > 1 ? "(j - fz_lo)" : "j";
+      auto cache_at = [&](const std::string& array) {  // a vector of the cache, or of a kept value
+        return R > 0 ? fmt::format("{}[fz_t]", array) : std::string();
+      };
       for (int p : reads) {
         if (gathered[p]) continue;  // read element by element, where the index says
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
+        if (R > 0) {  // loaded above
+          w.line("const {} v{} = {};", type, p, cache_at(fmt::format("{}{}", v.role[p] == LayerRole::cached ? "c" : "m", p)));
+          continue;
+        }
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
-        std::string memory = fmt::format("*reinterpret_cast<const {}*>(in{} + {})", type, p,
-                                         element_at(fmt::format("k{}", p), std::to_string(p)));
-        if (row_gather[static_cast<std::size_t>(p)] >= 0)  // a row offset need not be a whole number of vectors
-          memory = fmt::format("(fz_whole{0} ? {1} : fz_unaligned<{2}>(in{0} + {3}))", p, memory, type,
-                               element_at(fmt::format("k{}", p), std::to_string(p)));
+        const std::string memory = memory_at(p);
         w.line("const {} v{} = {};", type, p,
                !from_cache(p) ? memory
                : partly       ? fmt::format("{} ? {} : {}", kept(cache_index), cached, memory)
@@ -335,8 +384,11 @@ class LayerEmitter {
           w.line("{}*reinterpret_cast<{}*>(c{} + {}) = v{};", if_kept(cache_index), type, p, cache_index, p);
       }
       for (std::size_t i : loads)
-        w.line("const FzVec<{0}, {1}> kv{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(fz_kept{2} + {3});",
-               compute_type(g.nodes[i].dtype), V, i, cache_index);
+        if (R > 0)
+          w.line("const FzVec<{}, {}> kv{} = {};", compute_type(g.nodes[i].dtype), V, i, cache_at(fmt::format("fz_kept{}", i)));
+        else
+          w.line("const FzVec<{0}, {1}> kv{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(fz_kept{2} + {3});",
+                 compute_type(g.nodes[i].dtype), V, i, cache_index);
       for (std::size_t i : stores) w.line("FzVec<{}, {}> ks{};", compute_type(g.nodes[i].dtype), V, i);
       if (final_pass)
         for (int o = 0; o < K; ++o)
@@ -347,15 +399,18 @@ class LayerEmitter {
         body("j", true);
       }
       for (std::size_t i : stores)
-        w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(fz_kept{2} + {3}) = ks{2};", compute_type(g.nodes[i].dtype), V, i,
-               cache_index);
+        if (R > 0)
+          w.line("{} = ks{};", cache_at(fmt::format("fz_kept{}", i)), i);
+        else
+          w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(fz_kept{2} + {3}) = ks{2};", compute_type(g.nodes[i].dtype), V, i,
+                 cache_index);
       if (final_pass)
         for (int o = 0; o < K; ++o)
           if (!v.out_per_row[o])
             w.line("{3}*reinterpret_cast<FzVec<{0}, {1}>*>(out{2} + {4}) = o{2};", storage_type(v.out_dtype[o]), V, o,
                    if_live, element_at(fmt::format("ko{}", o), fmt::format("_out{}", o)));
     }
-    {
+    if (R == 0) {  // (a row in registers is whole vectors: no tail)
       auto loop = V > 1 ? w.block("for (long long j = n_vec + lane; j < {}; j += {})", hi, G)
                         : w.block("for (long long j = {}lane; j < {}; j += {})", lo, hi, G);
       locate();
@@ -414,6 +469,7 @@ class LayerEmitter {
   const int K = v.n_outputs, np = v.n_params, V = v.vector_width, G = v.group, C = v.cluster;
   const bool partly = v.partly_resident, seg = v.segmented;
   const int rk = v.rank_kept;
+  const int R = v.registers;
   const int rows_per_block = v.block / G;
   const bool sub_warp = G < kWarpThreads;  // several rows per warp: its shuffles need every lane
   // The range this block covers along the row, and where element j sits in its cache.

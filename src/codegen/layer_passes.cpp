@@ -105,16 +105,16 @@ int wave_count(const std::vector<int>& wave, const ir::Graph& g) {
 }  // namespace
 
 std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
-                             const std::vector<bool>& varies) {
+                             const std::vector<bool>& varies, bool approximations) {
   const std::size_t n = g.nodes.size();
   std::vector<int> kept(n, 0);
   bool any_costly = false;  // (most layers, layer norm and RMSNorm among them, stop here: this runs every launch)
   for (const ir::Node& nd : g.nodes) any_costly = any_costly || (!ir::is_reduction(nd.op) && costly(nd));
   if (!any_costly || ir::has_pieces(g)) return kept;
-  // An approximation costs a few instructions: computing it again beat keeping it (bfloat16 softmax, H200: rows of
-  // 128 / 1,024 79 / 84% of the limit recomputed, 67 / 80% kept, where keeping halved the resident blocks; rows
-  // of 4,096 81 against 87%: the one loss, left)
-  const std::vector<bool> approximate = approximated(g);
+  // An approximation costs a few instructions: computing it again beat keeping it in shared memory (bfloat16
+  // softmax, H200: rows of 128 / 1,024 79 / 84% of the limit recomputed, 67 / 80% kept, where keeping halved the
+  // resident blocks; rows of 4,096 81 against 87%: the one loss, left); in registers it costs no shared memory.
+  const std::vector<bool> approximate = approximations ? std::vector<bool>(n, false) : approximated(g);
   int passes = 0;
   layer_pass_masks(g, out_per_row, passes);
   const std::vector<int> wave = waves_of(g);
@@ -171,9 +171,9 @@ std::vector<std::vector<bool>> layer_pass_nodes(const ir::Graph& g, const std::a
 }
 
 std::vector<int> kept_values(const ir::Graph& g, const LayerVariant& v) {
-  return kept_values(g, v.out_per_row, varying_nodes(g, [&](std::uint32_t i) {
-                       return v.role[v.param_of_slot[g.nodes[i].slot]] != LayerRole::row;
-                     }));
+  return kept_values(g, v.out_per_row,
+                     varying_nodes(g, [&](std::uint32_t i) { return v.role[v.param_of_slot[g.nodes[i].slot]] != LayerRole::row; }),
+                     v.registers > 0);
 }
 
 LayerGathers layer_gathers(const ir::Graph& g, const LayerVariant& v) {

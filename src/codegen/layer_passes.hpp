@@ -46,10 +46,13 @@ std::vector<bool> varying_nodes(const ir::Graph& g, VariesInput&& varies_input) 
 /// pass needs it, it is floating and varies along the row (`varies[i]`: node i reads an input that does), and
 /// computing it takes a math call (exp, log, a division, ...); on each path the value nearest the later pass's
 /// results, so that pass computes nothing below it. None in a graph joining pieces.
+/// `approximations`: whether values spelled with an approximation (codegen's approximated(): a few instructions)
+/// count as worth keeping, as they do in registers.
 std::vector<int> kept_values(const ir::Graph& g, const std::array<bool, kMaxOutputs>& out_per_row,
-                             const std::vector<bool>& varies);
+                             const std::vector<bool>& varies, bool approximations);
 /// kept_values for a layer kernel of variant `v` (values vary along the row where an input the variant does not
-/// read once per row is below them), whether or not the variant keeps them.
+/// read once per row is below them), whether or not the variant keeps them; approximated values only where it
+/// holds the row in registers.
 std::vector<int> kept_values(const ir::Graph& g, const LayerVariant& v);
 /// Bytes per element of the row that `kept` (kept_values) adds to a block's shared memory (each value in its
 /// compute type: float for 16-bit floats).

@@ -36,6 +36,9 @@ struct LayerVariant {
                                    ///< argument); later passes re-read the rest, mostly from L2
   bool keep_values = false;        ///< values a later pass needs (softmax's exp(x - max)) are kept beside the
                                    ///< cached row in shared memory, not computed again (codegen/layer_passes.hpp)
+  std::uint8_t registers = 0;      ///< > 0: each thread holds its `registers` vectors of the row (cached inputs and
+                                   ///< kept values) in registers, not shared memory; the row is at most
+                                   ///< group x vector_width x registers elements, a whole number of vectors
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
   std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
   std::uint8_t n_params = 0;

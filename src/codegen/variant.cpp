@@ -126,6 +126,10 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   if (segmented) h.add_byte(0x5e);  // likewise
   if (partly_resident) h.add_byte(0x9a);  // likewise
   if (keep_values) h.add_byte(0x6b);  // likewise
+  if (registers > 0) {                 // likewise
+    h.add_byte(0x7e);
+    h.add_byte(registers);
+  }
   h.add_byte(vector_width);
   h.add_byte(resident);
   h.add_byte(out_aliases_input);
@@ -150,9 +154,10 @@ std::string LayerVariant::describe() const {
   if (cluster > 1)
     s += fmt::format(", a cluster of {} blocks per row (a slice each, combined through distributed shared memory)",
                      cluster);
-  s += partly_resident ? ", most of the row kept in shared memory (the rest re-read)"
-       : resident      ? ", the row kept in shared memory"
-                       : ", each pass reads the row from memory";
+  s += registers > 0     ? fmt::format(", the row held in registers ({} vectors a thread)", registers)
+       : partly_resident ? std::string(", most of the row kept in shared memory (the rest re-read)")
+       : resident        ? std::string(", the row kept in shared memory")
+                         : std::string(", each pass reads the row from memory");
   if (keep_values) s += ", values later passes need kept beside it";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   if (segmented) s += ", each row in segments apart in memory";

@@ -31,6 +31,14 @@ namespace {
 /// to give half the SMs a block, else a plan of split reductions fills the device better.
 constexpr std::int64_t kShortRow = 16384;
 
+/// Rows at most this long may be held in registers (tuning().layer_registers). H200, every layer row of
+/// fusion-bench at 2^26 elements, registers against shared memory in one call (bench/results/layers/h200/
+/// registers-2026-11-29.txt): bfloat16 softmax rows of 128 / 1,024 / 4,096 99.5 / 98.8 / 96.6% of the limit against
+/// 77.4 / 82.7 / 79.7%, layer norm float32 rows of 1,024 100.6 against 94.5%, the others within 2 points; rows of
+/// 16,384 (blocks of 512 threads, one a SM with the row in registers) lost up to 29 points (bfloat16 layer norm
+/// 59.6 against 88.4%).
+constexpr std::int64_t kRegisterRow = 4096;
+
 /// `s` right-aligned to rank `rank` (leading extents 1), as broadcasting sees it.
 Shape padded(const Shape& s, int rank) {
   Shape p;
@@ -141,17 +149,20 @@ std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, in
     std::array<std::uint8_t, codegen::kMaxParams> param_of_slot{};
     std::array<codegen::LayerRole, codegen::kMaxParams> role{};
     std::array<bool, codegen::kMaxOutputs> out_per_row{};
+    bool registers = false;
     std::size_t bytes = 0;
   };
   thread_local std::array<Asked, 8> asked;
   thread_local std::size_t next = 0;
   for (const Asked& a : asked)
-    if (a.graph == &g && a.param_of_slot == v.param_of_slot && a.role == v.role && a.out_per_row == v.out_per_row)
+    if (a.graph == &g && a.param_of_slot == v.param_of_slot && a.role == v.role && a.out_per_row == v.out_per_row &&
+        a.registers == (v.registers > 0))
       return a.bytes;
   const ir::Graph merged = np < static_cast<int>(g.n_inputs) ? codegen::merged_inputs(g, v.param_of_slot) : ir::Graph{};
   const ir::Graph& generated = np < static_cast<int>(g.n_inputs) ? merged : g;
   Asked& a = asked[next++ % asked.size()];
-  a = {&g, v.param_of_slot, v.role, v.out_per_row, codegen::kept_bytes(generated, codegen::kept_values(generated, v))};
+  a = {&g, v.param_of_slot, v.role, v.out_per_row, v.registers > 0,
+       codegen::kept_bytes(generated, codegen::kept_values(generated, v))};
   return a.bytes;
 }
 
@@ -300,9 +311,28 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   if (v.segmented && !element_outputs && L.blocks * 2 < sms)
     return fail(why_not, fmt::format("{} rows leave most SMs idle: a split reduction fills the device", L.n_rows));
 
+  // A short row in registers: each thread holds its vectors of the cached inputs, and of the values later passes
+  // need (approximated ones too: there they cost no shared memory), between the passes, when that takes at most
+  // tuning().layer_registers registers and the row is short (kRegisterRow). (bfloat16 softmax over rows of 1,024,
+  // H200, Nsight Compute: the row in shared memory and exp(x - max) computed twice executed 64.0 M instructions,
+  // torch.compile's kernel, which holds the row and the exps in registers, 43.4 M.)
+  bool any_gather = false;
+  for (int p = 0; p < np; ++p)
+    any_gather = any_gather || gathered[static_cast<std::size_t>(p)] || per_row[static_cast<std::size_t>(p)] >= 0;
+  if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
+      r <= kRegisterRow && r % V == 0 && !any_gather) {
+    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
+    if (vectors <= 16) {
+      v.registers = static_cast<std::uint8_t>(vectors);
+      const std::size_t kept = kept_bytes_of(g, v, np);
+      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
+      if (registers <= static_cast<std::size_t>(tuning().layer_registers)) v.keep_values = kept > 0 && tuning().layer_keep_values;
+      else v.registers = 0;
+    }
+  }
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
-  v.resident = bytes > 0 && bytes <= limit && tuning().layer_resident;
+  v.resident = v.registers == 0 && bytes > 0 && bytes <= limit && tuning().layer_resident;
   L.keep = (span + 15) / 16 * 16;
   const std::size_t per_sm = device.max_shared_per_sm;
   // A grid of clusters meant to run in one wave may not: a cluster is placed whole within a GPC, so slots
@@ -350,7 +380,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     const bool fit = tuning().layer_fit_blocks == 1 || (C == 1 && codegen::kRegistersPerSm / (blocks * v.block) >= 40);
     if (fit) v.min_blocks = static_cast<std::uint8_t>(blocks);
   }
-  if (!v.resident)
+  if (!v.resident && v.registers == 0)
     for (int p = 0; p < np; ++p)
       if (v.role[p] == LayerRole::cached) v.role[p] = LayerRole::stream;
   L.shared_bytes = v.partly_resident ? static_cast<unsigned>(static_cast<std::size_t>(L.keep) * cached_bytes)
@@ -381,6 +411,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
           ? fmt::format(", the first {} of each block's {} elements kept in shared memory and the rest re-read "
                         "(mostly from L2), so that a spare block fits each SM and every cluster runs in one wave",
                         L.keep, span)
+      : v.registers > 0
+          ? fmt::format(", the row's inputs ({} bytes) read once and held in registers, {} vectors a thread{}", row_bytes,
+                        v.registers, v.keep_values ? ", with the values a later pass needs again (not computed twice)" : "")
       : v.resident ? fmt::format(", the row's inputs ({} bytes) read once and kept in shared memory{} ({} bytes a block)",
                                  row_bytes,
                                  v.keep_values ? ", with the values a later pass needs again (not computed twice)" : "",

@@ -30,6 +30,9 @@ struct Tuning {
   /// 512 against 1,024: float32 rows of 1,024 / 16,384 / 65,536 94.2 / 96.5 / 81.1% -> 85.3 / 63.9 / 45.2%, bfloat16
   /// rows of 16,384 58.5 -> 52.0% (bench/results/layers/h200/keep-min-threads-2026-11-28.txt)
   int layer_keep_min_threads = 1024;
+  /// Registers a thread may spend holding its part of a row (the cached inputs and kept values) instead of shared
+  /// memory, where the row is short enough; 0: never.
+  int layer_registers = 48;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
