@@ -150,9 +150,15 @@ TEST_CASE("the named layers and activations are one kernel each, and relu is cuB
 
 TEST_CASE("a layer kernel's source is stable", "[layer][golden]") {
   auto x = fz::placeholder<float>({64, 1000});
-  test::check_golden(
-      "softmax_layer",
-      fz::inspect(fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true)).source);
+  auto softmax = [&] { return fz::exp(x - fz::max(x, -1, true)) / fz::sum(fz::exp(x - fz::max(x, -1, true)), -1, true); };
+  // the row and its exps held in registers, 8 vectors a lane
+  test::check_golden("softmax_layer_registers", fz::inspect(softmax()).source);
+  // in shared memory
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("layer_registers=0");
+  const std::string shared = fz::inspect(softmax()).source;
+  fz::detail::tuning() = saved;
+  test::check_golden("softmax_layer", shared);
 }
 
 TEST_CASE("sibling reductions over the same axes share one pass: ties, statistics, batch norm", "[layer][plan]") {

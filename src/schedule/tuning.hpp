@@ -31,8 +31,10 @@ struct Tuning {
   /// rows of 16,384 58.5 -> 52.0% (bench/results/layers/h200/keep-min-threads-2026-11-28.txt)
   int layer_keep_min_threads = 1024;
   /// Registers a thread may spend holding its part of a row (the cached inputs and kept values) instead of shared
-  /// memory, where the row is short enough; 0: never.
-  int layer_registers = 48;
+  /// memory, where the row is short enough; 0: never. H200, one call: 64 against 48 took float32 softmax over rows
+  /// of 1,024 / 4,096 (the row and its exps, 64 registers) from 93.5 / 90.8% of the limit to 103.3 / 102.8%
+  /// (bench/results/layers/h200/registers-2026-11-29.txt).
+  int layer_registers = 64;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;
