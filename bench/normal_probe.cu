@@ -8,10 +8,14 @@
 // argument in [0, 34).
 // Not part of the build (plain CUDA, no fusion):
 //   nvcc -arch=sm_90 -O3 bench/normal_probe.cu -o /tmp/np && /tmp/np && cuobjdump -sass /tmp/np | ...
+// (bench/results/random/h200-2026-11-29-normal-probe.txt was timed before the probe took probe_timing.cuh's median:
+// one call between events, the median of 12 after 3.)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+#include "probe_timing.cuh"
 
 __device__ __forceinline__ uint4 philox(unsigned long long seed, unsigned long long offset, unsigned long long blk) {
   unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
@@ -160,24 +164,6 @@ __global__ void exhaustive(unsigned* worst) {
 __global__ void store(float4* out, int nv) {
   for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += gridDim.x * blockDim.x)
     out[v] = make_float4(1, 2, 3, 4);
-}
-
-template <class F> float median_ms(F f) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> t;
-  for (int r = 0; r < 15; ++r) {
-    cudaEventRecord(a);
-    f();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    if (r >= 3) t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 int main() {

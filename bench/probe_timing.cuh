@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the plain-CUDA probes in bench/ share (division_probe.cu, bulk_row_probe.cu, register_row_probe.cu): a CUDA
-// call checked (the probe exits naming it), a copy of the same bytes as the limit, the machine warmed (a fresh GPU
+// What the plain-CUDA probes in bench/ share (division_probe.cu, bulk_row_probe.cu, register_row_probe.cu,
+// normal_probe.cu): a CUDA call checked (the probe exits naming it), a copy of the same bytes as the limit, the machine warmed (a fresh GPU
 // machine populates its memory lazily in its first minute), and the timing: events around 10 calls after 3 warm-up
 // calls, the median of 9.
 #pragma once
