@@ -15,25 +15,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "probe_philox.cuh"
 #include "probe_timing.cuh"
 
 __device__ __forceinline__ uint4 philox(unsigned long long seed, unsigned long long offset, unsigned long long blk) {
-  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
-  unsigned c0 = (unsigned)offset, c1 = (unsigned)(offset >> 32), c2 = (unsigned)blk, c3 = (unsigned)(blk >> 32);
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    if (r > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-  }
-  return make_uint4(c0, c1, c2, c3);
+  const Block b = philox_hilo(seed, offset, blk);
+  return make_uint4(b.c0, b.c1, b.c2, b.c3);
 }
 
 // ln(u) for u = k 2^-24, k in [1, 2^24]: u = 2^e f with f in [2/3, 4/3), ln(1 + x) = x - x^2/2 + x^3 R(x) for

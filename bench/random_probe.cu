@@ -9,30 +9,7 @@
 #include <cstring>
 #include <vector>
 
-struct Block {
-  unsigned c0, c1, c2, c3;
-};
-
-// Hi and lo words of each product from two instructions (mul.hi + mul.lo), as fusion writes it today.
-__device__ __forceinline__ Block philox_hilo(unsigned long long seed, unsigned long long offset,
-                                             unsigned long long blk) {
-  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
-  unsigned c0 = (unsigned)offset, c1 = (unsigned)(offset >> 32), c2 = (unsigned)blk, c3 = (unsigned)(blk >> 32);
-#pragma unroll
-  for (int r = 0; r < 10; ++r) {
-    if (r > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-  }
-  return {c0, c1, c2, c3};
-}
+#include "probe_philox.cuh"  // Block, philox_hilo: as fusion writes it today
 
 // Both words of each product from one 32x32->64 multiply (mul.wide.u32).
 __device__ __forceinline__ Block philox_wide(unsigned long long seed, unsigned long long offset,
