@@ -76,7 +76,7 @@ TEST_CASE("fuzz: a fixed-seed slice of random expressions matches the float64 re
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with scans (running maxima, minima, integer sums) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   const Slice s = run_slice(0x5c'0000, 200, {.scans = true});
   CHECK(s.failed == 0);
   CHECK(s.with_scans > 25);  // (34 of the 200 on the H100 run that set this)
@@ -84,7 +84,7 @@ TEST_CASE("fuzz: a fixed-seed slice with scans (running maxima, minima, integer 
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with gathers (take_along_axis, wrap and clip) and scans matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   const Slice s = run_slice(0x6a'0000, 200, {.scans = true, .gathers = true});
   CHECK(s.failed == 0);
   CHECK(s.with_gathers > 25);
@@ -92,7 +92,7 @@ TEST_CASE("fuzz: a fixed-seed slice with gathers (take_along_axis, wrap and clip
 }
 
 TEST_CASE("fuzz: a fixed-seed slice of scatters (add, max, min; fz::Deterministic half the time) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   const Slice s = run_slice(0x5ca'0000, 200, {.scans = true, .gathers = true, .scatters = true});
   CHECK(s.failed == 0);
   CHECK(s.with_scatters > 40);
@@ -100,7 +100,7 @@ TEST_CASE("fuzz: a fixed-seed slice of scatters (add, max, min; fz::Deterministi
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with joins (fz::concatenate, gathers inside pieces) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   const Slice s = run_slice(0x701'0000, 200, {.gathers = true, .joins = true});
   CHECK(s.failed == 0);
   CHECK(s.with_joins > 30);  // (40 of the 200 since joins were cut on vectors half the time)
@@ -117,7 +117,7 @@ TEST_CASE("fuzz: a fixed-seed slice with matrix products (fz::matmul, math aroun
 }
 
 TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous axis, any rows) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   // The strips are chosen for 32 rows per SM or more, more than the fuzzer's shapes hold: tuned to take any.
   const fz::detail::Tuning saved = fz::detail::tuning();
   fz::detail::set_tuning("scan_strips=2");
@@ -128,7 +128,7 @@ TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous
 }
 
 TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f(x.T, y)) matches the reference",
-          "[gpu][fuzz]") {
+          "[gpu][fuzz][slices]") {
   int aliased = 0;
   for (int k = 0; k < 200; ++k)
     aliased += fuzz::aliased(fuzz::generate(0xa1a5'0000 + static_cast<std::uint64_t>(k), {.scans = true, .aliases = true}));
