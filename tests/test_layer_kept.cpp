@@ -86,6 +86,10 @@ TEST_CASE("short rows of whole vectors are held in registers where few enough re
   // float32 softmax: the row and its exps, 64 registers; float64's would take 128: shared memory
   CHECK_THAT(variant(fz::softmax(f1k)), Catch::Contains("held in registers (8 vectors a thread), values later passes need kept"));
   CHECK_THAT(variant(fz::softmax(fz::placeholder<double>({4096, 1024}))), Catch::Contains("the row kept in shared memory"));
+  // float64 layer norm: 16 vectors of 2 a lane would fit 64 registers, but a thread holds at most 8 vectors
+  const auto d1k = fz::placeholder<double>({4096, 1024});
+  CHECK_THAT(variant(fz::layer_norm(d1k, 1e-5)), Catch::Contains("the row kept in shared memory"));
+  CHECK_THAT(variant(fz::layer_norm(fz::placeholder<double>({4096, 512}), 1e-5)), Catch::Contains("held in registers (8 vectors"));
   // rows longer than 4,096 (a block of 256 threads and more per row) or not whole vectors: shared memory
   CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 8192}))), Catch::Contains("the row kept in shared memory"));
   CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 1020}))), Catch::Contains("the row kept in shared memory"));

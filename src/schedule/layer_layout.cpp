@@ -322,7 +322,9 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
       r <= kRegisterRow && r % V == 0 && !any_gather) {
     const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
-    if (vectors <= 16) {
+    // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
+    // 1,024 159 registers a thread, one block of 256 threads an SM)
+    if (vectors <= 8) {
       v.registers = static_cast<std::uint8_t>(vectors);
       const std::size_t kept = kept_bytes_of(g, v, np);
       const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
