@@ -336,6 +336,7 @@ class LayerEmitter {
                  ? memory
                  : fmt::format("(fz_whole{0} ? {1} : fz_unaligned<{2}>(in{0} + {3}))", p, memory, type, at);
     };
+    const std::string register_j = fmt::format("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
     if (V > 1 && R > 0) {
       // A row in registers: first every vector this pass reads from memory (each load predicated on its vector
       // being in the row, so that all are in flight at once; a load behind the row's bound test would wait for the
@@ -348,7 +349,7 @@ class LayerEmitter {
       if (!from_memory.empty()) {
         w.line("#pragma unroll");
         auto loop = w.block("for (int fz_t = 0; fz_t < {}; ++fz_t)", R);
-        w.line("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
+        w.line("{}", register_j);
         for (int p : from_memory) w.line("if (j < n_vec) {}{}[fz_t] = {};", to_cache(p) ? "c" : "m", p, memory_at(p));
       }
     }
@@ -359,19 +360,17 @@ class LayerEmitter {
       auto loop = R > 0 ? w.block("for (int fz_t = 0; fz_t < {}; ++fz_t)", R)
                         : w.block("for (long long j = {2}(long long)lane * {0}; j < n_vec; j += {1} * {0})", V, G, lo);
       if (R > 0) {
-        w.line("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
+        w.line("{}", register_j);
         w.line("if (j >= n_vec) break;");
       }
       locate();
       const std::string cache_index = C > 1 ? "(j - fz_lo)" : "j";
-      auto cache_at = [&](const std::string& array) {  // a vector of the cache, or of a kept value
-        return R > 0 ? fmt::format("{}[fz_t]", array) : std::string();
-      };
+      auto held = [](const std::string& array) { return array + "[fz_t]"; };  // this vector of a register array
       for (int p : reads) {
         if (gathered[p]) continue;  // read element by element, where the index says
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
         if (R > 0) {  // loaded above
-          w.line("const {} v{} = {};", type, p, cache_at(fmt::format("{}{}", v.role[p] == LayerRole::cached ? "c" : "m", p)));
+          w.line("const {} v{} = {};", type, p, held(fmt::format("{}{}", v.role[p] == LayerRole::cached ? "c" : "m", p)));
           continue;
         }
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
@@ -385,7 +384,7 @@ class LayerEmitter {
       }
       for (std::size_t i : loads)
         if (R > 0)
-          w.line("const FzVec<{}, {}> kv{} = {};", compute_type(g.nodes[i].dtype), V, i, cache_at(fmt::format("fz_kept{}", i)));
+          w.line("const FzVec<{}, {}> kv{} = {};", compute_type(g.nodes[i].dtype), V, i, held(fmt::format("fz_kept{}", i)));
         else
           w.line("const FzVec<{0}, {1}> kv{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(fz_kept{2} + {3});",
                  compute_type(g.nodes[i].dtype), V, i, cache_index);
@@ -400,7 +399,7 @@ class LayerEmitter {
       }
       for (std::size_t i : stores)
         if (R > 0)
-          w.line("{} = ks{};", cache_at(fmt::format("fz_kept{}", i)), i);
+          w.line("{} = ks{};", held(fmt::format("fz_kept{}", i)), i);
         else
           w.line("*reinterpret_cast<FzVec<{0}, {1}>*>(fz_kept{2} + {3}) = ks{2};", compute_type(g.nodes[i].dtype), V, i,
                  cache_index);
