@@ -51,6 +51,16 @@ TEST_CASE("a whole reduction of a take runs the take first, a row one is a layer
   // the row read at a per-row offset, as an ordinary input: in vectors, cached for the second pass
   CHECK(norm.source.find("this row's place in fz::take's source") != std::string::npos);
   CHECK(norm.variant.find("2 input(s) cached") != std::string::npos);
+  // ... and, a short row, held in registers between the passes (loaded as vectors, whole or not)
+  CHECK(norm.variant.find("the row held in registers") != std::string::npos);
+  CHECK(norm.source.find("fz_unaligned") != std::string::npos);
+  // (so too rows of a view of which some start off a vector boundary: tests/test_indexing_gpu.cpp runs this one)
+  const auto wide = fz::placeholder<float>({200, 514});
+  const auto view = fz::inspect(fz::rms_norm(fz::take(wide.slice({fz::_, fz::to(512)}), ids, 0) +
+                                                 fz::placeholder<float>({64, 512}), fz::placeholder<float>({512}), 1e-6f));
+  CHECK(view.kernels == 1);
+  CHECK(view.variant.find("the row held in registers") != std::string::npos);
+  CHECK(view.variant.find("4-wide vectors") != std::string::npos);
   const auto x = fz::placeholder<float>({64, 100});
   const auto idx = fz::placeholder<std::int64_t>({64, 3});
   const auto k = fz::inspect(fz::exp(fz::take_along_axis(x, idx * 2 - 1, 1)));

@@ -243,15 +243,22 @@ TEST_CASE("take: checked indices refuse a Step; wrap and clip record into one", 
 namespace {
 
 /// rms_norm(take(table, ids, 0) + pos, weight) * take(scale, ids[:, None], 0) against float64, one launch.
-template <class T> void check_embedding_norm(std::int64_t V, std::int64_t D, std::int64_t B, unsigned seed) {
-  INFO(fz::dtype_name(fz::dtype_of<T>) << " table " << V << " x " << D << ", " << B << " ids");
+/// `extra` > 0: the table is a view of the first D columns of a wider array, so some rows start off a vector
+/// boundary.
+template <class T> void check_embedding_norm(std::int64_t V, std::int64_t D, std::int64_t B, unsigned seed,
+                                             std::int64_t extra = 0) {
+  INFO(fz::dtype_name(fz::dtype_of<T>) << " table " << V << " x " << D << ", " << B << " ids, extra " << extra);
   const auto ht = test::random<T>(static_cast<std::size_t>(V * D), -2, 2, seed);
   const auto hp = test::random<T>(static_cast<std::size_t>(B * D), -1, 1, seed + 1);
   const auto hw = test::random<T>(static_cast<std::size_t>(D), 0.5, 1.5, seed + 2);
   const auto hs = test::random<T>(static_cast<std::size_t>(V), 0.5, 2, seed + 3);
   const auto hi = test::random<std::int32_t>(static_cast<std::size_t>(B), static_cast<double>(-V),
                                              static_cast<double>(V - 1), seed + 4);
-  const auto table = fz::asarray(ht, {V, D}), pos = fz::asarray(hp, {B, D});
+  std::vector<T> wide(static_cast<std::size_t>(V * (D + extra)), T(1e30f));  // (the columns after: never read)
+  for (std::int64_t r = 0; r < V; ++r)
+    std::copy_n(ht.begin() + r * D, D, wide.begin() + r * (D + extra));
+  const auto table = fz::asarray(wide, {V, D + extra}).slice({fz::_, fz::to(D)});
+  const auto pos = fz::asarray(hp, {B, D});
   const auto weight = fz::asarray(hw, {D}), scale = fz::asarray(hs, {V});
   const auto ids = fz::asarray(hi, {B});
   std::vector<double> want(static_cast<std::size_t>(B * D));
@@ -287,7 +294,9 @@ TEST_CASE("take inside a layer kernel: an embedding lookup, its RMSNorm and a pe
           "[gpu][indexing]") {
   check_embedding_norm<float>(500, 256, 96, 71);
   check_embedding_norm<float>(100, 300, 33, 72);       // rows not a multiple of a vector
-  check_embedding_norm<fz::bfloat16>(300, 4096, 64, 73);
+  check_embedding_norm<fz::bfloat16>(300, 4096, 64, 73);  // rows held in registers
+  check_embedding_norm<float>(200, 512, 40, 76, 2);      // in registers, rows read off a vector boundary
+  check_embedding_norm<fz::bfloat16>(200, 1024, 40, 77, 3);
   check_embedding_norm<float>(40, 65536, 8, 74);       // a row over a cluster of blocks: not a layer kernel
   // a row sum of a gather, and a softmax over gathered rows
   const auto table = fz::asarray(test::random<float>(50 * 64, -3, 3, 75), {50, 64});

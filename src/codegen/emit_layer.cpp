@@ -42,7 +42,9 @@ class LayerEmitter {
   LayerEmitter(const ir::Graph& graph, const LayerVariant& variant, std::string_view name_given)
       : g(graph), v(variant), e(emit_context(g, v, name_given, std::span(v.out_dtype.data(), v.n_outputs))) {
     if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
-    if (R > 0 && (C > 1 || V == 1 || v.resident || seg || gathers.any_row))
+    bool element_gather = false;  // elements read through an index along the row: one by one, in a loop
+    for (int p = 0; p < np; ++p) element_gather = element_gather || (gathered[p] && varies(p));
+    if (R > 0 && (C > 1 || V == 1 || v.resident || seg || element_gather))
       throw Error("internal: a row in registers is one block's, in vectors, contiguous, not in shared memory");
     if (static_cast<int>(g.outputs.size()) != K)
       throw Error("internal: the graph's outputs and the layer variant's differ");

@@ -316,11 +316,14 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // tuning().layer_registers registers and the row is short (kRegisterRow). (bfloat16 softmax over rows of 1,024,
   // H200, Nsight Compute: the row in shared memory and exp(x - max) computed twice executed 64.0 M instructions,
   // torch.compile's kernel, which holds the row and the exps in registers, 43.4 M.)
-  bool any_gather = false;
+  // (A row read through an index, an embedding's, loads its vectors as any other row, and a value read through an
+  // index once per row is read before the passes; elements read through an index along the row, fz::take's
+  // pointers, are read one by one, so they keep the loop.)
+  bool element_gather = false;
   for (int p = 0; p < np; ++p)
-    any_gather = any_gather || gathered[static_cast<std::size_t>(p)] || per_row[static_cast<std::size_t>(p)] >= 0;
+    element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      r <= kRegisterRow && r % V == 0 && !any_gather) {
+      r <= kRegisterRow && r % V == 0 && !element_gather) {
     const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
     // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
     // 1,024 159 registers a thread, one block of 256 threads an SM)
