@@ -205,19 +205,6 @@ void layers_suite(std::vector<Row>& rows) {
                                                   beta);
                         },
                         opts)});
-  // The same as two statements: the statistics (one split reduction), then the normalization, which finds most
-  // of its input still in L2 (the input, 25.7 MB, fits)
-  if (wanted("batch_norm (8,64,112,112) stats, then normalize"))
-    rows.push_back({"batch_norm (8,64,112,112) stats, then normalize", "float32", bn.size(),
-                    fz::compare_fusion(
-                        "batch_norm",
-                        [&] {
-                          fz::Array<float> mean, var;
-                          fz::tie(mean, var) =
-                              std::make_tuple(fz::mean(bn, {0, 2, 3}, true), fz::var(bn, {0, 2, 3}, true));
-                          return fz::Array<float>((bn - mean) * fz::rsqrt(var + 1e-5f) * gamma + beta);
-                        },
-                        opts)});
 }
 
 /// Every layout a little off the contiguous path (issue 15's suite): row, column and scalar broadcasts, an

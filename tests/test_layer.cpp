@@ -274,8 +274,21 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
   CHECK(ln.source.find("fz_step0") != std::string::npos);
   // layer norm's own mean serves as the inner one: two means in all, not three
   CHECK(ln.source.find("reduction 2") == std::string::npos);
-  // var alone stays a reduction kernel with Welford's one pass
+  // var alone over long rows stays a reduction kernel with Welford's one pass
   CHECK(fz::inspect(fz::var(x, -1)).source.find("FzWelford") != std::string::npos);
+  // over short rows, a layer kernel holding each row in registers takes the two passes (tests/test_layer_gpu.cpp
+  // checks them against float64), also for std with ddof 1; not fz::Unfused's
+  auto s = fz::placeholder<float>({4096, 1024});
+  for (const fz::KernelInfo& k : {fz::inspect(fz::var(s, -1)), fz::inspect(fz::std(s, 1, true, 1.0))}) {
+    CHECK_THAT(k.variant, Catch::StartsWith("layer") && Catch::Contains("the row held in registers"));
+    CHECK(k.source.find("FzWelford") == std::string::npos);
+  }
+  {
+    fz::Unfused unfused;
+    CHECK(fz::inspect(fz::var(s, -1)).source.find("FzWelford") != std::string::npos);
+  }
+  // nor where the row is not whole vectors (held in shared memory or not at all): the reduction kernel
+  CHECK(fz::inspect(fz::var(fz::placeholder<float>({4096, 1022}), -1)).source.find("FzWelford") != std::string::npos);
   // and a bare x / std over the row, ddof 1, still one layer kernel
   const fz::KernelInfo z = fz::inspect(x / fz::sqrt(fz::var(x, -1, true, 1.0)));
   CHECK(z.kernels == 1);

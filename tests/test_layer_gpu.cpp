@@ -313,6 +313,40 @@ TEST_CASE("var stays accurate in float32 where a sum of squares would cancel (me
   }
 }
 
+TEST_CASE("var and std over short rows: two passes over the row in registers, accurate where sums of squares cancel",
+          "[gpu][layers]") {
+  for (const std::int64_t D : {128, 1024, 4096}) {
+    const std::int64_t R = (1 << 21) / D;
+    INFO("rows of " << D);
+    auto hx = test::random<float>(static_cast<std::size_t>(R * D), -1.7, 1.7, static_cast<unsigned>(D));
+    for (std::size_t k = 0; k < hx.size(); ++k) hx[k] += 1e4f + (k % 29 == 0 ? 3000.0f : 0.0f);  // and outliers
+    const auto x = fz::asarray(hx, {R, D});
+    CHECK_THAT(fz::inspect(fz::var(x, -1)).variant, Catch::Contains("the row held in registers"));
+    std::vector<double> var(static_cast<std::size_t>(R)), std1(var.size());
+    for (std::int64_t r = 0; r < R; ++r) {
+      double m = 0, v = 0;
+      for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
+      m /= static_cast<double>(D);
+      for (std::int64_t j = 0; j < D; ++j) {
+        const double d = hx[static_cast<std::size_t>(r * D + j)] - m;
+        v += d * d;
+      }
+      var[static_cast<std::size_t>(r)] = v / static_cast<double>(D);
+      std1[static_cast<std::size_t>(r)] = std::sqrt(v / static_cast<double>(D - 1));
+    }
+    fz::Array<float> got = fz::full<float>({R}, 7.f), got_std = fz::full<float>({R, 1}, 7.f);
+    fz::reset_stats();
+    got = fz::var(x, -1);
+    got_std = fz::std(x, 1, true, 1.0);
+    CHECK(fz::stats().launches == 2);
+    CHECK(test::mismatches(got.to_host(), var, fz::DType::float32) == 0);
+    CHECK(test::mismatches(got_std.to_host(), std1, fz::DType::float32) == 0);
+    // and in float64, to float64's tolerance
+    const auto xd = fz::eval(fz::cast<double>(x));
+    CHECK(test::mismatches(fz::Array<double>(fz::var(xd, -1)).to_host(), var, fz::DType::float64) == 0);
+  }
+}
+
 TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks",
           "[gpu][layers]") {
   const std::int64_t n = (1 << 22) + 7;

@@ -2,7 +2,8 @@
 """PyTorch eager and torch.compile on the workloads of fusion-bench-indexing, timed as it times fusion (events
 around 10 calls, median of 9), as % of the copy limit measured here the same way (a device-to-device copy of
 1 GiB, bytes read + written).
-    python3 bench/peers/indexing.py [--quick] [--no-compile] [--joins | --scans]   (the joins or the scans alone)"""
+    python3 bench/peers/indexing.py [--quick] [--no-compile] [--joins | --scans | --embedding]
+(the joins, the scans or the embedding lookup with its RMSNorm alone)"""
 import sys
 
 import torch
@@ -10,15 +11,17 @@ import torch
 from timing import median_ms
 
 
-def gathers_and_scatters(quick, gen, report, both):
+def gathers_and_scatters(quick, gen, report, both, embedding_only=False):
     V, D, B = (4096, 4096, 2048) if quick else (32768, 4096, 16384)
-    table = torch.full((V, D), 1.5, dtype=torch.float32, device="cuda")
     ids = torch.randint(0, V, (B,), device="cuda", generator=gen, dtype=torch.int32)
-    out = torch.empty((B, D), dtype=torch.float32, device="cuda")
-    nbytes = 2.0 * B * D * 4 + B * 4
-    report(f"row gather f32 torch.index_select(out=) ({V}x{D}, {B} ids)", nbytes,
-           median_ms(lambda: torch.index_select(table, 0, ids, out=out)))
-    both("row gather f32 table[ids]", nbytes, lambda t, i: t[i], table, ids)
+    if not embedding_only:
+        table = torch.full((V, D), 1.5, dtype=torch.float32, device="cuda")
+        out = torch.empty((B, D), dtype=torch.float32, device="cuda")
+        nbytes = 2.0 * B * D * 4 + B * 4
+        report(f"row gather f32 torch.index_select(out=) ({V}x{D}, {B} ids)", nbytes,
+               median_ms(lambda: torch.index_select(table, 0, ids, out=out)))
+        both("row gather f32 table[ids]", nbytes, lambda t, i: t[i], table, ids)
+        del table, out
 
     tb = torch.full((V, D), 0.5, dtype=torch.bfloat16, device="cuda")
     pos = torch.full((B, D), 0.25, dtype=torch.bfloat16, device="cuda")
@@ -29,12 +32,14 @@ def gathers_and_scatters(quick, gen, report, both):
         return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16) * w
 
     both("embedding + RMSNorm bf16", 3.0 * B * D * 2 + B * 4 + D * 2, embed_rms, tb, ids, pos, weight)
+    if embedding_only:
+        return
 
     N = T = (1 << 22) if quick else (1 << 26)
     lut = torch.full((T,), 2.0, dtype=torch.float32, device="cuda")
     idx = torch.randint(0, T, (N,), device="cuda", generator=gen, dtype=torch.int32)
     both(f"scalar gather lut[idx] * 3 ({N} from {T}, 32-byte sectors)", 40.0 * N, lambda l, i: l[i] * 3, lut, idx)
-    del table, tb, pos, lut, idx, out
+    del tb, pos, lut, idx
 
     n = (1 << 22) if quick else (1 << 26)
     vals = torch.ones((n,), dtype=torch.float32, device="cuda")
@@ -87,6 +92,8 @@ def main():
 
     if "--scans" in sys.argv:
         return scans(quick, both)
+    if "--embedding" in sys.argv:
+        return gathers_and_scatters(quick, gen, report, both, embedding_only=True)
     if not joins_only:
         gathers_and_scatters(quick, gen, report, both)
 

@@ -233,8 +233,13 @@ void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode m
   const Lowered& lw = *c.lowered;
   const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct) {
-    if (lw.has_reduction) return evaluate_reduction(c, *outs[0], mode);
-    return evaluate_elementwise(c, outs, K, mode);
+    if (!lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
+    // Row statistics (var, std, and what they take with them) over rows held in registers: two float passes of
+    // a layer kernel. (H200, float32 rows of 128-4,096: one reduction kernel of Welford accumulators in double
+    // 89-94% of the limit, a layer norm written with the two passes 99-100%.)
+    if (!on(Mode::unfused) && has_floating_variance(c) && evaluate_layer(c, outs, K, mode, Layer::in_registers))
+      return;
+    return evaluate_reduction(c, *outs[0], mode);
   }
   run_plan(p, c, outs, mode);
 }
@@ -343,8 +348,12 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   const Lowered& lw = *c.lowered;
   if (!on(Mode::unfused) && !lw.has_reduction && !lw.has_product && !lw.has_scan) return {inspect_elementwise(c)};
   const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
-  if (p.part.direct)
-    return {lw.has_reduction ? inspect_reduction(c) : inspect_elementwise(c)};  // (a direct reduction has one output)
+  if (p.part.direct && !lw.has_reduction) return {inspect_elementwise(c)};
+  if (p.part.direct) {  // (a direct reduction has one output)
+    KernelInfo layer;
+    if (!on(Mode::unfused) && has_floating_variance(c) && inspect_layer(c, layer, Layer::in_registers)) return {layer};
+    return {inspect_reduction(c)};
+  }
   return inspect_plan(p, c);
 }
 
@@ -398,6 +407,8 @@ KernelInfo inspect_into(const Call& call, const ArrayBase& out) {
   else
     aside = overlaps_harmfully(c, outs, 1, shape);
   if (!aside) return assemble(std::move(steps));
+  // (a direct reduction into an input's memory runs as its reduction kernel: a layer kernel refuses the overlap)
+  if (c.lowered->has_reduction && plan_of(*c.lowered, PartitionMode::fused).part.direct) steps = {inspect_reduction(c)};
   const ArrayBase aside_result = ArrayBase::make_placeholder(out.dtype(), shape);
   const ArrayBase* copy_in[1] = {&aside_result};
   steps.push_back(inspect_elementwise(Call{&identity_lowered(out.dtype()), copy_in, nullptr, nullptr, 1, 0, 0, {}}));

@@ -222,9 +222,14 @@ void evaluate_scan(const Call& c, ArrayBase& out, AssignMode mode);
 /// Its kernels, described (two for a few long rows).
 std::vector<KernelInfo> inspect_scan(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
-/// apply (nothing written then: a plan runs instead).
-bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
-bool inspect_layer(const Call& c, KernelInfo& info);
+/// apply (nothing written then: a plan runs instead). `Layer::in_registers`: only where the kernel holds each
+/// row in registers (row statistics, which one reduction kernel computes otherwise: see evaluate_call).
+enum class Layer { any, in_registers };
+bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode, Layer when = Layer::any);
+bool inspect_layer(const Call& c, KernelInfo& info, Layer when = Layer::any);
+/// A floating-point var (or std) among the call's reductions: over short rows a layer kernel computes it
+/// in two float passes over the row held in registers, faster than one pass of Welford accumulators.
+bool has_floating_variance(const Call& c);
 
 /// The shape of output k of a call: the broadcast of the arrays it reads (all of them for one output).
 Shape output_shape(const Call& c, int k);

@@ -49,9 +49,11 @@ void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* 
 /// of Welford accumulators in double (H100, layer norm written that way by hand: rows of 65,536 73.5 ->
 /// 86-87% of the limit, 16,384 92 -> 100%). The outer mean divides by n - ddof, var's own divisor. `args`
 /// receives the call's reductions, then per var a keepdims, ddof-0 copy of its own (the inner mean's slot).
+bool is_floating_variance(const ir::Node& n) { return n.op == ir::Op::var && is_floating(n.dtype); }
+
 Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   const ir::Graph& g = c.lowered->graph;
-  auto centered = [](const ir::Node& n) { return n.op == ir::Op::var && is_floating(n.dtype); };
+  const auto centered = is_floating_variance;
   if (std::none_of(g.nodes.begin(), g.nodes.end(), centered)) return c;  // (the common case: no allocation)
   args.assign(c.reductions, c.reductions + c.n_reductions);
   for (const ir::Node& n : g.nodes) {
@@ -106,13 +108,36 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   return r;
 }
 
+/// The layout for new outputs of S's shapes (placeholders: nothing allocated), for fz::inspect and to decide
+/// before anything is written.
+bool analyze_fresh(const Call& c, const LayerShapes& S, int device, LayerLayout& L) {
+  const int K = static_cast<int>(c.lowered->graph.outputs.size());
+  std::vector<ArrayBase> outs;
+  ArrayBase* ptrs[codegen::kMaxOutputs];
+  for (int k = 0; k < K; ++k)
+    outs.push_back(
+        ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
+                                    S.out[static_cast<std::size_t>(k)]));
+  for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
+  return analyze_layer(c, S, ptrs, K, planned_device(device), L);
+}
+
 }  // namespace
 
-bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
+bool has_floating_variance(const Call& c) {
+  const std::vector<ir::Node>& nodes = c.lowered->graph.nodes;
+  return std::any_of(nodes.begin(), nodes.end(), is_floating_variance);
+}
+
+bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode, Layer when) {
   std::vector<ReduceArg> args;
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
+  if (when == Layer::in_registers) {
+    LayerLayout fresh;
+    if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || fresh.v.registers == 0) return false;
+  }
   for (int k = 0; k < K; ++k) {
     // a layer kernel writes each result once: no broadcasting into a larger array, no shared outputs
     if (mode == AssignMode::into && outs[k]->has_storage() && outs[k]->shape() != S.out[static_cast<std::size_t>(k)])
@@ -133,23 +158,16 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   return true;
 }
 
-bool inspect_layer(const Call& call, KernelInfo& info) {
+bool inspect_layer(const Call& call, KernelInfo& info, Layer when) {
   std::vector<ReduceArg> args;
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
-  const int K = static_cast<int>(c.lowered->graph.outputs.size());
-  std::vector<ArrayBase> outs;
-  ArrayBase* ptrs[codegen::kMaxOutputs];
-  for (int k = 0; k < K; ++k)
-    outs.push_back(
-        ArrayBase::make_placeholder(c.lowered->graph.dtype(c.lowered->graph.outputs[static_cast<std::size_t>(k)]),
-                                    S.out[static_cast<std::size_t>(k)]));
-  for (int k = 0; k < K; ++k) ptrs[k] = &outs[static_cast<std::size_t>(k)];
   LayerLayout L;
   L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
-  if (!analyze_layer(c, S, ptrs, K, planned_device(device), L)) return false;
+  if (!analyze_fresh(c, S, device, L)) return false;
+  if (when == Layer::in_registers && L.v.registers == 0) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
