@@ -184,6 +184,11 @@ void layers_suite(std::vector<Row>& rows) {
       fz::tie(s, q) = std::make_tuple(fz::sum(x, -1), fz::sum(x * x, -1));
       return q;
     });
+    run("tie(mean,var)" + at, "float32", [&] {  // (torch.var_mean)
+      fz::Array<float> m, v;
+      fz::tie(m, v) = std::make_tuple(fz::mean(x, -1), fz::var(x, -1));
+      return v;
+    });
   }
   run("var(x)", "float32", [&] { return fz::Array<float>(fz::var(flat)); });
   run("tie(sum,sum sq)(x)", "float32", [&] {

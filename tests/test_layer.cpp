@@ -289,6 +289,22 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
   }
   // nor where the row is not whole vectors (held in shared memory or not at all): the reduction kernel
   CHECK(fz::inspect(fz::var(fz::placeholder<float>({4096, 1022}), -1)).source.find("FzWelford") != std::string::npos);
+  // a tie of mean and var (torch.var_mean): the layer kernel over short rows, one reduction kernel of both results
+  // over long ones (where the layer kernel would cache the row), unless tuning says layer_statistics=1
+  CHECK_THAT(fz::inspect(fz::mean(s, -1), fz::var(s, -1)).variant, Catch::Contains("the row held in registers"));
+  // (the graph with the var centered depends on whether the tie's mean may serve it: keepdims, ddof 0, the same
+  // axes; asked first with keepdims, then without, the second once got the first one's graph and no layer kernel)
+  auto s2 = fz::placeholder<float>({2048, 512});
+  CHECK_THAT(fz::inspect(fz::mean(s2, {1}, true), fz::var(s2, {1}, true)).variant, Catch::StartsWith("layer"));
+  CHECK_THAT(fz::inspect(fz::mean(s2, {1}), fz::var(s2, {1})).variant, Catch::StartsWith("layer"));
+  CHECK_THAT(fz::inspect(fz::mean(x, -1), fz::var(x, -1)).variant,
+             Catch::StartsWith("reduction") && Catch::Contains("2 results from one pass"));
+  {
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("layer_statistics=1");
+    CHECK_THAT(fz::inspect(fz::mean(x, -1), fz::var(x, -1)).variant, Catch::StartsWith("layer"));
+    fz::detail::tuning() = saved;
+  }
   // and a bare x / std over the row, ddof 1, still one layer kernel
   const fz::KernelInfo z = fz::inspect(x / fz::sqrt(fz::var(x, -1, true, 1.0)));
   CHECK(z.kernels == 1);

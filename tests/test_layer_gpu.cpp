@@ -345,6 +345,27 @@ TEST_CASE("var and std over short rows: two passes over the row in registers, ac
     const auto xd = fz::eval(fz::cast<double>(x));
     CHECK(test::mismatches(fz::Array<double>(fz::var(xd, -1)).to_host(), var, fz::DType::float64) == 0);
   }
+  // a tie of mean and var over short rows (a layer kernel) and long ones (one reduction kernel, both results)
+  for (const std::int64_t D : {1024, 16384}) {
+    const std::int64_t R = 96;
+    INFO("tie over rows of " << D);
+    const auto hx = test::random<float>(static_cast<std::size_t>(R * D), -3, 5, static_cast<unsigned>(D) + 1);
+    const auto x = fz::asarray(hx, {R, D});
+    std::vector<double> mean(static_cast<std::size_t>(R)), var(mean.size());
+    for (std::int64_t r = 0; r < R; ++r) {
+      double m = 0, v = 0;
+      for (std::int64_t j = 0; j < D; ++j) m += hx[static_cast<std::size_t>(r * D + j)];
+      m /= static_cast<double>(D);
+      for (std::int64_t j = 0; j < D; ++j) v += std::pow(hx[static_cast<std::size_t>(r * D + j)] - m, 2);
+      mean[static_cast<std::size_t>(r)] = m, var[static_cast<std::size_t>(r)] = v / static_cast<double>(D);
+    }
+    fz::Array<float> m = fz::full<float>({R}, 7.f), v = fz::full<float>({R}, 7.f);
+    fz::reset_stats();
+    fz::tie(m, v) = std::make_tuple(fz::mean(x, -1), fz::var(x, -1));
+    CHECK(fz::stats().launches == 1);
+    CHECK(test::mismatches(m.to_host(), mean, fz::DType::float32) == 0);
+    CHECK(test::mismatches(v.to_host(), var, fz::DType::float32) == 0);
+  }
 }
 
 TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks",

@@ -29,6 +29,7 @@ def cases():
         out.append(("layer_norm" + at, "bfloat16", lambda m, x, w: m.layer_norm16(x, w), [(r, d), (d,)], 4 * N + 2 * d))
         out.append(("var" + at, "float32", lambda m, x: m.var(x), [(r, d)], 4 * N + 4 * r))
         out.append(("tie(sum,sum sq)" + at, "float32", lambda m, x: m.sums(x), [(r, d)], 4 * N + 8 * r))
+        out.append(("tie(mean,var)" + at, "float32", lambda m, x: m.var_mean(x), [(r, d)], 4 * N + 8 * r))
     out.append(("var(x)", "float32", lambda m, x: m.var_all(x), [(N,)], 4 * N + 4))
     out.append(("tie(sum,sum sq)(x)", "float32", lambda m, x: m.sums_all(x), [(N,)], 4 * N + 8))
     bn = 8 * 64 * 112 * 112
@@ -62,6 +63,8 @@ def torch_module():
         @staticmethod
         def sums(x): return x.sum(-1), (x * x).sum(-1)
         @staticmethod
+        def var_mean(x): return torch.var_mean(x, -1, unbiased=False)
+        @staticmethod
         def var_all(x): return x.var(unbiased=False)
         @staticmethod
         def sums_all(x): return x.sum(), (x * x).sum()
@@ -94,6 +97,8 @@ def jax_module():
         def var(x): return x.var(-1)
         @staticmethod
         def sums(x): return x.sum(-1), (x * x).sum(-1)
+        @staticmethod
+        def var_mean(x): return x.var(-1), x.mean(-1)
         @staticmethod
         def var_all(x): return x.var()
         @staticmethod

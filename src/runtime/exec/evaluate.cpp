@@ -237,8 +237,7 @@ void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode m
     // Row statistics (var, std, and what they take with them) over rows held in registers: two float passes of
     // a layer kernel. (H200, float32 rows of 128-4,096: one reduction kernel of Welford accumulators in double
     // 89-94% of the limit, a layer norm written with the two passes 99-100%.)
-    if (!on(Mode::unfused) && has_floating_variance(c) && evaluate_layer(c, outs, K, mode, Layer::in_registers))
-      return;
+    if (!on(Mode::unfused) && has_floating_variance(c) && evaluate_layer(c, outs, K, mode)) return;
     return evaluate_reduction(c, *outs[0], mode);
   }
   run_plan(p, c, outs, mode);
@@ -351,7 +350,7 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   if (p.part.direct && !lw.has_reduction) return {inspect_elementwise(c)};
   if (p.part.direct) {  // (a direct reduction has one output)
     KernelInfo layer;
-    if (!on(Mode::unfused) && has_floating_variance(c) && inspect_layer(c, layer, Layer::in_registers)) return {layer};
+    if (!on(Mode::unfused) && has_floating_variance(c) && inspect_layer(c, layer)) return {layer};
     return {inspect_reduction(c)};
   }
   return inspect_plan(p, c);

@@ -7,7 +7,9 @@
 #include "runtime/exec/evaluate_internal.hpp"
 #include "runtime/exec/kernel_for.hpp"
 #include "runtime/exec/launch.hpp"
+#include "runtime/exec/plan.hpp"
 #include "schedule/layer_layout.hpp"
+#include "schedule/tuning.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion::detail {
@@ -66,7 +68,17 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   Call r = c;
   r.reductions = args.data();
   r.n_reductions = static_cast<int>(args.size());
-  r.lowered = &derived(*c.lowered, {3}, [&] {  // key {3}: variance centered (see as_asked for the others)
+  // The graph depends on which of the call's means may serve a var (keepdims, ddof 0, var's axes), so the
+  // reductions' run-time arguments are part of its key: keyed by {3} alone, a tie of means and vars with keepdims
+  // made the graph that a later one without them was given, and that call lost its layer kernel.
+  std::vector<std::uint32_t> key{3};  // (see as_asked for the other keys)
+  for (int k = 0; k < c.n_reductions; ++k) {
+    const ReduceArg& a = c.reductions[k];
+    key.push_back(static_cast<std::uint32_t>(a.keepdims) | static_cast<std::uint32_t>(a.ddof == 0) << 1 |
+                  static_cast<std::uint32_t>(a.n_axes + 1) << 2);
+    for (int d = 0; d < a.n_axes; ++d) key.push_back(static_cast<std::uint8_t>(a.axes[static_cast<std::size_t>(d)]));
+  }
+  r.lowered = &derived(*c.lowered, key, [&] {
     ir::Graph out;
     out.n_inputs = g.n_inputs;
     out.n_scalars = g.n_scalars;
@@ -129,12 +141,33 @@ bool has_floating_variance(const Call& c) {
   return std::any_of(nodes.begin(), nodes.end(), is_floating_variance);
 }
 
-bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode, Layer when) {
+namespace {
+
+/// Row statistics alone (no per-element output) with a variance among them, over the trailing axes, which the plan
+/// computes in one reduction kernel otherwise: the layer kernel's centered variance needs the row twice, so it pays
+/// only where the row is held in registers (H200, float32 var over rows of 128 to 4,096: 103-107% of the limit
+/// against 90-94% for the reduction kernel); over longer rows it caches the row in shared memory or over a cluster,
+/// which one reduction kernel of Welford accumulators, reading each row once, need not
+/// (bench/results/layers/h200/statistics-2026-11-29.txt). Statistics over other axes (a batch norm's, columns')
+/// keep the layer kernel wherever it applies.
+bool statistics_in_registers_only(const Call& call, const LayerShapes& S) {
+  if (tuning().layer_statistics || !has_floating_variance(call)) return false;
+  const int K = static_cast<int>(call.lowered->graph.outputs.size());
+  if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return false;
+  const unsigned all = (1u << S.full.size()) - 1, first = S.mask & (~S.mask + 1);  // (the lowest reduced axis)
+  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return false;
+  const Partition& plan = plan_of(*call.lowered, PartitionMode::fused).part;
+  return plan.direct || plan.steps.size() == 1;
+}
+
+}  // namespace
+
+bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
   std::vector<ReduceArg> args;
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
-  if (when == Layer::in_registers) {
+  if (statistics_in_registers_only(call, S)) {
     LayerLayout fresh;
     if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || fresh.v.registers == 0) return false;
   }
@@ -158,7 +191,7 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   return true;
 }
 
-bool inspect_layer(const Call& call, KernelInfo& info, Layer when) {
+bool inspect_layer(const Call& call, KernelInfo& info) {
   std::vector<ReduceArg> args;
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
@@ -167,7 +200,7 @@ bool inspect_layer(const Call& call, KernelInfo& info, Layer when) {
   L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_fresh(c, S, device, L)) return false;
-  if (when == Layer::in_registers && L.v.registers == 0) return false;
+  if (statistics_in_registers_only(call, S) && L.v.registers == 0) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
