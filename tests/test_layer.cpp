@@ -274,10 +274,12 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
   CHECK(ln.source.find("fz_step0") != std::string::npos);
   // layer norm's own mean serves as the inner one: two means in all, not three
   CHECK(ln.source.find("reduction 2") == std::string::npos);
-  // var alone over long rows stays a reduction kernel with Welford's one pass
-  CHECK(fz::inspect(fz::var(x, -1)).source.find("FzWelford") != std::string::npos);
-  // over short rows, a layer kernel holding each row in registers takes the two passes (tests/test_layer_gpu.cpp
-  // checks them against float64), also for std with ddof 1; not fz::Unfused's
+  // var alone: where one block holds each row (its registers or shared memory), a layer kernel's two passes
+  // (tests/test_layer_gpu.cpp checks them against float64), also for std with ddof 1; not fz::Unfused's; over
+  // rows a cluster of blocks would share, a reduction kernel with Welford's one pass
+  CHECK_THAT(fz::inspect(fz::var(x, -1)).variant, Catch::StartsWith("layer") && Catch::Contains("shared memory"));
+  auto longer = fz::placeholder<float>({256, 65536});
+  CHECK(fz::inspect(fz::var(longer, -1)).source.find("FzWelford") != std::string::npos);
   auto s = fz::placeholder<float>({4096, 1024});
   for (const fz::KernelInfo& k : {fz::inspect(fz::var(s, -1)), fz::inspect(fz::std(s, 1, true, 1.0))}) {
     CHECK_THAT(k.variant, Catch::StartsWith("layer") && Catch::Contains("the row held in registers"));
@@ -287,22 +289,23 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
     fz::Unfused unfused;
     CHECK(fz::inspect(fz::var(s, -1)).source.find("FzWelford") != std::string::npos);
   }
-  // nor where the row is not whole vectors (held in shared memory or not at all): the reduction kernel
-  CHECK(fz::inspect(fz::var(fz::placeholder<float>({4096, 1022}), -1)).source.find("FzWelford") != std::string::npos);
-  // a tie of mean and var (torch.var_mean): the layer kernel over short rows, one reduction kernel of both results
-  // over long ones (where the layer kernel would cache the row), unless tuning says layer_statistics=1
+  // rows not of whole vectors: in shared memory
+  CHECK_THAT(fz::inspect(fz::var(fz::placeholder<float>({4096, 1022}), -1)).variant,
+             Catch::StartsWith("layer") && Catch::Contains("shared memory"));
+  // a tie of mean and var (torch.var_mean): the layer kernel over rows a block holds, one reduction kernel of both
+  // results over longer ones, unless tuning says layer_statistics=1
   CHECK_THAT(fz::inspect(fz::mean(s, -1), fz::var(s, -1)).variant, Catch::Contains("the row held in registers"));
   // (the graph with the var centered depends on whether the tie's mean may serve it: keepdims, ddof 0, the same
   // axes; asked first with keepdims, then without, the second once got the first one's graph and no layer kernel)
   auto s2 = fz::placeholder<float>({2048, 512});
   CHECK_THAT(fz::inspect(fz::mean(s2, {1}, true), fz::var(s2, {1}, true)).variant, Catch::StartsWith("layer"));
   CHECK_THAT(fz::inspect(fz::mean(s2, {1}), fz::var(s2, {1})).variant, Catch::StartsWith("layer"));
-  CHECK_THAT(fz::inspect(fz::mean(x, -1), fz::var(x, -1)).variant,
+  CHECK_THAT(fz::inspect(fz::mean(longer, -1), fz::var(longer, -1)).variant,
              Catch::StartsWith("reduction") && Catch::Contains("2 results from one pass"));
   {
     const fz::detail::Tuning saved = fz::detail::tuning();
     fz::detail::set_tuning("layer_statistics=1");
-    CHECK_THAT(fz::inspect(fz::mean(x, -1), fz::var(x, -1)).variant, Catch::StartsWith("layer"));
+    CHECK_THAT(fz::inspect(fz::mean(longer, -1), fz::var(longer, -1)).variant, Catch::StartsWith("layer"));
     fz::detail::tuning() = saved;
   }
   // and a bare x / std over the row, ddof 1, still one layer kernel

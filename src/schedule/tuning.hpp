@@ -36,7 +36,7 @@ struct Tuning {
   /// (bench/results/layers/h200/registers-2026-11-29.txt).
   int layer_registers = 64;
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel wherever
-  /// one applies, not only where it holds each row in registers (exec/layer.cpp says why not).
+  /// one applies, not only where one block holds each whole row (exec/layer.cpp says why not).
   bool layer_statistics = false;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)

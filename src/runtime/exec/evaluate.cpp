@@ -234,9 +234,9 @@ void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode m
   const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct) {
     if (!lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
-    // Row statistics (var, std, and what they take with them) over rows held in registers: two float passes of
-    // a layer kernel. (H200, float32 rows of 128-4,096: one reduction kernel of Welford accumulators in double
-    // 89-94% of the limit, a layer norm written with the two passes 99-100%.)
+    // Row statistics (var, std, and what they take with them) over rows one block holds: two float passes of a
+    // layer kernel. (H200, float32 rows of 128-16,384: one reduction kernel of Welford accumulators in double
+    // 90-95% of the limit, the layer kernel 104-108%: exec/layer.cpp.)
     if (!on(Mode::unfused) && has_floating_variance(c) && evaluate_layer(c, outs, K, mode)) return;
     return evaluate_reduction(c, *outs[0], mode);
   }

@@ -223,12 +223,12 @@ void evaluate_scan(const Call& c, ArrayBase& out, AssignMode mode);
 std::vector<KernelInfo> inspect_scan(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
 /// apply (nothing written then: a plan runs instead). Row statistics alone with a variance among them (var, std,
-/// a tie of mean and var) only where the kernel holds each row in registers: elsewhere one reduction kernel of
-/// Welford accumulators reads each row once, no row cached (tuning().layer_statistics: wherever it applies).
+/// a tie of mean and var) only where one block holds each whole row (registers or shared memory): elsewhere one
+/// reduction kernel of Welford accumulators reads each row once (tuning().layer_statistics: wherever it applies).
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
 bool inspect_layer(const Call& c, KernelInfo& info);
-/// A floating-point var (or std) among the call's reductions: over short rows a layer kernel computes it
-/// in two float passes over the row held in registers, faster than one pass of Welford accumulators.
+/// A floating-point var (or std) among the call's reductions: where one block holds each row, a layer kernel
+/// computes it in two float passes over the held row, faster than one pass of Welford accumulators.
 bool has_floating_variance(const Call& c);
 
 /// The shape of output k of a call: the broadcast of the arrays it reads (all of them for one output).

@@ -144,13 +144,14 @@ bool has_floating_variance(const Call& c) {
 namespace {
 
 /// Row statistics alone (no per-element output) with a variance among them, over the trailing axes, which the plan
-/// computes in one reduction kernel otherwise: the layer kernel's centered variance needs the row twice, so it pays
-/// only where the row is held in registers (H200, float32 var over rows of 128 to 4,096: 103-107% of the limit
-/// against 90-94% for the reduction kernel); over longer rows it caches the row in shared memory or over a cluster,
-/// which one reduction kernel of Welford accumulators, reading each row once, need not
+/// computes in one reduction kernel otherwise: the layer kernel's centered variance reads the row twice, so it pays
+/// only where one block holds the whole row, in registers or its shared memory. H200, float32, rows of 128 / 1,024 /
+/// 4,096 / 16,384 / 65,536, % of the limit, layer kernel against the reduction kernel of Welford accumulators: var
+/// 104.6 / 108.4 / 108.3 / 104.9 / 80.4 against 90-94 / 92.9 / 95.5, a tie of mean and var 102.1 / 107.1 / 108.1 /
+/// 101.7 / 71.7 against ... / 84.6 / 87.6: over a cluster of blocks, whose barriers the row waits at, it loses
 /// (bench/results/layers/h200/statistics-2026-11-29.txt). Statistics over other axes (a batch norm's, columns')
 /// keep the layer kernel wherever it applies.
-bool statistics_in_registers_only(const Call& call, const LayerShapes& S) {
+bool statistics_in_one_block_only(const Call& call, const LayerShapes& S) {
   if (tuning().layer_statistics || !has_floating_variance(call)) return false;
   const int K = static_cast<int>(call.lowered->graph.outputs.size());
   if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return false;
@@ -160,6 +161,11 @@ bool statistics_in_registers_only(const Call& call, const LayerShapes& S) {
   return plan.direct || plan.steps.size() == 1;
 }
 
+/// One block holds each whole row: in its threads' registers or its shared memory.
+bool holds_whole_rows(const codegen::LayerVariant& v) {
+  return v.cluster == 1 && (v.registers > 0 || (v.resident && !v.partly_resident));
+}
+
 }  // namespace
 
 bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
@@ -167,9 +173,9 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
-  if (statistics_in_registers_only(call, S)) {
+  if (statistics_in_one_block_only(call, S)) {
     LayerLayout fresh;
-    if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || fresh.v.registers == 0) return false;
+    if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || !holds_whole_rows(fresh.v)) return false;
   }
   for (int k = 0; k < K; ++k) {
     // a layer kernel writes each result once: no broadcasting into a larger array, no shared outputs
@@ -200,7 +206,7 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_fresh(c, S, device, L)) return false;
-  if (statistics_in_registers_only(call, S) && L.v.registers == 0) return false;
+  if (statistics_in_one_block_only(call, S) && !holds_whole_rows(L.v)) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
