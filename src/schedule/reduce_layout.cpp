@@ -150,7 +150,8 @@ void size_split(ReduceLayout& L, std::int64_t target) {
   // (no outputs: nothing to split; fz::inspect describes such a reduction too)
   if (v.group == kBlockThreads && L.blocks > 0 && L.blocks * 2 < target &&
       static_cast<std::size_t>(tiles) <= kMaxCounters && L.n_red > 1) {
-    const std::int64_t min_chunk = inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : 32 * v.row_groups;
+    const std::int64_t min_chunk =
+        inner ? std::int64_t{kBlockThreads} * v.vector_width * 4 : std::int64_t{tuning().reduce_min_rows} * v.row_groups;
     S = std::min((target + L.blocks - 1) / L.blocks, (L.n_red + min_chunk - 1) / min_chunk);
     const std::int64_t slots = inner ? L.n_out : L.blocks * L.per_block;
     S = std::min<std::int64_t>(S, static_cast<std::int64_t>(kPartialBytes / L.acc_bytes) / slots);

@@ -46,6 +46,9 @@ struct Tuning {
   /// 1: a thread per column, the column split over as many blocks as fill the device.
   int reduce_row_groups = 8;
   int reduce_grouped_blocks_per_sm = 4;  ///< blocks per SM the split of such a grouped reduction aims at
+  /// Reduced rows each thread of an outer-mode reduction split over blocks reads at least (a block of R row groups
+  /// covers at least R times as many rows).
+  int reduce_min_rows = 32;
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
   /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
   /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block
