@@ -47,8 +47,10 @@ struct Tuning {
   int reduce_row_groups = 8;
   int reduce_grouped_blocks_per_sm = 4;  ///< blocks per SM the split of such a grouped reduction aims at
   /// Reduced rows each thread of an outer-mode reduction split over blocks reads at least (a block of R row groups
-  /// covers at least R times as many rows).
-  int reduce_min_rows = 32;
+  /// covers at least R times as many rows). H200, column sums of 2,048^2 float32 (16 column tiles: 32 rows gave 8
+  /// splits, 128 blocks, under one an SM): 32 / 16 / 8 / 4 rows 56.6 / 55.1 / 59.5 / 59.5% of the limit, again 52.5
+  /// (32) and 57.2% (8); 4,096^2 and 8,192^2 within a point (bench/results/layouts/h200-2026-11-29-column-sums.txt).
+  int reduce_min_rows = 8;
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
   /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
   /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block
