@@ -190,6 +190,16 @@ void layers_suite(std::vector<Row>& rows) {
       return v;
     });
   }
+  {  // rows that are not whole vectors (1,000 floats: 4,000 bytes apart)
+    const std::int64_t D = 1000;
+    const auto x = flat.slice({fz::to(n / D * D)}).reshape({n / D, D});
+    run("var D=1000", "float32", [&] { return fz::Array<float>(fz::var(x, -1)); });
+    run("tie(mean,var) D=1000", "float32", [&] {
+      fz::Array<float> m, v;
+      fz::tie(m, v) = std::make_tuple(fz::mean(x, -1), fz::var(x, -1));
+      return v;
+    });
+  }
   run("var(x)", "float32", [&] { return fz::Array<float>(fz::var(flat)); });
   run("tie(sum,sum sq)(x)", "float32", [&] {
     fz::Array<float> s, q;

@@ -293,7 +293,7 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
   CHECK_THAT(fz::inspect(fz::var(fz::placeholder<float>({4096, 1022}), -1)).variant,
              Catch::StartsWith("layer") && Catch::Contains("shared memory"));
   // a tie of mean and var (torch.var_mean): the layer kernel over rows a block holds, one reduction kernel of both
-  // results over longer ones, unless tuning says layer_statistics=1
+  // results over longer ones, unless tuning says layer_statistics=2 (or 0: never a layer kernel)
   CHECK_THAT(fz::inspect(fz::mean(s, -1), fz::var(s, -1)).variant, Catch::Contains("the row held in registers"));
   // (the graph with the var centered depends on whether the tie's mean may serve it: keepdims, ddof 0, the same
   // axes; asked first with keepdims, then without, the second once got the first one's graph and no layer kernel)
@@ -304,8 +304,10 @@ TEST_CASE("var inside a layer kernel is the mean of squared deviations: two floa
              Catch::StartsWith("reduction") && Catch::Contains("2 results from one pass"));
   {
     const fz::detail::Tuning saved = fz::detail::tuning();
-    fz::detail::set_tuning("layer_statistics=1");
+    fz::detail::set_tuning("layer_statistics=2");
     CHECK_THAT(fz::inspect(fz::mean(longer, -1), fz::var(longer, -1)).variant, Catch::StartsWith("layer"));
+    fz::detail::set_tuning("layer_statistics=0");
+    CHECK_THAT(fz::inspect(fz::var(s, -1)).variant, Catch::StartsWith("reduction"));
     fz::detail::tuning() = saved;
   }
   // and a bare x / std over the row, ddof 1, still one layer kernel

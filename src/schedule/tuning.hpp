@@ -35,9 +35,9 @@ struct Tuning {
   /// of 1,024 / 4,096 (the row and its exps, 64 registers) from 93.5 / 90.8% of the limit to 103.3 / 102.8%
   /// (bench/results/layers/h200/registers-2026-11-29.txt).
   int layer_registers = 64;
-  /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel wherever
-  /// one applies, not only where one block holds each whole row (exec/layer.cpp says why not).
-  bool layer_statistics = false;
+  /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
+  /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (exec/layer.cpp).
+  int layer_statistics = 1;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;

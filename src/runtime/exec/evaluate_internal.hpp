@@ -224,7 +224,7 @@ std::vector<KernelInfo> inspect_scan(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
 /// apply (nothing written then: a plan runs instead). Row statistics alone with a variance among them (var, std,
 /// a tie of mean and var) only where one block holds each whole row (registers or shared memory): elsewhere one
-/// reduction kernel of Welford accumulators reads each row once (tuning().layer_statistics: wherever it applies).
+/// reduction kernel of Welford accumulators reads each row once (tuning().layer_statistics says otherwise).
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
 bool inspect_layer(const Call& c, KernelInfo& info);
 /// A floating-point var (or std) among the call's reductions: where one block holds each row, a layer kernel

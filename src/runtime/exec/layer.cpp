@@ -150,15 +150,18 @@ namespace {
 /// 104.6 / 108.4 / 108.3 / 104.9 / 80.4 against 90-94 / 92.9 / 95.5, a tie of mean and var 102.1 / 107.1 / 108.1 /
 /// 101.7 / 71.7 against ... / 84.6 / 87.6: over a cluster of blocks, whose barriers the row waits at, it loses
 /// (bench/results/layers/h200/statistics-2026-11-29.txt). Statistics over other axes (a batch norm's, columns')
-/// keep the layer kernel wherever it applies.
-bool statistics_in_one_block_only(const Call& call, const LayerShapes& S) {
-  if (tuning().layer_statistics || !has_floating_variance(call)) return false;
+/// keep the layer kernel wherever it applies. tuning().layer_statistics: 0 never, 1 where one block holds the row,
+/// 2 wherever a layer kernel applies.
+enum class Take { anywhere, one_block, never };
+Take statistics_rule(const Call& call, const LayerShapes& S) {
+  if (tuning().layer_statistics == 2 || !has_floating_variance(call)) return Take::anywhere;
   const int K = static_cast<int>(call.lowered->graph.outputs.size());
-  if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return false;
+  if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return Take::anywhere;
   const unsigned all = (1u << S.full.size()) - 1, first = S.mask & (~S.mask + 1);  // (the lowest reduced axis)
-  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return false;
+  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return Take::anywhere;
   const Partition& plan = plan_of(*call.lowered, PartitionMode::fused).part;
-  return plan.direct || plan.steps.size() == 1;
+  if (!plan.direct && plan.steps.size() != 1) return Take::anywhere;
+  return tuning().layer_statistics == 0 ? Take::never : Take::one_block;
 }
 
 /// One block holds each whole row: in its threads' registers or its shared memory.
@@ -173,7 +176,9 @@ bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode 
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
-  if (statistics_in_one_block_only(call, S)) {
+  const Take take = statistics_rule(call, S);
+  if (take == Take::never) return false;
+  if (take == Take::one_block) {
     LayerLayout fresh;
     if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || !holds_whole_rows(fresh.v)) return false;
   }
@@ -206,7 +211,8 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_fresh(c, S, device, L)) return false;
-  if (statistics_in_one_block_only(call, S) && !holds_whole_rows(L.v)) return false;
+  const Take take = statistics_rule(call, S);
+  if (take == Take::never || (take == Take::one_block && !holds_whole_rows(L.v))) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
