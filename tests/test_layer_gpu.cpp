@@ -366,6 +366,44 @@ TEST_CASE("var and std over rows a block holds: two passes over the held row, ac
     CHECK(test::mismatches(m.to_host(), mean, fz::DType::float32) == 0);
     CHECK(test::mismatches(v.to_host(), var, fz::DType::float32) == 0);
   }
+  // the reduction kernel's tie takes the mean from var's accumulator: over a whole array split over blocks (the
+  // partials combined by the last block), and over a batch norm's N, H, W
+  const std::int64_t n = (1 << 22) + 3;
+  auto hx = test::random<float>(static_cast<std::size_t>(n), -1, 3, 81);
+  for (std::size_t k = 0; k < hx.size(); k += 997) hx[k] += 2000.0f;  // (outliers)
+  double mean = 0, var = 0;
+  for (float e : hx) mean += e;
+  mean /= static_cast<double>(n);
+  for (float e : hx) var += (e - mean) * (e - mean);
+  var /= static_cast<double>(n);
+  const auto flat = fz::asarray(hx);
+  CHECK_THAT(fz::inspect(fz::mean(flat), fz::var(flat)).variant, Catch::Contains("2 results from one pass"));
+  fz::Array<float> m, v;
+  fz::tie(m, v) = std::make_tuple(fz::mean(flat), fz::var(flat));
+  CHECK(m.item() == Approx(mean).epsilon(1e-5));
+  CHECK(v.item() == Approx(var).epsilon(1e-5));
+  const std::int64_t N = 4, C = 16, HW = 48 * 48;
+  const auto t = fz::asarray(std::vector<float>(hx.begin(), hx.begin() + N * C * HW), {N, C, 48, 48});
+  const fz::Axes nhw{0, 2, 3};
+  CHECK_THAT(fz::inspect(fz::mean(t, nhw), fz::var(t, nhw)).variant, Catch::StartsWith("reduction"));
+  fz::tie(m, v) = std::make_tuple(fz::mean(t, nhw), fz::var(t, nhw));
+  std::vector<double> cm(C), cv(C);
+  for (std::int64_t c = 0; c < C; ++c) {
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k) cm[static_cast<std::size_t>(c)] += hx[static_cast<std::size_t>((i * C + c) * HW + k)];
+    cm[static_cast<std::size_t>(c)] /= static_cast<double>(N * HW);
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < HW; ++k)
+        cv[static_cast<std::size_t>(c)] += std::pow(hx[static_cast<std::size_t>((i * C + c) * HW + k)] - cm[static_cast<std::size_t>(c)], 2);
+    cv[static_cast<std::size_t>(c)] /= static_cast<double>(N * HW);
+  }
+  CHECK(test::mismatches(m.to_host(), cm, fz::DType::float32) == 0);
+  CHECK(test::mismatches(v.to_host(), cv, fz::DType::float32) == 0);
+  // and a mean over no elements is NaN, as NumPy's (var's too)
+  const auto none = fz::zeros<float>({3, 0});
+  fz::tie(m, v) = std::make_tuple(fz::mean(none, -1), fz::var(none, -1));
+  for (float e : m.to_host()) CHECK(std::isnan(e));
+  for (float e : v.to_host()) CHECK(std::isnan(e));
 }
 
 TEST_CASE("sibling reductions share one pass: whole-array ties, batch norm statistics, and their fallbacks",
