@@ -210,6 +210,17 @@ void layers_suite(std::vector<Row>& rows) {
   auto bn = random_array<float>(8 * 64 * 112 * 112, -2, 2, 10).reshape({8, 64, 112, 112});
   auto gamma = random_array<float>(64, 0.5f, 1.5f, 11).reshape({1, 64, 1, 1}),
        beta = random_array<float>(64, -1, 1, 12).reshape({1, 64, 1, 1});
+  if (wanted("batch_norm stats (8,64,112,112)"))  // the statistics alone (torch.var_mean over N, H, W)
+    rows.push_back({"batch_norm stats (8,64,112,112)", "float32", bn.size(), fz::compare_fusion(
+                                                                                "batch_norm stats",
+                                                                                [&] {
+                                                                                  fz::Array<float> m, v;
+                                                                                  fz::tie(m, v) = std::make_tuple(
+                                                                                      fz::mean(bn, {0, 2, 3}, true),
+                                                                                      fz::var(bn, {0, 2, 3}, true));
+                                                                                  return v;
+                                                                                },
+                                                                                opts)});
   if (wanted("batch_norm (8,64,112,112)"))
     rows.push_back({"batch_norm (8,64,112,112)", "float32", bn.size(),
                     fz::compare_fusion(

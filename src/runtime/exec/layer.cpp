@@ -150,18 +150,19 @@ namespace {
 /// 104.6 / 108.4 / 108.3 / 104.9 / 80.4 against 90-94 / 92.9 / 95.5, a tie of mean and var 102.1 / 107.1 / 108.1 /
 /// 101.7 / 71.7 against ... / 84.6 / 87.6: over a cluster of blocks, whose barriers the row waits at, it loses
 /// (bench/results/layers/h200/statistics-2026-11-29.txt). Statistics over other axes (a batch norm's, columns')
-/// keep the layer kernel wherever it applies. tuning().layer_statistics: 0 never, 1 where one block holds the row,
-/// 2 wherever a layer kernel applies.
+/// keep the layer kernel wherever it applies. tuning().layer_statistics: 0 never (over any axes), 1 where one block
+/// holds the row, 2 wherever a layer kernel applies.
 enum class Take { anywhere, one_block, never };
 Take statistics_rule(const Call& call, const LayerShapes& S) {
   if (tuning().layer_statistics == 2 || !has_floating_variance(call)) return Take::anywhere;
   const int K = static_cast<int>(call.lowered->graph.outputs.size());
   if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return Take::anywhere;
-  const unsigned all = (1u << S.full.size()) - 1, first = S.mask & (~S.mask + 1);  // (the lowest reduced axis)
-  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return Take::anywhere;
   const Partition& plan = plan_of(*call.lowered, PartitionMode::fused).part;
   if (!plan.direct && plan.steps.size() != 1) return Take::anywhere;
-  return tuning().layer_statistics == 0 ? Take::never : Take::one_block;
+  if (tuning().layer_statistics == 0) return Take::never;
+  const unsigned all = (1u << S.full.size()) - 1, first = S.mask & (~S.mask + 1);  // (the lowest reduced axis)
+  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return Take::anywhere;
+  return Take::one_block;
 }
 
 /// One block holds each whole row: in its threads' registers or its shared memory.
