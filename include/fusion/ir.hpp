@@ -535,6 +535,10 @@ std::uint32_t join_tree(Graph& g, const std::uint32_t* value, const std::uint32_
 std::vector<bool> inside_pieces(const Graph& g);
 /// Whether the graph joins pieces (has an Op::concatenate node).
 bool has_pieces(const Graph& g);
+/// A var (or std) over floating values: a layer kernel computes it as the mean of squared deviations.
+inline bool is_floating_variance(const Node& n) { return n.op == Op::var && is_floating(n.dtype); }
+/// Whether the graph has such a variance among its reductions.
+bool has_floating_variance(const Graph& g);
 /// Per input slot: whether the kernel reads it through a pointer at the element's position, never loading it
 /// per element: fz::take's sources (read where the index says) and arrays inside a concatenate's pieces (read
 /// only where their piece lies). Empty when there is none.

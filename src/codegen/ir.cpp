@@ -190,6 +190,12 @@ bool has_pieces(const Graph& g) {
   return false;
 }
 
+bool has_floating_variance(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (is_floating_variance(n)) return true;
+  return false;
+}
+
 std::vector<bool> pointer_inputs(const Graph& g) {
   std::vector<bool> pointer;
   auto mark = [&](std::uint32_t slot) {

@@ -48,4 +48,13 @@ struct LayerLayout {
 bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* outs, int K, const codegen::TargetDevice& device, LayerLayout& L,
                    std::string* why_not = nullptr);
 
+/// Row statistics alone (no per-element output) with a floating variance among them (var, std, a tie of mean and
+/// var) over the trailing axes, which the plan computes in one kernel otherwise (`one_kernel_otherwise`): a layer
+/// kernel only where one block holds each whole row (holds_whole_rows), or never (tuning().layer_statistics = 0,
+/// over any axes); anything else: wherever a layer kernel applies.
+enum class StatisticsLayer { anywhere, one_block, never };
+StatisticsLayer statistics_layer(const ir::Graph& g, const LayerShapes& S, bool one_kernel_otherwise);
+/// One block holds each whole row: in its threads' registers or its shared memory.
+bool holds_whole_rows(const codegen::LayerVariant& v);
+
 }  // namespace fusion::detail

@@ -36,7 +36,7 @@ struct Tuning {
   /// (bench/results/layers/h200/registers-2026-11-29.txt).
   int layer_registers = 64;
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
-  /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (exec/layer.cpp).
+  /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (row_statistics.cpp).
   int layer_statistics = 1;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)

@@ -234,10 +234,7 @@ void evaluate_call(const Call& call, ArrayBase* const* outs, int K, AssignMode m
   const Plan& p = plan_of(lw, on(Mode::unfused) ? PartitionMode::unfused : on(Mode::separate_reductions) ? PartitionMode::separate : PartitionMode::fused);
   if (p.part.direct) {
     if (!lw.has_reduction) return evaluate_elementwise(c, outs, K, mode);
-    // Row statistics (var, std, and what they take with them) over rows one block holds: two float passes of a
-    // layer kernel. (H200, float32 rows of 128-16,384: one reduction kernel of Welford accumulators in double
-    // 90-95% of the limit, the layer kernel 104-108%: exec/layer.cpp.)
-    if (!on(Mode::unfused) && has_floating_variance(c) && evaluate_layer(c, outs, K, mode)) return;
+    if (p.part.layer && evaluate_layer(c, outs, K, mode)) return;  // (a lone var: schedule/partition.cpp)
     return evaluate_reduction(c, *outs[0], mode);
   }
   run_plan(p, c, outs, mode);
@@ -350,7 +347,7 @@ std::vector<KernelInfo> kernels_of(const Call& c) {
   if (p.part.direct && !lw.has_reduction) return {inspect_elementwise(c)};
   if (p.part.direct) {  // (a direct reduction has one output)
     KernelInfo layer;
-    if (!on(Mode::unfused) && has_floating_variance(c) && inspect_layer(c, layer)) return {layer};
+    if (p.part.layer && inspect_layer(c, layer)) return {layer};
     return {inspect_reduction(c)};
   }
   return inspect_plan(p, c);

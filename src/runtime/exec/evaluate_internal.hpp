@@ -222,14 +222,10 @@ void evaluate_scan(const Call& c, ArrayBase& out, AssignMode mode);
 /// Its kernels, described (two for a few long rows).
 std::vector<KernelInfo> inspect_scan(const Call& c);
 /// One layer kernel for the whole call (see schedule/layer_layout.hpp); false when it does not
-/// apply (nothing written then: a plan runs instead). Row statistics alone with a variance among them (var, std,
-/// a tie of mean and var) only where one block holds each whole row (registers or shared memory): elsewhere one
-/// reduction kernel of Welford accumulators reads each row once (tuning().layer_statistics says otherwise).
+/// apply (nothing written then: a plan runs instead); row statistics with a variance only as
+/// schedule/layer_layout.hpp's statistics_layer says.
 bool evaluate_layer(const Call& c, ArrayBase* const* outs, int K, AssignMode mode);
 bool inspect_layer(const Call& c, KernelInfo& info);
-/// A floating-point var (or std) among the call's reductions: where one block holds each row, a layer kernel
-/// computes it in two float passes over the held row, faster than one pass of Welford accumulators.
-bool has_floating_variance(const Call& c);
 
 /// The shape of output k of a call: the broadcast of the arrays it reads (all of them for one output).
 Shape output_shape(const Call& c, int k);

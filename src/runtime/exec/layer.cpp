@@ -9,7 +9,6 @@
 #include "runtime/exec/launch.hpp"
 #include "runtime/exec/plan.hpp"
 #include "schedule/layer_layout.hpp"
-#include "schedule/tuning.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion::detail {
@@ -51,11 +50,9 @@ void launch(const LayerSlot& k, const LayerLayout& L, const Call& c, ArrayBase* 
 /// of Welford accumulators in double (H100, layer norm written that way by hand: rows of 65,536 73.5 ->
 /// 86-87% of the limit, 16,384 92 -> 100%). The outer mean divides by n - ddof, var's own divisor. `args`
 /// receives the call's reductions, then per var a keepdims, ddof-0 copy of its own (the inner mean's slot).
-bool is_floating_variance(const ir::Node& n) { return n.op == ir::Op::var && is_floating(n.dtype); }
-
 Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   const ir::Graph& g = c.lowered->graph;
-  const auto centered = is_floating_variance;
+  const auto centered = ir::is_floating_variance;
   if (std::none_of(g.nodes.begin(), g.nodes.end(), centered)) return c;  // (the common case: no allocation)
   args.assign(c.reductions, c.reductions + c.n_reductions);
   for (const ir::Node& n : g.nodes) {
@@ -120,6 +117,12 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   return r;
 }
 
+/// Whether the plan computes the call in one kernel when no layer kernel does.
+bool one_kernel_otherwise(const Call& c) {
+  const Partition& plan = plan_of(*c.lowered, PartitionMode::fused).part;
+  return plan.direct || plan.steps.size() == 1;
+}
+
 /// The layout for new outputs of S's shapes (placeholders: nothing allocated), for fz::inspect and to decide
 /// before anything is written.
 bool analyze_fresh(const Call& c, const LayerShapes& S, int device, LayerLayout& L) {
@@ -136,50 +139,14 @@ bool analyze_fresh(const Call& c, const LayerShapes& S, int device, LayerLayout&
 
 }  // namespace
 
-bool has_floating_variance(const Call& c) {
-  const std::vector<ir::Node>& nodes = c.lowered->graph.nodes;
-  return std::any_of(nodes.begin(), nodes.end(), is_floating_variance);
-}
-
-namespace {
-
-/// Row statistics alone (no per-element output) with a variance among them, over the trailing axes, which the plan
-/// computes in one reduction kernel otherwise: the layer kernel's centered variance reads the row twice, so it pays
-/// only where one block holds the whole row, in registers or its shared memory. H200, float32, rows of 128 / 1,024 /
-/// 4,096 / 16,384 / 65,536, % of the limit, layer kernel against the reduction kernel of Welford accumulators: var
-/// 104.6 / 108.4 / 108.3 / 104.9 / 80.4 against 90-94 / 92.9 / 95.5, a tie of mean and var 102.1 / 107.1 / 108.1 /
-/// 101.7 / 71.7 against ... / 84.6 / 87.6: over a cluster of blocks, whose barriers the row waits at, it loses
-/// (bench/results/layers/h200/statistics-2026-11-29.txt). Statistics over other axes (a batch norm's, columns')
-/// keep the layer kernel wherever it applies. tuning().layer_statistics: 0 never (over any axes), 1 where one block
-/// holds the row, 2 wherever a layer kernel applies.
-enum class Take { anywhere, one_block, never };
-Take statistics_rule(const Call& call, const LayerShapes& S) {
-  if (tuning().layer_statistics == 2 || !has_floating_variance(call)) return Take::anywhere;
-  const int K = static_cast<int>(call.lowered->graph.outputs.size());
-  if (!std::all_of(S.per_row.begin(), S.per_row.begin() + K, [](bool b) { return b; })) return Take::anywhere;
-  const Partition& plan = plan_of(*call.lowered, PartitionMode::fused).part;
-  if (!plan.direct && plan.steps.size() != 1) return Take::anywhere;
-  if (tuning().layer_statistics == 0) return Take::never;
-  const unsigned all = (1u << S.full.size()) - 1, first = S.mask & (~S.mask + 1);  // (the lowest reduced axis)
-  if (S.mask == 0 || S.mask != (all & ~(first - 1))) return Take::anywhere;
-  return Take::one_block;
-}
-
-/// One block holds each whole row: in its threads' registers or its shared memory.
-bool holds_whole_rows(const codegen::LayerVariant& v) {
-  return v.cluster == 1 && (v.registers > 0 || (v.resident && !v.partly_resident));
-}
-
-}  // namespace
-
 bool evaluate_layer(const Call& call, ArrayBase* const* outs, int K, AssignMode mode) {
   std::vector<ReduceArg> args;
   const Call c = with_centered_variance(call, args);
   LayerShapes S;
   if (!layer_shapes(c, S)) return false;
-  const Take take = statistics_rule(call, S);
-  if (take == Take::never) return false;
-  if (take == Take::one_block) {
+  const StatisticsLayer take = statistics_layer(call.lowered->graph, S, one_kernel_otherwise(call));
+  if (take == StatisticsLayer::never) return false;
+  if (take == StatisticsLayer::one_block) {
     LayerLayout fresh;
     if (!analyze_fresh(c, S, current_stream_state()->device, fresh) || !holds_whole_rows(fresh.v)) return false;
   }
@@ -212,8 +179,8 @@ bool inspect_layer(const Call& call, KernelInfo& info) {
   L.explain = true;
   const int device = device_count() > 0 ? enter_current_device() : -1;
   if (!analyze_fresh(c, S, device, L)) return false;
-  const Take take = statistics_rule(call, S);
-  if (take == Take::never || (take == Take::one_block && !holds_whole_rows(L.v))) return false;
+  const StatisticsLayer take = statistics_layer(call.lowered->graph, S, one_kernel_otherwise(call));
+  if (take == StatisticsLayer::never || (take == StatisticsLayer::one_block && !holds_whole_rows(L.v))) return false;
   info = finish_inspect(generate(*c.lowered, L.v, c.name),
                         fmt::format("{}; {}", L.v.describe(), L.why));
   return true;
