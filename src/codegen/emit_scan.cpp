@@ -103,11 +103,11 @@ void write_thread_results(SourceWriter& w, const std::string& acc, int items, bo
   if (exclusive) w.line("{} last = {};  // the thread's elements before k", acc, last_init);
   w.line("#pragma unroll");
   if (!exclusive) {
-    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = {};", items, value("fz_mine[k]"));
+    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = {};", items, value("fz_r[k]"));
     return;
   }
   auto results = w.block("for (int k = 0; k < {}; ++k)", items);
-  w.line("const {} here = fz_mine[k];  // the thread's elements to k", acc);
+  w.line("const {} here = fz_r[k];  // the thread's elements to k", acc);
   w.line("fz_mine[k] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
   w.line("last = here;");
 }
@@ -117,13 +117,13 @@ void write_thread_results(SourceWriter& w, const std::string& acc, int items, bo
 /// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) or the elements spread too
 /// far below it (some exp(x - m) not a normal number) the thread scans with fz_combine as every other scan
 /// does, and `fz_exp` says which form its tile holds.
-void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
+void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, bool registers) {
   const bool fl = acc == "float";
   w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
   w.line("{} fz_m = fz_none, fz_lo = -fz_none;  // (NaN left out: it reaches the sums through its exponential)", acc);
   w.line("#pragma unroll");
-  w.line("for (int k = 0; k < {}; ++k) {{ fz_m = {}(fz_m, fz_mine[k]); fz_lo = {}(fz_lo, fz_mine[k]); }}", items,
-         fl ? "fmaxf" : "fmax", fl ? "fminf" : "fmin");
+  w.line("for (int k = 0; k < {}; ++k) {{ {}fz_m = {}(fz_m, fz_r[k]); fz_lo = {}(fz_lo, fz_r[k]); }}", items,
+         registers ? "fz_r[k] = fz_mine[k]; " : "", fl ? "fmaxf" : "fmax", fl ? "fminf" : "fmin");
   w.line("// A finite maximum, and every exponential against it a normal number: a wider spread (or a -inf) would lose");
   w.line("// the small elements' digits, or all of them, in the sums (exp(-200) is 0 in float).");
   w.line("const bool fz_exp = fz_m - fz_m == ({0})0 && fz_m - fz_lo <= ({0}){1};", acc, fl ? 80 : 700);
@@ -132,13 +132,13 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items) {
     auto sums = w.block("if (fz_exp)");
     w.line("{} p = 0;", acc);
     w.line("#pragma unroll");
-    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = p = p + fz_lse_exp(fz_mine[k] - fz_m);", items);
+    w.line("for (int k = 0; k < {}; ++k) fz_r[k] = p = p + fz_lse_exp(fz_r[k] - fz_m);", items);
     w.line("run = fz_m + fz_lse_log(p);");
   }
   {
     auto exact = w.block("else");
     w.line("#pragma unroll");
-    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = run = fz_combine(run, fz_mine[k]);", items);
+    w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_r[k]);", items);
   }
 }
 
@@ -156,7 +156,7 @@ void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool 
   w.line("{} before_k = fz_none;", acc);
   w.line("#pragma unroll");
   auto results = w.block("for (int k = 0; k < {}; ++k)", items);
-  w.line("const {} here = fz_exp ? fz_m + fz_lse_log(fz_mine[k]) : fz_mine[k];  // the thread's elements to k", acc);
+  w.line("const {} here = fz_exp ? fz_m + fz_lse_log(fz_r[k]) : fz_r[k];  // the thread's elements to k", acc);
   w.line("fz_mine[k] = fz_combine(pre, {});", exclusive ? "before_k" : "here");
   w.line("before_k = here;");
 }
@@ -328,13 +328,17 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
     write_tile_loads(w, v, pdt, acc, expr_call);
     w.line("__syncwarp();  // (each warp moves its own span of the tile: no block-wide barrier)");
+    if (v.thread_registers)
+      w.line("{} fz_r[{}];  // the thread's elements, in registers from its pass to their results", acc, I);
+    else
+      w.line("{}* const fz_r = fz_mine;  // the thread's elements, in the tile from its pass to their results", acc);
     if (lse) {
-      write_lse_thread_scan(w, acc, I);
+      write_lse_thread_scan(w, acc, I, v.thread_registers);
     } else {
-      w.line("// Each thread scans its {} consecutive elements in order, in place.", I);
+      w.line("// Each thread scans its {} consecutive elements in order.", I);
       w.line("{} run = fz_none;", acc);
       w.line("#pragma unroll");
-      w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = run = fz_combine(run, fz_mine[k]);", I);
+      w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_mine[k]);", I);
     }
     w.line("// The warp's threads before this one, then the tile's warps before this one.");
     w.line("{} inc = run;", acc);

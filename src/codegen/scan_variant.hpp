@@ -53,6 +53,10 @@ struct ScanVariant {
   /// H100, one row of 2^28 f32, 83 -> 68% of the copy limit: a claimed partition waited behind its block's
   /// current one, and every later partition's carry behind it.)
   std::uint8_t prefetch = 0;
+  /// (tiles) Each thread holds its items in registers from its own pass to their results, where shared memory
+  /// held them between: one shared-memory read and write an element fewer (logcumsumexp two). Off for one
+  /// pass over partitions: its 32 items spilled across the look-back.
+  bool thread_registers = false;
   DType out_dtype = DType::float32;
   std::uint8_t n_params = 0;
   std::array<std::uint8_t, kMaxParams> param_of_slot{};

@@ -190,6 +190,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0xa0);
     h.add_byte(prefetch);
   }
+  if (thread_registers) h.add_byte(0x7e);
 }
 
 std::string ScanVariant::describe() const {
@@ -206,6 +207,7 @@ std::string ScanVariant::describe() const {
   else if (lookback) s += ", partitions of a tile in one pass, each carry from a tree of published sums";
   if (prefetch) s += fmt::format(", partitions {}/16 of the blocks ahead prefetched into L2", prefetch);
   else if (!columns) s += ", a block per row";
+  if (thread_registers) s += ", each thread's items in registers";
   return s;
 }
 

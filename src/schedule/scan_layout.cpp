@@ -98,6 +98,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.chunk = L.v.tile();
     L.chunks = tiles();
   }
+  L.v.thread_registers = !L.v.lookback && tuning().scan_registers == 1;
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
   if (L.v.lookback && L.v.contiguous) L.v.prefetch = static_cast<std::uint8_t>(tuning().scan_prefetch);
   // (logcumsumexp's rows took 6 blocks per SM while expf and logf left them bound by instructions: 82.3, 85.1,

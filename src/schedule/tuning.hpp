@@ -84,6 +84,9 @@ struct Tuning {
   /// rows; 0 a thread per row and chunk (two kernels where the axis is split); 2 strips for any number of rows
   /// (the fuzzer's small shapes).
   int scan_strips = 1;
+  /// Tiled scans a block per row: 1 holds each thread's items in registers between its pass and its results,
+  /// 0 in the shared-memory tile (ScanVariant::thread_registers).
+  int scan_registers = 1;
   /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
   /// least (schedule/product_layout.cpp's kLargeTiles), and the blocks per SM a split of K aims at
   /// where the tiles are fewer (0: never split).
