@@ -38,7 +38,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   L.n = shape[axis];
   // A 0-d or all-ones row space is one row: no decode.
   L.v.rank_kept = static_cast<std::uint8_t>(L.n_rows == 1 ? 0 : L.kshape.size());
-  // Blocks per SM the registers must allow (every tiled kind: rows, one pass, strips); 4 unless tuned
+  // Blocks per SM the registers must allow (every tiled kind: rows, one pass, strips); 4, or 5 below, unless tuned
   if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
 
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
@@ -80,7 +80,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // took 92 registers). A block per row fills the GPU when the rows are many and short; rows of several
   // tiles split into partitions of a tile scanned in one pass (lookback): blocks claim them in order, so
   // the work balances and a few long rows spread over the whole GPU.
-  const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4;
+  const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4, lse = scan.op == ir::Op::logcumsumexp;
   L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : narrow ? 16 : 8;
   if (!narrow) L.v.items = std::min<std::uint8_t>(L.v.items, 16);  // the tile in shared memory: 33 KB at most
   const int policy = tuning().scan_lookback;
@@ -92,18 +92,26 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // 74.9% of the copy limit (fusion-bench-indexing --scans --tune scan_items=N).
     if (tuning().scan_items == 0 && narrow) L.v.items = 32;
     L.v.lookback = true;
-    // 4 blocks per SM (64 registers): at 5 or 6 the registers spilled, and one row of 2^28 f32 fell from
-    // 60.0% of the copy limit to 41.0 and 34.8% (H100, --tune scan_min_blocks=N)
+    // (4 blocks per SM at first: at 5 or 6 the registers spilled then, and one row of 2^28 f32 fell from 60.0% of
+    // the copy limit to 41.0 and 34.8%, H100; the kernel now fits 5 without spilling: below)
     L.resident_blocks = blocks;
     L.chunk = L.v.tile();
     L.chunks = tiles();
   }
-  L.v.thread_registers = !L.v.lookback && tuning().scan_registers == 1;
+  // 5 blocks per SM (48 registers) where 4-byte accumulators fit them without spilling: the tile loop of a block
+  // waits on its loads, then on its barriers, and a fifth block hides more of both. H200 (fusion-bench-indexing
+  // --scans --tune scan_min_blocks=N, 4 / 5 / 6): logcumsumexp rows of 8192 f32 83.0 / 90.1 / 89.5% of the copy
+  // limit, one row of 2^28 f32 in one pass 85.7 / 89.9 / 78.2%, row-wise cumsum 99% at each. 8-byte accumulators,
+  // logcumsumexp in one pass and rows walked element by element (reversed, strided) spill at 48 registers.
+  if (tuning().scan_min_blocks == 0 && narrow && L.v.contiguous && !(lse && L.v.lookback)) L.v.min_blocks = 5;
+  // (logcumsumexp in double spilled 56 bytes a thread with its items in the tile, 128 with them in registers)
+  L.v.thread_registers = !L.v.lookback && !(lse && !narrow) && tuning().scan_registers == 1;
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
   if (L.v.lookback && L.v.contiguous) L.v.prefetch = static_cast<std::uint8_t>(tuning().scan_prefetch);
   // (logcumsumexp's rows took 6 blocks per SM while expf and logf left them bound by instructions: 82.3, 85.1,
   // 86.4% of the copy limit at 4, 5, 6, H100 rows of 8192 f32. With the hardware's ex2 and lg2 per element they
-  // are bound by memory again, and 4 is best: 101.0% at 4, 98.1% at 6, 91.3% at 8.)
+  // are bound by memory again, and 4 was best there: 101.0% at 4, 98.1% at 6, 91.3% at 8. The H200, 1.4x the
+  // bandwidth, meets their instructions again: 5, above.)
 }
 
 }  // namespace fusion::detail
