@@ -113,6 +113,50 @@ TEST_CASE("strided views as inputs and outputs: negative, zero and transposed st
   CHECK(test::mismatches(t.to_host(), want, fz::DType::float32) == 0);
 }
 
+TEMPLATE_TEST_CASE("inputs read at a step of 2 to 4 (x[..., ::2]) load whole vectors and pick their elements",
+                   "[gpu][elementwise]", float, double, fz::bfloat16, std::int8_t) {
+  using T = TestType;
+  const fz::DType d = fz::dtype_of<T>;
+  // whole vectors, a tail, and a view whose last element ends its allocation (no vector may read past it)
+  for (const std::int64_t n : {std::int64_t{4096}, std::int64_t{4099}, std::int64_t{37}}) {
+    for (const std::int64_t s : {2, 3, 4}) {
+      CAPTURE(n, s);
+      const auto h = test::random<T>(static_cast<std::size_t>((n - 1) * s + 1), -9, 9, 40 + s);
+      const auto yh = test::random<T>(static_cast<std::size_t>(n), -9, 9, 50 + s);
+      fz::Array<T> whole = fz::asarray(h), y = fz::asarray(yh);
+      const auto x = whole.slice({fz::Slice{{}, {}, s}});  // n elements, the last one the allocation's last
+      REQUIRE(x.size() == n);
+      const std::string variant = fz::inspect(x * 2 + y).variant;
+      const bool stepped = s * static_cast<std::int64_t>(sizeof(T)) <= 16;
+      CHECK((variant.find(fmt::format("read at every {} elements", s)) != std::string::npos) == stepped);
+      fz::Array<T> out = fz::full<T>({n}, T(7));  // poisoned
+      out = x * 2 + y;
+      std::vector<double> want;
+      for (std::int64_t i = 0; i < n; ++i)
+        want.push_back(test::as_double(T(test::as_double(h[static_cast<std::size_t>(i * s)]) * 2 +
+                                         test::as_double(yh[static_cast<std::size_t>(i)]))));
+      if constexpr (std::is_integral_v<T>)  // int8 wraps as the device's arithmetic does
+        for (std::int64_t i = 0; i < n; ++i)
+          want[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<T>(
+              static_cast<int>(h[static_cast<std::size_t>(i * s)]) * 2 + static_cast<int>(yh[static_cast<std::size_t>(i)])));
+      CHECK(test::mismatches(out.to_host(), want, d) == 0);
+    }
+  }
+  // every other column of a matrix (one dimension of stride 2), odd columns (a view one element in: no vectors)
+  const std::int64_t R = 33, C = 64;
+  const auto mh = test::random<T>(static_cast<std::size_t>(R * C), -9, 9, 61);
+  fz::Array<T> m = fz::asarray(mh, {R, C});
+  for (const std::int64_t first : {0, 1}) {
+    CAPTURE(first);
+    fz::Array<T> out = m.slice({{}, fz::Slice{first, {}, 2}}) - 1;
+    std::vector<double> want;
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = first; j < C; j += 2)
+        want.push_back(test::as_double(T(test::as_double(mh[static_cast<std::size_t>(i * C + j)]) - 1)));
+    CHECK(test::mismatches(out.to_host(), want, d) == 0);
+  }
+}
+
 TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row",
           "[gpu][elementwise]") {
   for (std::int64_t C : {1024, 64, 63, 5}) {  // whole 16-byte vectors per row, or not

@@ -140,10 +140,32 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   CHECK(T.v.tiles);
   CHECK_FALSE(T.v.rows);
   CHECK(T.v.rank == 2);
-  // every other stride: not a transpose, N-d indexing
+  // every other column: not a transpose; one dimension of stride 2, read as whole vectors of m
   const auto S = layout_of(m.slice({{}, fz::Slice{{}, {}, 2}}) + 1.f, fz::DType::float32, {128, 32});
-  CHECK(S.v.access[0] == Access::strided);
+  CHECK(S.v.access[0] == Access::stepped);
+  CHECK(S.v.step == 2);
+  CHECK(S.v.rank == 1);
+  CHECK(S.v.vector_width == 4);
   CHECK_FALSE(S.v.tiles);
+  CHECK_FALSE(S.v.has_strided());
+  // every third column of 64 (rows of 22 at 64 apart: two dimensions) and every fifth element: N-d indexing
+  CHECK(layout_of(m.slice({{}, fz::Slice{{}, {}, 3}}) + 1.f, fz::DType::float32, {128, 22}).v.access[0] ==
+        Access::strided);
+  auto line = fz::placeholder<float>({1000});
+  const auto five = layout_of(line.slice({fz::Slice{{}, {}, 5}}) + 1.f, fz::DType::float32, {200});
+  CHECK(five.v.access[0] == Access::strided);
+  CHECK(five.v.step == 0);
+  // two inputs at strides 2 and 4: strided (one step per kernel)
+  const auto two =
+      layout_of(line.slice({fz::Slice{0, 500, 2}}) + line.slice({fz::Slice{{}, {}, 4}}), fz::DType::float32, {250});
+  CHECK(two.v.access[0] == Access::strided);
+  CHECK(two.v.access[1] == Access::strided);
+  // double at stride 2 (16 bytes together): 2-wide vectors; at stride 4 (32 bytes): strided
+  auto d = fz::placeholder<double>({1000});
+  const auto d2 = layout_of(d.slice({fz::Slice{{}, {}, 2}}) * 2.0, fz::DType::float64, {500});
+  CHECK(d2.v.access[0] == Access::stepped);
+  CHECK(d2.v.vector_width == 2);
+  CHECK(layout_of(d.slice({fz::Slice{{}, {}, 4}}) * 2.0, fz::DType::float64, {250}).v.access[0] == Access::strided);
 
   // A view starting one element in cannot use 16-byte accesses.
   auto v = fz::placeholder<float>({1000});

@@ -121,6 +121,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto load = [&](int p, const std::string& at) {
     return gathered[p] ? fmt::format("(in{} + ({}))", p, at) : load_conv(pdt[p], fmt::format("in{}[{}]", p, at));
   };
+  // Parameter p's element i in a linear kernel (a stepped input's at i * step).
+  auto linear_load = [&](int p) { return load(p, v.access[p] == Access::stepped ? fmt::format("i * {}", v.step) : "i"); };
   std::string row_column;  // (a rows kernel's column expression, set there: its joins' tests read it)
   auto call = [&](const std::vector<std::string>& inputs, const std::string& index) {
     std::vector<std::string> args = inputs;
@@ -375,18 +377,31 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
       store_all(w, call(inputs, "base + ri * cols + ci"),
                 [&](int o) { return fmt::format("{}[base + ri * cols + ci]", out_name(o)); });
     } else if (!v.has_strided() && v.vector_width > 1) {
-      const int V = v.vector_width;
+      const int V = v.vector_width, S = v.step;
       w.line("// Main part: {} elements per 16-byte access, every pointer aligned for it.", V);
-      w.line("const {0} n_vec = ({0})(n / {1});", index_t, V);
+      if (S > 0) {
+        w.line("// (a stepped input's vectors hold {0} x {1} of its array's elements: the last one could reach past", V, S);
+        w.line("// the input's last element, so vectors stop where a whole one still ends inside it)");
+        w.line("const {0} n_vec = n > 0 ? ({0})(((n - 1) * {1} + 1) / {2}) : 0;", index_t, S, V * S);
+      } else
+        w.line("const {0} n_vec = ({0})(n / {1});", index_t, V);
       {
         auto loop = w.block("for ({} iv = first; iv < n_vec; iv += step)", index_t);
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::contiguous && !gathered[p])
             w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];",
                    storage_type(pdt[p]), V, p);
+          else if (v.access[p] == Access::stepped) {
+            w.line("FzVec<{0}, {1}> v{2}[{3}];  // this input's elements: the first of these, then every {3}th", storage_type(pdt[p]), V, p, S);
+            w.line("#pragma unroll");
+            w.line("for (int j = 0; j < {3}; ++j) v{2}[j] = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv * {3} + j];",
+                   storage_type(pdt[p]), V, p, S);
+          }
         vector_of_outputs(element_inputs([&](int p) {
                             return gathered[p] ? load(p, fmt::format("iv * {} + k", V))
-                                               : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
+                                   : v.access[p] == Access::stepped
+                                       ? load_conv(pdt[p], fmt::format("v{}[k * {} / {}].v[k * {} % {}]", p, S, V, S, V))
+                                       : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
                           }),
                           // (the element's index as an or, not a sum: NVVM then sees that the vector's elements
                           // share iv, and a random leaf computes its Philox block once per vector, not per element)
@@ -395,12 +410,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
                                                storage_type(v.out_dtype[o]), V, out_name(o));
                           });
       }
-      w.line("// Tail: the last n % {} elements.", V);
+      if (S > 0) w.line("// Tail: the elements past whole vectors.");
+      else w.line("// Tail: the last n % {} elements.", V);
       auto tail = w.block("for ({} i = n_vec * {} + first; i < n; i += step)", index_t, V);
-      store_all(w, call(element_inputs([&](int p) { return load(p, "i"); }), "i"), at_index("i"));
+      store_all(w, call(element_inputs(linear_load), "i"), at_index("i"));
     } else if (!v.has_strided()) {
       auto loop = w.block("for ({} i = first; i < n; i += step)", index_t);
-      store_all(w, call(element_inputs([&](int p) { return load(p, "i"); }), "i"), at_index("i"));
+      store_all(w, call(element_inputs(linear_load), "i"), at_index("i"));
     } else {
       const std::string bins_t = scatter ? target_type() : "";
       // (exact sums: W words a bin)

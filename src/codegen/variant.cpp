@@ -29,6 +29,10 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0x45);
     h.add_byte(exact_words);
   }
+  if (step) {
+    h.add_byte(0x57);
+    h.add_byte(step);
+  }
   if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
     h.add_byte(n_outputs);
     for (int k = 1; k < n_outputs; ++k) {
@@ -48,8 +52,9 @@ std::string Variant::describe() const {
   if (out_aliases_input) s += ", output aliases an input";
   if (private_bins) s += ", each block's bins in shared memory";
   if (exact_words) s += fmt::format(", exact sums ({} words per element, deterministic)", exact_words);
-  int broadcast = 0, strided = 0, row = 0, along = 0, across = 0;
+  int broadcast = 0, strided = 0, row = 0, along = 0, across = 0, stepped = 0;
   for (int p = 0; p < n_params; ++p) {
+    stepped += access[p] == Access::stepped;
     across += access[p] == Access::across;
     broadcast += access[p] == Access::broadcast;
     strided += access[p] == Access::strided;
@@ -61,6 +66,9 @@ std::string Variant::describe() const {
   if (along) s += fmt::format(", {} input(s) along the rows", along);
   if (broadcast) s += fmt::format(", {} broadcast input(s)", broadcast);
   if (strided) s += fmt::format(", {} strided input(s)", strided);
+  if (stepped)
+    s += fmt::format(", {} input(s) read at every {} elements{}", stepped, step,
+                     vector_width > 1 ? " (whole vectors loaded, the elements picked from them)" : "");
   for (int k = 0; k < n_outputs; ++k) {
     const std::string which = n_outputs > 1 ? fmt::format("output {}", k) : std::string("output");
     if (out_access[k] == Access::strided) s += ", strided " + which;

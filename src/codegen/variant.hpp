@@ -25,6 +25,9 @@ enum class Access : std::uint8_t {
   // Tiles kernels only (Variant::tiles):
   across,      ///< contiguous along the second-to-last dimension (a transposed operand): read through a
                ///< shared-memory tile, so that both its reads and the outputs' writes are coalesced
+  // Linear kernels only:
+  stepped,     ///< element i at index i * Variant::step (`x[..., ::2]` of a contiguous x): read as whole vectors
+               ///< of the array it steps through, its elements picked from them
 };
 
 /// Tiles kernels: kTile x kTile tiles of the last two dimensions, kTileRows rows of threads per block.
@@ -56,6 +59,8 @@ struct Variant {
   /// per target element (codegen/exact_sum.hpp; the output pointer is theirs, in the target's element order),
   /// which a second kernel rounds into the target. 0: atomics on the target itself.
   std::uint8_t exact_words = 0;
+  /// The stride of the stepped inputs (Access::stepped, all the same: 2..4 elements of at most 16 bytes together)
+  std::uint8_t step = 0;
   std::uint8_t n_outputs = 1;
   std::array<DType, kMaxOutputs> out_dtype{};    ///< per output
   std::array<Access, kMaxOutputs> out_access{};  ///< per output

@@ -232,6 +232,32 @@ void try_tiles(const Call& c, int K, Layout& L) {
   }
 }
 
+/// A linear kernel instead of N-d indexing where the only strided inputs step through an array at one small
+/// stride (`x[..., ::2] + 1` of a contiguous x collapses to one dimension of stride 2): a thread then loads
+/// `step` whole vectors of each such input and picks its elements from them, so its loads are as wide and as many
+/// in flight as a contiguous input's (the sectors read are the same: every 32 bytes hold an element it needs).
+/// H200, `m[:, ::2] + 1` of 8192^2 float32: element by element 95.9% of the limit counted in whole sectors.
+void try_stepped(const Call& c, int K, Layout& L) {
+  if (L.v.rank != 1) return;
+  for (int k = 0; k < K; ++k)
+    if (L.v.out_access[k] != Access::contiguous) return;
+  const int np = L.v.n_params;
+  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+  std::int64_t step = 0;
+  for (int p = 0; p < np; ++p) {
+    if (L.v.access[static_cast<std::size_t>(p)] != Access::strided) continue;
+    const std::int64_t s = L.strides[K + p][0];
+    if (gathered[p] || s < 2 || s > 4 || s * static_cast<std::int64_t>(itemsize(L.params[p]->dtype())) > 16 ||
+        (step != 0 && s != step))
+      return;
+    step = s;
+  }
+  if (step == 0) return;
+  for (int p = 0; p < np; ++p)
+    if (L.v.access[static_cast<std::size_t>(p)] == Access::strided) L.v.access[static_cast<std::size_t>(p)] = Access::stepped;
+  L.v.step = static_cast<std::uint8_t>(step);
+}
+
 /// A scatter whose target view is one element for every element of the index space (all strides 0: the offset
 /// alone addresses the target), with unit stride along the axis and at most kPrivateBinBytes of 4- or 8-byte
 /// elements: each block adds into its own copy in shared memory. The extent and the stride are the scalars
@@ -306,23 +332,26 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     for (int k = 0; k < K; ++k)
       if (L.params[p]->storage() && L.params[p]->storage() == outs[k]->storage()) L.v.out_aliases_input = true;
 
+  if (L.v.has_strided()) try_stepped(c, K, L);
   if (L.v.has_strided()) try_rows(c, outs, K, L);
   if (L.v.has_strided()) try_tiles(c, K, L);
 
   if (!L.v.has_strided() && !L.v.rows && !L.v.tiles) {  // linear: 16-byte vectors when every pointer allows
     std::size_t widest = 1;
     for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
+    const auto streamed = [&](int p) {  // (read as vectors: a stepped input's are of the array it steps through)
+      const Access a = L.v.access[static_cast<std::size_t>(p)];
+      return a == Access::contiguous || a == Access::stepped;
+    };
     for (int p = 0; p < np; ++p)
-      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous)
-        widest = std::max(widest, itemsize(L.params[p]->dtype()));
+      if (streamed(p)) widest = std::max(widest, itemsize(L.params[p]->dtype()));
     const std::size_t V = codegen::kVectorBytes / widest;
     bool aligned = V > 1;
     for (int k = 0; k < K && aligned; ++k) aligned = vector_aligned(*outs[k], static_cast<std::int64_t>(V));
     std::vector<bool> pointer;
     for (int p = 0; p < np && aligned; ++p)
-      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous &&
-          !vector_aligned(*L.params[p], static_cast<std::int64_t>(V)))
-        aligned = read_through_pointer(c, L, p, pointer);
+      if (streamed(p) && !vector_aligned(*L.params[p], static_cast<std::int64_t>(V)))
+        aligned = L.v.access[static_cast<std::size_t>(p)] == Access::contiguous && read_through_pointer(c, L, p, pointer);
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
   }
 }

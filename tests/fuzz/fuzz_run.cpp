@@ -198,6 +198,7 @@ std::string strategy_of(const std::string& plan_entry) {
     s += ": " + field(words.find(", ") + 2);
   if (words.find("-wide vectors") != std::string::npos) s += " +vectors";
   if (words.find("piece chosen per vector") != std::string::npos) s += " +pieces";  // (Variant::vector_joins)
+  if (words.find("read at every") != std::string::npos) s += " +stepped";  // (Access::stepped)
   if (words.find("over a cluster of") != std::string::npos) s += " +cluster";  // (a layer's row split over blocks)
   return s;
 }
