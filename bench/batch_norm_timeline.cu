@@ -227,6 +227,133 @@ extern "C" __global__ void __launch_bounds__(256, 5) __cluster_dims__(8, 1, 1) f
 }
 
 
+// The same kernel with each pass walking its segments incrementally (a compare and a subtraction a vector) instead of
+// dividing each vector's position by the segment length.
+extern "C" __global__ void __launch_bounds__(256, 5) __cluster_dims__(8, 1, 1) bn_inc(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0, const float s0, const long long n_rows, const long long n_red, const long long fz_keep, const double divisor0, const double divisor1, const FzKept kshape, const long long fz_segment, const FzKept kst0, const long long sst0, const FzKept kst1, const FzKept kst2, const FzKept kst_out0, const long long sst_out0, unsigned long long* fz_stamps) {
+  #if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before this one has finished
+  #endif
+  FZ_STAMP(0);
+  extern __shared__ __align__(16) unsigned char fz_row_cache[];
+  __shared__ float fz_scratch0[8];
+  __shared__ float fz_scratch1[8];
+  __shared__ float fz_slot0;  // the block's partial, read by the cluster
+  __shared__ float fz_slot1;  // the block's partial, read by the cluster
+  const int lane = threadIdx.x % 256;
+  const long long row = (long long)blockIdx.x / 8;
+  if (row >= n_rows) return;  // uniform over the cluster
+  // This block's slice of the row: whole vectors, the last block's may be shorter.
+  const long long fz_slice = ((n_red + 7) / 8 + 3) / 4 * 4;
+  const unsigned fz_rank = fz_cluster_rank();
+  const long long fz_lo = fz_rank * fz_slice < n_red ? fz_rank * fz_slice : n_red;
+  const long long fz_hi = fz_lo + fz_slice < n_red ? fz_lo + fz_slice : n_red;
+  long long k0 = 0;
+  long long k1 = 0;
+  long long k2 = 0;
+  long long ko0 = 0;
+  {
+    long long rest = row;
+    k0 += rest * kst0.v[0];
+    k1 += rest * kst1.v[0];
+    k2 += rest * kst2.v[0];
+    ko0 += rest * kst_out0.v[0];
+  }
+  const float x1 = in1[k1];
+  const float x2 = in2[k2];
+  // The row's cached inputs: 1 rows per block, each padded to 16 elements.
+  const long long fz_pad = fz_keep;  // (a multiple of 16) the rest of the row is re-read
+  unsigned char* fz_at = fz_row_cache;
+  float* const c0 = reinterpret_cast<float*>(fz_at) + (threadIdx.x / 256) * fz_pad;
+  fz_at += 1 * fz_pad * sizeof(float);
+  const unsigned fz_seg = (unsigned)fz_segment;  // (segmented rows hold under 2^31 elements)
+  const long long n_vec = fz_lo + (fz_hi - fz_lo) / 4 * 4;
+  // Pass 1: reduction 0 (mean).
+  float a0 = fz_identity0();
+  long long fz_q0 = (unsigned)(fz_lo + (long long)lane * 4) / fz_seg, fz_r0 = fz_lo + (long long)lane * 4 - fz_q0 * fz_seg;
+  #pragma unroll 4
+  for (long long j = fz_lo + (long long)lane * 4; j < n_vec; j += 256 * 4, fz_r0 += 256 * 4) {
+    while (fz_r0 >= fz_seg) { fz_r0 -= fz_seg; ++fz_q0; }
+    const FzVec<float, 4> v0 = *reinterpret_cast<const FzVec<float, 4>*>(in0 + k0 + fz_q0 * sst0 + fz_r0);
+    if ((j - fz_lo) < fz_keep) *reinterpret_cast<FzVec<float, 4>*>(c0 + (j - fz_lo)) = v0;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x0 = v0.v[e];
+      a0 = fz_step0(a0, x0, j + e);
+    }
+  }
+  for (long long j = n_vec + lane; j < fz_hi; j += 256) {
+    const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;
+    const float raw0 = in0[k0 + fz_q * sst0 + fz_r];
+    if (j - fz_lo < fz_keep) c0[j - fz_lo] = raw0;
+    const float x0 = raw0;
+    a0 = fz_step0(a0, x0, j);
+  }
+  FZ_STAMP(1);
+  const float r0 = fz_result0(fz_row_reduce0(a0, fz_scratch0, &fz_slot0), divisor0);
+  FZ_STAMP(2);
+  // Pass 2: reduction 1 (mean).
+  float a1 = fz_identity1();
+  long long fz_q1 = (unsigned)(fz_lo + (long long)lane * 4) / fz_seg, fz_r1 = fz_lo + (long long)lane * 4 - fz_q1 * fz_seg;
+  #pragma unroll 4
+  for (long long j = fz_lo + (long long)lane * 4; j < n_vec; j += 256 * 4, fz_r1 += 256 * 4) {
+    while (fz_r1 >= fz_seg) { fz_r1 -= fz_seg; ++fz_q1; }
+    const FzVec<float, 4> v0 = (j - fz_lo) < fz_keep ? *reinterpret_cast<const FzVec<float, 4>*>(c0 + (j - fz_lo)) : *reinterpret_cast<const FzVec<float, 4>*>(in0 + k0 + fz_q1 * sst0 + fz_r1);
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x0 = v0.v[e];
+      const float t2 = __fsub_rn(x0, r0);
+      const float t3 = __fmul_rn(t2, t2);
+      a1 = fz_step1(a1, t3, j + e);
+    }
+  }
+  for (long long j = n_vec + lane; j < fz_hi; j += 256) {
+    const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;
+    const float x0 = (j - fz_lo < fz_keep ? c0[j - fz_lo] : in0[k0 + fz_q * sst0 + fz_r]);
+    const float t2 = __fsub_rn(x0, r0);
+    const float t3 = __fmul_rn(t2, t2);
+    a1 = fz_step1(a1, t3, j);
+  }
+  FZ_STAMP(3);
+  const float r1 = fz_result1(fz_row_reduce1(a1, fz_scratch1, &fz_slot1), divisor1);
+  FZ_STAMP(4);
+  // Last pass: the per-element outputs.
+  long long fz_q2 = (unsigned)(fz_lo + (long long)lane * 4) / fz_seg, fz_r2 = fz_lo + (long long)lane * 4 - fz_q2 * fz_seg;
+  #pragma unroll 4
+  for (long long j = fz_lo + (long long)lane * 4; j < n_vec; j += 256 * 4, fz_r2 += 256 * 4) {
+    while (fz_r2 >= fz_seg) { fz_r2 -= fz_seg; ++fz_q2; }
+    const FzVec<float, 4> v0 = (j - fz_lo) < fz_keep ? *reinterpret_cast<const FzVec<float, 4>*>(c0 + (j - fz_lo)) : *reinterpret_cast<const FzVec<float, 4>*>(in0 + k0 + fz_q2 * sst0 + fz_r2);
+    FzVec<float, 4> o0;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float x0 = v0.v[e];
+      const float t2 = __fsub_rn(x0, r0);
+      const float t6 = __fadd_rn(r1, s0);
+      const float t7 = rsqrt(t6);
+      const float t8 = __fmul_rn(t2, t7);
+      const float t10 = __fmul_rn(t8, x1);
+      const float t12 = __fadd_rn(t10, x2);
+      o0.v[e] = t12;
+    }
+    *reinterpret_cast<FzVec<float, 4>*>(out0 + ko0 + fz_q2 * sst_out0 + fz_r2) = o0;
+  }
+  for (long long j = n_vec + lane; j < fz_hi; j += 256) {
+    const long long fz_q = (unsigned)j / fz_seg, fz_r = j - fz_q * fz_seg;
+    const float x0 = (j - fz_lo < fz_keep ? c0[j - fz_lo] : in0[k0 + fz_q * sst0 + fz_r]);
+    const float t2 = __fsub_rn(x0, r0);
+    const float t6 = __fadd_rn(r1, s0);
+    const float t7 = rsqrt(t6);
+    const float t8 = __fmul_rn(t2, t7);
+    const float t10 = __fmul_rn(t8, x1);
+    const float t12 = __fadd_rn(t10, x2);
+    out0[ko0 + fz_q * sst_out0 + fz_r] = t12;
+  }
+  FZ_STAMP(5);
+  fz_cluster_sync();  // no block leaves while another may still read its partials
+  FZ_STAMP(6);
+}
+
+
+
 constexpr int kC = 64, kN = 8, kHW = 112 * 112, kSlice = kHW, kKeep = 11152, kBlocks = kC * 8;
 constexpr long long kElems = (long long)kN * kC * kHW;
 
@@ -309,7 +436,26 @@ int main() {
   const float copy_us = median_us([&] { for (int i = 0; i < 10; ++i) cudaMemcpyAsync(z, x, kElems * 4, cudaMemcpyDeviceToDevice); });
   const double bytes = 2.0 * kElems * 4;
   std::printf("cudaMemcpy of %.1f MB each way: %.1f us (%.0f GB/s)\n", kElems * 4 / 1e6, copy_us, bytes / copy_us / 1e3);
-  for (int i = 0; i < 20; ++i) bn();
+  // Variants: the segment walk (bn_inc) and the whole slice kept in shared memory (fz_keep = the slice: 50 KB, 4
+  // blocks an SM; fusion keeps 11,152 so that a spare block fits each SM).
+  const int smem_all = kSlice * 4;
+  CHECK(cudaFuncSetAttribute(fz_mean_sub_square_add_f32_4e048ab5273b7e15, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_all));
+  CHECK(cudaFuncSetAttribute(bn_inc, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_all));
+  auto variant = [&](bool inc, int keep) {
+    auto f = inc ? bn_inc : fz_mean_sub_square_add_f32_4e048ab5273b7e15;
+    f<<<kBlocks, 256, keep * 4>>>(x, g, b, y, 1e-5f, kC, (long long)kN * kHW, keep, (double)kN * kHW, (double)kN * kHW,
+                                  kshape, kHW, kst0, seg_stride, kst1, kst1, kst0, seg_stride, stamps);
+  };
+  for (int rep = 0; rep < 2; ++rep)
+    for (bool inc : {false, true})
+      for (int keep : {kKeep, kSlice}) {
+        for (int i = 0; i < 3; ++i) variant(inc, keep);
+        const float us = median_us([&] { for (int i = 0; i < 10; ++i) variant(inc, keep); });
+        std::printf("variant %-14s keep %5d: %.1f us (%.1f%% of the copy's bandwidth)\n", inc ? "segment walk" : "generated", keep,
+                    us, 100.0 * copy_us / us);
+      }
+  auto timeline = [&](auto&& launch) -> int {
+  for (int i = 0; i < 20; ++i) launch();
   CHECK(cudaDeviceSynchronize());
   // check: each channel's output has mean 0, variance 1 (within float error)
   std::vector<float> o(kElems);
@@ -337,6 +483,11 @@ int main() {
     std::sort(t.begin(), t.end());
     std::printf("  %-24s %6.2f %6.2f %6.2f %6.2f %6.2f\n", names[k], t[0], t[t.size() / 10], t[t.size() / 2], t[t.size() * 9 / 10], t.back());
   }
+    return 0;
+  };
+  if (timeline(bn)) return 1;
+  std::printf("the same with the segment walk and the whole slice kept:\n");
+  if (timeline([&] { variant(true, kSlice); })) return 1;
   const float bn_us = median_us([&] { for (int i = 0; i < 10; ++i) bn(); });
   const float rd = median_us([&] { for (int i = 0; i < 10; ++i) phase<0><<<kBlocks, 256, smem>>>(x, y, sums); });
   const float wr = median_us([&] { for (int i = 0; i < 10; ++i) phase<1><<<kBlocks, 256, smem>>>(x, y, sums); });
