@@ -142,7 +142,20 @@ TEMPLATE_TEST_CASE("inputs read at a step of 2 to 4 (x[..., ::2]) load whole vec
       CHECK(test::mismatches(out.to_host(), want, d) == 0);
     }
   }
-  // every other column of a matrix (one dimension of stride 2), odd columns (a view one element in: no vectors)
+  // views starting past a vector boundary: by less than the step (vectors loaded from the boundary) or not
+  const auto long_h = test::random<T>(4099 * 4 + 8, -9, 9, 70);
+  fz::Array<T> long_x = fz::asarray(long_h);
+  for (const std::int64_t s : {2, 4})
+    for (const std::int64_t first : {1, 2, 3}) {
+      CAPTURE(s, first);
+      fz::Array<T> out = long_x.slice({fz::Slice{first, {}, s}}) + 1;
+      std::vector<double> want;
+      for (std::size_t i = static_cast<std::size_t>(first); i < long_h.size(); i += static_cast<std::size_t>(s))
+        want.push_back(test::as_double(T(test::as_double(long_h[i]) + 1)));
+      CHECK(test::mismatches(out.to_host(), want, d) == 0);
+    }
+  // every other column of a matrix (one dimension of stride 2), odd columns (a view one element in: vectors from the
+  // element before it), and both at once (rotary embeddings' interleaved pairs: x[..., ::2] * c - x[..., 1::2] * s)
   const std::int64_t R = 33, C = 64;
   const auto mh = test::random<T>(static_cast<std::size_t>(R * C), -9, 9, 61);
   fz::Array<T> m = fz::asarray(mh, {R, C});
@@ -155,6 +168,19 @@ TEMPLATE_TEST_CASE("inputs read at a step of 2 to 4 (x[..., ::2]) load whole vec
         want.push_back(test::as_double(T(test::as_double(mh[static_cast<std::size_t>(i * C + j)]) - 1)));
     CHECK(test::mismatches(out.to_host(), want, d) == 0);
   }
+  const auto ch = test::random<T>(static_cast<std::size_t>(R * C / 2), -2, 2, 62),
+             sh = test::random<T>(static_cast<std::size_t>(R * C / 2), -2, 2, 63);
+  fz::Array<T> c = fz::asarray(ch, {R, C / 2}), sn = fz::asarray(sh, {R, C / 2});
+  fz::Array<T> rot = m.slice({{}, fz::Slice{0, {}, 2}}) * c - m.slice({{}, fz::Slice{1, {}, 2}}) * sn;
+  std::vector<double> want;
+  for (std::int64_t i = 0; i < R * C / 2; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const double even = test::as_double(mh[2 * u]), odd = test::as_double(mh[2 * u + 1]);
+    want.push_back(std::is_integral_v<T> ? static_cast<double>(static_cast<T>(static_cast<int>(
+                                               even * test::as_double(ch[u]) - odd * test::as_double(sh[u]))))
+                                         : test::as_double(T(even * test::as_double(ch[u]) - odd * test::as_double(sh[u]))));
+  }
+  CHECK(test::mismatches(rot.to_host(), want, d) == 0);
 }
 
 TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row",

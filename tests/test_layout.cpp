@@ -148,6 +148,11 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   CHECK(S.v.vector_width == 4);
   CHECK_FALSE(S.v.tiles);
   CHECK_FALSE(S.v.has_strided());
+  // odd columns: one element past a vector boundary, less than the step: vectors from the boundary
+  const auto odd = layout_of(m.slice({{}, fz::Slice{1, {}, 2}}) + 1.f, fz::DType::float32, {128, 32});
+  CHECK(odd.v.access[0] == Access::stepped);
+  CHECK(odd.v.vector_width == 4);
+  CHECK(odd.v.step_phase[0] == 1);
   // every third column of 64 (rows of 22 at 64 apart: two dimensions) and every fifth element: N-d indexing
   CHECK(layout_of(m.slice({{}, fz::Slice{{}, {}, 3}}) + 1.f, fz::DType::float32, {128, 22}).v.access[0] ==
         Access::strided);

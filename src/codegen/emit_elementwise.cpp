@@ -379,10 +379,13 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     } else if (!v.has_strided() && v.vector_width > 1) {
       const int V = v.vector_width, S = v.step;
       w.line("// Main part: {} elements per 16-byte access, every pointer aligned for it.", V);
+      int first_phase = S;  // (the least of the stepped inputs' phases)
+      for (int p = 0; p < v.n_params; ++p)
+        if (v.access[p] == Access::stepped) first_phase = std::min<int>(first_phase, v.step_phase[p]);
       if (S > 0) {
         w.line("// (a stepped input's vectors hold {0} x {1} of its array's elements: the last one could reach past", V, S);
         w.line("// the input's last element, so vectors stop where a whole one still ends inside it)");
-        w.line("const {0} n_vec = n > 0 ? ({0})(((n - 1) * {1} + 1) / {2}) : 0;", index_t, S, V * S);
+        w.line("const {0} n_vec = n > 0 ? ({0})(((n - 1) * {1} + {2}) / {3}) : 0;", index_t, S, first_phase + 1, V * S);
       } else
         w.line("const {0} n_vec = ({0})(n / {1});", index_t, V);
       {
@@ -392,15 +395,19 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
             w.line("const FzVec<{0}, {1}> v{2} = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv];",
                    storage_type(pdt[p]), V, p);
           else if (v.access[p] == Access::stepped) {
-            w.line("FzVec<{0}, {1}> v{2}[{3}];  // this input's elements: the first of these, then every {3}th", storage_type(pdt[p]), V, p, S);
+            const int ph = v.step_phase[p];
+            w.line("FzVec<{0}, {1}> v{2}[{3}];  // this input's elements: from the {4} of these, one in every {3}",
+                   storage_type(pdt[p]), V, p, S, ph == 0 ? std::string("first") : fmt::format("one at {}", ph));
             w.line("#pragma unroll");
-            w.line("for (int j = 0; j < {3}; ++j) v{2}[j] = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2})[iv * {3} + j];",
-                   storage_type(pdt[p]), V, p, S);
+            w.line("for (int j = 0; j < {3}; ++j) v{2}[j] = reinterpret_cast<const FzVec<{0}, {1}>*>(in{2}{4})[iv * {3} + j];",
+                   storage_type(pdt[p]), V, p, S, ph == 0 ? std::string() : fmt::format(" - {}", ph));
           }
         vector_of_outputs(element_inputs([&](int p) {
                             return gathered[p] ? load(p, fmt::format("iv * {} + k", V))
                                    : v.access[p] == Access::stepped
-                                       ? load_conv(pdt[p], fmt::format("v{}[k * {} / {}].v[k * {} % {}]", p, S, V, S, V))
+                                       ? load_conv(pdt[p], fmt::format("v{0}[({1}k * {2}) / {3}].v[({1}k * {2}) % {3}]", p,
+                                                                       v.step_phase[p] ? fmt::format("{} + ", v.step_phase[p]) : "",
+                                                                       S, V))
                                        : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
                           }),
                           // (the element's index as an or, not a sum: NVVM then sees that the vector's elements

@@ -32,6 +32,8 @@ void Variant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   if (step) {
     h.add_byte(0x57);
     h.add_byte(step);
+    for (int p = 0; p < n_params; ++p)
+      if (access[p] == Access::stepped) h.add_byte(step_phase[p]);
   }
   if (n_outputs > 1) {  // appended, so single-output hashes stay what they were
     h.add_byte(n_outputs);

@@ -67,6 +67,9 @@ struct Variant {
   std::uint8_t n_params = 0;      ///< distinct input arrays
   std::array<std::uint8_t, kMaxParams> param_of_slot{};  ///< input slot -> parameter (an array read twice is one)
   std::array<Access, kMaxParams> access{};               ///< per parameter
+  /// (stepped inputs, in vectors) how many elements past a vector boundary each one's first element lies, under
+  /// `step` (`x[..., 1::2]`: 1): its vectors are loaded from that boundary
+  std::array<std::uint8_t, kMaxParams> step_phase{};
 
   bool operator==(const Variant&) const = default;
   /// True when some operand needs N-d indexing (the kernel computes offsets from the multi-index).

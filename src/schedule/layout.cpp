@@ -349,10 +349,20 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     bool aligned = V > 1;
     for (int k = 0; k < K && aligned; ++k) aligned = vector_aligned(*outs[k], static_cast<std::int64_t>(V));
     std::vector<bool> pointer;
-    for (int p = 0; p < np && aligned; ++p)
-      if (streamed(p) && !vector_aligned(*L.params[p], static_cast<std::int64_t>(V)))
-        aligned = L.v.access[static_cast<std::size_t>(p)] == Access::contiguous && read_through_pointer(c, L, p, pointer);
+    for (int p = 0; p < np && aligned; ++p) {
+      if (!streamed(p) || vector_aligned(*L.params[p], static_cast<std::int64_t>(V))) continue;
+      if (L.v.access[static_cast<std::size_t>(p)] == Access::contiguous) {
+        aligned = read_through_pointer(c, L, p, pointer);
+        continue;
+      }
+      // A stepped input may start past a vector boundary by less than its step (`x[..., 1::2]`): its vectors are
+      // loaded from the boundary, and each still holds the elements its outputs need.
+      const std::uint64_t phase = L.params[p]->data_ptr() / itemsize(L.params[p]->dtype()) % V;
+      aligned = L.params[p]->data_ptr() % itemsize(L.params[p]->dtype()) == 0 && phase < L.v.step;
+      L.v.step_phase[static_cast<std::size_t>(p)] = static_cast<std::uint8_t>(phase);
+    }
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
+    if (!aligned) L.v.step_phase = {};
   }
 }
 
