@@ -258,6 +258,12 @@ template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<R
     run("m+m2.T", [&] { return m + m2.transpose(); });
     run("m.T*m2", [&] { return m.transpose() * m2; });
     run("m[:, ::2]+1", [&] { return m.slice({{}, fz::Slice{{}, {}, 2}}) + 1.f; });
+    // rotary embeddings' interleaved pairs: both halves of m read at a step of 2, one from an odd start
+    auto cs = random_array<T>(side * side / 2, -1, 1, 25).reshape({side, side / 2}),
+         sn = random_array<T>(side * side / 2, -1, 1, 26).reshape({side, side / 2});
+    run("rotary m[:, ::2]*c-m[:, 1::2]*s", [&] {
+      return m.slice({{}, fz::Slice{0, {}, 2}}) * cs - m.slice({{}, fz::Slice{1, {}, 2}}) * sn;
+    });
     run("sum(m,0)", [&] { return fz::sum(m, 0); });
     auto t = m.reshape({side / 16, 16, side});
     run("sum(t,1) middle axis", [&] { return fz::sum(t, 1); });

@@ -28,6 +28,9 @@ def cases():
         out.append(("m+m2.T" + at, "float32", lambda m, a, b: a + b.T, [sq, sq], None))
         out.append(("m.T*m2" + at, "float32", lambda m, a, b: a.T * b, [sq, sq], None))
         out.append(("m[:, ::2]+1" + at, "float32", lambda m, a: a[:, ::2] + 1, [sq], None))
+        half = (s, s // 2)
+        out.append(("rotary m[:, ::2]*c-m[:, 1::2]*s" + at, "float32", lambda m, a, c, n: a[:, ::2] * c - a[:, 1::2] * n,
+                    [sq, half, half], None))
         out.append(("sum(m,0)" + at, "float32", lambda m, a: a.sum(0), [sq], None))
         out.append(("sum(t,1) middle axis" + at, "float32", lambda m, a: a.reshape(a.shape[0] // 16, 16, a.shape[1]).sum(1), [sq], None))
     for dtype in ("bfloat16", "float16"):
