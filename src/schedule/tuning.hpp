@@ -38,9 +38,6 @@ struct Tuning {
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
   /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (row_statistics.cpp).
   int layer_statistics = 1;
-  /// A floating var in a layer kernel: 0 as the mean of squared deviations from the row's mean (two reductions, one
-  /// after the other: the centered variance), 1 in one pass (each thread's shifted sums, combined by Chan's formula).
-  int layer_variance_pass = 0;
   /// vectors each thread streams when a reduction over two dimensions splits its rows over blocks (a batch
   /// norm's statistics)
   int row_split_accesses = codegen::kLongRowAccesses;

@@ -9,7 +9,6 @@
 #include "runtime/exec/launch.hpp"
 #include "runtime/exec/plan.hpp"
 #include "schedule/layer_layout.hpp"
-#include "schedule/tuning.hpp"
 #include "runtime/memory/storage.hpp"
 
 namespace fusion::detail {
@@ -55,7 +54,6 @@ Call with_centered_variance(const Call& c, std::vector<ReduceArg>& args) {
   const ir::Graph& g = c.lowered->graph;
   const auto centered = ir::is_floating_variance;
   if (std::none_of(g.nodes.begin(), g.nodes.end(), centered)) return c;  // (the common case: no allocation)
-  if (tuning().layer_variance_pass == 1) return c;
   args.assign(c.reductions, c.reductions + c.n_reductions);
   for (const ir::Node& n : g.nodes) {
     if (!centered(n)) continue;
