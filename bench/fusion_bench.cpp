@@ -264,6 +264,12 @@ template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<R
     run("rotary m[:, ::2]*c-m[:, 1::2]*s", [&] {
       return m.slice({{}, fz::Slice{0, {}, 2}}) * cs - m.slice({{}, fz::Slice{1, {}, 2}}) * sn;
     });
+    // the same of the middle third of wider rows (the key of a fused qkv projection: rows that do not collapse)
+    auto qkv = random_array<T>(side * side * 3, -2, 2, 27).reshape({side, 3 * side});
+    const auto key = qkv.slice({{}, fz::Slice{side, 2 * side}});
+    run("rotary qkv[:, n:2n] pairs", [&] {
+      return key.slice({{}, fz::Slice{0, {}, 2}}) * cs - key.slice({{}, fz::Slice{1, {}, 2}}) * sn;
+    });
     run("sum(m,0)", [&] { return fz::sum(m, 0); });
     auto t = m.reshape({side / 16, 16, side});
     run("sum(t,1) middle axis", [&] { return fz::sum(t, 1); });

@@ -40,8 +40,9 @@ TEST_CASE("generated source of representative kernels matches the golden files",
   test::check_golden(
       "transposed_softplus",
       fz::inspect(fz::maximum(big.transpose(), 0.f) + fz::log1p(fz::exp(-fz::abs(big.transpose())))).source);
-  // every third column of 32: rows of 11 that do not collapse (N-d indexing); every other column: one stride of 2
-  test::check_golden("strided_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 3}}) * 2.f + 1.f).source);
+  // every fifth column of 32 (N-d indexing: steps of more than 4 are not loaded as vectors); every other column: one
+  // stride of 2
+  test::check_golden("strided_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 5}}) * 2.f + 1.f).source);
   test::check_golden("stepped_slice", fz::inspect(big.slice({{}, fz::Slice{{}, {}, 2}}) * 2.f + 1.f).source);
 }
 

@@ -181,6 +181,34 @@ TEMPLATE_TEST_CASE("inputs read at a step of 2 to 4 (x[..., ::2]) load whole vec
                                          : test::as_double(T(even * test::as_double(ch[u]) - odd * test::as_double(sh[u]))));
   }
   CHECK(test::mismatches(rot.to_host(), want, d) == 0);
+  // the same pairs of a view of wider rows (the query, key and value of a fused projection: a rows kernel), each of the
+  // three in turn: the value's last row ends where the allocation ends
+  const std::int64_t W = 3 * C;
+  const auto ph = test::random<T>(static_cast<std::size_t>(R * W), -9, 9, 64);
+  fz::Array<T> packed = fz::asarray(ph, {R, W});
+  for (const std::int64_t part : {0, 1, 2}) {
+    CAPTURE(part);
+    const auto q = packed.slice({{}, fz::Slice{part * C, (part + 1) * C}});
+    fz::Array<T> pairs = fz::full<T>({R, C / 2}, T(7));  // poisoned
+    pairs = q.slice({{}, fz::Slice{0, {}, 2}}) * c - q.slice({{}, fz::Slice{1, {}, 2}}) * sn;
+    CHECK(fz::inspect(q.slice({{}, fz::Slice{0, {}, 2}}) * c - q.slice({{}, fz::Slice{1, {}, 2}}) * sn)
+              .variant.find("read at every 2 elements") != std::string::npos);
+    want.clear();
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C / 2; ++j) {
+        const auto at = static_cast<std::size_t>(i * W + part * C + 2 * j), cs = static_cast<std::size_t>(i * C / 2 + j);
+        const double e = test::as_double(ph[at]) * test::as_double(ch[cs]) - test::as_double(ph[at + 1]) * test::as_double(sh[cs]);
+        want.push_back(std::is_integral_v<T> ? static_cast<double>(static_cast<T>(static_cast<int>(e))) : test::as_double(T(e)));
+      }
+    CHECK(test::mismatches(pairs.to_host(), want, d) == 0);
+    // every third column, rows read backwards (element by element)
+    fz::Array<T> thirds = q.slice({fz::Slice{{}, {}, -1}, fz::Slice{1, {}, 3}}) + 1;
+    want.clear();
+    for (std::int64_t i = R - 1; i >= 0; --i)
+      for (std::int64_t j = 1; j < C; j += 3)
+        want.push_back(test::as_double(T(test::as_double(ph[static_cast<std::size_t>(i * W + part * C + j)]) + 1)));
+    CHECK(test::mismatches(thirds.to_host(), want, d) == 0);
+  }
 }
 
 TEST_CASE("rows kernels: bias rows, per-row scales, batch-norm channels, views and ties stream per row",

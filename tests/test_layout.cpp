@@ -153,9 +153,29 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   CHECK(odd.v.access[0] == Access::stepped);
   CHECK(odd.v.vector_width == 4);
   CHECK(odd.v.step_phase[0] == 1);
-  // every third column of 64 (rows of 22 at 64 apart: two dimensions) and every fifth element: N-d indexing
-  CHECK(layout_of(m.slice({{}, fz::Slice{{}, {}, 3}}) + 1.f, fz::DType::float32, {128, 22}).v.access[0] ==
-        Access::strided);
+  // every other column of a view of wider rows (a query of a fused qkv projection): a rows kernel, in vectors
+  auto qkv = fz::placeholder<float>({128, 3 * 64});
+  const auto q = qkv.slice({{}, fz::Slice{64, 128}});
+  const auto rot = layout_of(q.slice({{}, fz::Slice{0, {}, 2}}) - q.slice({{}, fz::Slice{1, {}, 2}}), fz::DType::float32,
+                             {128, 32});
+  CHECK(rot.v.rows);
+  CHECK(rot.v.rank == 2);
+  CHECK(rot.v.step == 2);
+  CHECK(rot.v.vector_width == 4);
+  CHECK(rot.v.access[0] == Access::stepped);
+  CHECK(rot.v.step_phase[0] == 0);
+  CHECK(rot.v.step_phase[1] == 1);
+  // rows read backwards: stepped, element by element (a row's last vector reads into the next row's span)
+  const auto back = layout_of(q.slice({fz::Slice{{}, {}, -1}, fz::Slice{0, {}, 2}}) * 2.f, fz::DType::float32, {128, 32});
+  CHECK(back.v.rows);
+  CHECK(back.v.access[0] == Access::stepped);
+  CHECK(back.v.vector_width == 1);
+  // every third column of 64 (rows of 22 at 64 apart: a rows kernel, element by element: 22 holds no whole vectors)
+  // and every fifth element (N-d indexing)
+  const auto third = layout_of(m.slice({{}, fz::Slice{{}, {}, 3}}) + 1.f, fz::DType::float32, {128, 22});
+  CHECK(third.v.rows);
+  CHECK(third.v.access[0] == Access::stepped);
+  CHECK(third.v.vector_width == 1);
   auto line = fz::placeholder<float>({1000});
   const auto five = layout_of(line.slice({fz::Slice{{}, {}, 5}}) + 1.f, fz::DType::float32, {200});
   CHECK(five.v.access[0] == Access::strided);

@@ -31,6 +31,9 @@ def cases():
         half = (s, s // 2)
         out.append(("rotary m[:, ::2]*c-m[:, 1::2]*s" + at, "float32", lambda m, a, c, n: a[:, ::2] * c - a[:, 1::2] * n,
                     [sq, half, half], None))
+        out.append(("rotary qkv[:, n:2n] pairs" + at, "float32",
+                    lambda m, a, c, n: a[:, a.shape[0]:2 * a.shape[0]][:, ::2] * c - a[:, a.shape[0]:2 * a.shape[0]][:, 1::2] * n,
+                    [(s, 3 * s), half, half], None))
         out.append(("sum(m,0)" + at, "float32", lambda m, a: a.sum(0), [sq], None))
         out.append(("sum(t,1) middle axis" + at, "float32", lambda m, a: a.reshape(a.shape[0] // 16, 16, a.shape[1]).sum(1), [sq], None))
     for dtype in ("bfloat16", "float16"):

@@ -121,6 +121,12 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
   auto load = [&](int p, const std::string& at) {
     return gathered[p] ? fmt::format("(in{} + ({}))", p, at) : load_conv(pdt[p], fmt::format("in{}[{}]", p, at));
   };
+  // A stepped input's element k of a vector of outputs, from the `step` vectors v<p>[] loaded for them.
+  auto stepped_element = [&](int p) {
+    const int ph = v.step_phase[p];
+    return fmt::format("v{0}[({1}k * {2}) / {3}].v[({1}k * {2}) % {3}]", p, ph ? fmt::format("{} + ", ph) : "", v.step,
+                       v.vector_width);
+  };
   // Parameter p's element i in a linear kernel (a stepped input's at i * step).
   auto linear_load = [&](int p) { return load(p, v.access[p] == Access::stepped ? fmt::format("i * {}", v.step) : "i"); };
   std::string row_column;  // (a rows kernel's column expression, set there: its joins' tests read it)
@@ -181,7 +187,7 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
     sig.add(Count::lanes, "const long long lanes");
     sig.add(ArgSource::dims, 0, "const FzDims shape");
     for (int p = 0; p < v.n_params; ++p)
-      if (v.access[p] == Access::row || v.access[p] == Access::along)
+      if (v.access[p] == Access::row || v.access[p] == Access::along || v.access[p] == Access::stepped)
         sig.add(ArgSource::dims, 1 + K + p, fmt::format("const FzDims st{}", p));
   }
   if (v.tiles) {
@@ -245,7 +251,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
                                "row += ({0})gridDim.y * per_block)", I);
       std::vector<int> offset_params;
       for (int p = 0; p < v.n_params; ++p)
-        if (v.access[p] == Access::row || v.access[p] == Access::along) offset_params.push_back(p);
+        if (v.access[p] == Access::row || v.access[p] == Access::along || v.access[p] == Access::stepped)
+          offset_params.push_back(p);
       if (!offset_params.empty()) {
         w.line("{} rest = row;", I);
         for (int p : offset_params) w.line("{} o{} = 0;", I, p);
@@ -277,15 +284,42 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
           "for ({0} col = (({0})blockIdx.x * ({0})lanes + lane) * {1}; col < cols; col += ({0})gridDim.x * ({0})lanes "
           "* {1})",
           I, V);
+      const int S = v.step;
+      // A stepped input's element at column `col` of its row (Access::stepped: every S-th of the row it steps through)
+      auto along_at = [&](int p, const std::string& col) {
+        return v.access[p] == Access::stepped ? fmt::format("o{} + ({}) * {}", p, col, S) : fmt::format("o{} + {}", p, col);
+      };
       if (V > 1) {
         w.line(
             "// {} elements per 16-byte access: rows hold a multiple of {} and every pointer and row offset is "
             "aligned.",
             V, V);
+        bool past_end = false;  // (a stepped input's last vector reaching past its row's last element)
+        for (int p = 0; p < v.n_params; ++p) past_end = past_end || (v.access[p] == Access::stepped && v.step_phase[p] + 1 < S);
+        if (past_end) {
+          w.line("// The last vector of the last row element by element: a stepped input's vectors would reach past the");
+          w.line("// view's last element (elsewhere they reach into the next row's span).");
+          auto last = w.block("if (row + 1 == rows && col + {} == cols)", V);
+          w.line("#pragma unroll");
+          {
+            auto lanes = w.block("for (int k = 0; k < {}; ++k)", V);
+            auto in = row_inputs([&](int p) { return load(p, along_at(p, "col + k")); });
+            store_all(w, call(in, "base + col + k"), [&](int o) { return fmt::format("{}[base + col + k]", out_name(o)); });
+          }
+          w.line("continue;");
+        }
         for (int p = 0; p < v.n_params; ++p)
           if (v.access[p] == Access::along && !gathered[p])
             w.line("const FzVec<{0}, {1}> v{2} = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col);",
                    storage_type(pdt[p]), V, p);
+          else if (v.access[p] == Access::stepped) {
+            const int ph = v.step_phase[p];
+            w.line("FzVec<{0}, {1}> v{2}[{3}];  // this input's elements: from the {4} of these, one in every {3}",
+                   storage_type(pdt[p]), V, p, S, ph == 0 ? std::string("first") : fmt::format("one at {}", ph));
+            w.line("#pragma unroll");
+            w.line("for (int j = 0; j < {3}; ++j) v{2}[j] = *reinterpret_cast<const FzVec<{0}, {1}>*>(in{2} + o{2} + col * {3}{4} + j * {1});",
+                   storage_type(pdt[p]), V, p, S, ph == 0 ? std::string() : fmt::format(" - {}", ph));
+          }
         if (by_vector) {  // (the vector's elements lie in one piece: fz_expr computes them together)
           const std::string e = call(row_inputs([&](int p) {
                                        return gathered[p] ? load(p, fmt::format("o{} + col", p)) : fmt::format("v{}", p);
@@ -299,14 +333,15 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
         } else
         vector_of_outputs(row_inputs([&](int p) {
                             return gathered[p] ? load(p, fmt::format("o{} + col + k", p))
-                                               : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
+                                   : v.access[p] == Access::stepped ? load_conv(pdt[p], stepped_element(p))
+                                                                     : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
                           }),
                           "base + col + k", [&](int o) {
                             return fmt::format("*reinterpret_cast<FzVec<{0}, {1}>*>({2} + base + col)",
                                                storage_type(v.out_dtype[o]), V, out_name(o));
                           });
       } else {
-        auto in = row_inputs([&](int p) { return load(p, fmt::format("o{} + col", p)); });
+        auto in = row_inputs([&](int p) { return load(p, along_at(p, "col")); });
         store_all(w, call(in, "base + col"), [&](int o) { return fmt::format("{}[base + col]", out_name(o)); });
       }
     } else if (v.tiles) {
@@ -404,11 +439,8 @@ GeneratedKernel emit_elementwise(const ir::Graph& g, const Variant& v, std::stri
           }
         vector_of_outputs(element_inputs([&](int p) {
                             return gathered[p] ? load(p, fmt::format("iv * {} + k", V))
-                                   : v.access[p] == Access::stepped
-                                       ? load_conv(pdt[p], fmt::format("v{0}[({1}k * {2}) / {3}].v[({1}k * {2}) % {3}]", p,
-                                                                       v.step_phase[p] ? fmt::format("{} + ", v.step_phase[p]) : "",
-                                                                       S, V))
-                                       : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
+                                   : v.access[p] == Access::stepped ? load_conv(pdt[p], stepped_element(p))
+                                                                     : load_conv(pdt[p], fmt::format("v{}.v[k]", p));
                           }),
                           // (the element's index as an or, not a sum: NVVM then sees that the vector's elements
                           // share iv, and a random leaf computes its Philox block once per vector, not per element)

@@ -161,21 +161,31 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   if (R < 2) return;
   for (int k = 0; k < K; ++k)
     if (L.v.out_access[k] != Access::contiguous) return;
+  // (an input stepping along the rows at 2 to 4 elements, `q[..., ::2]` of a view of wider rows: whole vectors of the
+  // rows it steps through, as a linear kernel reads Access::stepped)
+  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+  std::int64_t step = 0;
   for (int p = 0; p < np; ++p) {
     const std::int64_t inner = L.strides[K + p][R - 1];
-    if (L.v.access[static_cast<std::size_t>(p)] != Access::broadcast && inner != 0 && inner != 1) return;
+    if (L.v.access[static_cast<std::size_t>(p)] == Access::broadcast || inner == 0 || inner == 1) continue;
+    if (gathered[p] || inner < 2 || inner > 4 || inner * static_cast<std::int64_t>(itemsize(L.params[p]->dtype())) > 16 ||
+        (step != 0 && inner != step))
+      return;
+    step = inner;
   }
   // (a join's tests of where an element lies: each along whole rows, so that the kernel finds an element's
   // position from its row's and its column, as emit_elementwise writes a rows kernel)
   if (joins(c) && !periods_whole_rows(c, L.space, L.shape[R - 1])) return;
   L.v.rows = true;
+  L.v.step = static_cast<std::uint8_t>(step);
   std::size_t widest = 1;
   for (int k = 0; k < K; ++k) widest = std::max(widest, itemsize(outs[k]->dtype()));
   for (int p = 0; p < np; ++p) {
     Access& a = L.v.access[static_cast<std::size_t>(p)];
     if (a == Access::broadcast) continue;
-    a = L.strides[K + p][R - 1] == 0 ? Access::row : Access::along;
-    if (a == Access::along) widest = std::max(widest, itemsize(L.params[p]->dtype()));
+    const std::int64_t inner = L.strides[K + p][R - 1];
+    a = inner == 0 ? Access::row : inner == 1 ? Access::along : Access::stepped;
+    if (a != Access::row) widest = std::max(widest, itemsize(L.params[p]->dtype()));
   }
   // Vectors need whole vectors per row, aligned pointers and rows that start on a vector boundary.
   const std::int64_t V = static_cast<std::int64_t>(codegen::kVectorBytes / widest);
@@ -184,17 +194,29 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   std::vector<bool> pointer;
   bool pointers_fit = true;  // (every array read through a pointer along the rows is aligned for vectors too)
   for (int p = 0; p < np && ok; ++p) {
-    if (L.v.access[static_cast<std::size_t>(p)] != Access::along) continue;
+    const Access a = L.v.access[static_cast<std::size_t>(p)];
+    if (a == Access::stepped) {
+      // Every row as far past a vector boundary, by less than the step; rows at increasing addresses, so that a
+      // row's last vector, which may reach past its last element, reaches into the next row's span, and only the
+      // last row's is read element by element (codegen/emit_elementwise.cpp).
+      const std::uint64_t phase = L.params[p]->data_ptr() / itemsize(L.params[p]->dtype()) % static_cast<std::uint64_t>(V);
+      ok = L.params[p]->data_ptr() % itemsize(L.params[p]->dtype()) == 0 && phase < step;
+      for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0 && L.strides[K + p][d] >= 0;
+      L.v.step_phase[static_cast<std::size_t>(p)] = static_cast<std::uint8_t>(phase);
+      continue;
+    }
+    if (a != Access::along) continue;
     bool fits = vector_aligned(*L.params[p], V);
     for (int d = 0; d < R - 1 && fits; ++d) fits = L.strides[K + p][d] % V == 0;
     if (!fits) ok = read_through_pointer(c, L, p, pointer);  // (a padded operand may sit off the boundary)
     pointers_fit = pointers_fit && fits;
   }
   L.v.vector_width = static_cast<std::uint8_t>(ok ? V : 1);
+  if (!ok) L.v.step_phase = {};
   // A join whose pieces begin and end on vector boundaries, in arrays aligned for vectors: fz_expr computes a
   // vector at once, its piece chosen once and loaded as vectors (an 8-piece join of rows of 4,096 float32 on an
   // H200: 82.6% of the copy limit tested and loaded per element, 96.7% so).
-  L.v.vector_joins = ok && pointers_fit && joins(c) && codegen::lanes_alike(graph_of(c)) &&
+  L.v.vector_joins = ok && pointers_fit && step == 0 && joins(c) && codegen::lanes_alike(graph_of(c)) &&
                      bounds_whole_vectors(c, L.space, V);
   // 32-bit row and column indices need room past the last row and column for the grid-stride steps.
   if (L.n > INT_MAX / 2) L.v.index64 = true;
