@@ -16,6 +16,7 @@
 #include "schedule/call_graph.hpp"
 #include "schedule/graph_walk.hpp"
 #include "schedule/pieces.hpp"
+#include "schedule/stepped.hpp"
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
 
@@ -163,16 +164,8 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
     if (L.v.out_access[k] != Access::contiguous) return;
   // (an input stepping along the rows at 2 to 4 elements, `q[..., ::2]` of a view of wider rows: whole vectors of the
   // rows it steps through, as a linear kernel reads Access::stepped)
-  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
-  std::int64_t step = 0;
-  for (int p = 0; p < np; ++p) {
-    const std::int64_t inner = L.strides[K + p][R - 1];
-    if (L.v.access[static_cast<std::size_t>(p)] == Access::broadcast || inner == 0 || inner == 1) continue;
-    if (gathered[p] || inner < 2 || inner > 4 || inner * static_cast<std::int64_t>(itemsize(L.params[p]->dtype())) > 16 ||
-        (step != 0 && inner != step))
-      return;
-    step = inner;
-  }
+  const std::int64_t step = common_step(c, K, L, R - 1);
+  if (step < 0) return;
   // (a join's tests of where an element lies: each along whole rows, so that the kernel finds an element's
   // position from its row's and its column, as emit_elementwise writes a rows kernel)
   if (joins(c) && !periods_whole_rows(c, L.space, L.shape[R - 1])) return;
@@ -199,10 +192,8 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
       // Every row as far past a vector boundary, by less than the step; rows at increasing addresses, so that a
       // row's last vector, which may reach past its last element, reaches into the next row's span, and only the
       // last row's is read element by element (codegen/emit_elementwise.cpp).
-      const std::uint64_t phase = L.params[p]->data_ptr() / itemsize(L.params[p]->dtype()) % static_cast<std::uint64_t>(V);
-      ok = L.params[p]->data_ptr() % itemsize(L.params[p]->dtype()) == 0 && phase < step;
+      ok = stepped_phase(*L.params[p], V, L.v.step, L.v.step_phase[static_cast<std::size_t>(p)]);
       for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0 && L.strides[K + p][d] >= 0;
-      L.v.step_phase[static_cast<std::size_t>(p)] = static_cast<std::uint8_t>(phase);
       continue;
     }
     if (a != Access::along) continue;
@@ -252,32 +243,6 @@ void try_tiles(const Call& c, int K, Layout& L) {
     Access& a = L.v.access[static_cast<std::size_t>(p)];
     if (a == Access::contiguous) a = Access::strided;
   }
-}
-
-/// A linear kernel instead of N-d indexing where the only strided inputs step through an array at one small
-/// stride (`x[..., ::2] + 1` of a contiguous x collapses to one dimension of stride 2): a thread then loads
-/// `step` whole vectors of each such input and picks its elements from them, so its loads are as wide and as many
-/// in flight as a contiguous input's (the sectors read are the same: every 32 bytes hold an element it needs).
-/// H200, `m[:, ::2] + 1` of 8192^2 float32: element by element 95.9% of the limit counted in whole sectors.
-void try_stepped(const Call& c, int K, Layout& L) {
-  if (L.v.rank != 1) return;
-  for (int k = 0; k < K; ++k)
-    if (L.v.out_access[k] != Access::contiguous) return;
-  const int np = L.v.n_params;
-  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
-  std::int64_t step = 0;
-  for (int p = 0; p < np; ++p) {
-    if (L.v.access[static_cast<std::size_t>(p)] != Access::strided) continue;
-    const std::int64_t s = L.strides[K + p][0];
-    if (gathered[p] || s < 2 || s > 4 || s * static_cast<std::int64_t>(itemsize(L.params[p]->dtype())) > 16 ||
-        (step != 0 && s != step))
-      return;
-    step = s;
-  }
-  if (step == 0) return;
-  for (int p = 0; p < np; ++p)
-    if (L.v.access[static_cast<std::size_t>(p)] == Access::strided) L.v.access[static_cast<std::size_t>(p)] = Access::stepped;
-  L.v.step = static_cast<std::uint8_t>(step);
 }
 
 /// A scatter whose target view is one element for every element of the index space (all strides 0: the offset
@@ -377,11 +342,7 @@ void analyze(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
         aligned = read_through_pointer(c, L, p, pointer);
         continue;
       }
-      // A stepped input may start past a vector boundary by less than its step (`x[..., 1::2]`): its vectors are
-      // loaded from the boundary, and each still holds the elements its outputs need.
-      const std::uint64_t phase = L.params[p]->data_ptr() / itemsize(L.params[p]->dtype()) % V;
-      aligned = L.params[p]->data_ptr() % itemsize(L.params[p]->dtype()) == 0 && phase < L.v.step;
-      L.v.step_phase[static_cast<std::size_t>(p)] = static_cast<std::uint8_t>(phase);
+      aligned = stepped_phase(*L.params[p], static_cast<std::int64_t>(V), L.v.step, L.v.step_phase[static_cast<std::size_t>(p)]);
     }
     L.v.vector_width = static_cast<std::uint8_t>(aligned ? V : 1);
     if (!aligned) L.v.step_phase = {};

@@ -20,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(256) fz_mul_add_f32_6793a8c3b34dbec
   for (int iv = first; iv < n_vec; iv += step) {
     FzVec<float, 4> v0[2];  // this input's elements: from the first of these, one in every 2
     #pragma unroll
-    for (int j = 0; j < 2; ++j) v0[j] = reinterpret_cast<const FzVec<float, 4>*>(in0)[iv * 2 + j];
+    for (int j = 0; j < 2; ++j) v0[j] = *reinterpret_cast<const FzVec<float, 4>*>(in0 + iv * 8 + j * 4);
     FzVec<float, 4> r;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
