@@ -57,6 +57,24 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
     CHECK(few.variant.find("a block per 32 neighbouring rows") != std::string::npos);
     CHECK(few.source.find("__launch_bounds__(256, 2)") != std::string::npos);
   }
+  // 5 blocks an SM for 4-byte accumulators along contiguous rows, each thread's items in registers until their
+  // results; 4 for 8-byte ones, rows walked element by element and logcumsumexp in one pass (they spill at 48)
+  const auto blocks = [](const fz::KernelInfo& info, int n) {
+    return info.source.find(fmt::format("__launch_bounds__(256, {})", n)) != std::string::npos;
+  };
+  const auto rows = fz::placeholder<float>({8192, 8192});
+  const auto lse_rows = fz::inspect(fz::logcumsumexp(rows, 1));
+  CHECK(blocks(lse_rows, 5));
+  CHECK(lse_rows.variant.find("each thread's items in registers") != std::string::npos);
+  CHECK(lse_rows.source.find("fz_r[16];") != std::string::npos);
+  CHECK(blocks(fz::inspect(fz::cumsum(rows, 1)), 5));
+  CHECK(blocks(forward, 5));  // one pass, float
+  CHECK(blocks(fz::inspect(fz::logcumsumexp(fz::placeholder<float>({1 << 24}), 0)), 4));
+  CHECK(blocks(fz::inspect(fz::cumsum(rows, 1, {.reverse = true})), 4));
+  const auto lse_double = fz::inspect(fz::logcumsumexp(fz::placeholder<double>({8192, 8192}), 1));
+  CHECK(blocks(lse_double, 4));
+  CHECK(lse_double.variant.find("in registers") == std::string::npos);  // (they spilled)
+  CHECK(blocks(fz::inspect(fz::cumsum(fz::placeholder<std::int64_t>({8192, 8192}), 1)), 4));
   for (const auto& info : {fz::inspect(fz::cummax(fz::placeholder<std::int8_t>({8, 100}), -1)),
                            fz::inspect(fz::logcumsumexp(fz::placeholder<fz::half>({8, 100}), 0)),
                            fz::inspect(fz::cumprod(fz::placeholder<bool>({8, 100}), 1))})
