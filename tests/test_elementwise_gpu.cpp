@@ -201,6 +201,16 @@ TEMPLATE_TEST_CASE("inputs read at a step of 2 to 4 (x[..., ::2]) load whole vec
         want.push_back(std::is_integral_v<T> ? static_cast<double>(static_cast<T>(static_cast<int>(e))) : test::as_double(T(e)));
       }
     CHECK(test::mismatches(pairs.to_host(), want, d) == 0);
+    // one stepped row added to every row (its stride 0 along the rows), the row's last element its allocation's last
+    const auto line_h = test::random<T>(static_cast<std::size_t>(C - 1), -9, 9, 65);
+    fz::Array<T> line = fz::asarray(line_h);
+    fz::Array<T> plus = q.slice({{}, fz::Slice{0, C / 2}}) + line.slice({fz::Slice{{}, {}, 2}});
+    want.clear();
+    for (std::int64_t i = 0; i < R; ++i)
+      for (std::int64_t j = 0; j < C / 2; ++j)
+        want.push_back(test::as_double(T(test::as_double(ph[static_cast<std::size_t>(i * W + part * C + j)]) +
+                                         test::as_double(line_h[static_cast<std::size_t>(2 * j)]))));
+    CHECK(test::mismatches(plus.to_host(), want, d) == 0);
     // every third column, rows read backwards (element by element)
     fz::Array<T> thirds = q.slice({fz::Slice{{}, {}, -1}, fz::Slice{1, {}, 3}}) + 1;
     want.clear();

@@ -170,6 +170,14 @@ TEST_CASE("layout: broadcasting, transposes and offsets pick the addressing", "[
   CHECK(back.v.rows);
   CHECK(back.v.access[0] == Access::stepped);
   CHECK(back.v.vector_width == 1);
+  // one stepped row for every row (its stride 0 along the rows): element by element, as its last vector would reach
+  // past the view in every row
+  const auto line64 = fz::placeholder<float>({64});
+  const auto repeated = layout_of(m.slice({{}, fz::Slice{0, 32}}) + line64.slice({fz::Slice{{}, {}, 2}}),
+                                  fz::DType::float32, {128, 32});
+  CHECK(repeated.v.rows);
+  CHECK(repeated.v.access[1] == Access::stepped);
+  CHECK(repeated.v.vector_width == 1);
   // every third column of 64 (rows of 22 at 64 apart: a rows kernel, element by element: 22 holds no whole vectors)
   // and every fifth element (N-d indexing)
   const auto third = layout_of(m.slice({{}, fz::Slice{{}, {}, 3}}) + 1.f, fz::DType::float32, {128, 22});

@@ -189,11 +189,12 @@ void try_rows(const Call& c, const ArrayBase* const* outs, int K, Layout& L) {
   for (int p = 0; p < np && ok; ++p) {
     const Access a = L.v.access[static_cast<std::size_t>(p)];
     if (a == Access::stepped) {
-      // Every row as far past a vector boundary, by less than the step; rows at increasing addresses, so that a
-      // row's last vector, which may reach past its last element, reaches into the next row's span, and only the
-      // last row's is read element by element (codegen/emit_elementwise.cpp).
+      // Every row as far past a vector boundary, by less than the step; rows at increasing addresses (no row read
+      // twice: a stride of 0 would repeat one row), so that a row's last vector, which may reach past its last
+      // element, reaches into the next row's span, and only the last row's is read element by element
+      // (codegen/emit_elementwise.cpp).
       ok = stepped_phase(*L.params[p], V, L.v.step, L.v.step_phase[static_cast<std::size_t>(p)]);
-      for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0 && L.strides[K + p][d] >= 0;
+      for (int d = 0; d < R - 1 && ok; ++d) ok = L.strides[K + p][d] % V == 0 && L.strides[K + p][d] > 0;
       continue;
     }
     if (a != Access::along) continue;
