@@ -25,9 +25,9 @@ enum class Access : std::uint8_t {
   // Tiles kernels only (Variant::tiles):
   across,      ///< contiguous along the second-to-last dimension (a transposed operand): read through a
                ///< shared-memory tile, so that both its reads and the outputs' writes are coalesced
-  // Linear kernels only:
-  stepped,     ///< element i at index i * Variant::step (`x[..., ::2]` of a contiguous x): read as whole vectors
-               ///< of the array it steps through, its elements picked from them
+  // Linear and rows kernels:
+  stepped,     ///< element i at index i * Variant::step (`x[..., ::2]`; in a rows kernel, along each row from its
+               ///< offset): read as whole vectors of the array it steps through, its elements picked from them
 };
 
 /// Tiles kernels: kTile x kTile tiles of the last two dimensions, kTileRows rows of threads per block.

@@ -12,11 +12,12 @@ using codegen::Access;
 
 std::int64_t common_step(const Call& c, int K, const Layout& L, int d) {
   const int np = L.v.n_params;
-  const std::vector<bool> gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
+  std::vector<bool> gathered;  // (walked for only a call with an input at another stride: not every rows kernel's)
   std::int64_t step = 0;
   for (int p = 0; p < np; ++p) {
     const std::int64_t s = L.strides[K + p][d];
     if (L.v.access[static_cast<std::size_t>(p)] == Access::broadcast || s == 0 || s == 1) continue;
+    if (gathered.empty()) gathered = codegen::gathered_params(graph_of(c), L.v.param_of_slot, np);
     if (gathered[p] || s < 2 || s > 4 || s * static_cast<std::int64_t>(itemsize(L.params[p]->dtype())) > 16 ||
         (step != 0 && s != step))
       return -1;
