@@ -117,6 +117,49 @@ TEST_CASE("the float32 Box-Muller transform is accurate on every one of its 2^24
   CHECK(std::hypot(double(got_c[0]), double(got_s[0])) == Approx(std::sqrt(48 * std::log(2.0))).epsilon(1e-6));
 }
 
+TEST_CASE("the float64 Box-Muller transform is accurate at its ends, its quadrants' edges and random words", "[gpu][ops][random]") {
+  // normal<double>'s own statements as a function of the two words (53 bits each, the low 11 dropped); the reference
+  // in long double (x86's 64-bit significand)
+  const auto transform = fz::function<double(std::uint64_t, std::uint64_t, std::int32_t)>(
+      "normal64_of_words", "(unsigned long long lo, unsigned long long hi, int sine) {\n" +
+                               fz::random::detail::normal64_transform() + "  return sine ? r * s : r * c;\n}");
+  std::vector<std::uint64_t> ks = {0, 1, 2, 3, (1ull << 52) - 1, 1ull << 52, (1ull << 53) - 2, (1ull << 53) - 1};
+  std::vector<std::uint64_t> ms = {0, 1, (1ull << 53) - 1};
+  for (std::uint64_t q = 1; q <= 4; ++q)  // the edges between quadrants (m = (2q - 1) 2^50) and their neighbours
+    for (std::int64_t d = -1; d <= 1; ++d) ms.push_back(((2 * q - 1) << 50) + static_cast<std::uint64_t>(d));
+  std::uint64_t state = 88172645463325252ull;  // xorshift64: random words of either kind
+  auto next = [&] { return state ^= state << 13, state ^= state >> 7, state ^= state << 17; };
+  for (int j = 0; j < 4000; ++j) ks.push_back(next() >> 11), ms.push_back(next() >> 11);
+  for (int j = 0; j < 1000; ++j) ks.push_back((1ull << 53) - 1 - (next() >> 40));  // u1 near 1: small radii
+  std::vector<std::uint64_t> lo, hi;
+  for (std::size_t j = 0; j < std::max(ks.size(), ms.size()); ++j) {
+    // the noise in the low 11 bits the transform drops
+    lo.push_back(ks[j % ks.size()] << 11 | (next() & 0x7ff));
+    hi.push_back(ms[(j * 7) % ms.size()] << 11 | (next() & 0x7ff));
+  }
+  const auto lo_d = fz::asarray(lo), hi_d = fz::asarray(hi);
+  const std::vector<double> got_c = fz::Array<double>(transform(lo_d, hi_d, 0)).to_host();
+  const std::vector<double> got_s = fz::Array<double>(transform(lo_d, hi_d, 1)).to_host();
+  const long double two_pi = 6.283185307179586476925286766559L;
+  double worst = 0;
+  std::size_t worst_j = 0;
+  for (std::size_t j = 0; j < lo.size(); ++j) {
+    const long double u1 = (static_cast<long double>(lo[j] >> 11) + 1) * 0x1p-53L;
+    const long double angle = two_pi * static_cast<long double>(hi[j] >> 11) * 0x1p-53L;
+    const long double r = std::sqrt(-2 * std::log(u1));
+    const long double e = std::max(std::abs(got_c[j] - r * std::cos(angle)), std::abs(got_s[j] - r * std::sin(angle)));
+    const double rel = static_cast<double>(e / std::max(r, 1e-300L));
+    if (rel > worst) worst = rel, worst_j = j;
+  }
+  INFO("worst error over the radius " << worst << " (" << worst * 0x1p53 << " x 2^-53) at " << worst_j);
+  CHECK(worst < 1e-15);
+  // the ends: u1 = 1 gives a zero radius (exact zeros), u1 = 2^-53 the largest, sqrt(106 ln 2)
+  const std::size_t last = 7, first = 0;  // (ks[7] = 2^53 - 1, ks[0] = 0)
+  CHECK(got_c[last] == 0.0);
+  CHECK(got_s[last] == 0.0);
+  CHECK(std::hypot(got_c[first], got_s[first]) == Approx(std::sqrt(106 * std::log(2.0))).epsilon(1e-15));
+}
+
 TEST_CASE("uniform and normal have the moments they should", "[gpu][ops][random]") {
   const std::int64_t n = 1 << 22;
   for (int kind = 0; kind < 4; ++kind) {

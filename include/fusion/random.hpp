@@ -35,6 +35,8 @@ const Uniform64& normal64_function();
 /// The float32 Box-Muller transform's statements: from words `lo` and `hi` (unsigned int) to the radius `r` and the
 /// angle's sine `s` and cosine `c` (tests evaluate it on every input).
 std::string normal32_transform();
+/// The float64 one: from `lo` and `hi` (unsigned long long) to `r`, `s` and `c` in double.
+std::string normal64_transform();
 
 /// A float or double leaf from the generator of that width.
 template <class T> auto float_leaf(const Uniform32& f32, const Uniform64& f64, std::uint64_t seed, Offset offset) {

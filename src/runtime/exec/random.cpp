@@ -56,8 +56,7 @@ const Uniform64& uniform64_function() {
 // Box-Muller gives two values from one pair of uniforms, r cos(theta) and r sin(theta): both are used (as cuRAND's
 // curand_normal4 does), so a float block of four words makes four values and a double block two, for half the
 // logarithms and one sincospi per pair (H200, 2^26 float32: 301 -> 168 us; bench/random_probe.cu). Elements 2k and
-// 2k + 1 share the pair: in a float32 vector the compiler computes it once; in a float64 vector of two it computes
-// the double logarithm and sincospi for each (517 us, where the probe's kernel computing them once takes 331 us).
+// 2k + 1 share the pair, and the compiler computes it once for both when the transform is straight-line code (below).
 //
 // The float32 transform is written for what it knows of its inputs instead of calling logf and sincospif, which
 // handle every float (H200, bench/normal_probe.cu, bench/results/random/h200-2026-11-29-normal-probe.txt: 156 ->
@@ -98,16 +97,52 @@ const Uniform32& normal32_function() {
   return f;
 }
 
+// The float64 transform is written the same way, for the same reason and one more: `log` and `sincospi` in double
+// have branches for inputs u1 and u2 never take, and around them the compiler does not see that the two elements of
+// a vector of two doubles, 2k and 2k + 1, share their pair: it computed both functions for each (H200, 2^26 float64:
+// 517 us, where the probe's kernel computing them once takes 331 us). Straight-line code it computes once. u1 = k
+// 2^-53, k in [1, 2^53]: its logarithm is 2 atanh(s), s = x / (2 + x) in [-1/5, 1/7] (x = the mantissa's distance
+// from 1 in [-1/3, 1/3)), a series in s^2 to s^22 (its next term below 2^-58); the angle m / 2^53 of a turn splits
+// into quarter turns and t in [-1/8, 1/8] exactly, and sin and cos of 2 pi t are their Taylor series to t^17 and
+// t^18 (the next terms below 2^-54 of the value). Checked in float64 without fused multiply-adds on 27,000 values of
+// u1 and 40,000 angles against mpmath: 2.4 and 1.4 units of 2^-53 (tests/test_random_gpu.cpp checks the device).
+std::string normal64_transform() {
+  return "  const double u1 = ((double)(lo >> 11) + 1.0) * 1.1102230246251565e-16;  // (0, 1]\n"
+         "  // ln u1: u1 = 2^e (1 + x), x in [-1/3, 1/3); ln(1 + x) = 2 atanh(s) = 2s + 2s z P(z), s = x / (2 + x), z = s^2\n"
+         "  const long long ub = __double_as_longlong(u1), ue = (ub - 0x3FE5555555555555ll) & (long long)0xFFF0000000000000ull;\n"
+         "  const double x = __longlong_as_double(ub - ue) - 1.0, e = (double)(ue >> 52);\n"
+         "  const double sx = x / (2.0 + x), zx = sx * sx;\n"
+         "  double p = 1.0 / 23;\n"
+         "  p = fma(p, zx, 1.0 / 21); p = fma(p, zx, 1.0 / 19); p = fma(p, zx, 1.0 / 17); p = fma(p, zx, 1.0 / 15);\n"
+         "  p = fma(p, zx, 1.0 / 13); p = fma(p, zx, 1.0 / 11); p = fma(p, zx, 1.0 / 9); p = fma(p, zx, 1.0 / 7);\n"
+         "  p = fma(p, zx, 1.0 / 5); p = fma(p, zx, 1.0 / 3);\n"
+         "  const double ln1p = fma(2.0 * sx, zx * p, 2.0 * sx);\n"
+         "  // ln 2 in two parts, the first with trailing zeros so that e times it is exact\n"
+         "  const double ln_u1 = fma(e, 6.93147180369123816490e-01, fma(e, 1.90821492927058770002e-10, ln1p));\n"
+         "  const double r = sqrt(-2.0 * ln_u1);\n"
+         "  // the angle: m / 2^53 of a turn = q quarter turns + t turns, t in [-1/8, 1/8]\n"
+         "  const unsigned long long m = hi >> 11, q = (m + (1ull << 50)) >> 51;\n"
+         "  const double t = (double)(long long)(m - (q << 51)) * 1.1102230246251565e-16, z = t * t;\n"
+         "  double ps = 0.10422916220813984;  // (-1)^k (2 pi)^(2k+1) / (2k+1)!, k = 8 .. 0\n"
+         "  ps = fma(ps, z, -0.7181223017785006); ps = fma(ps, z, 3.819952584848282); ps = fma(ps, z, -15.09464257682299);\n"
+         "  ps = fma(ps, z, 42.058693944897655); ps = fma(ps, z, -76.70585975306139); ps = fma(ps, z, 81.60524927607506);\n"
+         "  ps = fma(ps, z, -41.34170224039976); ps = fma(ps, z, 6.283185307179586);\n"
+         "  double pc = -0.03638284114254567;  // (-1)^k (2 pi)^(2k) / (2k)!, k = 9 .. 1\n"
+         "  pc = fma(pc, z, 0.28200596845579123); pc = fma(pc, z, -1.714390711088672); pc = fma(pc, z, 7.903536371318469);\n"
+         "  pc = fma(pc, z, -26.4262567833744); pc = fma(pc, z, 60.24464137187666); pc = fma(pc, z, -85.45681720669373);\n"
+         "  pc = fma(pc, z, 64.9393940226683); pc = fma(pc, z, -19.739208802178716);\n"
+         "  const double sin_t = ps * t, cos_t = fma(pc, z, 1.0);\n"
+         "  // a quarter turn swaps sine and cosine; the signs follow the quadrant\n"
+         "  const double s = (q & 2) ? -(q & 1 ? cos_t : sin_t) : (q & 1 ? cos_t : sin_t);\n"
+         "  const double c = ((q + 1) & 2) ? -(q & 1 ? sin_t : cos_t) : (q & 1 ? sin_t : cos_t);\n";
+}
+
 const Uniform64& normal64_function() {
   static const Uniform64 f("random_normal64",
                            kParams + philox("(unsigned long long)i >> 1") +
-                               "  const unsigned long long a = ((unsigned long long)c1 << 32) | c0, b = ((unsigned "
-                               "long long)c3 << 32) | c2;\n"
-                               "  const double u1 = ((double)(a >> 11) + 1.0) * 1.1102230246251565e-16;  // (0, 1]\n"
-                               "  const double u2 = (double)(b >> 11) * 1.1102230246251565e-16;\n"
-                               "  double s, c;\n"
-                               "  sincospi(2.0 * u2, &s, &c);\n"
-                               "  return sqrt(-2.0 * log(u1)) * ((i & 1) == 0 ? c : s);\n}");
+                               "  const unsigned long long lo = ((unsigned long long)c1 << 32) | c0, hi = ((unsigned "
+                               "long long)c3 << 32) | c2;\n" +
+                               normal64_transform() + "  return r * ((i & 1) == 0 ? c : s);\n}");
   return f;
 }
 
