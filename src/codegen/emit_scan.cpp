@@ -117,7 +117,7 @@ void write_thread_results(SourceWriter& w, const std::string& acc, int items, bo
 /// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) or the elements spread too
 /// far below it (some exp(x - m) not a normal number) the thread scans with fz_combine as every other scan
 /// does, and `fz_exp` says which form its tile holds.
-void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, bool registers) {
+void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, bool registers, bool pairs) {
   const bool fl = acc == "float";
   w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
   w.line("{} fz_m = fz_none, fz_lo = -fz_none;  // (NaN left out: it reaches the sums through its exponential)", acc);
@@ -128,12 +128,14 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, b
   w.line("// the small elements' digits, or all of them, in the sums (exp(-200) is 0 in float).");
   w.line("const bool fz_exp = fz_m - fz_m == ({0})0 && fz_m - fz_lo <= ({0}){1};", acc, fl ? 80 : 700);
   w.line("{} run = fz_none;", acc);
+  if (pairs) w.line("{} run_s = 1;  // the thread's total as a pair: run + log(run_s)", acc);
   {
     auto sums = w.block("if (fz_exp)");
     w.line("{} p = 0;", acc);
     w.line("#pragma unroll");
     w.line("for (int k = 0; k < {}; ++k) fz_r[k] = p = p + fz_lse_exp(fz_r[k] - fz_m);", items);
-    w.line("run = fz_m + fz_lse_log(p);");
+    if (pairs) w.line("run = fz_m, run_s = p;");
+    else w.line("run = fz_m + fz_lse_log(p);");
   }
   {
     auto exact = w.block("else");
@@ -142,13 +144,46 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, b
   }
 }
 
+/// logcumsumexp across a block's threads and warps and along its tiles as pairs (m, s), the value m + log s
+/// (fz_pair): the thread's total, the prefixes before each thread (pm, ps), the tiles' carry (carry, carry_s).
+/// Two pairs combine with one exponential, where two values combine with an exponential and an accurate log1p
+/// (fz_combine): of the about 57 instructions an element the row-wise kernel issued (H200, rows of 8192 f32, 84% of
+/// the issue slots busy), the 11 combines a thread makes a tile took about 25.
+void write_lse_pair_prefixes(SourceWriter& w, const std::string& acc, int W) {
+  w.line("// The warp's threads before this one, then the tile's warps before this one, as pairs.");
+  w.line("{} im = run, is = run_s;", acc);
+  w.line("#pragma unroll");
+  w.line("for (int d = 1; d < 32; d *= 2) {{ const {} ym = fz_shfl_up(im, d), ys = fz_shfl_up(is, d); if (lane >= d) "
+         "fz_pair(im, is, ym, ys); }}",
+         acc);
+  w.line("const {} before_m = fz_shfl_up(im, 1), before_s = fz_shfl_up(is, 1);", acc);
+  w.line("if (lane == 31) fz_warp[fz_buf][warp] = im, fz_warp_s[fz_buf][warp] = is;");
+  w.line("__syncthreads();");
+  w.line("{0} wm = lane < {1} ? fz_warp[fz_buf][lane] : fz_none, ws = lane < {1} ? fz_warp_s[fz_buf][lane] : ({0})1;", acc, W);
+  w.line("#pragma unroll");
+  w.line("for (int d = 1; d < {}; d *= 2) {{ const {} ym = fz_shfl_up(wm, d), ys = fz_shfl_up(ws, d); if (lane >= d) "
+         "fz_pair(wm, ws, ym, ys); }}",
+         W, acc);
+  w.line("{} pm = carry, ps = carry_s;  // in a fixed order: the carry, the warps before, the lanes before", acc);
+  w.line("if (warp > 0) fz_pair(pm, ps, fz_shfl(wm, warp - 1), fz_shfl(ws, warp - 1));");
+  w.line("if (lane > 0) fz_pair(pm, ps, before_m, before_s);");
+  w.line("const {} pre = pm + fz_lse_log(ps);  // (exact where pm is not finite or ps not a number)", acc);
+  w.line("fz_pair(carry, carry_s, fz_shfl(wm, {0}), fz_shfl(ws, {0}));  // the tile's total, for the next tile", W - 1);
+}
+
 /// logcumsumexp's results from a thread's sums: with M = max(pre, m), each is M + log(a + b p_k) where
 /// a = exp(pre - M) and b = exp(m - M), one log per element. A carry of +inf or NaN takes fz_combine.
-void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive) {
-  w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
-  w.line("const {0} fz_a = fz_lse_exp(pre - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
+void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, bool pairs) {
+  if (pairs) {  // (pre as the pair (pm, ps))
+    w.line("const {} fz_big = pm > fz_m ? pm : fz_m;", acc);
+    w.line("const {0} fz_a = ps * fz_lse_exp(pm - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
+  } else {
+    w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
+    w.line("const {0} fz_a = fz_lse_exp(pre - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
+  }
   {
-    auto fast = w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
+    auto fast = pairs ? w.block("if (fz_exp && ps - ps == ({0})0 && (pm - pm == ({0})0 || pm == fz_none))", acc)
+                      : w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
     write_thread_results(w, acc, items, exclusive, "0", "pre",
                          [](const char* p) { return fmt::format("fz_big + fz_lse_log(fz_a + fz_b * {})", p); });
   }
@@ -195,7 +230,18 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk).blank();
   w.line("{}", body.str());
   const bool lse = scan.op == Op::logcumsumexp;
+  // (the one-pass scan publishes and looks back on values, not pairs)
+  const bool pairs = lse && !v.strips && !v.columns && !v.lookback;
   write_scan_step(w, scan.op, rd);
+  if (pairs) {
+    w.line("// logcumsumexp's pairs (m, s), the value m + log s: (m, s) takes in (m2, s2) with one exponential. Infinities");
+    w.line("// keep the larger m (two equal ones add their s); a NaN reaches s through the exponential and stays there.");
+    w.line("__device__ __forceinline__ void fz_pair({0}& m, {0}& s, {0} m2, {0} s2) {{", acc);
+    w.line("  const {0} e = m == m2 ? ({0})1 : fz_lse_exp(-fabs(m - m2));", acc);
+    w.line("  if (m >= m2) s = s + s2 * e;");
+    w.line("  else s = s * e + s2, m = m2;");
+    w.line("}}");
+  }
   w.line("// Shuffles move 32- and 64-bit values: narrower ones widen.");
   w.line("template <class T> __device__ __forceinline__ T fz_shfl_up(T a, int d) {{");
   w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_up_sync(0xffffffffu, (int)a, d);");
@@ -297,6 +343,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     write_wait_for_previous_kernel(w);
     w.line("// Each warp's total of a tile, for two tiles: a warp runs at most one tile ahead of the others.");
     w.line("__shared__ {} fz_warp[2][{}];", acc, W);
+    if (pairs) w.line("__shared__ {} fz_warp_s[2][{}];  // (logcumsumexp: each total as a pair, fz_warp + log fz_warp_s)", acc, W);
     w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
     w.line("// The thread's {} consecutive elements of the tile: together in the padded layout ({} divides 32).", I, I);
@@ -324,6 +371,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
     decode("row", "k", true);
     w.line("{} carry = fz_none;", acc);
+    if (pairs) w.line("{} carry_s = 1;  // the carry as a pair: carry + log(carry_s)", acc);
     {
     auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
     write_tile_loads(w, v, pdt, acc, expr_call);
@@ -333,41 +381,46 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     else
       w.line("{}* const fz_r = fz_mine;  // the thread's elements, in the tile from its pass to their results", acc);
     if (lse) {
-      write_lse_thread_scan(w, acc, I, v.thread_registers);
+      write_lse_thread_scan(w, acc, I, v.thread_registers, pairs);
     } else {
       w.line("// Each thread scans its {} consecutive elements in order.", I);
       w.line("{} run = fz_none;", acc);
       w.line("#pragma unroll");
       w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_mine[k]);", I);
     }
-    w.line("// The warp's threads before this one, then the tile's warps before this one.");
-    w.line("{} inc = run;", acc);
-    w.line("#pragma unroll");
-    w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(inc, d); if (lane >= d) inc = fz_combine(y, inc); }}",
-           acc);
-    w.line("{} before = fz_shfl_up(inc, 1);", acc);
-    w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
-    w.line("__syncthreads();");
-    if (v.lookback)
-      write_lookback(w, acc, W, v.prefetch == 0 ? std::function<void()>() : [&] {
-        write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
-      });
-    w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
-    w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
-    w.line("#pragma unroll");
-    w.line("for (int d = 1; d < {}; d *= 2) {{ const {} y = fz_shfl_up(fz_warps, d); if (lane >= d) fz_warps = fz_combine(y, fz_warps); }}",
-           W, acc);
-    w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
-    w.line("if (warp > 0) pre = fz_combine(pre, fz_shfl(fz_warps, warp - 1));");
-    w.line("if (lane > 0) pre = fz_combine(pre, before);");
-    w.line("const {} fz_total = fz_shfl(fz_warps, {});  // the tile's, for the next tile's carry", acc, W - 1);
-    if (lse) {
-      write_lse_results(w, acc, I, v.exclusive);
+    if (pairs) {
+      write_lse_pair_prefixes(w, acc, W);
+      write_lse_results(w, acc, I, v.exclusive, true);
     } else {
-      write_thread_results(w, acc, I, v.exclusive, "fz_none", "",
-                           [](const char* p) { return fmt::format("fz_combine(pre, {})", p); });
+      w.line("// The warp's threads before this one, then the tile's warps before this one.");
+      w.line("{} inc = run;", acc);
+      w.line("#pragma unroll");
+      w.line("for (int d = 1; d < 32; d *= 2) {{ const {} y = fz_shfl_up(inc, d); if (lane >= d) inc = fz_combine(y, inc); }}",
+             acc);
+      w.line("{} before = fz_shfl_up(inc, 1);", acc);
+      w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
+      w.line("__syncthreads();");
+      if (v.lookback)
+        write_lookback(w, acc, W, v.prefetch == 0 ? std::function<void()>() : [&] {
+          write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
+        });
+      w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
+      w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
+      w.line("#pragma unroll");
+      w.line("for (int d = 1; d < {}; d *= 2) {{ const {} y = fz_shfl_up(fz_warps, d); if (lane >= d) fz_warps = fz_combine(y, fz_warps); }}",
+             W, acc);
+      w.line("{} pre = carry;  // in a fixed order: the carry, the warps before, the lanes before", acc);
+      w.line("if (warp > 0) pre = fz_combine(pre, fz_shfl(fz_warps, warp - 1));");
+      w.line("if (lane > 0) pre = fz_combine(pre, before);");
+      w.line("const {} fz_total = fz_shfl(fz_warps, {});  // the tile's, for the next tile's carry", acc, W - 1);
+      if (lse) {
+        write_lse_results(w, acc, I, v.exclusive, false);
+      } else {
+        write_thread_results(w, acc, I, v.exclusive, "fz_none", "",
+                             [](const char* p) { return fmt::format("fz_combine(pre, {})", p); });
+      }
+      w.line("carry = fz_combine(carry, fz_total);");
     }
-    w.line("carry = fz_combine(carry, fz_total);");
     w.line("__syncwarp();");
     write_tile_stores(w, v, acc, [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
     w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
