@@ -105,7 +105,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // logcumsumexp in one pass and rows walked element by element (reversed, strided) spill at 48 registers.
   if (tuning().scan_min_blocks == 0 && narrow && L.v.contiguous && !(lse && L.v.lookback)) L.v.min_blocks = 5;
   // (logcumsumexp in double spilled 56 bytes a thread with its items in the tile, 128 with them in registers)
-  L.v.thread_registers = (!L.v.lookback || tuning().scan_registers == 2) && !(lse && !narrow) && tuning().scan_registers >= 1;
+  L.v.thread_registers = !L.v.lookback && !(lse && !narrow) && tuning().scan_registers == 1;
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;
   if (L.v.lookback && L.v.contiguous) L.v.prefetch = static_cast<std::uint8_t>(tuning().scan_prefetch);
   // (logcumsumexp's rows took 6 blocks per SM while expf and logf left them bound by instructions: 82.3, 85.1,
