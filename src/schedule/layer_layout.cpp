@@ -323,7 +323,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   for (int p = 0; p < np; ++p)
     element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      r <= tuning().layer_register_row && r % V == 0 && !element_gather) {
+      r <= kRegisterRow && r % V == 0 && !element_gather) {
     const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
     // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
     // 1,024 159 registers a thread, one block of 256 threads an SM)

@@ -35,8 +35,6 @@ struct Tuning {
   /// of 1,024 / 4,096 (the row and its exps, 64 registers) from 93.5 / 90.8% of the limit to 103.3 / 102.8%
   /// (bench/results/layers/h200/registers-2026-11-29.txt).
   int layer_registers = 64;
-  /// Rows at most this long may be held in registers (schedule/layer_layout.cpp, kRegisterRow).
-  std::int64_t layer_register_row = 4096;
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
   /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (row_statistics.cpp).
   int layer_statistics = 1;
