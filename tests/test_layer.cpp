@@ -61,7 +61,7 @@ TEST_CASE("normalization layers and softmax compile as one kernel for every dtyp
   kernels += check_layers<double>(4096, 1000, false, "a warp per row");
   kernels += check_layers<fz::half>(4096, 1000, false, "a warp per row");
   kernels += check_layers<fz::bfloat16>(4096, 1000, false, "a warp per row");
-  kernels += check_layers<float>(1024, 8192, false, "the row kept in shared memory");
+  kernels += check_layers<float>(1024, 8192, false, "a block per row");  // (softmax holds its row in registers)
   kernels += check_layers<fz::bfloat16>(1024, 8192, false, "a block per row");
   // long rows: a cluster of blocks per row, a slice of at most 16,384 elements each kept in shared memory
   kernels += check_layers<float>(256, 65536, false, "a cluster of 4 blocks per row");

@@ -74,7 +74,8 @@ TEST_CASE("a later pass reads the value an earlier pass kept, where shared memor
   CHECK_THAT(fz::inspect(fz::cast<fz::half>(softmax16(s))).variant, !Catch::Contains("kept beside"));
 }
 
-TEST_CASE("short rows of whole vectors are held in registers where few enough registers hold them", "[layer]") {
+TEST_CASE("short rows of whole vectors are held in registers where few enough registers hold them; rows of up to "
+          "16,384 where values are kept", "[layer]") {
   auto variant = [](const auto& e) { return fz::inspect(e).variant; };
   const auto b1k = fz::placeholder<fz::bfloat16>({4096, 1024});
   const auto f1k = fz::placeholder<float>({4096, 1024});
@@ -90,9 +91,22 @@ TEST_CASE("short rows of whole vectors are held in registers where few enough re
   const auto d1k = fz::placeholder<double>({4096, 1024});
   CHECK_THAT(variant(fz::layer_norm(d1k, 1e-5)), Catch::Contains("the row kept in shared memory"));
   CHECK_THAT(variant(fz::layer_norm(fz::placeholder<double>({4096, 512}), 1e-5)), Catch::Contains("held in registers (8 vectors"));
-  // rows longer than 4,096 (a block of 256 threads and more per row) or not whole vectors: shared memory
-  CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 8192}))), Catch::Contains("the row kept in shared memory"));
+  // rows of 4,097 to 16,384 whose exps a later pass needs: blocks of 512 threads hold the row and the exps
+  const auto b16k = fz::placeholder<fz::bfloat16>({1024, 16384});
+  CHECK_THAT(variant(fz::softmax(b16k)), Catch::Contains("a block per row (512 threads per block), the row held in registers (4 "
+                                                         "vectors a thread), values later passes need kept"));
+  CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 8192}))), Catch::Contains("held in registers (2 vectors"));
+  CHECK_THAT(variant(fz::softmax(fz::placeholder<float>({1024, 16384}))), Catch::Contains("held in registers (8 vectors"));
+  // ... not rows with nothing to keep, longer rows, or rows that are not whole vectors: shared memory
+  CHECK_THAT(variant(fz::layer_norm(b16k, 1e-5f)), Catch::Contains("the row kept in shared memory"));
+  CHECK_THAT(variant(fz::rms_norm(fz::placeholder<float>({1024, 8192}), 1e-5f)), Catch::Contains("the row kept in shared memory"));
+  CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 32768}))), !Catch::Contains("registers ("));
   CHECK_THAT(variant(fz::softmax(fz::placeholder<fz::bfloat16>({1024, 1020}))), Catch::Contains("the row kept in shared memory"));
+  {
+    SavedTuning restore;  // (nothing kept: nothing to hold a long row in registers for)
+    fz::detail::set_tuning("layer_keep_values=0");
+    CHECK_THAT(variant(fz::softmax(b16k)), Catch::Contains("the row kept in shared memory"));
+  }
   // a row read once needs nothing held
   CHECK_THAT(variant(fz::sum(b1k, -1)), !Catch::Contains("registers"));
 }
@@ -206,4 +220,48 @@ TEST_CASE("kept values read by two later passes, by a tie's outputs and in float
   const auto t_kept = tie_run(true), t_again = tie_run(false);
   CHECK(std::memcmp(t_kept.data(), t_again.data(), t_kept.size() * sizeof(float)) == 0);
   for (std::size_t i = 0; i < want.size(); i += 997) CHECK(std::isfinite(t_kept[i]));
+}
+
+TEST_CASE("long rows held in registers with their kept exps, against float64 and against shared memory", "[gpu][layers]") {
+  SavedTuning restore;
+  for (const auto [R, D] : {std::pair<std::int64_t, std::int64_t>{40, 16384}, {33, 8192}}) {
+    INFO("rows " << R << " x " << D);
+    const auto hx = test::random<fz::bfloat16>(static_cast<std::size_t>(R * D), -6, 6, static_cast<unsigned>(D + 1));
+    const auto x = fz::asarray(hx, {R, D});
+    std::vector<double> want(hx.size());
+    for (std::int64_t r = 0; r < R; ++r) {
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (std::int64_t j = 0; j < D; ++j) m = std::max(m, test::as_double(hx[static_cast<std::size_t>(r * D + j)]));
+      for (std::int64_t j = 0; j < D; ++j) sum += std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m);
+      for (std::int64_t j = 0; j < D; ++j)
+        want[static_cast<std::size_t>(r * D + j)] = std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m) / sum;
+    }
+    // float32 results, then bfloat16 ones (approximations where the 16-bit rounding follows)
+    auto run = [&](bool registers, bool sixteen) {
+      fz::detail::set_tuning(registers ? "layer_registers=64" : "layer_registers=0");
+      const auto e = softmax16(x);
+      const std::string variant = sixteen ? fz::inspect(fz::cast<fz::bfloat16>(e)).variant : fz::inspect(e).variant;
+      INFO(variant);
+      CHECK((variant.find("held in registers") != std::string::npos) == registers);
+      std::vector<double> got;
+      fz::reset_stats();
+      if (sixteen) {
+        fz::Array<fz::bfloat16> y = fz::full<fz::bfloat16>({R, D}, fz::bfloat16(-7.f));  // poisoned
+        y = fz::cast<fz::bfloat16>(e);
+        for (fz::bfloat16 v : y.to_host()) got.push_back(test::as_double(v));
+      } else {
+        fz::Array<float> y = fz::full<float>({R, D}, -7.f);
+        y = e;
+        for (float v : y.to_host()) got.push_back(v);
+      }
+      CHECK(fz::stats().launches == 1);
+      return got;
+    };
+    for (bool sixteen : {false, true}) {
+      const auto held = run(true, sixteen), shared = run(false, sixteen);
+      const fz::DType d = sixteen ? fz::DType::bfloat16 : fz::DType::float32;
+      CHECK(test::mismatches(held, want, d) == 0);
+      CHECK(test::mismatches(shared, want, d) == 0);
+    }
+  }
 }

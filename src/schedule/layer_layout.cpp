@@ -38,6 +38,14 @@ constexpr std::int64_t kShortRow = 16384;
 /// 16,384 (blocks of 512 threads, one a SM with the row in registers) lost up to 29 points (bfloat16 layer norm
 /// 59.6 against 88.4%).
 constexpr std::int64_t kRegisterRow = 4096;
+/// Rows longer than kRegisterRow, up to this, are held in registers too where a later pass needs values an earlier
+/// one computed (softmax's exps, kept beside the row), by blocks of kKeptRegisterBlock threads: the values are then
+/// computed once, where shared memory could not keep them beside a row this long (H200, `fusion-bench --layers`, rows
+/// of 16,384, one call, bench/results/layers/h200/long-register-rows-2026-11-30.txt: bfloat16 softmax 79.2 -> 89.0%
+/// of the limit, float32 98.5 -> 100.1%). Rows with nothing to keep lost there (bfloat16 layer norm 88.9 -> 58.6%,
+/// RMSNorm 91.4 -> 70.0%, float32 layer norm 95.4 -> 85.9%): they stay in shared memory.
+constexpr std::int64_t kKeptRegisterRow = 16384;
+constexpr std::int64_t kKeptRegisterBlock = 512;
 
 /// `s` right-aligned to rank `rank` (leading extents 1), as broadcasting sees it.
 Shape padded(const Shape& s, int rank) {
@@ -322,17 +330,24 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   bool element_gather = false;
   for (int p = 0; p < np; ++p)
     element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
+  const bool long_row = r > kRegisterRow;  // (held only with kept values, by blocks of kKeptRegisterBlock)
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      r <= kRegisterRow && r % V == 0 && !element_gather) {
-    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
+      r <= (long_row ? kKeptRegisterRow : kRegisterRow) && r % V == 0 && !element_gather &&
+      (!long_row || (tuning().layer_keep_values && tuning().layer_block == 0))) {
+    const std::int64_t group = long_row ? kKeptRegisterBlock : v.group;
+    const std::int64_t vectors = (r + group * V - 1) / (group * V);  // a thread's part of its row
     // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
     // 1,024 159 registers a thread, one block of 256 threads an SM)
     if (vectors <= 8) {
       v.registers = static_cast<std::uint8_t>(vectors);
       const std::size_t kept = kept_bytes_of(g, v, np);
       const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
-      if (registers <= static_cast<std::size_t>(tuning().layer_registers)) v.keep_values = kept > 0 && tuning().layer_keep_values;
-      else v.registers = 0;
+      if (registers <= static_cast<std::size_t>(tuning().layer_registers) && (!long_row || kept > 0)) {
+        v.keep_values = kept > 0 && tuning().layer_keep_values;
+        if (long_row) v.group = v.block = static_cast<std::uint16_t>(group);
+      } else {
+        v.registers = 0;
+      }
     }
   }
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
