@@ -164,7 +164,8 @@ TEST_CASE("softmax, log-softmax, layer norm and RMSNorm match float64 at every r
   check_rows<float>(70, 12288, 20);
   check_rows<double>(70, 6144, 21);
   const auto x = fz::asarray(test::random<float>(70 * 12288, -3, 3, 22), {70, 12288});
-  CHECK_THAT(fz::inspect(fz::softmax(x)).variant, Catch::Contains("the row kept in shared memory"));
+  // (softmax holds rows this long in registers with their exps: RMSNorm keeps nothing and keeps its row in shared memory)
+  CHECK_THAT(fz::inspect(fz::rms_norm(x, 1e-6f)).variant, Catch::Contains("the row kept in shared memory"));
 }
 
 TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, and the same bits every run",

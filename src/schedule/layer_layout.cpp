@@ -330,24 +330,33 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   bool element_gather = false;
   for (int p = 0; p < np; ++p)
     element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
-  const bool long_row = r > kRegisterRow;  // (held only with kept values, by blocks of kKeptRegisterBlock)
+  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, and the registers for them and
+  // the row by blocks of kKeptRegisterBlock fit the default budget. Its block is then that size wherever the row is
+  // held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
+  bool long_row = false;
+  if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
+      !element_gather && tuning().layer_block == 0) {
+    const std::int64_t vectors = (r + kKeptRegisterBlock * V - 1) / (kKeptRegisterBlock * V);
+    v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
+    const std::size_t kept = kept_bytes_of(g, v, np);
+    v.registers = 0;
+    const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
+    if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+      long_row = true;
+      v.group = v.block = static_cast<std::uint16_t>(kKeptRegisterBlock);
+    }
+  }
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      r <= (long_row ? kKeptRegisterRow : kRegisterRow) && r % V == 0 && !element_gather &&
-      (!long_row || (tuning().layer_keep_values && tuning().layer_block == 0))) {
-    const std::int64_t group = long_row ? kKeptRegisterBlock : v.group;
-    const std::int64_t vectors = (r + group * V - 1) / (group * V);  // a thread's part of its row
+      (r <= kRegisterRow || long_row) && r % V == 0 && !element_gather) {
+    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
     // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
     // 1,024 159 registers a thread, one block of 256 threads an SM)
     if (vectors <= 8) {
       v.registers = static_cast<std::uint8_t>(vectors);
       const std::size_t kept = kept_bytes_of(g, v, np);
       const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
-      if (registers <= static_cast<std::size_t>(tuning().layer_registers) && (!long_row || kept > 0)) {
-        v.keep_values = kept > 0 && tuning().layer_keep_values;
-        if (long_row) v.group = v.block = static_cast<std::uint16_t>(group);
-      } else {
-        v.registers = 0;
-      }
+      if (registers <= static_cast<std::size_t>(tuning().layer_registers)) v.keep_values = kept > 0 && tuning().layer_keep_values;
+      else v.registers = 0;
     }
   }
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
