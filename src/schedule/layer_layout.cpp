@@ -334,16 +334,17 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   // the row by blocks of kKeptRegisterBlock fit the default budget. Its block is then that size wherever the row is
   // held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
+  const std::int64_t kept_block = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlock;
   if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
-      !element_gather && tuning().layer_block == 0) {
-    const std::int64_t vectors = (r + kKeptRegisterBlock * V - 1) / (kKeptRegisterBlock * V);
+      !element_gather) {
+    const std::int64_t vectors = (r + kept_block * V - 1) / (kept_block * V);
     v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
     const std::size_t kept = kept_bytes_of(g, v, np);
     v.registers = 0;
     const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
     if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
       long_row = true;
-      v.group = v.block = static_cast<std::uint16_t>(kKeptRegisterBlock);
+      v.group = v.block = static_cast<std::uint16_t>(kept_block);
     }
   }
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
