@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 
@@ -39,13 +40,14 @@ constexpr std::int64_t kShortRow = 16384;
 /// 59.6 against 88.4%).
 constexpr std::int64_t kRegisterRow = 4096;
 /// Rows longer than kRegisterRow, up to this, are held in registers too where a later pass needs values an earlier
-/// one computed (softmax's exps, kept beside the row), by blocks of kKeptRegisterBlock threads: the values are then
-/// computed once, where shared memory could not keep them beside a row this long (H200, `fusion-bench --layers`, rows
-/// of 16,384, one call, bench/results/layers/h200/long-register-rows-2026-11-30.txt: bfloat16 softmax 79.2 -> 89.0%
-/// of the limit, float32 98.5 -> 100.1%). Rows with nothing to keep lost there (bfloat16 layer norm 88.9 -> 58.6%,
-/// RMSNorm 91.4 -> 70.0%, float32 layer norm 95.4 -> 85.9%): they stay in shared memory.
+/// one computed (softmax's exps, kept beside the row), by the smallest of kKeptRegisterBlocks whose part fits: the
+/// values are then computed once, where shared memory could not keep them beside a row this long (H200, bench/results/
+/// layers/h200/long-register-rows-2026-11-30.txt: bfloat16 softmax over rows of 16,384 79.2 -> 90.3-91.0% of the limit
+/// at 512 threads (256 do not fit: 79.1%, in shared memory), of 8,192 82.6 -> 98.6% at 256 (82.6% at 512); float32
+/// 97-98 -> 100.4% and 92.5 -> 100.5%; blocks of 1,024 lost everywhere). Rows with nothing to keep lost in registers
+/// (bfloat16 layer norm 88.9 -> 58.6%, RMSNorm 91.4 -> 70.0%, float32 layer norm 95.4 -> 85.9%): shared memory.
 constexpr std::int64_t kKeptRegisterRow = 16384;
-constexpr std::int64_t kKeptRegisterBlock = 512;
+constexpr std::array<std::int64_t, 2> kKeptRegisterBlocks = {256, 512};
 
 /// `s` right-aligned to rank `rank` (leading extents 1), as broadcasting sees it.
 Shape padded(const Shape& s, int rank) {
@@ -330,21 +332,24 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   bool element_gather = false;
   for (int p = 0; p < np; ++p)
     element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
-  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, and the registers for them and
-  // the row by blocks of kKeptRegisterBlock fit the default budget. Its block is then that size wherever the row is
-  // held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
+  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, by the smallest block of 256 or 512
+  // threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
+  // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
-  const std::int64_t kept_block = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlock;
   if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
       !element_gather) {
-    const std::int64_t vectors = (r + kept_block * V - 1) / (kept_block * V);
-    v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
-    const std::size_t kept = kept_bytes_of(g, v, np);
-    v.registers = 0;
-    const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
-    if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
-      long_row = true;
-      v.group = v.block = static_cast<std::uint16_t>(kept_block);
+    const std::int64_t first = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.front();
+    const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
+    for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
+      const std::int64_t vectors = (r + block * V - 1) / (block * V);
+      v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
+      const std::size_t kept = kept_bytes_of(g, v, np);
+      v.registers = 0;
+      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
+      if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+        long_row = true;
+        v.group = v.block = static_cast<std::uint16_t>(block);
+      }
     }
   }
   if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
