@@ -23,6 +23,19 @@ template <class T> auto softmax16(const fz::Array<T>& x) {
   return fz::exp(xf - fz::max(xf, -1, true)) / fz::sum(fz::exp(xf - fz::max(xf, -1, true)), -1, true);
 }
 
+/// Softmax over each of the R rows of D elements of `hx`, in float64.
+std::vector<double> softmax_rows(const std::vector<fz::bfloat16>& hx, std::int64_t R, std::int64_t D) {
+  std::vector<double> want(hx.size());
+  for (std::int64_t r = 0; r < R; ++r) {
+    const auto at = [&](std::int64_t j) { return static_cast<std::size_t>(r * D + j); };
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (std::int64_t j = 0; j < D; ++j) m = std::max(m, test::as_double(hx[at(j)]));
+    for (std::int64_t j = 0; j < D; ++j) sum += std::exp(test::as_double(hx[at(j)]) - m);
+    for (std::int64_t j = 0; j < D; ++j) want[at(j)] = std::exp(test::as_double(hx[at(j)]) - m) / sum;
+  }
+  return want;
+}
+
 /// Restores the layout thresholds a test changed.
 struct SavedTuning {
   fz::detail::Tuning saved = fz::detail::tuning();
@@ -138,14 +151,7 @@ TEST_CASE("kept values give the bits of the kernel computing them again, in regi
     INFO("rows " << R << " x " << D);
     const auto hx = test::random<fz::bfloat16>(static_cast<std::size_t>(R * D), -6, 6, static_cast<unsigned>(D));
     const auto x = fz::asarray(hx, {R, D});
-    std::vector<double> want(hx.size());
-    for (std::int64_t r = 0; r < R; ++r) {
-      double m = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (std::int64_t j = 0; j < D; ++j) m = std::max(m, test::as_double(hx[static_cast<std::size_t>(r * D + j)]));
-      for (std::int64_t j = 0; j < D; ++j) sum += std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m);
-      for (std::int64_t j = 0; j < D; ++j)
-        want[static_cast<std::size_t>(r * D + j)] = std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m) / sum;
-    }
+    const std::vector<double> want = softmax_rows(hx, R, D);
     auto run = [&](bool keep, bool registers = true) {
       fz::detail::set_tuning(keep ? "layer_keep_values=1" : "layer_keep_values=0");
       fz::detail::set_tuning(registers ? "layer_registers=64" : "layer_registers=0");
@@ -234,14 +240,7 @@ TEST_CASE("long rows held in registers with their kept exps, against float64 and
     INFO("rows " << R << " x " << D);
     const auto hx = test::random<fz::bfloat16>(static_cast<std::size_t>(R * D), -6, 6, static_cast<unsigned>(D + 1));
     const auto x = fz::asarray(hx, {R, D});
-    std::vector<double> want(hx.size());
-    for (std::int64_t r = 0; r < R; ++r) {
-      double m = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (std::int64_t j = 0; j < D; ++j) m = std::max(m, test::as_double(hx[static_cast<std::size_t>(r * D + j)]));
-      for (std::int64_t j = 0; j < D; ++j) sum += std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m);
-      for (std::int64_t j = 0; j < D; ++j)
-        want[static_cast<std::size_t>(r * D + j)] = std::exp(test::as_double(hx[static_cast<std::size_t>(r * D + j)]) - m) / sum;
-    }
+    const std::vector<double> want = softmax_rows(hx, R, D);
     // float32 results, then bfloat16 ones (approximations where the 16-bit rounding follows)
     auto run = [&](bool registers, bool sixteen) {
       fz::detail::set_tuning(registers ? "layer_registers=64" : "layer_registers=0");
