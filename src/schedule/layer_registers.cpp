@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "schedule/layer_registers.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "codegen/emit_common.hpp"
+#include "codegen/layer_passes.hpp"
+#include "schedule/tuning.hpp"
+
+namespace fusion::detail {
+
+namespace {
+
+/// Rows at most this long may be held in registers (tuning().layer_registers). H200, every layer row of
+/// fusion-bench at 2^26 elements, registers against shared memory in one call (bench/results/layers/h200/
+/// registers-2026-11-29.txt): bfloat16 softmax rows of 128 / 1,024 / 4,096 99.5 / 98.8 / 96.6% of the limit against
+/// 77.4 / 82.7 / 79.7%, layer norm float32 rows of 1,024 100.6 against 94.5%, the others within 2 points; rows of
+/// 16,384 (blocks of 512 threads, one a SM with the row in registers) lost up to 29 points (bfloat16 layer norm
+/// 59.6 against 88.4%).
+constexpr std::int64_t kRegisterRow = 4096;
+/// Rows longer than kRegisterRow, up to this, are held in registers too where a later pass needs values an earlier
+/// one computed (softmax's exps, kept beside the row), by the smallest of kKeptRegisterBlocks whose part fits: the
+/// values are then computed once, where shared memory could not keep them beside a row this long (H200, bench/results/
+/// layers/h200/long-register-rows-2026-11-30.txt: bfloat16 softmax over rows of 16,384 79.2 -> 90.3-91.0% of the limit
+/// at 512 threads (256 do not fit: 79.1%, in shared memory), of 8,192 82.6 -> 98.6% at 256 (82.6% at 512); float32
+/// 97-98 -> 100.4% and 92.5 -> 100.5%; blocks of 1,024 lost everywhere). Rows with nothing to keep lost in registers
+/// (bfloat16 layer norm 88.9 -> 58.6%, RMSNorm 91.4 -> 70.0%, float32 layer norm 95.4 -> 85.9%): shared memory.
+constexpr std::int64_t kKeptRegisterRow = 16384;
+constexpr std::array<std::int64_t, 2> kKeptRegisterBlocks = {256, 512};
+
+}  // namespace
+
+/// The bytes a row element's kept values add (codegen::kept_bytes), counted on the graph the kernel is generated
+/// from: where two slots read one array they merge, and equal values with them, which a later pass may then find
+/// worth keeping (the fuzzer: a kernel keeping two values was launched with room for one). Worked out once per
+/// thread for each of the last few graphs and variants asked: merging a softmax's graph (it reads its row four
+/// times) on every call cost 0.4 us of a 2.0 us statement under the null driver; remembered, the statement takes
+/// 1.4 us (the passes' analysis is no longer repeated either).
+std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, int np) {
+  struct Asked {
+    const ir::Graph* graph = nullptr;  // (a Lowered's graph: they live as long as the process)
+    std::array<std::uint8_t, codegen::kMaxParams> param_of_slot{};
+    std::array<codegen::LayerRole, codegen::kMaxParams> role{};
+    std::array<bool, codegen::kMaxOutputs> out_per_row{};
+    bool registers = false;
+    std::size_t bytes = 0;
+  };
+  thread_local std::array<Asked, 8> asked;
+  thread_local std::size_t next = 0;
+  for (const Asked& a : asked)
+    if (a.graph == &g && a.param_of_slot == v.param_of_slot && a.role == v.role && a.out_per_row == v.out_per_row &&
+        a.registers == (v.registers > 0))
+      return a.bytes;
+  const ir::Graph merged = np < static_cast<int>(g.n_inputs) ? codegen::merged_inputs(g, v.param_of_slot) : ir::Graph{};
+  const ir::Graph& generated = np < static_cast<int>(g.n_inputs) ? merged : g;
+  Asked& a = asked[next++ % asked.size()];
+  a = {&g, v.param_of_slot, v.role, v.out_per_row, v.registers > 0,
+       codegen::kept_bytes(generated, codegen::kept_values(generated, v))};
+  return a.bytes;
+}
+
+/// A short row in registers: each thread holds its vectors of the cached inputs, and of the values later passes
+/// need (approximated ones too: there they cost no shared memory), between the passes, when that takes at most
+/// tuning().layer_registers registers and the row is short (kRegisterRow). (bfloat16 softmax over rows of 1,024,
+/// H200, Nsight Compute: the row in shared memory and exp(x - max) computed twice executed 64.0 M instructions,
+/// torch.compile's kernel, which holds the row and the exps in registers, 43.4 M.)
+void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::size_t cached_bytes,
+                           bool element_gather) {
+  const std::int64_t C = v.cluster, V = v.vector_width;
+  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, by the smallest block of 256 or 512
+  // threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
+  // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
+  bool long_row = false;
+  if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
+      !element_gather) {
+    const std::int64_t first = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.front();
+    const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
+    for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
+      const std::int64_t vectors = (r + block * V - 1) / (block * V);
+      v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
+      const std::size_t kept = kept_bytes_of(g, v, np);
+      v.registers = 0;
+      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
+      if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+        long_row = true;
+        v.group = v.block = static_cast<std::uint16_t>(block);
+      }
+    }
+  }
+  if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
+      (r <= kRegisterRow || long_row) && r % V == 0 && !element_gather) {
+    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
+    // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
+    // 1,024 159 registers a thread, one block of 256 threads an SM)
+    if (vectors <= 8) {
+      v.registers = static_cast<std::uint8_t>(vectors);
+      const std::size_t kept = kept_bytes_of(g, v, np);
+      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
+      if (registers <= static_cast<std::size_t>(tuning().layer_registers)) v.keep_values = kept > 0 && tuning().layer_keep_values;
+      else v.registers = 0;
+    }
+  }
+}
+
+}  // namespace fusion::detail
