@@ -240,7 +240,6 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("each pass reads the row from memory"));
   t = saved;
   CHECK_THAT(fz::inspect(softmax()).variant, Catch::Contains("a cluster of 4 blocks per row"));
-  fz::detail::set_tuning("layer_registers=0");  // (registers hold the slices and their exps otherwise)
   fz::detail::set_tuning("layer_fit_blocks=1");  // 64 KB slices: three blocks of 512 threads per SM
   const fz::KernelInfo capped = fz::inspect(softmax());
   CHECK_THAT(capped.variant, Catch::Contains("registers capped for 3 blocks per SM"));

@@ -178,7 +178,7 @@ TEST_CASE("rows split over a cluster of blocks: the strategy the device takes, a
   const fz::KernelInfo k = fz::inspect(softmax());
   INFO(k.variant);
   CHECK_THAT(k.variant, Catch::Contains("a cluster of 4 blocks per row"));
-  CHECK_THAT(k.variant, Catch::Contains("the row held in registers (8 vectors a thread), values later passes need kept"));
+  CHECK_THAT(k.variant, Catch::Contains("the row kept in shared memory"));
   fz::Array<float> first = softmax(), again = softmax();
   const auto a = first.to_host(), b = again.to_host();
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);

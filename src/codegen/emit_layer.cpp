@@ -44,8 +44,8 @@ class LayerEmitter {
     if (C > 1 && G != v.block) throw Error("internal: a cluster of blocks per row needs a block per row");
     bool element_gather = false;  // elements read through an index along the row: one by one, in a loop
     for (int p = 0; p < np; ++p) element_gather = element_gather || (gathered[p] && varies(p));
-    if (R > 0 && (V == 1 || v.resident || seg || element_gather))
-      throw Error("internal: a row in registers is read in vectors, contiguous, not in shared memory");
+    if (R > 0 && (C > 1 || V == 1 || v.resident || seg || element_gather))
+      throw Error("internal: a row in registers is one block's, in vectors, contiguous, not in shared memory");
     if (static_cast<int>(g.outputs.size()) != K)
       throw Error("internal: the graph's outputs and the layer variant's differ");
     // Reductions in waves.
@@ -340,7 +340,7 @@ class LayerEmitter {
       if (whole == "no") return unaligned;
       return fmt::format("(fz_whole{} ? {} : {})", p, memory, unaligned);
     };
-    const std::string register_j = fmt::format("const long long j = {}((long long)fz_t * {} + lane) * {};", lo, G, V);
+    const std::string register_j = fmt::format("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
     if (V > 1 && R > 0) {
       // A row in registers: first every vector this pass reads from memory (each load predicated on its vector
       // being in the row, so that all are in flight at once; a load behind the row's bound test would wait for the

@@ -281,7 +281,7 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
   bool element_gather = false;
   for (int p = 0; p < np; ++p)
     element_gather = element_gather || (gathered[static_cast<std::size_t>(p)] && v.role[p] != LayerRole::row);
-  hold_row_in_registers(g, v, np, r, span, cached_bytes, element_gather);
+  hold_row_in_registers(g, v, np, r, cached_bytes, element_gather);
   // Resident when the cached rows fit in shared memory (with room for the reductions' scratch).
   const std::size_t bytes = static_cast<std::size_t>(rows_per_block) * padded_bytes(span);
   v.resident = v.registers == 0 && bytes > 0 && bytes <= limit && tuning().layer_resident;

@@ -65,21 +65,19 @@ std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, in
 /// tuning().layer_registers registers and the row is short (kRegisterRow). (bfloat16 softmax over rows of 1,024,
 /// H200, Nsight Compute: the row in shared memory and exp(x - max) computed twice executed 64.0 M instructions,
 /// torch.compile's kernel, which holds the row and the exps in registers, 43.4 M.)
-void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::int64_t span,
-                           std::size_t cached_bytes, bool element_gather) {
+void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::size_t cached_bytes,
+                           bool element_gather) {
   const std::int64_t C = v.cluster, V = v.vector_width;
-  const std::int64_t part = C > 1 ? span : r;  // what one block holds: its slice, where a cluster shares the row
-  // A longer row (up to kKeptRegisterRow, or a slice of that of a row a cluster shares) only where later passes need
-  // values kept, by the smallest block of 256 or 512 threads whose part of the row and of those values fits the default
-  // budget. That block is then the row's wherever it is held (a tuning that turns registers or kept values off keeps
-  // it), so its threads combine the same elements.
+  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, by the smallest block of 256 or 512
+  // threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
+  // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
-  if (V > 1 && !v.segmented && cached_bytes > 0 && part > kRegisterRow && part <= kKeptRegisterRow && r % V == 0 &&
+  if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
       !element_gather) {
     const std::int64_t first = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.front();
     const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
     for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
-      const std::int64_t vectors = (part + block * V - 1) / (block * V);
+      const std::int64_t vectors = (r + block * V - 1) / (block * V);
       v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
       const std::size_t kept = kept_bytes_of(g, v, np);
       v.registers = 0;
@@ -90,9 +88,9 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
       }
     }
   }
-  if (tuning().layer_registers > 0 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      ((C == 1 && r <= kRegisterRow) || long_row) && r % V == 0 && !element_gather) {
-    const std::int64_t vectors = (part + v.group * V - 1) / (v.group * V);  // a thread's part of its row
+  if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
+      (r <= kRegisterRow || long_row) && r % V == 0 && !element_gather) {
+    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
     // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
     // 1,024 159 registers a thread, one block of 256 threads an SM)
     if (vectors <= 8) {

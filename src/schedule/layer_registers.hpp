@@ -14,11 +14,10 @@ namespace fusion::detail {
 /// from (see layer_registers.cpp).
 std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, int np);
 
-/// Sets v.registers (and v.keep_values there) where a row of `r` elements (`span` of them a block's, where a cluster
-/// shares it), `cached_bytes` an element, is held in registers; for a long row with kept values also its block
-/// (v.group, v.block), wherever the row is then held. `element_gather`: elements read through an index along the row
-/// (they keep the loop).
-void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::int64_t span,
-                           std::size_t cached_bytes, bool element_gather);
+/// Sets v.registers (and v.keep_values there) where a row of `r` elements, `cached_bytes` an element, is held in
+/// registers; for a long row with kept values also its block (v.group, v.block), wherever the row is then held.
+/// `element_gather`: elements read through an index along the row (they keep the loop).
+void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::size_t cached_bytes,
+                           bool element_gather);
 
 }  // namespace fusion::detail
