@@ -139,7 +139,7 @@ void layers_suite(std::vector<Row>& rows) {
   auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
   };
-  for (std::int64_t D : {128, 1024, 4096, 16384, 65536}) {
+  for (std::int64_t D : {128, 1024, 4096, 8192, 16384, 65536}) {  // (8,192: a long row held in registers by 256 threads)
     const auto x = flat.reshape({n / D, D});
     const auto xb = flat_bf.reshape({n / D, D});
     const auto w = random_array<float>(D, 0.5f, 1.5f, 7), b = random_array<float>(D, -1, 1, 8);

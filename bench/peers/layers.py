@@ -11,7 +11,7 @@ Timing and the table: suite.py.
 import suite
 
 N = 1 << 26
-ROWS = [128, 1024, 4096, 16384, 65536]
+ROWS = [128, 1024, 4096, 8192, 16384, 65536]
 
 
 def cases():
