@@ -33,7 +33,6 @@ namespace {
 /// to give half the SMs a block, else a plan of split reductions fills the device better.
 constexpr std::int64_t kShortRow = 16384;
 
-
 /// `s` right-aligned to rank `rank` (leading extents 1), as broadcasting sees it.
 Shape padded(const Shape& s, int rank) {
   Shape p;

@@ -68,37 +68,45 @@ std::size_t kept_bytes_of(const ir::Graph& g, const codegen::LayerVariant& v, in
 void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np, std::int64_t r, std::size_t cached_bytes,
                            bool element_gather) {
   const std::int64_t C = v.cluster, V = v.vector_width;
+  // A thread's part of the row in a block of `block` threads: its vectors, the kept values' bytes an element (counted as
+  // held in registers: approximated ones too), and the registers the vectors of both take.
+  struct Part {
+    std::int64_t vectors = 0;
+    std::size_t kept = 0, registers = 0;
+  };
+  auto part_of = [&](std::int64_t block) {
+    Part q;
+    q.vectors = (r + block * V - 1) / (block * V);
+    const std::uint8_t held = v.registers;
+    v.registers = 1;
+    q.kept = kept_bytes_of(g, v, np);
+    v.registers = held;
+    q.registers = static_cast<std::size_t>(q.vectors * V) * (cached_bytes + q.kept) / 4;
+    return q;
+  };
+  // (at most 8 vectors a thread, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows
+  // of 1,024 159 registers a thread, one block of 256 threads an SM)
+  const bool held_kind = V > 1 && !v.segmented && cached_bytes > 0 && r > 0 && r % V == 0 && !element_gather && C == 1;
   // A longer row (up to kKeptRegisterRow) only where later passes need values kept, by the smallest block of 256 or 512
   // threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
   // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
-  if (C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > kRegisterRow && r <= kKeptRegisterRow && r % V == 0 &&
-      !element_gather) {
+  if (held_kind && r > kRegisterRow && r <= kKeptRegisterRow) {
     const std::int64_t first = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.front();
     const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
     for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
-      const std::int64_t vectors = (r + block * V - 1) / (block * V);
-      v.registers = static_cast<std::uint8_t>(std::min<std::int64_t>(vectors, 255));  // (approximated values count there)
-      const std::size_t kept = kept_bytes_of(g, v, np);
-      v.registers = 0;
-      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
-      if (vectors <= 8 && kept > 0 && registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+      const Part q = part_of(block);
+      if (q.vectors <= 8 && q.kept > 0 && q.registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
         long_row = true;
         v.group = v.block = static_cast<std::uint16_t>(block);
       }
     }
   }
-  if (tuning().layer_registers > 0 && C == 1 && V > 1 && !v.segmented && cached_bytes > 0 && r > 0 &&
-      (r <= kRegisterRow || long_row) && r % V == 0 && !element_gather) {
-    const std::int64_t vectors = (r + v.group * V - 1) / (v.group * V);  // a thread's part of its row
-    // (at most 8 vectors, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows of
-    // 1,024 159 registers a thread, one block of 256 threads an SM)
-    if (vectors <= 8) {
-      v.registers = static_cast<std::uint8_t>(vectors);
-      const std::size_t kept = kept_bytes_of(g, v, np);
-      const std::size_t registers = static_cast<std::size_t>(vectors * V) * (cached_bytes + kept) / 4;
-      if (registers <= static_cast<std::size_t>(tuning().layer_registers)) v.keep_values = kept > 0 && tuning().layer_keep_values;
-      else v.registers = 0;
+  if (held_kind && tuning().layer_registers > 0 && (r <= kRegisterRow || long_row)) {
+    const Part q = part_of(v.group);
+    if (q.vectors <= 8 && q.registers <= static_cast<std::size_t>(tuning().layer_registers)) {
+      v.registers = static_cast<std::uint8_t>(q.vectors);
+      v.keep_values = q.kept > 0 && tuning().layer_keep_values;
     }
   }
 }
