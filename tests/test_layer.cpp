@@ -257,6 +257,22 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   fz::detail::set_tuning("layer_fit_blocks=0");
   CHECK_THAT(fz::inspect(layer_norm()).variant, !Catch::Contains("registers capped"));
   t = saved;
+  // 16-bit rows in shared memory keep 64 registers a thread: fewer blocks than shared memory would hold (rows of
+  // 16,384: 4 of 256 threads, not 6; 8,192: 8 of 128, where 13 would leave 39 registers and went uncapped)
+  for (const auto& [length, bounds] : {std::pair<std::int64_t, const char*>{16384, "__launch_bounds__(256, 4)"},
+                                       std::pair<std::int64_t, const char*>{8192, "__launch_bounds__(128, 8)"}}) {
+    auto h = fz::placeholder<fz::bfloat16>({1024, length});
+    auto hf = fz::cast<float>(h);
+    const fz::KernelInfo k = fz::inspect(fz::cast<fz::bfloat16>(hf * fz::rsqrt(fz::mean(hf * hf, -1, true) + 1e-6f)));
+    INFO(length << ": " << k.variant);
+    CHECK_THAT(k.variant, Catch::Contains("the row kept in shared memory"));
+    CHECK_THAT(k.source, Catch::Contains(bounds));
+  }
+  CHECK_THAT(fz::inspect(layer_norm()).source, Catch::Contains("__launch_bounds__(512, 3)"));  // float32: 42 registers
+  fz::detail::set_tuning("layer_min_blocks=5");  // a measurement's override, wherever the row is held
+  CHECK_THAT(fz::inspect(layer_norm()).source, Catch::Contains("__launch_bounds__(512, 5)"));
+  t = saved;
+  CHECK_THROWS_AS(fz::detail::set_tuning("layer_min_blocks=33"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("layer_fit_blocks=3"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("cluster_slice"), fz::Error);
   CHECK_THROWS_AS(fz::detail::set_tuning("max_cluster=3"), fz::Error);

@@ -123,10 +123,77 @@ TEST_CASE("short rows of whole vectors are held in registers where few enough re
   {
     SavedTuning restore;  // without registers the block stays, so the threads combine the same elements
     fz::detail::set_tuning("layer_registers=0");
-    CHECK_THAT(variant(fz::softmax(b16k)), Catch::Contains("(512 threads per block), the row kept in shared memory"));
+    CHECK_THAT(variant(fz::softmax(b16k)), Catch::Contains("(512 threads per block)") && Catch::Contains("the row kept in shared memory"));
   }
   // a row read once needs nothing held
   CHECK_THAT(variant(fz::sum(b1k, -1)), !Catch::Contains("registers"));
+}
+
+TEST_CASE("a row in registers that fills every thread's vectors spells their count as a constant", "[layer]") {
+  const auto full = [](const fz::KernelInfo& k, long long vectors) {
+    INFO(k.variant);
+    const bool said = k.variant.find("every vector a thread holds in the row (no bound tests)") != std::string::npos;
+    CHECK(said == (vectors > 0));
+    CHECK((k.source.find(fmt::format("constexpr long long n_vec = {};", vectors)) != std::string::npos) == (vectors > 0));
+  };
+  const auto b4k = fz::placeholder<fz::bfloat16>({64, 4096});
+  full(fz::inspect(fz::softmax(b4k)), 4096);                                   // 128 threads x 4 vectors of 8
+  full(fz::inspect(fz::layer_norm(fz::placeholder<float>({64, 128}), 1e-5f)), 128);  // 8 lanes x 4 vectors of 4
+  full(fz::inspect(fz::softmax(fz::placeholder<fz::bfloat16>({64, 16384}))), 16384);  // 512 threads, exps kept
+  full(fz::inspect(fz::softmax(fz::placeholder<float>({64, 4000}))), 0);        // the last vectors are past the row
+  full(fz::inspect(fz::softmax(fz::placeholder<float>({64, 1000}))), 0);
+  // an embedding's RMSNorm: the gathered row and pos
+  const auto table = fz::placeholder<fz::bfloat16>({1000, 4096});
+  const auto ids = fz::placeholder<std::int32_t>({64});
+  full(fz::inspect(fz::rms_norm(fz::take<fz::IndexMode::clip>(table, ids, 0) + b4k, 1e-6f)), 4096);
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("layer_full_parts=0");  // the count as a kernel argument, as before (a measurement's switch)
+  full(fz::inspect(fz::softmax(b4k)), 0);
+  fz::detail::tuning() = saved;
+}
+
+TEST_CASE("rows that fill every thread's vectors: the same bits with their count a constant or an argument",
+          "[gpu][layers]") {
+  SavedTuning restore;
+  for (const auto [R, D] : {std::pair<std::int64_t, std::int64_t>{300, 4096}, {1000, 128}, {97, 16384}}) {
+    INFO("rows " << R << " x " << D);
+    const auto hx = test::random<fz::bfloat16>(static_cast<std::size_t>(R * D), -6, 6, static_cast<unsigned>(D + 1));
+    const auto hp = test::random<fz::bfloat16>(static_cast<std::size_t>(2 * R * D), -1, 1, static_cast<unsigned>(D + 2));
+    const auto x = fz::asarray(hx, {R, D});
+    const auto table = fz::asarray(hp, {2 * R, D});
+    std::vector<std::int32_t> hi(static_cast<std::size_t>(R));
+    for (std::size_t i = 0; i < hi.size(); ++i) hi[i] = static_cast<std::int32_t>((i * 7919) % hi.size() * 2);
+    const auto ids = fz::asarray(hi, {R});
+    auto run = [&](bool constant) {
+      fz::detail::set_tuning(constant ? "layer_full_parts=1" : "layer_full_parts=0");
+      const auto softmax = [&] { return fz::softmax(x); };
+      const auto embedding = [&] { return fz::rms_norm(fz::take(table, ids, 0) + x, 1e-6f); };
+      CHECK((fz::inspect(softmax()).variant.find("no bound tests") != std::string::npos) == constant);
+      fz::Array<fz::bfloat16> s = fz::full<fz::bfloat16>({R, D}, fz::bfloat16(-7.f));  // poisoned
+      fz::Array<fz::bfloat16> e = fz::full<fz::bfloat16>({R, D}, fz::bfloat16(-7.f));
+      fz::reset_stats();
+      s = softmax();
+      e = embedding();
+      CHECK(fz::stats().launches == 2);
+      return std::make_pair(s.to_host(), e.to_host());
+    };
+    const auto [s1, e1] = run(true);
+    const auto [s0, e0] = run(false);
+    CHECK(test::mismatches(s1, softmax_rows(hx, R, D), fz::DType::bfloat16) == 0);
+    CHECK(std::memcmp(s1.data(), s0.data(), s1.size() * sizeof(fz::bfloat16)) == 0);
+    CHECK(std::memcmp(e1.data(), e0.data(), e1.size() * sizeof(fz::bfloat16)) == 0);
+    std::vector<double> want(static_cast<std::size_t>(R * D));  // the embedding's RMSNorm in float64
+    for (std::int64_t r = 0; r < R; ++r) {
+      double ms = 0;
+      const auto v = [&](std::int64_t d) {
+        return test::as_double(hp[static_cast<std::size_t>(hi[static_cast<std::size_t>(r)] * D + d)]) +
+               test::as_double(hx[static_cast<std::size_t>(r * D + d)]);
+      };
+      for (std::int64_t d = 0; d < D; ++d) ms += v(d) * v(d);
+      for (std::int64_t d = 0; d < D; ++d) want[static_cast<std::size_t>(r * D + d)] = v(d) / std::sqrt(ms / D + 1e-6);
+    }
+    CHECK(test::mismatches(e1, want, fz::DType::bfloat16) == 0);
+  }
 }
 
 TEST_CASE("kept values are counted on the kernel's own graph, where an array read twice is one input", "[layer]") {

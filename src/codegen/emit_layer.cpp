@@ -214,6 +214,8 @@ class LayerEmitter {
     if (seg) w.line("const unsigned fz_seg = (unsigned)fz_segment;  // (segmented rows hold under 2^31 elements)");
     if (V > 1 && C > 1)
       w.line("const long long n_vec = fz_lo + (fz_hi - fz_lo) / {0} * {0};", V);
+    else if (V > 1 && R > 0 && v.full_parts)
+      w.line("constexpr long long n_vec = {};  // the row: every thread's {} vectors lie in it", R * G * V, R);
     else if (V > 1)
       w.line("const long long n_vec = n_red / {0} * {0};", V);
 

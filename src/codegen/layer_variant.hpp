@@ -39,6 +39,12 @@ struct LayerVariant {
   std::uint8_t registers = 0;      ///< > 0: each thread holds its `registers` vectors of the row (cached inputs and
                                    ///< kept values) in registers, not shared memory; the row is at most
                                    ///< group x vector_width x registers elements, a whole number of vectors
+  /// (registers) The row is exactly group x vector_width x registers elements: every vector a thread holds lies in
+  /// it, so the kernel spells the row's vector count as that constant and no load or step tests it. (H200, an
+  /// embedding's RMSNorm over bfloat16 rows of 4,096 with the count a kernel argument: 112 registers a thread, 4
+  /// blocks an SM, 104.3 us; the same kernel written with it constant, 62 registers, 96.2 us:
+  /// bench/embedding_probe.cu.)
+  bool full_parts = false;
   bool out_aliases_input = false;  ///< an output is also an input (x = softmax(x)): no __restrict__
   std::uint8_t rank_kept = 0;      ///< dimensions of the row index space after collapsing
   std::uint8_t n_params = 0;

@@ -139,6 +139,7 @@ void LayerVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   if (registers > 0) {                 // likewise
     h.add_byte(0x7e);
     h.add_byte(registers);
+    if (full_parts) h.add_byte(0xf1);
   }
   h.add_byte(vector_width);
   h.add_byte(resident);
@@ -169,6 +170,7 @@ std::string LayerVariant::describe() const {
        : resident        ? std::string(", the row kept in shared memory")
                          : std::string(", each pass reads the row from memory");
   if (keep_values) s += ", values later passes need kept beside it";
+  if (registers > 0 && full_parts) s += ", every vector a thread holds in the row (no bound tests)";
   s += vector_width > 1 ? fmt::format(", {}-wide vectors", vector_width) : std::string(", strided rows");
   if (segmented) s += ", each row in segments apart in memory";
   s += fmt::format(", kept rank {}", rank_kept);

@@ -107,6 +107,7 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
     if (q.vectors <= 8 && q.registers <= static_cast<std::size_t>(tuning().layer_registers)) {
       v.registers = static_cast<std::uint8_t>(q.vectors);
       v.keep_values = q.kept > 0 && tuning().layer_keep_values;
+      v.full_parts = r == q.vectors * v.group * V && tuning().layer_full_parts;
     }
   }
 }

@@ -21,6 +21,9 @@ struct Tuning {
   /// 1%; rows of 65,536 (clusters of 4): layer norm +0.7, softmax -1.6, RMSNorm bfloat16 -2.9 points;
   /// rows of 4,096 (a cap of 39): layer norm 97 -> 71%.
   int layer_fit_blocks = 2;
+  /// Blocks per SM every layer kernel's registers must allow (__launch_bounds__' second argument), where N > 0:
+  /// an experiment's switch, overriding the layout's own choice.
+  int layer_min_blocks = 0;
   bool layer_resident = true;  ///< keep a layer kernel's cached inputs in shared memory where they fit
   /// A one-wave grid of clusters keeps part of each slice so that each SM has room for a spare block.
   bool layer_spare_block = true;
@@ -35,6 +38,9 @@ struct Tuning {
   /// of 1,024 / 4,096 (the row and its exps, 64 registers) from 93.5 / 90.8% of the limit to 103.3 / 102.8%
   /// (bench/results/layers/h200/registers-2026-11-29.txt).
   int layer_registers = 64;
+  /// A row held in registers that fills every thread's vectors spells its vector count as a constant (0: as a kernel
+  /// argument, as every row did before 2026-12-01; LayerVariant::full_parts).
+  bool layer_full_parts = true;
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
   /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (row_statistics.cpp).
   int layer_statistics = 1;
