@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// A batch norm as one grid-persistent kernel (issue 35: training-forward batch norm of (8, 64, 112, 112) float32 at
+// 59% of the copy limit on the H200 as fusion generates it, clusters of 8 blocks a channel; target 80%). The tensor
+// (25.7 MB) fits the SMs' shared memory together, so each of one block per SM copies its part of the tensor into
+// shared memory once (cp.async, every copy in flight), computes the exact mean and sum of squared deviations of each
+// (n, c) segment it holds (two passes over shared memory), publishes them, waits at a grid barrier, combines the 8
+// segments of each of its channels (Chan's formula, in double, in a fixed order) and writes y = x * scale + shift
+// from shared memory: the input read once, the output written once, one barrier in between.
+// Timed (events around 10 launches, median of 9) beside a copy of the same bytes; checked against float64 on the host.
+// Not part of the build (plain CUDA):  nvcc -arch=sm_90 -O3 bench/batch_norm_persistent_probe.cu -o /tmp/bnp && /tmp/bnp
+#include <cmath>
+#include <cstdint>
+
+#include "probe_timing.cuh"
+
+constexpr int kN = 8, kC = 64, kHW = 112 * 112, kSegments = kN * kC;  // a segment: (n, c), kHW contiguous floats
+constexpr int kVec = kHW / 4;                                             // float4s a segment
+constexpr int kMaxSegments = 4;                                           // a block's, at most (512 over >= 128 SMs)
+
+struct Barrier {
+  unsigned count;  // grows by the grid's size each launch: a launch waits for the next multiple
+};
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <int T> __device__ __forceinline__ void block_sums(float (&a)[kMaxSegments], float* scratch) {
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) {
+    #pragma unroll
+    for (int d = 16; d > 0; d >>= 1) a[s] += __shfl_down_sync(0xffffffffu, a[s], d);
+  }
+  if (threadIdx.x % 32 == 0)
+    #pragma unroll
+    for (int s = 0; s < kMaxSegments; ++s) scratch[s * (T / 32) + threadIdx.x / 32] = a[s];
+  __syncthreads();
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) {
+    float v = threadIdx.x % 32 < T / 32 ? scratch[s * (T / 32) + threadIdx.x % 32] : 0.f;
+    #pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+    a[s] = __shfl_sync(0xffffffffu, v, 0);
+  }
+  __syncthreads();  // scratch is reused
+}
+
+/// barrier: 0 leaves the barrier out (wrong results; the barrier's cost by difference)
+template <int T, bool barrier>
+__global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                      const float* __restrict__ beta, float* __restrict__ y,
+                                                      float2* __restrict__ stats, Barrier* bar) {
+  extern __shared__ __align__(16) float4 held[];
+  __shared__ float scratch[kMaxSegments * (T / 32)];
+  __shared__ float2 scale_shift[kMaxSegments];
+  const int G = gridDim.x;
+  const int first = (int)((long long)blockIdx.x * kSegments / G), last = (int)((long long)(blockIdx.x + 1) * kSegments / G);
+  const int mine = last - first;  // segments [first, last): one contiguous span of memory
+  const float4* src = reinterpret_cast<const float4*>(x) + (long long)first * kVec;
+  // every 16-byte copy of the span in flight at once, no registers staging them
+  for (int i = threadIdx.x; i < mine * kVec; i += T) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(held + i);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + i) : "memory");
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  // each segment's mean, then its sum of squared deviations from it: two passes over shared memory
+  float a[kMaxSegments];
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) {
+    a[s] = 0.f;
+    if (s < mine)
+      for (int i = threadIdx.x; i < kVec; i += T) {
+        const float4 v = held[s * kVec + i];
+        a[s] += (v.x + v.y) + (v.z + v.w);
+      }
+  }
+  block_sums<T>(a, scratch);
+  float mean[kMaxSegments];
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) {
+    mean[s] = a[s] / kHW;
+    a[s] = 0.f;
+    if (s < mine)
+      for (int i = threadIdx.x; i < kVec; i += T) {
+        const float4 v = held[s * kVec + i];
+        const float dx = v.x - mean[s], dy = v.y - mean[s], dz = v.z - mean[s], dw = v.w - mean[s];
+        a[s] += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+      }
+  }
+  block_sums<T>(a, scratch);
+  if (threadIdx.x < mine) {
+    float2 st;
+    st.x = threadIdx.x == 0 ? mean[0] : threadIdx.x == 1 ? mean[1] : threadIdx.x == 2 ? mean[2] : mean[3];
+    st.y = threadIdx.x == 0 ? a[0] : threadIdx.x == 1 ? a[1] : threadIdx.x == 2 ? a[2] : a[3];
+    stats[first + threadIdx.x] = st;
+    __threadfence();  // (each writer: seen before the barrier's arrival)
+  }
+  if (barrier) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const unsigned ticket = atomicAdd(&bar->count, 1u);
+      const unsigned target = (ticket / G + 1) * G;
+      while ((int)(load_acquire(&bar->count) - target) < 0) __nanosleep(32);
+    }
+    __syncthreads();
+  }
+  // each held segment's channel: its 8 segments combined in order of n (Chan's formula, equal counts)
+  if (threadIdx.x < mine) {
+    const int c = (first + threadIdx.x) % kC;
+    double m = 0, m2 = 0;
+    double means[kN];
+    for (int n = 0; n < kN; ++n) {
+      const float2 st = __ldcg(stats + n * kC + c);
+      means[n] = st.x, m += st.x, m2 += st.y;
+    }
+    m /= kN;
+    for (int n = 0; n < kN; ++n) m2 += (double)kHW * (means[n] - m) * (means[n] - m);
+    const double var = m2 / ((double)kN * kHW);
+    const double scale = (double)gamma[c] / sqrt(var + 1e-5);
+    scale_shift[threadIdx.x] = make_float2((float)scale, (float)((double)beta[c] - m * scale));
+  }
+  __syncthreads();
+  float4* dst = reinterpret_cast<float4*>(y) + (long long)first * kVec;
+  for (int i = threadIdx.x; i < mine * kVec; i += T) {
+    const float2 ss = scale_shift[i / kVec];
+    const float4 v = held[i];
+    dst[i] = make_float4(fmaf(v.x, ss.x, ss.y), fmaf(v.y, ss.x, ss.y), fmaf(v.z, ss.x, ss.y), fmaf(v.w, ss.x, ss.y));
+  }
+}
+
+int main() {
+  probe_warm_up();
+  int sms = 0;
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const long long n = (long long)kSegments * kHW;
+  std::vector<float> hx(n), hg(kC), hb(kC), hy(n);
+  unsigned s = 4242;
+  auto next = [&] { return s = s * 1664525u + 1013904223u, (float)(s >> 8) / 16777216.0f; };
+  for (long long i = 0; i < n; ++i) hx[i] = 3.0f * next() - 1.0f + (float)((i / kHW) % kC) * 0.25f;  // per-channel offsets
+  for (int c = 0; c < kC; ++c) hg[c] = 0.5f + next(), hb[c] = next() - 0.5f;
+  float *x, *g, *b, *y, *spare;
+  float2* stats;
+  Barrier* bar;
+  PROBE_CHECK(cudaMalloc(&x, n * 4));
+  PROBE_CHECK(cudaMalloc(&y, n * 4));
+  PROBE_CHECK(cudaMalloc(&spare, n * 4));
+  PROBE_CHECK(cudaMalloc(&g, kC * 4));
+  PROBE_CHECK(cudaMalloc(&b, kC * 4));
+  PROBE_CHECK(cudaMalloc(&stats, kSegments * sizeof(float2)));
+  PROBE_CHECK(cudaMalloc(&bar, sizeof(Barrier)));
+  PROBE_CHECK(cudaMemset(bar, 0, sizeof(Barrier)));
+  PROBE_CHECK(cudaMemcpy(x, hx.data(), n * 4, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(g, hg.data(), kC * 4, cudaMemcpyHostToDevice));
+  PROBE_CHECK(cudaMemcpy(b, hb.data(), kC * 4, cudaMemcpyHostToDevice));
+  // float64 reference
+  std::vector<double> want(n);
+  for (int c = 0; c < kC; ++c) {
+    double m = 0, v = 0;
+    for (int k = 0; k < kN; ++k)
+      for (int j = 0; j < kHW; ++j) m += hx[((long long)k * kC + c) * kHW + j];
+    m /= (double)kN * kHW;
+    for (int k = 0; k < kN; ++k)
+      for (int j = 0; j < kHW; ++j) v += (hx[((long long)k * kC + c) * kHW + j] - m) * (hx[((long long)k * kC + c) * kHW + j] - m);
+    v /= (double)kN * kHW;
+    for (int k = 0; k < kN; ++k)
+      for (int j = 0; j < kHW; ++j) {
+        const long long i = ((long long)k * kC + c) * kHW + j;
+        want[i] = (hx[i] - m) / std::sqrt(v + 1e-5) * hg[c] + hb[c];
+      }
+  }
+  const double bytes = 2.0 * n * 4 + 2 * kC * 4;
+  const float copy_ms = median_ms([&] { probe_copy<<<132 * 8, 512>>>((const uint4*)x, (uint4*)spare, n / 4); });
+  const float memcpy_ms = median_ms([&] { PROBE_CHECK(cudaMemcpyAsync(spare, x, n * 4, cudaMemcpyDeviceToDevice)); });
+  std::printf("batch norm (8, 64, 112, 112) float32, %d SMs: copy of the same bytes %.1f us (%.0f GB/s), cudaMemcpy %.1f us (%.0f GB/s)\n",
+              sms, copy_ms * 1e3, bytes / copy_ms / 1e6, memcpy_ms * 1e3, bytes / memcpy_ms / 1e6);
+  auto run = [&](const char* name, auto kernel, int threads) {
+    const int shared = kMaxSegments * kVec * 16;
+    PROBE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+    int per_sm = 0;
+    PROBE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared));
+    if (per_sm < 1) { std::printf("  %s: does not fit an SM\n", name); return; }
+    auto launch = [&] {
+      void* args[] = {&x, &g, &b, &y, &stats, &bar};
+      PROBE_CHECK(cudaLaunchCooperativeKernel((const void*)kernel, dim3(sms), dim3(threads), args, shared, 0));
+    };
+    PROBE_CHECK(cudaMemset(y, 0xff, n * 4));  // poisoned
+    launch();
+    PROBE_CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaMemcpy(hy.data(), y, n * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (long long i = 0; i < n; ++i) worst = std::fmax(worst, std::fabs(hy[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    const float t = median_ms(launch);
+    std::printf("  %-40s %6.1f us  %6.0f GB/s  %5.1f%% of the copy  worst error %.2e (relative to 1 + |y|)\n", name, t * 1e3,
+                bytes / t / 1e6, bytes / t / 1e6 / (bytes / copy_ms / 1e6) * 100, worst);
+  };
+  run("persistent, 1024 threads a block", bn_persistent<1024, true>, 1024);
+  run("persistent, 512 threads a block", bn_persistent<512, true>, 512);
+  run("  without the barrier (wrong; its cost)", bn_persistent<1024, false>, 1024);
+  run("persistent, 1024 threads a block (again)", bn_persistent<1024, true>, 1024);
+  return 0;
+}
