@@ -27,18 +27,6 @@ using V8 = Vec<unsigned short, 8>;
 
 constexpr long long kCols = 4096;
 
-/// The block's sum of `a` (warps by shuffles, then the warps' totals in `scratch` by warp 0's lanes), in the order the
-/// generated kernel combines them; every thread gets it.
-template <int T> __device__ __forceinline__ float block_sum(float a, float* scratch) {
-  #pragma unroll
-  for (int d = 16; d > 0; d >>= 1) a += __shfl_down_sync(0xffffffffu, a, d);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;
-  __syncthreads();
-  a = threadIdx.x % 32 < T / 32 ? scratch[threadIdx.x % 32] : 0.f;
-  #pragma unroll
-  for (int d = T / 64; d > 0; d >>= 1) a += __shfl_down_sync(0xffffffffu, a, d);
-  return __shfl_sync(0xffffffffu, a, 0);
-}
 
 /// A thread's vectors of a row: table row `id` plus pos row `row`.
 template <int T> struct Part {
@@ -161,18 +149,9 @@ int main() {
     PROBE_CHECK(cudaMemcpy(want.data(), ref, n * 2, cudaMemcpyDeviceToHost));
   };
   auto report = [&](const char* name, auto&& launch) {
-    PROBE_CHECK(cudaMemset(out, 0xff, n * 2));
-    launch();
-    PROBE_CHECK(cudaDeviceSynchronize());
-    PROBE_CHECK(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
-    long long differ = 0, far = 0;
-    for (long long i = 0; i < n; ++i) {
-      const int d = std::abs((int)got[i] - (int)want[i]);
-      differ += d != 0, far += d > 1;
-    }
-    const float t = median_ms(launch);
+    const Checked16 c = check_and_time16(out, got, want, launch);
     std::printf("  %-36s %7.1f us  %6.1f%% of the copy limit  %lld differ from one<128>, %lld by more than 1 ulp\n", name,
-                t * 1e3, bytes / t / 1e6 / limit * 100, differ, far);
+                c.ms * 1e3, bytes / c.ms / 1e6 / limit * 100, c.differ, c.far);
   };
   reference(ids);
   report("one<128> (as generated)", [&] { one<128, 0><<<kIds, 128>>>(ids, table, pos, w, out); });

@@ -8,6 +8,11 @@
 // threads; else within one bfloat16 ulp) and timed (events around 10 calls, median of 9) beside a copy of the
 // same bytes.
 // Not part of the build (plain CUDA):  nvcc -arch=sm_90 -O3 bench/register_row_probe.cu -o /tmp/regs && /tmp/regs
+#include <cmath>
+#include <cstring>
+
+#include "probe_timing.cuh"
+
 // bfloat16 <-> float, rounding to nearest even (PTX cvt from sm_80; before it, integer arithmetic).
 __device__ __forceinline__ float fz_bfloat16_to_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 __device__ __forceinline__ unsigned short fz_float_to_bfloat16(float f) {
@@ -138,17 +143,6 @@ extern "C" __global__ void __launch_bounds__(128) rms_smem(const unsigned short*
 
 
 
-// The block's sum in a fixed order (warp trees, then the warps' sums by warp 0's tree), every thread getting it.
-template <int T> __device__ __forceinline__ float block_sum(float a, float* scratch) {
-  #pragma unroll
-  for (int d = 16; d > 0; d >>= 1) a += __shfl_down_sync(0xffffffffu, a, d);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a;
-  __syncthreads();
-  a = threadIdx.x % 32 < T / 32 ? scratch[threadIdx.x % 32] : 0.f;
-  #pragma unroll
-  for (int d = T / 64; d > 0; d >>= 1) a += __shfl_down_sync(0xffffffffu, a, d);
-  return __shfl_sync(0xffffffffu, a, 0);
-}
 
 template <int T, int R>
 __global__ void __launch_bounds__(T) rms_regs(const unsigned short* __restrict__ in0, const unsigned short* __restrict__ in1,
@@ -185,10 +179,6 @@ __global__ void __launch_bounds__(T) rms_regs(const unsigned short* __restrict__
   }
 }
 
-#include <cmath>
-#include <cstring>
-
-#include "probe_timing.cuh"
 
 constexpr long long kRows = 16384, kCols = 4096;
 
@@ -220,19 +210,9 @@ int main() {
   const double limit = bytes / copy_ms / 1e6;
   std::printf("bfloat16 RMSNorm %lld x %lld: copy %.1f us (%.0f GB/s)\n", kRows, kCols, copy_ms * 1e3, limit);
   auto report = [&](const char* name, auto&& launch) {
-    PROBE_CHECK(cudaMemset(out, 0xff, n * 2));
-    launch();
-    PROBE_CHECK(cudaDeviceSynchronize());
-    PROBE_CHECK(cudaMemcpy(got.data(), out, n * 2, cudaMemcpyDeviceToHost));
-    long long differ = 0, far = 0;
-    for (long long i = 0; i < n; ++i) {
-      const int d = std::abs((int)got[i] - (int)want[i]);
-      differ += d != 0, far += d > 1;
-    }
-    const float t = median_ms(launch);
+    const Checked16 c = check_and_time16(out, got, want, launch);
     std::printf("  %-24s %7.1f us  %6.1f%% of the copy limit  %lld differ from rms_smem, %lld by more than 1 ulp\n", name,
-                t * 1e3, bytes / t / 1e6 / limit * 100, differ, far);
-    return 0;
+                c.ms * 1e3, bytes / c.ms / 1e6 / limit * 100, c.differ, c.far);
   };
   report("smem (generated)", [&] { rms_smem<<<kRows, 128, kCols * 2>>>(x, w, out, eps, kRows, kCols, divisor, shape, st, zero, st); });
   report("registers 128 x 4", [&] { rms_regs<128, 4><<<kRows, 128>>>(x, w, out, eps, kRows, kCols, divisor); });
