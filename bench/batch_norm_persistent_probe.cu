@@ -5,7 +5,8 @@
 // shared memory once (cp.async, every copy in flight), computes the exact mean and sum of squared deviations of each
 // (n, c) segment it holds (two passes over shared memory), publishes them, waits at a grid barrier, combines the 8
 // segments of each of its channels (Chan's formula, in double, in a fixed order) and writes y = x * scale + shift
-// from shared memory: the input read once, the output written once, one barrier in between.
+// from shared memory: the input read once, the output written once, one barrier in between. bn_pipelined does the same
+// for the two halves of the channels out of step, so that the memory stays busy through each half's statistics.
 // Timed (events around 10 launches, median of 9) beside a copy of the same bytes; checked against float64 on the host.
 // Not part of the build (plain CUDA):  nvcc -arch=sm_90 -O3 bench/batch_norm_persistent_probe.cu -o /tmp/bnp && /tmp/bnp
 #include <cmath>
@@ -18,7 +19,7 @@ constexpr int kVec = kHW / 4;                                             // flo
 constexpr int kMaxSegments = 4;                                           // a block's, at most (512 over >= 128 SMs)
 
 struct Barrier {
-  unsigned count;  // grows by the grid's size each launch: a launch waits for the next multiple
+  unsigned count[2];  // each grows by the grid's size a launch: a launch waits for the next multiple
 };
 
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
@@ -47,31 +48,37 @@ template <int T> __device__ __forceinline__ void block_sums(float (&a)[kMaxSegme
   __syncthreads();  // scratch is reused
 }
 
-/// barrier: 0 leaves the barrier out (wrong results; the barrier's cost by difference)
-template <int T, bool barrier>
-__global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ x, const float* __restrict__ gamma,
-                                                      const float* __restrict__ beta, float* __restrict__ y,
-                                                      float2* __restrict__ stats, Barrier* bar) {
-  extern __shared__ __align__(16) float4 held[];
-  __shared__ float scratch[kMaxSegments * (T / 32)];
-  __shared__ float2 scale_shift[kMaxSegments];
-  const int G = gridDim.x;
-  const int first = (int)((long long)blockIdx.x * kSegments / G), last = (int)((long long)(blockIdx.x + 1) * kSegments / G);
-  const int mine = last - first;  // segments [first, last): one contiguous span of memory
-  const float4* src = reinterpret_cast<const float4*>(x) + (long long)first * kVec;
-  // every 16-byte copy of the span in flight at once, no registers staging them
-  for (int i = threadIdx.x; i < mine * kVec; i += T) {
-    const unsigned dst = (unsigned)__cvta_generic_to_shared(held + i);
+/// The grid's barrier: every block arrives (after its writes, fenced), then waits for the launch's last arrival.
+__device__ __forceinline__ void grid_wait(unsigned* count) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned ticket = atomicAdd(count, 1u);
+    const unsigned target = (ticket / gridDim.x + 1) * gridDim.x;
+    while ((int)(load_acquire(count) - target) < 0) __nanosleep(32);
+  }
+  __syncthreads();
+}
+
+/// Queues the copies of segment `seg` into shared slot `slot` (16 bytes each, no registers staging them).
+template <int T> __device__ __forceinline__ void copy_segment(float4* held, int slot, const float* x, int seg) {
+  const float4* src = reinterpret_cast<const float4*>(x) + (long long)seg * kVec;
+  for (int i = threadIdx.x; i < kVec; i += T) {
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(held + slot * kVec + i);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + i) : "memory");
   }
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  __syncthreads();
-  // each segment's mean, then its sum of squared deviations from it: two passes over shared memory
+}
+
+/// The exact mean and sum of squared deviations of slots [0, count) of `held` (two passes over shared memory), published
+/// as stats[seg[k]] by thread k.
+template <int T>
+__device__ __forceinline__ void publish_stats(const float4* held, int count, const int (&seg)[kMaxSegments], float2* stats,
+                                              float* scratch) {
   float a[kMaxSegments];
   #pragma unroll
   for (int s = 0; s < kMaxSegments; ++s) {
     a[s] = 0.f;
-    if (s < mine)
+    if (s < count)
       for (int i = threadIdx.x; i < kVec; i += T) {
         const float4 v = held[s * kVec + i];
         a[s] += (v.x + v.y) + (v.z + v.w);
@@ -83,7 +90,7 @@ __global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ 
   for (int s = 0; s < kMaxSegments; ++s) {
     mean[s] = a[s] / kHW;
     a[s] = 0.f;
-    if (s < mine)
+    if (s < count)
       for (int i = threadIdx.x; i < kVec; i += T) {
         const float4 v = held[s * kVec + i];
         const float dx = v.x - mean[s], dy = v.y - mean[s], dz = v.z - mean[s], dw = v.w - mean[s];
@@ -91,44 +98,111 @@ __global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ 
       }
   }
   block_sums<T>(a, scratch);
-  if (threadIdx.x < mine) {
-    float2 st;
-    st.x = threadIdx.x == 0 ? mean[0] : threadIdx.x == 1 ? mean[1] : threadIdx.x == 2 ? mean[2] : mean[3];
-    st.y = threadIdx.x == 0 ? a[0] : threadIdx.x == 1 ? a[1] : threadIdx.x == 2 ? a[2] : a[3];
-    stats[first + threadIdx.x] = st;
-    __threadfence();  // (each writer: seen before the barrier's arrival)
-  }
-  if (barrier) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      const unsigned ticket = atomicAdd(&bar->count, 1u);
-      const unsigned target = (ticket / G + 1) * G;
-      while ((int)(load_acquire(&bar->count) - target) < 0) __nanosleep(32);
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s)
+    if (threadIdx.x == s && s < count) {
+      stats[seg[s]] = make_float2(mean[s], a[s]);
+      __threadfence();  // (each writer: seen before the barrier's arrival)
     }
-    __syncthreads();
-  }
-  // each held segment's channel: its 8 segments combined in order of n (Chan's formula, equal counts)
-  if (threadIdx.x < mine) {
-    const int c = (first + threadIdx.x) % kC;
-    double m = 0, m2 = 0;
-    double means[kN];
-    for (int n = 0; n < kN; ++n) {
-      const float2 st = __ldcg(stats + n * kC + c);
-      means[n] = st.x, m += st.x, m2 += st.y;
+}
+
+/// Thread k < count: the scale and shift of segment seg[k]'s channel, its 8 segments combined in order of n (Chan's
+/// formula, equal counts, in double).
+__device__ __forceinline__ void channel_scales(int count, const int (&seg)[kMaxSegments], const float2* stats,
+                                               const float* gamma, const float* beta, float2* scale_shift) {
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s)
+    if (threadIdx.x == s && s < count) {
+      const int c = seg[s] % kC;
+      double m = 0, m2 = 0, means[kN];
+      for (int n = 0; n < kN; ++n) {
+        const float2 st = __ldcg(stats + n * kC + c);
+        means[n] = st.x, m += st.x, m2 += st.y;
+      }
+      m /= kN;
+      for (int n = 0; n < kN; ++n) m2 += (double)kHW * (means[n] - m) * (means[n] - m);
+      const double scale = (double)gamma[c] / sqrt(m2 / ((double)kN * kHW) + 1e-5);
+      scale_shift[s] = make_float2((float)scale, (float)((double)beta[c] - m * scale));
     }
-    m /= kN;
-    for (int n = 0; n < kN; ++n) m2 += (double)kHW * (means[n] - m) * (means[n] - m);
-    const double var = m2 / ((double)kN * kHW);
-    const double scale = (double)gamma[c] / sqrt(var + 1e-5);
-    scale_shift[threadIdx.x] = make_float2((float)scale, (float)((double)beta[c] - m * scale));
+}
+
+/// y of slots [0, count) of `held`, segment seg[k] from slot k.
+template <int T>
+__device__ __forceinline__ void write_segments(const float4* held, int count, const int (&seg)[kMaxSegments],
+                                               const float2* scale_shift, float* y) {
+  for (int s = 0; s < count; ++s) {
+    const float2 ss = scale_shift[s];
+    float4* dst = reinterpret_cast<float4*>(y) + (long long)seg[s] * kVec;
+    for (int i = threadIdx.x; i < kVec; i += T) {
+      const float4 v = held[s * kVec + i];
+      dst[i] = make_float4(fmaf(v.x, ss.x, ss.y), fmaf(v.y, ss.x, ss.y), fmaf(v.z, ss.x, ss.y), fmaf(v.w, ss.x, ss.y));
+    }
   }
+}
+
+/// Every channel at once: all copies, the statistics, one barrier, all writes. barrier: 0 leaves the barrier out
+/// (wrong results; the barrier's cost by difference).
+template <int T, bool barrier>
+__global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                      const float* __restrict__ beta, float* __restrict__ y,
+                                                      float2* __restrict__ stats, Barrier* bar) {
+  extern __shared__ __align__(16) float4 held[];
+  __shared__ float scratch[kMaxSegments * (T / 32)];
+  __shared__ float2 scale_shift[kMaxSegments];
+  const int G = gridDim.x;
+  const int first = (int)((long long)blockIdx.x * kSegments / G), last = (int)((long long)(blockIdx.x + 1) * kSegments / G);
+  const int mine = last - first;  // segments [first, last): one contiguous span of memory
+  int seg[kMaxSegments];
+  #pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) seg[s] = first + s;
+  for (int s = 0; s < mine; ++s) copy_segment<T>(held, s, x, seg[s]);
+  asm volatile("cp.async.wait_all;" ::: "memory");
   __syncthreads();
-  float4* dst = reinterpret_cast<float4*>(y) + (long long)first * kVec;
-  for (int i = threadIdx.x; i < mine * kVec; i += T) {
-    const float2 ss = scale_shift[i / kVec];
-    const float4 v = held[i];
-    dst[i] = make_float4(fmaf(v.x, ss.x, ss.y), fmaf(v.y, ss.x, ss.y), fmaf(v.z, ss.x, ss.y), fmaf(v.w, ss.x, ss.y));
+  publish_stats<T>(held, mine, seg, stats, scratch);
+  if (barrier) grid_wait(&bar->count[0]);
+  channel_scales(mine, seg, stats, gamma, beta, scale_shift);
+  __syncthreads();
+  write_segments<T>(held, mine, seg, scale_shift, y);
+}
+
+/// Channels out of step: the first half of the channels, then the second. Each block queues the copies of its
+/// segments of both halves at once; as the first half's land it takes their statistics and waits for theirs from
+/// every block while the second half's still land, then writes the first half while it takes the second's
+/// statistics: the memory stays busy through both waits.
+template <int T>
+__global__ void __launch_bounds__(T, 1) bn_pipelined(const float* __restrict__ x, const float* __restrict__ gamma,
+                                                     const float* __restrict__ beta, float* __restrict__ y,
+                                                     float2* __restrict__ stats, Barrier* bar) {
+  extern __shared__ __align__(16) float4 held[];
+  __shared__ float scratch[kMaxSegments * (T / 32)];
+  __shared__ float2 scale_shift[kMaxSegments];
+  constexpr int kHalf = kSegments / 2, kHalfC = kC / 2;
+  const int G = gridDim.x;
+  const int first = (int)((long long)blockIdx.x * kHalf / G), last = (int)((long long)(blockIdx.x + 1) * kHalf / G);
+  const int mine = last - first;  // of each half's kHalf segments (at most 2)
+  // half h's segment k: n = k / 32, c = 32 h + k % 32
+  int seg[2][kMaxSegments];
+  #pragma unroll
+  for (int h = 0; h < 2; ++h)
+    #pragma unroll
+    for (int s = 0; s < kMaxSegments; ++s) {
+      const int k = first + s;
+      seg[h][s] = (k / kHalfC) * kC + h * kHalfC + k % kHalfC;
+    }
+  for (int h = 0; h < 2; ++h) {
+    for (int s = 0; s < mine; ++s) copy_segment<T>(held + h * 2 * kVec, s, x, seg[h][s]);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  for (int h = 0; h < 2; ++h) {
+    if (h == 0) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    publish_stats<T>(held + h * 2 * kVec, mine, seg[h], stats, scratch);
+    grid_wait(&bar->count[h]);
+    channel_scales(mine, seg[h], stats, gamma, beta, scale_shift);
+    __syncthreads();
+    write_segments<T>(held + h * 2 * kVec, mine, seg[h], scale_shift, y);
+    __syncthreads();  // scale_shift is reused
   }
 }
 
@@ -200,6 +274,9 @@ int main() {
   run("persistent, 1024 threads a block", bn_persistent<1024, true>, 1024);
   run("persistent, 512 threads a block", bn_persistent<512, true>, 512);
   run("  without the barrier (wrong; its cost)", bn_persistent<1024, false>, 1024);
+  run("pipelined halves, 1024 threads a block", bn_pipelined<1024>, 1024);
+  run("pipelined halves, 512 threads a block", bn_pipelined<512>, 512);
   run("persistent, 1024 threads a block (again)", bn_persistent<1024, true>, 1024);
+  run("pipelined halves, 1024 threads a block (again)", bn_pipelined<1024>, 1024);
   return 0;
 }
