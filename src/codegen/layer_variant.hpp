@@ -40,7 +40,9 @@ struct LayerVariant {
                                    ///< kept values) in registers, not shared memory; the row is at most
                                    ///< group x vector_width x registers elements, a whole number of vectors
   /// (registers) The row is exactly group x vector_width x registers elements: every vector a thread holds lies in
-  /// it, so the kernel spells the row's vector count as that constant and no load or step tests it. (H200, an
+  /// it, so the kernel spells the row's vector count as that constant and no load or step tests it. (The one row
+  /// length such a kernel serves, a fact of the variant's own fields: rows of other lengths with as many vectors a
+  /// thread share the kernel that reads the count from its arguments.) (H200, an
   /// embedding's RMSNorm over bfloat16 rows of 4,096 with the count a kernel argument: 112 registers a thread, 4
   /// blocks an SM, 104.3 us; the same kernel written with it constant, 62 registers, 96.2 us:
   /// bench/embedding_probe.cu.)
