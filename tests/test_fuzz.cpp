@@ -610,6 +610,32 @@ TEST_CASE("fuzz: --long-rows draws rows enough to fill the device over clusters 
   CHECK(filling > 5);
 }
 
+TEST_CASE("fuzz: --register-rows draws layer expressions whose rows a block holds in registers, and they compile",
+          "[fuzz][nvrtc]") {
+  fuzz::GenOptions gen;
+  gen.register_rows = true;
+  int failed = 0, registers = 0, whole = 0;
+  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+    const fuzz::Case c = fuzz::generate(0x4e9'0000 + seed, gen);
+    REQUIRE(c.dim_sizes.size() >= 2);  // (the rows, their length, then any dimensions further outputs drew)
+    CHECK((c.dim_sizes[1] == 1024 || c.dim_sizes[1] == 4096 || c.dim_sizes[1] == 8192 || c.dim_sizes[1] == 4000));
+    const fuzz::Verdict v = fuzz::compile_only(c);
+    if (v.failed()) {
+      ++failed;
+      UNSCOPED_INFO(fuzz::to_cpp(c, "compile failure") << v.detail);
+    }
+    bool held = false, filled = false;
+    for (const std::string& k : v.strategies) {
+      held = held || k.find("+registers") != std::string::npos;
+      filled = filled || k.find("+whole parts") != std::string::npos;
+    }
+    registers += held, whole += filled;
+  }
+  CHECK(failed == 0);
+  CHECK(registers >= 5);  // (seeds 1..24 of this slice: most cases' first output is a row layer)
+  CHECK(whole >= 3);
+}
+
 TEST_CASE("fuzz: the reference pads as fz::pad does: the piece's math in its box, the fill around it", "[fuzz]") {
   fuzz::Case c;
   c.dim_sizes = {6, 7, 3, 4};

@@ -29,6 +29,7 @@ struct Slice {
   int failed = 0, with_scans = 0, with_gathers = 0, with_scatters = 0, with_joins = 0, with_calls = 0, with_random = 0;
   int with_products = 0;
   int with_clusters = 0;  // cases that ran a layer kernel splitting its rows over clusters of blocks
+  int with_registers = 0, with_whole = 0;  // ... holding its rows in registers; ... that fill every thread's vectors
   std::int64_t compared = 0;
 };
 Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}) {
@@ -60,9 +61,13 @@ Slice run_slice(std::uint64_t first, int n, const fuzz::GenOptions& options = {}
                     << ": " << v.detail << fuzz::to_cpp(fuzz::shrink(c, fuzz::run_on_gpu, 150), "repro"));
     }
     s.compared += v.compared;
-    bool cluster = false;
-    for (const std::string& k : v.strategies) cluster = cluster || k.find("+cluster") != std::string::npos;
-    s.with_clusters += cluster;
+    bool cluster = false, held = false, filled = false;
+    for (const std::string& k : v.strategies) {
+      cluster = cluster || k.find("+cluster") != std::string::npos;
+      held = held || k.find("+registers") != std::string::npos;
+      filled = filled || k.find("+whole parts") != std::string::npos;
+    }
+    s.with_clusters += cluster, s.with_registers += held, s.with_whole += filled;
   }
   return s;
 }
@@ -160,6 +165,16 @@ TEST_CASE("fuzz: a fixed-seed slice of layer expressions over long rows (up to 3
   fz::detail::tuning() = saved;
   CHECK(c.failed == 0);
   CHECK(c.with_clusters >= 3);
+}
+
+TEST_CASE("fuzz: a fixed-seed slice of layer expressions over rows held in registers matches the reference",
+          "[gpu][fuzz][calls]") {
+  // (rows of 1,024, 4,096 and 8,192 elements, which fill every thread's vectors, and of 4,000, which do not)
+  const Slice s = run_slice(0x4e9'1000, 60, {.calls = true, .register_rows = true});
+  CHECK(s.failed == 0);
+  CHECK(s.with_registers >= 10);
+  CHECK(s.with_whole >= 5);
+  CHECK(s.compared > 1000000);
 }
 
 // ---- regressions the fuzzer found ------------------------------------------------------------------

@@ -488,11 +488,15 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
     g.scatter_case(1 + g.pick(o.max_depth));
     return c;
   }
-  if (o.long_rows && g.chance(0.4)) {  // a layer expression over 1 to 3 long rows, then any further outputs
+  if (o.register_rows || (o.long_rows && g.chance(0.4))) {  // a layer expression over long rows, then any further outputs
     static const std::int64_t lengths[] = {4097, 16384, 20000, 32768, 65536, 100003, 262144, 300000};
     static const std::int64_t rows[] = {1, 2, 3, 12, 16};
+    static const std::int64_t held[] = {1024, 4096, 8192, 4000};  // (rows held in registers: --register-rows)
     g.o.max_elements = 330000;
-    c.dim_sizes = {rows[g.pick(static_cast<int>(std::size(rows)))], lengths[g.pick(static_cast<int>(std::size(lengths)))]};
+    if (o.register_rows)
+      c.dim_sizes = {16 + g.pick(48), held[g.pick(static_cast<int>(std::size(held)))]}, g.o.max_elements = c.dim_sizes[0] * c.dim_sizes[1];
+    else
+      c.dim_sizes = {rows[g.pick(static_cast<int>(std::size(rows)))], lengths[g.pick(static_cast<int>(std::size(lengths)))]};
     // A cluster of blocks per row runs only where the rows fill the device (a dozen rows leave most of an H100's
     // 132 SMs idle: the plan splits the reductions instead): half the cases of a dozen rows or more of 20,000 or
     // 32,768 elements take 64 or 40 of them, clusters of two blocks (drawn only there: other seeds' cases stay)

@@ -200,6 +200,8 @@ std::string strategy_of(const std::string& plan_entry) {
   if (words.find("piece chosen per vector") != std::string::npos) s += " +pieces";  // (Variant::vector_joins)
   if (words.find("read at every") != std::string::npos) s += " +stepped";  // (Access::stepped)
   if (words.find("over a cluster of") != std::string::npos) s += " +cluster";  // (a layer's row split over blocks)
+  if (words.find("the row held in registers") != std::string::npos) s += " +registers";  // (LayerVariant::registers)
+  if (words.find("(no bound tests)") != std::string::npos) s += " +whole parts";  // (LayerVariant::full_parts)
   return s;
 }
 
