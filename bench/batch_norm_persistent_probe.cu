@@ -140,6 +140,18 @@ __device__ __forceinline__ void write_segments(const float4* held, int count, co
   }
 }
 
+/// A block's shared memory beside the held segments: the block sums' scratch, the channels' scales and shifts.
+template <int T> struct Staging {
+  float scratch[kMaxSegments * (T / 32)];
+  float2 scale_shift[kMaxSegments];
+};
+
+/// This block's share [first, first + count) of n items split evenly over the grid.
+__device__ __forceinline__ int2 block_share(int n) {
+  const int first = (int)((long long)blockIdx.x * n / gridDim.x), last = (int)((long long)(blockIdx.x + 1) * n / gridDim.x);
+  return make_int2(first, last - first);
+}
+
 /// Every channel at once: all copies, the statistics, one barrier, all writes. barrier: 0 leaves the barrier out
 /// (wrong results; the barrier's cost by difference).
 template <int T, bool barrier>
@@ -147,22 +159,19 @@ __global__ void __launch_bounds__(T, 1) bn_persistent(const float* __restrict__ 
                                                       const float* __restrict__ beta, float* __restrict__ y,
                                                       float2* __restrict__ stats, Barrier* bar) {
   extern __shared__ __align__(16) float4 held[];
-  __shared__ float scratch[kMaxSegments * (T / 32)];
-  __shared__ float2 scale_shift[kMaxSegments];
-  const int G = gridDim.x;
-  const int first = (int)((long long)blockIdx.x * kSegments / G), last = (int)((long long)(blockIdx.x + 1) * kSegments / G);
-  const int mine = last - first;  // segments [first, last): one contiguous span of memory
+  __shared__ Staging<T> st;
+  const auto [first, mine] = block_share(kSegments);  // segments [first, first + mine): one contiguous span of memory
   int seg[kMaxSegments];
   #pragma unroll
   for (int s = 0; s < kMaxSegments; ++s) seg[s] = first + s;
   for (int s = 0; s < mine; ++s) copy_segment<T>(held, s, x, seg[s]);
   asm volatile("cp.async.wait_all;" ::: "memory");
   __syncthreads();
-  publish_stats<T>(held, mine, seg, stats, scratch);
+  publish_stats<T>(held, mine, seg, stats, st.scratch);
   if (barrier) grid_wait(&bar->count[0]);
-  channel_scales(mine, seg, stats, gamma, beta, scale_shift);
+  channel_scales(mine, seg, stats, gamma, beta, st.scale_shift);
   __syncthreads();
-  write_segments<T>(held, mine, seg, scale_shift, y);
+  write_segments<T>(held, mine, seg, st.scale_shift, y);
 }
 
 /// Channels out of step: the first half of the channels, then the second. Each block queues the copies of its
@@ -174,12 +183,9 @@ __global__ void __launch_bounds__(T, 1) bn_pipelined(const float* __restrict__ x
                                                      const float* __restrict__ beta, float* __restrict__ y,
                                                      float2* __restrict__ stats, Barrier* bar) {
   extern __shared__ __align__(16) float4 held[];
-  __shared__ float scratch[kMaxSegments * (T / 32)];
-  __shared__ float2 scale_shift[kMaxSegments];
+  __shared__ Staging<T> st;
   constexpr int kHalf = kSegments / 2, kHalfC = kC / 2;
-  const int G = gridDim.x;
-  const int first = (int)((long long)blockIdx.x * kHalf / G), last = (int)((long long)(blockIdx.x + 1) * kHalf / G);
-  const int mine = last - first;  // of each half's kHalf segments (at most 2)
+  const auto [first, mine] = block_share(kHalf);  // of each half's kHalf segments (at most 2)
   // half h's segment k: n = k / 32, c = 32 h + k % 32
   int seg[2][kMaxSegments];
   #pragma unroll
@@ -197,11 +203,11 @@ __global__ void __launch_bounds__(T, 1) bn_pipelined(const float* __restrict__ x
     if (h == 0) asm volatile("cp.async.wait_group 1;" ::: "memory");
     else asm volatile("cp.async.wait_group 0;" ::: "memory");
     __syncthreads();
-    publish_stats<T>(held + h * 2 * kVec, mine, seg[h], stats, scratch);
+    publish_stats<T>(held + h * 2 * kVec, mine, seg[h], stats, st.scratch);
     grid_wait(&bar->count[h]);
-    channel_scales(mine, seg[h], stats, gamma, beta, scale_shift);
+    channel_scales(mine, seg[h], stats, gamma, beta, st.scale_shift);
     __syncthreads();
-    write_segments<T>(held + h * 2 * kVec, mine, seg[h], scale_shift, y);
+    write_segments<T>(held + h * 2 * kVec, mine, seg[h], st.scale_shift, y);
     __syncthreads();  // scale_shift is reused
   }
 }
