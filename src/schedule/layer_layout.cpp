@@ -324,7 +324,11 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
       span > 1024) {  // registers for as many blocks as shared memory holds
     const std::int64_t by_shared = static_cast<std::int64_t>(per_sm / (block_bytes + 1024));
     const std::int64_t by_threads = 2048 / v.block;
-    std::int64_t blocks = std::clamp<std::int64_t>(std::min(by_shared, by_threads), 1, 32);
+    constexpr std::int64_t kSixteenBitFloor = 64;  // registers a thread of 16-bit rows keeps (below)
+    const std::int64_t by_registers = tuning().layer_fit_blocks == 2 && C == 1 && V >= 8
+                                          ? codegen::kRegistersPerSm / (kSixteenBitFloor * v.block)
+                                          : by_threads;
+    const std::int64_t blocks = std::clamp<std::int64_t>(std::min({by_shared, by_threads, by_registers}), 1, 32);
     // By default only where a block owns its whole row and the cap leaves a layer kernel the 40 registers
     // it needs without spilling (rows of 16,384: 3 blocks of 512 threads, 42; rows of 4,096: 13 blocks
     // of 128 threads would be 39, and layer norm fell from 97% to 71% of the limit). A thread of 16-bit
@@ -332,9 +336,6 @@ bool analyze_layer(const Call& c, const LayerShapes& S, const ArrayBase* const* 
     // than shared memory would hold (H200, bfloat16 rows of 16,384, 256 threads, --tune layer_min_blocks=N,
     // bench/results/layers/h200/long-16bit-caps-2026-12-01.txt: layer norm at 6 / 5 / 4 / 3 blocks 87.3 /
     // 91.6 / 91.3 / 90.5% of the limit, RMSNorm 90.7 / 92.6 / 93.4 / 92.2%).
-    constexpr std::int64_t kSixteenBitFloor = 64;
-    if (tuning().layer_fit_blocks == 2 && C == 1 && V >= 8)
-      blocks = std::clamp<std::int64_t>(std::min(blocks, codegen::kRegistersPerSm / (kSixteenBitFloor * v.block)), 1, 32);
     const bool fit = tuning().layer_fit_blocks == 1 || (C == 1 && codegen::kRegistersPerSm / (blocks * v.block) >= 40);
     if (fit) v.min_blocks = static_cast<std::uint8_t>(blocks);
   }
