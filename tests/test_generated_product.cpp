@@ -2,9 +2,14 @@
 // Generated matrix products without a GPU (fz::GeneratedProducts): which products and epilogues become one
 // generated kernel, its name and source, each layout and load path compiling through NVRTC for sm_90, and
 // what stays on cuBLASLt.
-#include <thread>
+#include <fmt/format.h>
 
+#include <memory>
 #include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime/exec/product_race.hpp"
 #include "schedule/product_layout.hpp"
@@ -182,26 +187,54 @@ TEST_CASE("by default a product the generated kernel could win is raced against 
   }
 }
 
-TEST_CASE("the product race times the routes in turn and keeps the generated kernel only 1% faster or more",
+TEST_CASE("the product race times the routes in turn and keeps the fastest candidate only 1% faster or more",
           "[matmul]") {
   using fz::detail::Verdict;
-  using fz::detail::route_to_time;
-  // alternating, the generated kernel first, until both have their samples
-  CHECK(route_to_time(0, 0) == Verdict::generated);
-  CHECK(route_to_time(0, 1) == Verdict::library);
-  CHECK(route_to_time(3, 3) == Verdict::generated);
-  CHECK(route_to_time(5, 6) == Verdict::library);
-  CHECK(route_to_time(6, 6) == Verdict::none);
-  CHECK(route_to_time(2, 6) == Verdict::library);  // (more calls on one thread than the other: each to its count)
-  // the first sample of each is dropped, then medians; the library wins a tie and anything within 1%
-  double median[2] = {};
-  const std::vector<double> library = {500, 10.0, 10.1, 9.9, 10.0, 10.2};
-  CHECK(fz::detail::race_verdict(library, {12, 12, 12, 12, 12}, median) == Verdict::none);  // five: not yet
-  CHECK(fz::detail::race_verdict(library, {1, 9.8, 9.9, 9.7, 30, 9.8}, median) == Verdict::generated);
-  CHECK(median[0] == 10.0);
-  CHECK(median[1] == 9.8);
-  CHECK(fz::detail::race_verdict(library, {1, 9.95, 9.95, 9.95, 9.95, 9.95}, median) == Verdict::library);
-  CHECK(fz::detail::race_verdict(library, {1, 11, 11, 11, 11, 11}, median) == Verdict::library);
+  using Taken = std::vector<std::size_t>;
+  const auto next = [](Taken t) { return fz::detail::route_to_time(t); };
+  // the fewest samples first, the candidates (1...) before the library (0) where they tie: turns
+  CHECK(next({0, 0}) == 1);
+  CHECK(next({0, 1}) == 0);
+  CHECK(next({3, 3}) == 1);
+  CHECK(next({5, 6}) == 0);
+  CHECK(next({6, 6}) == -1);
+  CHECK(next({2, 6}) == 0);  // (more calls on one route than another: each to its count)
+  CHECK(next({0, 0, 0, 0}) == 1);
+  CHECK(next({0, 1, 0, 0}) == 2);
+  CHECK(next({0, 1, 1, 1}) == 0);
+  CHECK(next({1, 1, 1, 1}) == 1);
+  CHECK(next({6, 6, 6, 5}) == 3);
+  // the first sample of each is dropped, then the fastest; the library wins a tie and anything within 1%
+  const auto verdict = [](std::vector<std::vector<double>> times, std::vector<int> out_of_race = {}) {
+    std::unique_ptr<bool[]> out(new bool[times.size()]());
+    for (const int r : out_of_race) out[static_cast<std::size_t>(r)] = true;
+    return fz::detail::race_verdict(times, std::span<const bool>(out.get(), times.size()));
+  };
+  const std::vector<double> library = {500, 10.1, 10.0, 10.3, 10.2, 10.4};
+  CHECK(verdict({library, {12, 12, 12, 12, 12}}).verdict == Verdict::none);  // five: not yet
+  const auto won = verdict({library, {1, 9.9, 9.8, 30, 9.9, 9.9}});
+  CHECK(won.verdict == Verdict::generated);
+  CHECK(won.fastest == 1);
+  CHECK(won.library_us == 10.0);
+  CHECK(won.generated_us == 9.8);  // (a slow sample, 30, counts for nothing: a time can only be slowed)
+  CHECK(verdict({library, {1, 9.95, 9.95, 9.95, 9.95, 9.95}}).verdict == Verdict::library);
+  const auto lost = verdict({library, {1, 11, 11, 11, 11, 11}});
+  CHECK(lost.verdict == Verdict::library);
+  CHECK(lost.fastest == 1);
+  CHECK(lost.generated_us == 11);
+  // several candidates: the fastest of them against the library; one still short of samples: not yet
+  const std::vector<double> slow = {1, 12, 12, 12, 12, 12}, fast = {1, 9, 9.5, 9.2, 9.1, 9.3};
+  const auto three = verdict({library, slow, fast, slow});
+  CHECK(three.verdict == Verdict::generated);
+  CHECK(three.fastest == 2);
+  CHECK(three.generated_us == 9);
+  CHECK(verdict({library, slow, fast, {1, 2}}).verdict == Verdict::none);
+  // a candidate whose build failed leaves the race: the others decide, and with none left the library stays
+  const auto without = verdict({library, slow, {}, slow}, {2});
+  CHECK(without.verdict == Verdict::library);
+  CHECK(without.fastest == 1);
+  CHECK(verdict({library, {}}, {1}).fastest == 0);
+  CHECK(verdict({library, {}}, {1}).verdict == Verdict::library);
 }
 
 TEST_CASE("FUSION_GENERATED_PRODUCTS takes the spellings people write and refuses the rest", "[matmul]") {
@@ -335,4 +368,46 @@ TEST_CASE("product_layout: the kernel, tiles and split from the shape, the align
   CHECK(skinny.slice % skinny.tiles.bk == 0);
   CHECK(skinny.slice * skinny.split >= 4096);
   CHECK(skinny.slice * (skinny.split - 1) < 4096);
+}
+
+TEST_CASE("product_layouts: the race's candidate tile layouts, the planned one first, each filling the device",
+          "[matmul]") {
+  using fz::detail::matmul_layout;
+  using fz::detail::product_layouts;
+  const auto layout = [](std::int64_t m, std::int64_t k, std::int64_t n) {
+    return matmul_layout({m, k}, {k, 1}, {k, n}, {n, 1});
+  };
+  const auto tiles = [](const std::vector<fz::detail::ProductLayout>& all) {
+    std::vector<std::string> t;
+    for (const auto& x : all) t.push_back(fmt::format("{}x{}/{}", x.tiles.bm, x.tiles.bn, +x.tiles.stages));
+    return t;
+  };
+  const fz::codegen::TargetDevice h100;
+  using V = std::vector<std::string>;
+  // a large product: every row of the Hopper table, then 64-row tiles; K whole, a block per SM, every one raced
+  const auto big = product_layouts(layout(8192, 8192, 8192), true, h100);
+  CHECK(tiles(big) == V{"128x256/3", "128x192/4", "128x128/5", "64x128/6"});
+  for (const auto& x : big) {
+    CHECK(x.raced);
+    CHECK(x.split == 1);
+    CHECK(x.slice == 8192);
+    CHECK(x.blocks == 132);
+    CHECK(x.tile_count == (8192 / x.tiles.bm) * ((8192 + x.tiles.bn - 1) / x.tiles.bn));
+  }
+  // 512 rows: 128 x 256 tiles are too few (64 for 132 SMs); 128 x 128 planned, the others that fill after it
+  CHECK(tiles(product_layouts(layout(512, 4096, 4096), true, h100)) == V{"128x128/5", "128x192/4", "64x128/6"});
+  // the tuned row first; product_candidates=1: that one alone
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("product_hopper=2");
+  CHECK(tiles(product_layouts(layout(8192, 8192, 8192), true, h100)) == V{"128x192/4", "128x256/3", "128x128/5", "64x128/6"});
+  fz::detail::set_tuning("product_candidates=1");
+  CHECK(tiles(product_layouts(layout(8192, 8192, 8192), true, h100)) == V{"128x192/4"});
+  fz::detail::tuning() = saved;
+  // K split (tens of rows), and the mma.sync kernel off Hopper: one layout
+  const auto split = product_layouts(layout(64, 4096, 4096), true, h100);
+  REQUIRE(split.size() == 1);
+  CHECK(split[0].split == 4);
+  fz::codegen::TargetDevice a100{.sms = 108, .compute_major = 8};
+  CHECK(product_layouts(layout(8192, 8192, 8192), true, a100).size() == 1);
+  CHECK_THROWS_WITH(fz::detail::set_tuning("product_candidates=5"), Catch::Contains("product_candidates=1..4"));
 }

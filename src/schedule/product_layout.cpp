@@ -2,6 +2,7 @@
 #include "schedule/product_layout.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "schedule/reduce_layout.hpp"
 #include "schedule/tuning.hpp"
@@ -70,7 +71,7 @@ void split_k(ProductLayout& out, const MatmulLayout& L, std::int64_t tiles, std:
 
 }  // namespace
 
-ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev) {
+std::vector<ProductLayout> product_layouts(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev) {
   ProductLayout out;
   const bool a_rows = !L.second.transpose, b_rows = !L.first.transpose;  // (cuBLASLt's second operand is ours a)
   const std::int64_t lda = L.second.ld, ldb = L.first.ld, sa = L.second.batch_stride, sb = L.first.batch_stride;
@@ -93,34 +94,54 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
   if (hopper) {
     // `t`, `units` (tiles x slices) over the persistent blocks; raced against cuBLASLt by default
     const auto take = [&](const ProductTiles& t, std::int64_t units) {
-      out.tiles = t;
-      if (tuning().product_ahead) out.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
-      out.raced = true;
-      out.tile_count = tiles_of(t);
-      out.blocks = std::min(units, sms);
+      ProductLayout h = out;
+      h.tiles = t;
+      if (tuning().product_ahead) h.tiles.ahead = static_cast<std::uint8_t>(tuning().product_ahead);
+      h.raced = true;
+      h.tile_count = tiles_of(t);
+      h.blocks = std::min(units, sms);
       // clusters of 2 where every pair of units the blocks take shares its column of tiles: an even number of
       // row tiles (so the groups of fz_tile_at's order are even too), K not split
       const int c = tuning().product_cluster;
-      if (c > 1 && out.split <= 1 && ((L.m + t.bm - 1) / t.bm) % c == 0 && out.blocks >= c) {
-        out.cluster = c;
-        out.blocks -= out.blocks % c;
+      if (c > 1 && h.split <= 1 && ((L.m + t.bm - 1) / t.bm) % c == 0 && h.blocks >= c) {
+        h.cluster = c;
+        h.blocks -= h.blocks % c;
       }
-      return out;
+      return h;
     };
+    // (64-row tiles where they give half the SMs one: H100, 64x14336x4096 with an epilogue, 112 of them,
+    // 46.9 us; mma.sync's 62.8)
+    const auto fills = [&](const ProductTiles& h) {
+      return tiles_of(h) * L.batch * 100 >= sms * (h.warpgroups == 1 ? std::min(fill, 50) : fill);
+    };
+    // The first candidate: the tuned row where its tiles fill the device, else 128 x 128, else 64 x 128; then
+    // every other row of the table whose tiles fill it, for the race to time (which wins varies with the shape
+    // and the device: H100, 8192^3, 128 x 192 tiles 1.002x the bare product, 128 x 256 1.05x)
     const int row = tuning().product_hopper - 1;
-    for (const ProductTiles& h : {kHopperTiles[row], kHopperTiles[2], kHopperRowTiles}) {
-      // (64-row tiles where they give half the SMs one: H100, 64x14336x4096 with an epilogue, 112 of them,
-      // 46.9 us; mma.sync's 62.8)
-      if (tiles_of(h) * L.batch * 100 < sms * (h.warpgroups == 1 ? std::min(fill, 50) : fill)) continue;
+    std::vector<ProductLayout> all;
+    const auto add = [&](const ProductTiles& h) {
+      if (!fills(h) || static_cast<int>(all.size()) >= tuning().product_candidates) return;
+      for (const ProductLayout& x : all)
+        if (x.tiles.bm == h.bm && x.tiles.bn == h.bn && x.tiles.stages == h.stages) return;
       out.slice = L.k;
-      return take(h, tiles_of(h) * L.batch);
+      all.push_back(take(h, tiles_of(h) * L.batch));
+    };
+    for (const ProductTiles& h : {kHopperTiles[row], kHopperTiles[2], kHopperRowTiles}) {
+      if (!fills(h)) continue;
+      add(h);
+      break;
+    }
+    if (!all.empty()) {
+      for (const ProductTiles& h : kHopperTiles) add(h);
+      add(kHopperRowTiles);
+      return all;
     }
     // Too few even of those (the tokens of inference: tens of rows): K split over 64-row tiles, a slice (a unit)
     // for each persistent block, one round
     const std::int64_t tiles = tiles_of(kHopperRowTiles) * L.batch;
     out.tiles = kHopperRowTiles;
     split_k(out, L, tiles, sms / tiles);
-    if (out.split > 1) return take(kHopperRowTiles, tiles * out.split);
+    if (out.split > 1) return {take(kHopperRowTiles, tiles * out.split)};
   }
   out.unraced = kMmaSyncUnraced;
   out.tiles = tiles_of(large) * L.batch * 100 >= sms * fill ? large
@@ -131,7 +152,11 @@ ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codege
   // Too few tiles to fill the device: K split into slices over blocks, as many as reach the blocks per SM aimed at
   const std::int64_t aim = sms * tuning().product_split_blocks_per_sm, tiles = out.tile_count * L.batch;
   split_k(out, L, tiles, tiles < aim ? (aim + tiles - 1) / tiles : 1);
-  return out;
+  return {out};
+}
+
+ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev) {
+  return product_layouts(L, aligned16, dev).front();
 }
 
 }  // namespace fusion::detail

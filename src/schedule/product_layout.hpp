@@ -4,6 +4,7 @@
 // product's layout, its operands' alignment and the device alone (no GPU: fz::inspect plans the same way).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "codegen/product_variant.hpp"
 #include "codegen/target_device.hpp"
@@ -28,8 +29,12 @@ struct ProductLayout {
   const char* unraced = "";
 };
 
-/// The layout of a generated product of `L` (no copies, no outer batch loop, nonzero extents) on `dev`;
-/// `aligned16`: both operands' data starts on a 16-byte boundary.
+/// The layouts a generated product of `L` (no copies, no outer batch loop, nonzero extents) may take on `dev`
+/// (`aligned16`: both operands' data starts on a 16-byte boundary), one at least, up to Tuning::product_candidates:
+/// the first is the planned one (fz::GeneratedProducts, fz::inspect without a GPU), the others the race's
+/// alternatives (runtime/exec/product_race times them all against cuBLASLt and keeps the fastest).
+std::vector<ProductLayout> product_layouts(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev);
+/// The first of them.
 ProductLayout product_layout(const MatmulLayout& L, bool aligned16, const codegen::TargetDevice& dev);
 
 }  // namespace fusion::detail

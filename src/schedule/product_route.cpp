@@ -6,28 +6,37 @@
 namespace fusion::detail {
 namespace {
 
-/// The generated kernel stays where its median is at least this fraction of cuBLASLt's.
+/// The generated kernel stays where its time is at least this fraction of cuBLASLt's.
 constexpr double kMargin = 0.99;
 
-double median_after_first(std::vector<double> t) {
-  t.erase(t.begin());
-  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
-  return t[t.size() / 2];
-}
+double fastest_after_first(const std::vector<double>& t) { return *std::min_element(t.begin() + 1, t.end()); }
 
 }  // namespace
 
-Verdict route_to_time(std::size_t library_taken, std::size_t generated_taken) {
-  if (generated_taken < kRaceSamples && generated_taken <= library_taken) return Verdict::generated;
-  if (library_taken < kRaceSamples) return Verdict::library;
-  return Verdict::none;
+int route_to_time(std::span<const std::size_t> taken) {
+  int best = -1;
+  const int n = static_cast<int>(taken.size());
+  for (int i = 1; i <= n; ++i) {  // candidates 1..n-1, then the library (route 0)
+    const int r = i % n;
+    const std::size_t t = taken[static_cast<std::size_t>(r)];
+    if (t < kRaceSamples && (best < 0 || t < taken[static_cast<std::size_t>(best)])) best = r;
+  }
+  return best;
 }
 
-Verdict race_verdict(const std::vector<double>& library, const std::vector<double>& generated, double median[2]) {
-  if (library.size() < kRaceSamples || generated.size() < kRaceSamples) return Verdict::none;
-  median[0] = median_after_first(library);
-  median[1] = median_after_first(generated);
-  return median[1] < kMargin * median[0] ? Verdict::generated : Verdict::library;
+RaceResult race_verdict(std::span<const std::vector<double>> times, std::span<const bool> out) {
+  RaceResult r;
+  for (std::size_t i = 0; i < times.size(); ++i)
+    if (!out[i] && times[i].size() < kRaceSamples) return r;
+  if (out[0]) return r;  // (the library never leaves)
+  r.library_us = fastest_after_first(times[0]);
+  for (std::size_t i = 1; i < times.size(); ++i) {
+    if (out[i]) continue;
+    const double t = fastest_after_first(times[i]);
+    if (r.fastest == 0 || t < r.generated_us) r.fastest = static_cast<int>(i), r.generated_us = t;
+  }
+  r.verdict = r.fastest > 0 && r.generated_us < kMargin * r.library_us ? Verdict::generated : Verdict::library;
+  return r;
 }
 
 }  // namespace fusion::detail

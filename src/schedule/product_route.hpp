@@ -1,28 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
 // How the default route of a product with an epilogue is decided from measurements (runtime/exec/product_race
-// takes them): which route the next call is timed on, and the verdict once both have their samples. Pure
-// functions of the counts and times, so that the policy is tested without a GPU.
+// takes them): which route the next call is timed on, and the verdict once every route has its samples. The
+// routes are numbered: 0 the library (cuBLASLt + the epilogue kernel), 1... the generated kernel's candidate
+// layouts (schedule/product_layout's order). Pure functions of the counts and times, so that the policy is
+// tested without a GPU.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace fusion::detail {
 
 enum class Verdict : std::uint8_t { none, library, generated };
 
-/// Calls timed per route once the generated kernel is ready; the first of each is dropped (a first launch, clocks
-/// ramping) and the median of the rest decides.
+/// Calls timed per route once the generated kernels are ready; the first of each is dropped (a first launch,
+/// clocks ramping) and the fastest of the rest counts.
 inline constexpr std::size_t kRaceSamples = 6;
 
-/// Which route a call of an unsettled race is timed on, given the samples each has taken (done or in flight):
-/// the generated kernel and cuBLASLt alternate, so that both see the same clocks and neighbours. `none`: neither
+/// Which route a call of an unsettled race is timed on, given the samples each has taken (done or in flight;
+/// a route out of the race counts kRaceSamples): the one with the fewest, the candidates in order before the
+/// library where they tie, so that the routes take turns and see the same clocks and neighbours. -1: none
 /// needs another sample (the last ones are still in flight): the call runs cuBLASLt untimed.
-Verdict route_to_time(std::size_t library_taken, std::size_t generated_taken);
+int route_to_time(std::span<const std::size_t> taken);
 
-/// The verdict from each route's call times (microseconds, in the order taken), once both have kRaceSamples:
-/// the generated kernel where its median is at least 1% below cuBLASLt's (the library is the default where the
-/// two are level), else the library; `none` before. `median` gets the medians used ([0] library, [1] generated).
-Verdict race_verdict(const std::vector<double>& library, const std::vector<double>& generated, double median[2]);
+/// What a race decided: the verdict, the fastest candidate (1...; 0 where every one left the race) and the times
+/// behind it. The generated verdict keeps that candidate.
+struct RaceResult {
+  Verdict verdict = Verdict::none;
+  int fastest = 0;
+  double library_us = 0, generated_us = 0;  ///< the library's time and the fastest candidate's
+};
+
+/// The verdict from each route's call times (microseconds, in the order taken; `out[r]`: route r left the race,
+/// its build failed), once every route in it has kRaceSamples: a call's time is the fastest after the first
+/// (a sample can only be slowed, by clocks, neighbours or the host's launch arriving late at an idle GPU);
+/// the fastest candidate where it is at least 1% below cuBLASLt (the library is the default where they are
+/// level), else the library; `none` before.
+RaceResult race_verdict(std::span<const std::vector<double>> times, std::span<const bool> out);
 
 }  // namespace fusion::detail

@@ -70,6 +70,7 @@ void set_tuning(std::string_view assignment) {
   else if (name == "product_hopper" && value <= 3) t.product_hopper = static_cast<int>(value);
   else if (name == "product_ahead" && value <= 8) t.product_ahead = static_cast<int>(value);
   else if (name == "product_cluster" && (value == 1 || value == 2)) t.product_cluster = static_cast<int>(value);
+  else if (name == "product_candidates" && value >= 1 && value <= 4) t.product_candidates = static_cast<int>(value);
   else if (name == "layer_block" && (value == 0 || (value >= 64 && value <= 1024 && (value & (value - 1)) == 0)))
     t.layer_block = static_cast<int>(value);
   else
@@ -79,7 +80,7 @@ void set_tuning(std::string_view assignment) {
                     "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
                     "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_min_rows=1..1024, reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "
                     "scan_items=0|1|2|4|8|16|32, scan_lookback=0|1|2, scan_min_blocks=0..8, scan_prefetch=0..64, scan_strips=0|1|2, scan_registers=0|1, "
-                    "product_large=0..3, product_large_fill=1..1000, product_small=0..2, product_skinny=0..3, product_split_blocks_per_sm=0..32, product_hopper=0..3, product_ahead=0..8, product_cluster=1|2",
+                    "product_large=0..3, product_large_fill=1..1000, product_small=0..2, product_skinny=0..3, product_split_blocks_per_sm=0..32, product_hopper=0..3, product_ahead=0..8, product_cluster=1|2, product_candidates=1..4",
                     assignment));
 }
 

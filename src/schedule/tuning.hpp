@@ -111,6 +111,8 @@ struct Tuning {
   /// The Hopper path's blocks in clusters of 2 sharing b's tiles by multicast copies where the tiles allow
   /// (an even number of row tiles, K not split); 1: none
   int product_cluster = 1;
+  /// The Hopper path's tile layouts a race times against cuBLASLt, the planned one first (1: that one alone)
+  int product_candidates = 4;
 };
 
 /// The process's tuning (defaults unless a benchmark changed them).

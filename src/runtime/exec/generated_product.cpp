@@ -42,7 +42,28 @@ struct ProductLaunch {
   std::int64_t batch = 1, tiles = 0, blocks = 0;  // (blocks: ProductLayout's)
   bool raced = false;                              // ... whether the default route races it (else why not)
   const char* unraced = "";
+  std::vector<ProductLayout> layouts;              // the candidates, the planned one (taken above) first
 };
+
+/// `v` laid out as `lay`.
+ProductVariant laid_out(ProductVariant v, const ProductLayout& lay) {
+  v.tiles = lay.tiles;
+  v.async = lay.async;
+  v.split = lay.split > 1;
+  v.cluster = static_cast<std::uint8_t>(lay.cluster);
+  return v;
+}
+
+/// `P` laid out as `lay`.
+void take_layout(ProductLaunch& P, const ProductLayout& lay) {
+  P.v = laid_out(P.v, lay);
+  P.tiles = lay.tile_count;
+  P.blocks = lay.blocks;
+  P.raced = lay.raced;
+  P.unraced = lay.unraced;
+  P.dims[7] = lay.split;
+  P.dims[8] = lay.slice;
+}
 
 bool aligned16(const ArrayBase& a) { return a.data_ptr() % 16 == 0; }
 
@@ -122,17 +143,8 @@ bool plan_launch(const Call& pc, const Call& ec, const std::vector<bool>& produc
   if (product_param < 0 || P.params.size() > codegen::kMaxParams) return false;
   v.product_param = static_cast<std::uint8_t>(product_param);
   v.n_params = static_cast<std::uint8_t>(P.params.size());
-  const ProductLayout lay = product_layout(L, aligned16(a) && aligned16(b), planned_device(device));
-  v.tiles = lay.tiles;
-  v.async = lay.async;
-  v.split = lay.split > 1;
-  v.cluster = static_cast<std::uint8_t>(lay.cluster);
-  P.tiles = lay.tile_count;
-  P.blocks = lay.blocks;
-  P.raced = lay.raced;
-  P.unraced = lay.unraced;
-  P.dims[7] = lay.split;
-  P.dims[8] = lay.slice;
+  P.layouts = product_layouts(L, aligned16(a) && aligned16(b), planned_device(device));
+  take_layout(P, P.layouts.front());
   return true;
 }
 
@@ -200,9 +212,11 @@ ProductsMode products_mode_by_environment() {
 
 namespace {
 
-/// The race's view of `P`'s class.
+/// The race's view of `P`'s class: a variant per candidate layout.
 RaceClass race_class(const Call& ec, const ProductLaunch& P, int device) {
-  return RaceClass{ec.lowered, P.v, std::string(ec.name), device, P.dims[0], P.dims[1], P.dims[2], P.batch};
+  RaceClass c{ec.lowered, {}, std::string(ec.name), device, P.dims[0], P.dims[1], P.dims[2], P.batch};
+  for (const ProductLayout& lay : P.layouts) c.variants.push_back(laid_out(P.v, lay));
+  return c;
 }
 
 std::string describe_tiles(const ProductTiles& t, bool split) {
@@ -257,6 +271,7 @@ bool evaluate_generated_product(const Call& pc, const Call& ec, const std::vecto
       return false;
     }
     slot = call.kernel;
+    take_layout(P, P.layouts[static_cast<std::size_t>(call.candidate)]);
     sample = std::move(call.sample);
   }
   bool work = true;
@@ -323,16 +338,17 @@ std::optional<KernelInfo> inspect_generated_product(const Call& pc, const Call& 
   const std::string kind = describe_tiles(P.v.tiles, P.v.split);
   std::string why = "chosen by fz::GeneratedProducts";
   if (how == ProductsMode::race) {
-    bool generated = false;
+    int kept = -1;
     if (!P.raced) {
       declined = fmt::format("the generated kernel ({}) is not raced: {}", kind, P.unraced);
     } else if (device < 0) {
       declined = fmt::format("on a GPU the generated kernel ({}) is timed against cuBLASLt on the first calls", kind);
     } else {
-      why = race_words(race_class(ec, P, device), generated);
-      if (!generated) declined = fmt::format("the generated kernel ({}): {}", kind, why);
+      why = race_words(race_class(ec, P, device), kept);
+      if (kept < 0) declined = fmt::format("the generated kernel ({}): {}", kind, why);
     }
-    if (!generated) return {};
+    if (kept < 0) return {};
+    take_layout(P, P.layouts[static_cast<std::size_t>(kept)]);
   }
   return finish_inspect(generate(*ec.lowered, P.v, ec.name), P.v.describe() + "; " + why);
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <span>
 #include <mutex>
 #include <sstream>
 #include <tuple>
@@ -27,26 +29,40 @@ constexpr const char* kVerdictWords[] = {"none", "library", "generated"};
 
 struct Race {
   std::mutex mu;
-  std::shared_ptr<const codegen::GeneratedKernel> source;  // the generated kernel's (one per variant, every shape)
+  /// A candidate layout's kernel
+  struct Entrant {
+    codegen::ProductVariant variant;
+    std::shared_ptr<const codegen::GeneratedKernel> source;  // (one per variant, every shape)
+    const KernelSlot<codegen::ProductVariant>* kernel = nullptr;  // once loaded
+    std::string failed;  // why it could not be built (it leaves the race)
+  };
+  std::vector<Entrant> entrants;
   CacheKey verdict_key;             // where the verdict is kept in the kernel cache
   std::string device_name;
-  unsigned generation = 0;          // of the device context the events and the kernel belong to
-  const KernelSlot<codegen::ProductVariant>* kernel = nullptr;  // once loaded
-  std::string failed;               // why the generated kernel could not be built
+  unsigned generation = 0;          // of the device context the events and the kernels belong to
   struct Pending {
     CUevent start, stop;
-    bool generated;
+    int route;
   };
-  std::vector<Pending> pending;     // samples whose events may not have passed yet
-  std::vector<double> times[2];     // microseconds per call: [0] the library route, [1] the generated kernel
-  Verdict verdict = Verdict::none;
-  double median[2] = {0, 0};
+  std::vector<Pending> pending;         // samples whose events may not have passed yet
+  std::vector<std::vector<double>> times;  // microseconds per call, per route (0 the library, 1... the entrants)
+  RaceResult result;
   bool from_cache = false;          // the verdict was read from the kernel cache
 
-  std::size_t taken(bool generated) const {
-    return times[generated].size() +
-           static_cast<std::size_t>(std::count_if(pending.begin(), pending.end(),
-                                                  [&](const Pending& p) { return p.generated == generated; }));
+  bool out(int route) const { return route > 0 && !entrants[static_cast<std::size_t>(route - 1)].failed.empty(); }
+  /// Whether every entrant is loaded or out.
+  bool ready() const {
+    return std::all_of(entrants.begin(), entrants.end(), [](const Entrant& e) { return e.kernel || !e.failed.empty(); });
+  }
+  bool all_failed() const {
+    return std::all_of(entrants.begin(), entrants.end(), [](const Entrant& e) { return !e.failed.empty(); });
+  }
+
+  std::vector<std::size_t> taken() const {
+    std::vector<std::size_t> n(times.size());
+    for (std::size_t r = 0; r < n.size(); ++r) n[r] = out(static_cast<int>(r)) ? kRaceSamples : times[r].size();
+    for (const Pending& p : pending) ++n[static_cast<std::size_t>(p.route)];
+    return n;
   }
 
   /// Reads the samples whose events have passed (the others stay for a later call).
@@ -60,37 +76,50 @@ struct Race {
       }
       float ms = 0;
       if (q == CUDA_SUCCESS && driver().cuEventElapsedTime(&ms, p.start, p.stop) == CUDA_SUCCESS)
-        times[p.generated].push_back(1000.0 * ms);
+        times[static_cast<std::size_t>(p.route)].push_back(1000.0 * ms);
       driver().cuEventDestroy(p.start);
       driver().cuEventDestroy(p.stop);
     }
     pending = std::move(left);
   }
 
-  /// The verdict, once both routes have their samples; kept in the kernel cache.
+  /// The verdict, once every route has its samples; kept in the kernel cache.
   void settle() {
-    if (verdict != Verdict::none) return;
-    verdict = race_verdict(times[0], times[1], median);
-    if (verdict == Verdict::none) return;
-    const std::string words = fmt::format("{} {:.3f} {:.3f}", kVerdictWords[static_cast<int>(verdict)], median[0], median[1]);
+    if (result.verdict != Verdict::none) return;
+    const std::unique_ptr<bool[]> left(new bool[times.size()]);
+    for (std::size_t r = 0; r < times.size(); ++r) left[r] = out(static_cast<int>(r));
+    result = race_verdict(times, std::span<const bool>(left.get(), times.size()));
+    if (result.verdict == Verdict::none) return;
+    const std::string words =
+        fmt::format("{} {} {:.3f} {:.3f}", kVerdictWords[static_cast<int>(result.verdict)],
+                    result.fastest > 0 ? entrants[static_cast<std::size_t>(result.fastest - 1)].source->name : "-",
+                    result.library_us, result.generated_us);
     kernel_store().store(CacheEntry{verdict_key, words, false, -1, {}});
   }
 
-  /// A verdict stored by an earlier process, if `e` holds one.
+  /// A verdict stored by an earlier process, if `e` holds one for these entrants.
   void read(const CacheEntry& e) {
     std::istringstream in(e.binary);
-    std::string word;
+    std::string word, name;
     double lib = 0, gen = 0;
-    if (!(in >> word >> lib >> gen) || lib <= 0 || gen <= 0) return;  // (not one this writes: raced again)
+    if (!(in >> word >> name >> lib >> gen) || lib <= 0) return;  // (not one this writes: raced again)
     if (word != kVerdictWords[1] && word != kVerdictWords[2]) return;
-    verdict = word == kVerdictWords[2] ? Verdict::generated : Verdict::library;
-    median[0] = lib, median[1] = gen;
+    int fastest = 0;
+    for (std::size_t i = 0; i < entrants.size(); ++i)
+      if (entrants[i].source->name == name) fastest = static_cast<int>(i + 1);
+    if (word == kVerdictWords[2] && (fastest == 0 || gen <= 0)) return;
+    result = RaceResult{word == kVerdictWords[2] ? Verdict::generated : Verdict::library, fastest, lib, gen};
     from_cache = true;
   }
 
   std::string times_words() const {
-    return fmt::format("{:.1f} us a call against cuBLASLt + the epilogue kernel's {:.1f} on {}, this shape{}", median[1],
-                       median[0], device_name, from_cache ? " (a verdict from the kernel cache)" : "");
+    if (result.fastest == 0)
+      return fmt::format("cuBLASLt + the epilogue kernel {:.1f} us a call on {}", result.library_us, device_name);
+    const codegen::ProductTiles& t = entrants[static_cast<std::size_t>(result.fastest - 1)].variant.tiles;
+    return fmt::format("{:.1f} us a call against cuBLASLt + the epilogue kernel's {:.1f} on {}, this shape; the "
+                       "fastest of {} tile layouts {}x{}x{}, {} stages{}",
+                       result.generated_us, result.library_us, device_name, entrants.size(), t.bm, t.bn, t.bk, t.stages,
+                       from_cache ? " (a verdict from the kernel cache)" : "");
   }
 };
 
@@ -99,33 +128,41 @@ namespace {
 std::shared_ptr<Race> race_for(const RaceClass& c) {
   using Key = std::tuple<const Lowered*, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
   static std::mutex mu;
-  static std::map<Key, std::vector<std::pair<codegen::ProductVariant, std::shared_ptr<Race>>>> races;
+  static std::map<Key, std::vector<std::pair<std::vector<codegen::ProductVariant>, std::shared_ptr<Race>>>> races;
   std::lock_guard lock(mu);
   auto& list = races[Key{c.lowered, c.device, c.m, c.n, c.k, c.batch, c.name}];
   for (const auto& [v, r] : list)
-    if (v == c.variant) return r;
+    if (v == c.variants) return r;
   auto r = std::make_shared<Race>();
-  // (shapes share the kernel's source: a program whose rows vary keeps one copy of it)
+  // (shapes share the kernels' sources: a program whose rows vary keeps one copy of each)
   static std::map<std::tuple<const Lowered*, std::string>,
                   std::vector<std::pair<codegen::ProductVariant, std::shared_ptr<const codegen::GeneratedKernel>>>>
       sources;
   auto& kinds = sources[{c.lowered, c.name}];
-  for (const auto& [v, k] : kinds)
-    if (v == c.variant) r->source = k;
-  if (!r->source) {
-    r->source = std::make_shared<const codegen::GeneratedKernel>(generate(*c.lowered, c.variant, c.name));
-    kinds.emplace_back(c.variant, r->source);
+  std::string names;
+  for (const codegen::ProductVariant& v : c.variants) {
+    Race::Entrant& e = r->entrants.emplace_back();
+    e.variant = v;
+    for (const auto& [kv, k] : kinds)
+      if (kv == v) e.source = k;
+    if (!e.source) {
+      e.source = std::make_shared<const codegen::GeneratedKernel>(generate(*c.lowered, v, c.name));
+      kinds.emplace_back(v, e.source);
+    }
+    names += e.source->name + '\n';
   }
+  r->times.resize(c.variants.size() + 1);
   r->generation = context_generation(c.device);
   const DeviceProperties& props = properties_of(c.device);
   r->device_name = props.name;
   const auto& blas = cublaslt::loaded();
-  r->verdict_key = CacheKey{fmt::format("{} {}x{}x{} batch {}\n{}, {} SMs, sm_{}\ncuBLASLt {}\n", r->source->name, c.m, c.n,
-                                        c.k, c.batch, props.name, props.multiprocessor_count, props.arch(),
+  r->verdict_key = CacheKey{fmt::format("{}{}x{}x{} batch {}\n{}, {} SMs, sm_{}\ncuBLASLt {}\n", names, c.m, c.n, c.k,
+                                        c.batch, props.name, props.multiprocessor_count, props.arch(),
                                         blas.error.empty() ? blas.api.version : 0),
-                            "verdict " + r->source->name, nvrtc_version(), kVerdictOptions, fmt::format("sm_{}", props.arch())};
+                            "verdict " + r->entrants.front().source->name, nvrtc_version(), kVerdictOptions,
+                            fmt::format("sm_{}", props.arch())};
   if (auto e = kernel_store().load(r->verdict_key)) r->read(*e);
-  list.emplace_back(c.variant, r);
+  list.emplace_back(c.variants, r);
   return r;
 }
 
@@ -135,7 +172,7 @@ RaceSample& RaceSample::operator=(RaceSample&& o) noexcept {
   if (this != &o) {
     if (start_) driver().cuEventDestroy(start_);
     race_ = std::move(o.race_);
-    generated_ = o.generated_;
+    route_ = o.route_;
     start_ = std::exchange(o.start_, nullptr);
   }
   return *this;
@@ -157,53 +194,64 @@ void RaceSample::end(CUstream stream) {
   FUSION_CU(cuEventCreate, &stop, CU_EVENT_DEFAULT);
   FUSION_CU(cuEventRecord, stop, stream);
   std::lock_guard lock(race_->mu);
-  race_->pending.push_back({std::exchange(start_, nullptr), stop, generated_});
+  race_->pending.push_back({std::exchange(start_, nullptr), stop, route_});
   race_.reset();
 }
 
 RaceCall race_call(const RaceClass& c, bool may_time) {
   const std::shared_ptr<Race> r = race_for(c);
   std::lock_guard lock(r->mu);
-  if (const unsigned g = context_generation(c.device); g != r->generation) {  // a device reset: events and kernel gone
+  if (const unsigned g = context_generation(c.device); g != r->generation) {  // a device reset: events and kernels gone
     r->pending.clear();
-    r->kernel = nullptr;
+    for (Race::Entrant& e : r->entrants) e.kernel = nullptr;
     r->generation = g;
   }
   r->harvest();
   r->settle();
-  if (!r->kernel && r->verdict != Verdict::library && r->failed.empty()) {
-    r->kernel = kernel_if_ready(*c.lowered, c.variant, c.device, c.name, *r->source, &r->failed);
-    if (!r->failed.empty() && r->verdict == Verdict::none) r->verdict = Verdict::library;  // (this process only)
+  const Verdict v = r->result.verdict;
+  // the kernels to build: every entrant while the race runs, the kept one after a verdict that took it
+  for (std::size_t i = 0; i < r->entrants.size() && v != Verdict::library; ++i) {
+    Race::Entrant& e = r->entrants[i];
+    if (e.kernel || !e.failed.empty() || (v == Verdict::generated && static_cast<int>(i) + 1 != r->result.fastest)) continue;
+    e.kernel = kernel_if_ready(*c.lowered, e.variant, c.device, c.name, *e.source, &e.failed);
+    if (!e.failed.empty() && v == Verdict::generated) r->result = RaceResult{Verdict::library};  // (this process only)
   }
+  if (r->result.verdict == Verdict::none && r->all_failed()) r->result = RaceResult{Verdict::library};  // (this process only)
   RaceCall out;
-  if (r->verdict == Verdict::generated) out.kernel = r->kernel;  // (null until loaded: the library route meanwhile)
-  if (r->verdict != Verdict::none || !may_time || !r->kernel) return out;
-  // Both routes timed once the kernel is ready (schedule/product_route's order)
-  switch (route_to_time(r->taken(false), r->taken(true))) {
-    case Verdict::generated:
-      out.kernel = r->kernel;
-      out.sample = RaceSample(r, true);
-      break;
-    case Verdict::library: out.sample = RaceSample(r, false); break;
-    case Verdict::none: break;
+  if (r->result.verdict == Verdict::generated) {  // (the kernel null until loaded: the library route meanwhile)
+    out.kernel = r->entrants[static_cast<std::size_t>(r->result.fastest - 1)].kernel;
+    out.candidate = out.kernel ? r->result.fastest - 1 : -1;
   }
+  if (r->result.verdict != Verdict::none || !may_time || !r->ready()) return out;
+  // Every route timed once the kernels are ready, in turn (schedule/product_route's order)
+  const std::vector<std::size_t> taken = r->taken();
+  const int route = route_to_time(taken);
+  if (route > 0) {
+    out.candidate = route - 1;
+    out.kernel = r->entrants[static_cast<std::size_t>(route - 1)].kernel;
+  }
+  if (route >= 0) out.sample = RaceSample(r, route);
   return out;
 }
 
-std::string race_words(const RaceClass& c, bool& generated) {
+std::string race_words(const RaceClass& c, int& kept) {
   const std::shared_ptr<Race> r = race_for(c);
   std::lock_guard lock(r->mu);
-  generated = r->verdict == Verdict::generated;
-  switch (r->verdict) {
+  kept = r->result.verdict == Verdict::generated ? r->result.fastest - 1 : -1;
+  switch (r->result.verdict) {
     case Verdict::generated: return "measured faster: " + r->times_words();
     case Verdict::library:
-      if (!r->failed.empty()) return "kept cuBLASLt: the generated kernel failed to build: " + r->failed;
+      if (r->result.library_us <= 0)  // (nothing measured: the builds failed)
+        for (const Race::Entrant& e : r->entrants)
+          if (!e.failed.empty()) return "kept cuBLASLt: the generated kernel failed to build: " + e.failed;
       return "kept cuBLASLt: the generated kernel measured " + r->times_words();
     case Verdict::none: break;
   }
-  return fmt::format("cuBLASLt until the generated kernel, built on a worker thread at the first call, has been timed "
-                     "against it on {} calls each ({} so far)",
-                     kRaceSamples, r->times[0].size() + r->times[1].size());
+  std::size_t samples = 0;
+  for (const auto& t : r->times) samples += t.size();
+  return fmt::format("cuBLASLt until the generated kernel's {} tile layout{}, built on worker threads at the first call, "
+                     "have been timed against it on {} calls each ({} so far)",
+                     r->entrants.size(), r->entrants.size() == 1 ? "" : "s", kRaceSamples, samples);
 }
 
 }  // namespace fusion::detail

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The default route of a matrix product with an elementwise epilogue (fz::GeneratedProducts in fusion/modes.hpp):
-// per product shape on the device at hand, cuBLASLt + the epilogue kernel against the generated kernel, each
-// timed with events on a few of the program's own calls, the faster kept. While the generated kernel compiles (on a
-// worker thread) the calls run on cuBLASLt; the verdict is stored in the kernel cache beside the kernels.
+// per product shape on the device at hand, cuBLASLt + the epilogue kernel against the generated kernel in each of
+// its candidate tile layouts (schedule/product_layout), each timed with events on a few of the program's own
+// calls, the fastest kept: the tuner of tile shapes and stages. While the generated kernels compile (on worker
+// threads) the calls run on cuBLASLt; the verdict is stored in the kernel cache beside the kernels.
 #pragma once
 #include <cuda.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/product_variant.hpp"
 #include "runtime/exec/evaluate_internal.hpp"
@@ -28,27 +30,27 @@ struct Race;  // one product class's race (product_race.cpp)
 class RaceSample {
  public:
   RaceSample() = default;
-  RaceSample(std::shared_ptr<Race> race, bool generated) : race_(std::move(race)), generated_(generated) {}
+  RaceSample(std::shared_ptr<Race> race, int route) : race_(std::move(race)), route_(route) {}
   RaceSample(RaceSample&& o) noexcept { *this = std::move(o); }
   RaceSample& operator=(RaceSample&& o) noexcept;
   ~RaceSample();  // (events of a sample never ended are dropped)
   /// Whether this call is to be timed.
   explicit operator bool() const { return race_ != nullptr; }
-  bool generated() const { return generated_; }
   void begin(CUstream stream);
   /// The route's last kernel is enqueued: the sample goes to its race, read once its events have passed.
   void end(CUstream stream);
 
  private:
   std::shared_ptr<Race> race_;
-  bool generated_ = false;
+  int route_ = 0;  // (schedule/product_route's numbering: 0 the library, 1... the candidates)
   CUevent start_ = nullptr;
 };
 
-/// The product class a race is run for: the kernel it would generate and the product's extents.
+/// The product class a race is run for: the kernels it may generate (the candidate layouts' variants, the
+/// planned one first) and the product's extents.
 struct RaceClass {
   const Lowered* lowered;
-  codegen::ProductVariant variant;
+  std::vector<codegen::ProductVariant> variants;
   std::string name;       // the epilogue call's name
   int device;
   std::int64_t m, n, k, batch;
@@ -56,16 +58,17 @@ struct RaceClass {
 
 /// What the race says for one call.
 struct RaceCall {
-  const KernelSlot<codegen::ProductVariant>* kernel = nullptr;  ///< the generated kernel to run; null: the library route
+  int candidate = -1;  ///< the index in RaceClass::variants of the kernel to run, -1 the library route
+  const KernelSlot<codegen::ProductVariant>* kernel = nullptr;  ///< ... that kernel (null: the library route)
   RaceSample sample;  ///< where it holds a race, the call's route is timed into it
 };
 
 /// The route of one call of `c` (`may_time`: events may be recorded on the caller's stream: not while a step
-/// records or a graph captures). Starts the generated kernel's build on the first call.
+/// records or a graph captures). Starts the candidates' builds on the first call.
 RaceCall race_call(const RaceClass& c, bool may_time);
 
-/// The state of `c`'s race in words for fz::inspect, starting nothing: whether a verdict took the generated kernel
-/// (then `generated` is true) and the times behind it, or why the library route runs.
-std::string race_words(const RaceClass& c, bool& generated);
+/// The state of `c`'s race in words for fz::inspect, starting nothing: whether a verdict took a generated kernel
+/// (then `kept` is its index in c.variants, else -1) and the times behind it, or why the library route runs.
+std::string race_words(const RaceClass& c, int& kept);
 
 }  // namespace fusion::detail
