@@ -152,6 +152,17 @@ TEST_CASE("a row in registers that fills every thread's vectors spells their cou
   fz::detail::tuning() = saved;
 }
 
+TEST_CASE("a row in registers that two passes read from memory: each pass its own arrays", "[layer]") {
+  // (fuzz case 7000038: an int32 row compared with a float64 one, its nanmax over the row added back; the
+  // float64 row is not kept, so the reduction's pass and the outputs' pass both load it, and both declared m1)
+  const auto x = fz::placeholder<std::int32_t>({2, 2048});
+  const auto y = fz::placeholder<double>({1, 2048});
+  const fz::KernelInfo k = fz::inspect(fz::nanmax(x <= y, {1}, true) + (x <= y));
+  INFO(k.source);
+  CHECK_THAT(k.variant, Catch::Contains("the row held in registers"));
+  CHECK_THAT(k.source, Catch::Contains("FzVec<double, 2> m1_1[8];") && Catch::Contains("FzVec<double, 2> m1_2[8];"));
+}
+
 TEST_CASE("rows that fill every thread's vectors: the same bits with their count a constant or an argument",
           "[gpu][layers]") {
   SavedTuning restore;

@@ -342,6 +342,10 @@ class LayerEmitter {
       if (whole == "no") return unaligned;
       return fmt::format("(fz_whole{} ? {} : {})", p, memory, unaligned);
     };
+    // A row in registers: the array holding input p's vectors in this pass (the row's own where it is kept)
+    auto held_array = [&](int p) {
+      return v.role[p] == LayerRole::cached ? fmt::format("c{}", p) : fmt::format("m{}_{}", p, pass);
+    };
     const std::string register_j = fmt::format("const long long j = ((long long)fz_t * {} + lane) * {};", G, V);
     if (V > 1 && R > 0) {
       // A row in registers: first every vector this pass reads from memory (each load predicated on its vector
@@ -350,8 +354,9 @@ class LayerEmitter {
       std::vector<int> from_memory;
       for (int p : reads)
         if (!from_cache(p)) from_memory.push_back(p);
+      // (a pass's own arrays are named for the pass: two passes reading an input they do not keep each declare one)
       for (int p : from_memory)
-        if (!to_cache(p)) w.line("FzVec<{}, {}> m{}[{}];", storage_type(pdt[p]), V, p, R);
+        if (!to_cache(p)) w.line("FzVec<{}, {}> {}[{}];", storage_type(pdt[p]), V, held_array(p), R);
       // (Rows read at a per-row offset are tested once around all the loads: a test at each load made a branch
       // of each, and the loads waited in turn: an embedding's RMSNorm ran at 72% of the limit, not 95.)
       std::vector<std::string> whole;
@@ -362,7 +367,7 @@ class LayerEmitter {
         auto loop = w.block("for (int fz_t = 0; fz_t < {}; ++fz_t)", R);
         w.line("{}", register_j);
         for (int p : from_memory)
-          w.line("if (j < n_vec) {}{}[fz_t] = {};", to_cache(p) ? "c" : "m", p, memory_at(p, known));
+          w.line("if (j < n_vec) {}[fz_t] = {};", held_array(p), memory_at(p, known));
       };
       if (!from_memory.empty() && whole.empty()) load_all("yes");
       if (!whole.empty()) {
@@ -391,7 +396,7 @@ class LayerEmitter {
         if (gathered[p]) continue;  // read element by element, where the index says
         const std::string type = fmt::format("FzVec<{}, {}>", storage_type(pdt[p]), V);
         if (R > 0) {  // loaded above
-          w.line("const {} v{} = {};", type, p, held(fmt::format("{}{}", v.role[p] == LayerRole::cached ? "c" : "m", p)));
+          w.line("const {} v{} = {};", type, p, held(held_array(p)));
           continue;
         }
         const std::string cached = fmt::format("*reinterpret_cast<const {}*>(c{} + {})", type, p, cache_index);
