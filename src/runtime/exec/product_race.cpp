@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <span>
@@ -25,6 +26,15 @@ namespace {
 
 constexpr const char* kVerdictWords[] = {"none", "library", "generated"};
 
+/// FUSION_SHOW_RACES=1: each race's samples and verdict on stderr, as it settles.
+bool show_races() {
+  static const bool on = [] {
+    const char* v = std::getenv("FUSION_SHOW_RACES");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
 struct Race {
@@ -43,7 +53,10 @@ struct Race {
   struct Pending {
     CUevent start, stop;
     int route;
+    bool idle;  // the stream had nothing left to run when the sample began (FUSION_SHOW_RACES marks it)
   };
+  std::string shape;                    // "m x n x k" (FUSION_SHOW_RACES)
+  std::vector<std::string> shown;        // per route, its samples in words (FUSION_SHOW_RACES)
   std::vector<Pending> pending;         // samples whose events may not have passed yet
   std::vector<std::vector<double>> times;  // microseconds per call, per route (0 the library, 1... the entrants)
   RaceResult result;
@@ -75,8 +88,10 @@ struct Race {
         continue;
       }
       float ms = 0;
-      if (q == CUDA_SUCCESS && driver().cuEventElapsedTime(&ms, p.start, p.stop) == CUDA_SUCCESS)
+      if (q == CUDA_SUCCESS && driver().cuEventElapsedTime(&ms, p.start, p.stop) == CUDA_SUCCESS) {
         times[static_cast<std::size_t>(p.route)].push_back(1000.0 * ms);
+        if (show_races()) shown[static_cast<std::size_t>(p.route)] += fmt::format(" {:.1f}{}", 1000.0 * ms, p.idle ? "*" : "");
+      }
       driver().cuEventDestroy(p.start);
       driver().cuEventDestroy(p.stop);
     }
@@ -95,6 +110,16 @@ struct Race {
                     result.fastest > 0 ? entrants[static_cast<std::size_t>(result.fastest - 1)].source->name : "-",
                     result.library_us, result.generated_us);
     kernel_store().store(CacheEntry{verdict_key, words, false, -1, {}});
+    if (show_races()) {
+      std::string all = fmt::format("fusion: product race {} on {} (us a call, * the stream idle as it began):\n  cuBLASLt + epilogue:{}\n",
+                                    shape, device_name, shown[0]);
+      for (std::size_t i = 0; i < entrants.size(); ++i) {
+        const codegen::ProductTiles& t = entrants[i].variant.tiles;
+        all += fmt::format("  {}x{}x{}, {} stages:{}\n", t.bm, t.bn, t.bk, t.stages,
+                           entrants[i].failed.empty() ? shown[i + 1] : " (failed to build)");
+      }
+      fmt::print(stderr, "{}  verdict: {}\n", all, words);
+    }
   }
 
   /// A verdict stored by an earlier process, if `e` holds one for these entrants.
@@ -152,6 +177,8 @@ std::shared_ptr<Race> race_for(const RaceClass& c) {
     names += e.source->name + '\n';
   }
   r->times.resize(c.variants.size() + 1);
+  r->shown.resize(c.variants.size() + 1);
+  r->shape = fmt::format("{}x{}x{}{}", c.m, c.n, c.k, c.batch > 1 ? fmt::format(" batch {}", c.batch) : "");
   r->generation = context_generation(c.device);
   const DeviceProperties& props = properties_of(c.device);
   r->device_name = props.name;
@@ -173,6 +200,7 @@ RaceSample& RaceSample::operator=(RaceSample&& o) noexcept {
     if (start_) driver().cuEventDestroy(start_);
     race_ = std::move(o.race_);
     route_ = o.route_;
+    idle_ = o.idle_;
     start_ = std::exchange(o.start_, nullptr);
   }
   return *this;
@@ -185,6 +213,7 @@ RaceSample::~RaceSample() {
 void RaceSample::begin(CUstream stream) {
   if (!race_) return;
   if (!start_) FUSION_CU(cuEventCreate, &start_, CU_EVENT_DEFAULT);
+  idle_ = show_races() && driver().cuStreamQuery(stream) == CUDA_SUCCESS;
   FUSION_CU(cuEventRecord, start_, stream);
 }
 
@@ -194,7 +223,7 @@ void RaceSample::end(CUstream stream) {
   FUSION_CU(cuEventCreate, &stop, CU_EVENT_DEFAULT);
   FUSION_CU(cuEventRecord, stop, stream);
   std::lock_guard lock(race_->mu);
-  race_->pending.push_back({std::exchange(start_, nullptr), stop, route_});
+  race_->pending.push_back({std::exchange(start_, nullptr), stop, route_, idle_});
   race_.reset();
 }
 

@@ -44,6 +44,7 @@ class RaceSample {
   std::shared_ptr<Race> race_;
   int route_ = 0;  // (schedule/product_route's numbering: 0 the library, 1... the candidates)
   CUevent start_ = nullptr;
+  bool idle_ = false;  // (FUSION_SHOW_RACES: the stream was idle at begin)
 };
 
 /// The product class a race is run for: the kernels it may generate (the candidate layouts' variants, the
