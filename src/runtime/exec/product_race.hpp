@@ -36,6 +36,7 @@ class RaceSample {
   ~RaceSample();  // (events of a sample never ended are dropped)
   /// Whether this call is to be timed.
   explicit operator bool() const { return race_ != nullptr; }
+  /// Starts the timing (on an idle stream, while the race passes over such calls: none; the sample is dropped).
   void begin(CUstream stream);
   /// The route's last kernel is enqueued: the sample goes to its race, read once its events have passed.
   void end(CUstream stream);
@@ -44,7 +45,7 @@ class RaceSample {
   std::shared_ptr<Race> race_;
   int route_ = 0;  // (schedule/product_route's numbering: 0 the library, 1... the candidates)
   CUevent start_ = nullptr;
-  bool idle_ = false;  // (FUSION_SHOW_RACES: the stream was idle at begin)
+  bool idle_ = false;  // the stream was idle at begin (timed only once the race has passed over enough such calls)
 };
 
 /// The product class a race is run for: the kernels it may generate (the candidate layouts' variants, the
