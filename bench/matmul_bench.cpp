@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <cstring>
@@ -219,7 +220,7 @@ void epilogues() {
 /// bfloat16, relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference; then
 /// what the default route's race settles on, and the times it measured. Then the compile time of one new generated
 /// kernel (NVRTC warm: another kernel compiled first).
-void generated(bool skinny) {
+void generated(bool skinny, int race_batch, int race_sleep_ms) {
   using T = fz::bfloat16;
   fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
   // (generated: the planned tile layout, forced; library: cuBLASLt + the epilogue kernel (the columns earlier
@@ -262,15 +263,17 @@ void generated(bool skinny) {
         variant += "," + k.variant.substr(at, k.variant.find(" sharing", at) - at);
       if (k.kernels == 1 && k.variant.find("K split") != std::string::npos) variant += ", K split";
     }
-    // what the default route settles on for this shape: calls until its race has a verdict (or 20 s)
+    // what the default route settles on for this shape: calls until its race has a verdict (or 20 s), in batches of
+    // race_batch calls waited on, race_sleep_ms apart (--race-batch, --race-sleep: how a program's pattern of
+    // calls meets the race)
     std::string race;
     for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
          std::chrono::steady_clock::now() < until;) {
-      for (int i = 0; i < 4; ++i) out = expr;
+      for (int i = 0; i < race_batch; ++i) out = expr;
       fz::current_stream().synchronize();
       race = fz::inspect(expr).plan[0];
       if (race.find("measured") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(race_sleep_ms));
     }
     // (the race's words less the device's name: "measured ... kernel's 1385.9; the fastest of 4 tile layouts ...")
     const std::size_t at = race.find("measured"), on = race.find(" on ", at), shape = race.find(", this shape", on);
@@ -314,16 +317,19 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--skinny] [--tune name=value]...
     bool skinny = false;  // only the products of 512 rows and fewer
+    int race_batch = 4, race_sleep_ms = 20;
     std::string tuned;
     for (int i = 2; i < argc; ++i) {
       if (std::strcmp(argv[i], "--skinny") == 0) skinny = true;
+      if (std::strcmp(argv[i], "--race-batch") == 0 && i + 1 < argc) race_batch = std::max(1, std::atoi(argv[++i]));
+      if (std::strcmp(argv[i], "--race-sleep") == 0 && i + 1 < argc) race_sleep_ms = std::max(0, std::atoi(argv[++i]));
       if (std::strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
         fz::detail::set_tuning(argv[i + 1]);
         tuned += fmt::format(" (--tune {})", argv[++i]);
       }
     }
     fmt::print("fusion-bench-matmul --generated on {}{}\n", fz::Device(0).properties().name, tuned);
-    generated(skinny);
+    generated(skinny, race_batch, race_sleep_ms);
     return 0;
   }
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",

@@ -14,10 +14,8 @@ namespace fusion::detail {
 
 enum class Verdict : std::uint8_t { none, library, generated };
 
-/// Calls timed per route once the generated kernels are ready; the first of each is dropped (a first launch,
-/// clocks ramping) and the second fastest of the rest counts.
+/// Calls timed per route once the generated kernels are ready; the fastest of each counts.
 inline constexpr std::size_t kRaceSamples = 6;
-static_assert(kRaceSamples >= 3, "the second fastest after the first");
 
 /// Which route a call of an unsettled race is timed on, given the samples each has taken (done or in flight;
 /// a route out of the race counts kRaceSamples): the one with the fewest, the candidates in order before the
@@ -34,10 +32,10 @@ struct RaceResult {
 };
 
 /// The verdict from each route's call times (microseconds, in the order taken; `out[r]`: route r left the race,
-/// its build failed), once every route in it has kRaceSamples: a route's time is its second fastest after the
-/// first (samples are slowed far more often than sped up: by neighbours, by clocks, by a launch arriving late at
-/// an idle GPU; a cool GPU's boost makes one fast one now and then); the fastest candidate where it is at least
-/// 1% below cuBLASLt (the library is the default where they are level), else the library; `none` before.
+/// its build failed), once every route in it has kRaceSamples: a route's time is its fastest sample (samples are
+/// slowed, by a first launch, the host's work inside them, neighbours, clocks, far more than sped up); the
+/// fastest candidate where it is at least 1% below cuBLASLt (the library is the default where they are level),
+/// else the library; `none` before.
 RaceResult race_verdict(std::span<const std::vector<double>> times, std::span<const bool> out);
 
 }  // namespace fusion::detail

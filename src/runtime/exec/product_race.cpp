@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -57,6 +58,7 @@ struct Race {
     CUevent start, stop;
     int route;
     bool idle;  // the stream had nothing left to run when the sample began (past kIdleSkips; FUSION_SHOW_RACES marks it)
+    double host_us;  // the host's time from the sample's start to its stop (FUSION_SHOW_RACES)
   };
   std::size_t idle_skips = 0;           // calls not timed: their stream was idle (RaceSample::begin)
   std::string shape;                    // "m x n x k" (FUSION_SHOW_RACES)
@@ -94,7 +96,8 @@ struct Race {
       float ms = 0;
       if (q == CUDA_SUCCESS && driver().cuEventElapsedTime(&ms, p.start, p.stop) == CUDA_SUCCESS) {
         times[static_cast<std::size_t>(p.route)].push_back(1000.0 * ms);
-        if (show_races()) shown[static_cast<std::size_t>(p.route)] += fmt::format(" {:.1f}{}", 1000.0 * ms, p.idle ? "*" : "");
+        if (show_races())
+          shown[static_cast<std::size_t>(p.route)] += fmt::format(" {:.1f}{} (h {:.0f})", 1000.0 * ms, p.idle ? "*" : "", p.host_us);
       }
       driver().cuEventDestroy(p.start);
       driver().cuEventDestroy(p.stop);
@@ -115,8 +118,8 @@ struct Race {
                     result.library_us, result.generated_us);
     kernel_store().store(CacheEntry{verdict_key, words, false, -1, {}});
     if (show_races()) {
-      std::string all = fmt::format("fusion: product race {} on {} (us a call, * the stream idle as it began; {} calls begun "
-                                    "idle not timed):\n  cuBLASLt + epilogue:{}\n",
+      std::string all = fmt::format("fusion: product race {} on {} (us a call, * the stream idle as it began, h the host's us "
+                                    "between its events; {} calls begun idle not timed):\n  cuBLASLt + epilogue:{}\n",
                                     shape, device_name, idle_skips, shown[0]);
       for (std::size_t i = 0; i < entrants.size(); ++i) {
         const codegen::ProductTiles& t = entrants[i].variant.tiles;
@@ -206,6 +209,7 @@ RaceSample& RaceSample::operator=(RaceSample&& o) noexcept {
     race_ = std::move(o.race_);
     route_ = o.route_;
     idle_ = o.idle_;
+    began_ = o.began_;
     start_ = std::exchange(o.start_, nullptr);
   }
   return *this;
@@ -232,6 +236,7 @@ void RaceSample::begin(CUstream stream) {
   }
   if (!start_) FUSION_CU(cuEventCreate, &start_, CU_EVENT_DEFAULT);
   FUSION_CU(cuEventRecord, start_, stream);
+  began_ = std::chrono::steady_clock::now();
 }
 
 void RaceSample::end(CUstream stream) {
@@ -240,7 +245,8 @@ void RaceSample::end(CUstream stream) {
   FUSION_CU(cuEventCreate, &stop, CU_EVENT_DEFAULT);
   FUSION_CU(cuEventRecord, stop, stream);
   std::lock_guard lock(race_->mu);
-  race_->pending.push_back({std::exchange(start_, nullptr), stop, route_, idle_});
+  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began_).count();
+  race_->pending.push_back({std::exchange(start_, nullptr), stop, route_, idle_, host_us});
   race_.reset();
 }
 

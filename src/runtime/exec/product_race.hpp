@@ -7,6 +7,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,7 @@ class RaceSample {
   int route_ = 0;  // (schedule/product_route's numbering: 0 the library, 1... the candidates)
   CUevent start_ = nullptr;
   bool idle_ = false;  // the stream was idle at begin (timed only once the race has passed over enough such calls)
+  std::chrono::steady_clock::time_point began_;  // (FUSION_SHOW_RACES: the host's time inside the sample)
 };
 
 /// The product class a race is run for: the kernels it may generate (the candidate layouts' variants, the
