@@ -229,6 +229,21 @@ TEST_CASE("the product race times the routes in turn and keeps the fastest candi
   CHECK(three.fastest == 2);
   CHECK(three.generated_us == 9);
   CHECK(verdict({library, slow, fast, {1, 2}}).verdict == Verdict::none);
+  // after two samples each, a candidate more than 15% behind the fastest route leaves the race
+  const auto cuts = [](std::vector<std::vector<double>> times, std::vector<int> out_of_race = {}) {
+    std::unique_ptr<bool[]> out(new bool[times.size()]());
+    for (const int r : out_of_race) out[static_cast<std::size_t>(r)] = true;
+    fz::detail::race_cuts(times, std::span<bool>(out.get(), times.size()));
+    std::vector<int> left;
+    for (std::size_t r = 0; r < times.size(); ++r)
+      if (out[r]) left.push_back(static_cast<int>(r));
+    return left;
+  };
+  using Routes = std::vector<int>;
+  CHECK(cuts({{13.2, 13.3}, {13.3, 13.5}, {12.6, 12.5}, {17.0, 17.2}, {23.2, 23.3}}) == Routes{3, 4});
+  CHECK(cuts({{13.2, 13.3}, {13.3, 13.5}, {12.6}, {17.0, 17.2}, {23.2, 23.3}}).empty());  // one sample: not yet
+  CHECK(cuts({{13.2, 13.3}, {}, {12.6, 12.5}, {17.0, 17.2}}, {1}) == Routes{1, 3});  // (a failed one stays out)
+  CHECK(cuts({{30, 31}, {10, 10}}).empty());  // the library never leaves
   // a candidate whose build failed leaves the race: the others decide, and with none left the library stays
   const auto without = verdict({library, slow, {}, slow}, {2});
   CHECK(without.verdict == Verdict::library);

@@ -8,6 +8,8 @@ namespace {
 
 /// The generated kernel stays where its time is at least this fraction of cuBLASLt's.
 constexpr double kMargin = 0.99;
+/// A candidate this far behind the fastest route after kCutAfter samples leaves the race.
+constexpr double kCutBehind = 1.15;
 
 /// A route's time: its fastest sample. A sample can be slowed (a first launch, the host's work inside it while the
 /// GPU waits, neighbours, clocks) far more than sped up: H200, 256x4096x4096, cuBLASLt + the epilogue kernel timed
@@ -25,6 +27,18 @@ int route_to_time(std::span<const std::size_t> taken) {
     if (t < kRaceSamples && (best < 0 || t < taken[static_cast<std::size_t>(best)])) best = r;
   }
   return best;
+}
+
+void race_cuts(std::span<const std::vector<double>> times, std::span<bool> out) {
+  double best = 0;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (out[i]) continue;
+    if (times[i].size() < kCutAfter) return;
+    const double t = time_of(times[i]);
+    if (best == 0 || t < best) best = t;
+  }
+  for (std::size_t i = 1; i < times.size(); ++i)
+    if (!out[i] && time_of(times[i]) > kCutBehind * best) out[i] = true;
 }
 
 RaceResult race_verdict(std::span<const std::vector<double>> times, std::span<const bool> out) {

@@ -68,7 +68,10 @@ struct Race {
   RaceResult result;
   bool from_cache = false;          // the verdict was read from the kernel cache
 
-  bool out(int route) const { return route > 0 && !entrants[static_cast<std::size_t>(route - 1)].failed.empty(); }
+  std::unique_ptr<bool[]> cut;  // per route: left the race behind the others (race_cuts)
+  bool out(int route) const {
+    return route > 0 && (cut[static_cast<std::size_t>(route)] || !entrants[static_cast<std::size_t>(route - 1)].failed.empty());
+  }
   /// Whether every entrant is loaded or out.
   bool ready() const {
     return std::all_of(entrants.begin(), entrants.end(), [](const Entrant& e) { return e.kernel || !e.failed.empty(); });
@@ -110,6 +113,8 @@ struct Race {
     if (result.verdict != Verdict::none) return;
     const std::unique_ptr<bool[]> left(new bool[times.size()]);
     for (std::size_t r = 0; r < times.size(); ++r) left[r] = out(static_cast<int>(r));
+    race_cuts(times, std::span<bool>(left.get(), times.size()));
+    for (std::size_t r = 0; r < times.size(); ++r) cut[r] = cut[r] || left[r];
     result = race_verdict(times, std::span<const bool>(left.get(), times.size()));
     if (result.verdict == Verdict::none) return;
     const std::string words =
@@ -124,7 +129,8 @@ struct Race {
       for (std::size_t i = 0; i < entrants.size(); ++i) {
         const codegen::ProductTiles& t = entrants[i].variant.tiles;
         all += fmt::format("  {}x{}x{}, {} stages:{}\n", t.bm, t.bn, t.bk, t.stages,
-                           entrants[i].failed.empty() ? shown[i + 1] : " (failed to build)");
+                           entrants[i].failed.empty() ? shown[i + 1] + (cut[i + 1] ? " (left the race: behind)" : "")
+                                                      : std::string(" (failed to build)"));
       }
       fmt::print(stderr, "{}  verdict: {}\n", all, words);
     }
@@ -186,6 +192,7 @@ std::shared_ptr<Race> race_for(const RaceClass& c) {
   }
   r->times.resize(c.variants.size() + 1);
   r->shown.resize(c.variants.size() + 1);
+  r->cut.reset(new bool[c.variants.size() + 1]());
   r->shape = fmt::format("{}x{}x{}{}", c.m, c.n, c.k, c.batch > 1 ? fmt::format(" batch {}", c.batch) : "");
   r->generation = context_generation(c.device);
   const DeviceProperties& props = properties_of(c.device);
