@@ -248,6 +248,11 @@ TEST_CASE("the product race times the routes in turn and keeps the fastest candi
   const auto without = verdict({library, slow, {}, slow}, {2});
   CHECK(without.verdict == Verdict::library);
   CHECK(without.fastest == 1);
+  // every candidate behind: the library stays, and the verdict names the fastest of them
+  const auto behind = verdict({library, {30, 31}, {40, 41}}, {1, 2});
+  CHECK(behind.verdict == Verdict::library);
+  CHECK(behind.fastest == 1);
+  CHECK(behind.generated_us == 30);
   CHECK(verdict({library, {}}, {1}).fastest == 0);
   CHECK(verdict({library, {}}, {1}).verdict == Verdict::library);
 }

@@ -45,10 +45,12 @@ RaceResult race_verdict(std::span<const std::vector<double>> times, std::span<co
   RaceResult r;
   for (std::size_t i = 0; i < times.size(); ++i)
     if (!out[i] && times[i].size() < kRaceSamples) return r;
-  if (out[0]) return r;  // (the library never leaves)
+  if (out[0] || times[0].empty()) return r;  // (the library never leaves)
   r.library_us = time_of(times[0]);
+  // every candidate timed at all (one that left the race behind the others is slower than the fastest route: it
+  // never decides, but where all left it names the fastest of them)
   for (std::size_t i = 1; i < times.size(); ++i) {
-    if (out[i]) continue;
+    if (times[i].empty()) continue;
     const double t = time_of(times[i]);
     if (r.fastest == 0 || t < r.generated_us) r.fastest = static_cast<int>(i), r.generated_us = t;
   }

@@ -40,7 +40,8 @@ struct RaceResult {
 };
 
 /// The verdict from each route's call times (microseconds, in the order taken; `out[r]`: route r left the race,
-/// its build failed), once every route in it has kRaceSamples: a route's time is its fastest sample (samples are
+/// its build failed or it fell behind (race_cuts): no more samples are waited for), once every route in it has
+/// kRaceSamples: a route's time is its fastest sample (samples are
 /// slowed, by a first launch, the host's work inside them, neighbours, clocks, far more than sped up); the
 /// fastest candidate where it is at least 1% below cuBLASLt (the library is the default where they are level),
 /// else the library; `none` before.

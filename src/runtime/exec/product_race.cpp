@@ -153,7 +153,7 @@ struct Race {
 
   std::string times_words() const {
     if (result.fastest == 0)
-      return fmt::format("cuBLASLt + the epilogue kernel {:.1f} us a call on {}", result.library_us, device_name);
+      return fmt::format("nothing (cuBLASLt + the epilogue kernel {:.1f} us a call on {})", result.library_us, device_name);
     const codegen::ProductTiles& t = entrants[static_cast<std::size_t>(result.fastest - 1)].variant.tiles;
     return fmt::format("{:.1f} us a call against cuBLASLt + the epilogue kernel's {:.1f} on {}, this shape; the "
                        "fastest of {} tile layouts {}x{}x{}, {} stages{}",
