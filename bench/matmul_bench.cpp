@@ -278,7 +278,7 @@ void generated(bool skinny, int race_batch, int race_sleep_ms) {
     // (the race's words less the device's name: "measured ... kernel's 1385.9; the fastest of 4 tile layouts ...")
     const std::size_t at = race.find("measured"), on = race.find(" on ", at), shape = race.find(", this shape", on);
     std::string words = at == std::string::npos ? "" : race.substr(at, on - at);
-    if (shape != std::string::npos) words += race.substr(shape + 12, race.find(']', shape) - shape - 12);
+    if (shape != std::string::npos) words += race.substr(shape + 12, race.size() - 1 - shape - 12);  // (less the plan's ')')
     variant += at == std::string::npos ? " [race: no verdict]"
                                        : fmt::format(" [race: {} {}]", race.starts_with("fz_matmul_") ? "generated" : "cuBLASLt", words);
     const auto [raced_ms, bare2_ms] = median_ms([&] { out = expr; }, bare, calls);

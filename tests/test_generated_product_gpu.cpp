@@ -336,7 +336,8 @@ void check_race(std::int64_t M, std::int64_t K, std::int64_t N, unsigned seed, s
   INFO(plan << " after " << calls << " calls");
   REQUIRE_THAT(plan, Catch::Contains("measured") && Catch::Contains(props.name) && Catch::Contains("us a call") &&
                          Catch::Contains(fmt::format("the fastest of {} tile layouts", layouts)));
-  CHECK(calls >= 6 * (layouts + 1));  // six timed calls of each route at least
+  // six timed calls of cuBLASLt's route, two at least of each candidate (one far behind leaves after two)
+  CHECK(calls >= 6 + 2 * layouts);
   const fz::KernelInfo kept = fz::inspect(expr);
   const bool generated = plan.starts_with("fz_matmul_");
   CHECK(kept.kernels == (generated ? 1 : 2));
