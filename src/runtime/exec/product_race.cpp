@@ -122,18 +122,21 @@ struct Race {
                     result.fastest > 0 ? entrants[static_cast<std::size_t>(result.fastest - 1)].source->name : "-",
                     result.library_us, result.generated_us);
     kernel_store().store(CacheEntry{verdict_key, words, false, -1, {}});
-    if (show_races()) {
-      std::string all = fmt::format("fusion: product race {} on {} (us a call, * the stream idle as it began, h the host's us "
-                                    "between its events; {} calls begun idle not timed):\n  cuBLASLt + epilogue:{}\n",
-                                    shape, device_name, idle_skips, shown[0]);
-      for (std::size_t i = 0; i < entrants.size(); ++i) {
-        const codegen::ProductTiles& t = entrants[i].variant.tiles;
-        all += fmt::format("  {}x{}x{}, {} stages:{}\n", t.bm, t.bn, t.bk, t.stages,
-                           entrants[i].failed.empty() ? shown[i + 1] + (cut[i + 1] ? " (left the race: behind)" : "")
-                                                      : std::string(" (failed to build)"));
-      }
-      fmt::print(stderr, "{}  verdict: {}\n", all, words);
+    if (show_races()) show(words);
+  }
+
+  /// FUSION_SHOW_RACES: the race's samples per route and its verdict (`words`, as stored), on stderr at once.
+  void show(const std::string& words) const {
+    std::string all = fmt::format("fusion: product race {} on {} (us a call, * the stream idle as it began, h the host's us "
+                                  "between its events; {} calls begun idle not timed):\n  cuBLASLt + epilogue:{}\n",
+                                  shape, device_name, idle_skips, shown[0]);
+    for (std::size_t i = 0; i < entrants.size(); ++i) {
+      const codegen::ProductTiles& t = entrants[i].variant.tiles;
+      all += fmt::format("  {}x{}x{}, {} stages:{}\n", t.bm, t.bn, t.bk, t.stages,
+                         entrants[i].failed.empty() ? shown[i + 1] + (cut[i + 1] ? " (left the race: behind)" : "")
+                                                    : std::string(" (failed to build)"));
     }
+    fmt::print(stderr, "{}  verdict: {}\n", all, words);
   }
 
   /// A verdict stored by an earlier process, if `e` holds one for these entrants.
