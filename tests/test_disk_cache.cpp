@@ -218,6 +218,16 @@ TEST_CASE("cache management: ls, show, stats, clear and prune", "[cache]") {
   CHECK(fz::detail::cache_clear(cache) == 2);
   CHECK(cache.entries().empty());
   fs::remove_all(cache.dir());
+  DiskCache races(fresh_dir("verdicts"));
+  // a product race's verdict (runtime/exec/product_race.cpp) shows the route and the kernel it keeps
+  races.store(CacheEntry{CacheKey{"fz_matmul_add_bf16_0123456789abcdef\n8192x8192x8192 batch 1\n", "verdict fz_matmul_add_bf16",
+                                  "13.0", fz::detail::kVerdictOptions, "sm_90"},
+                         "generated fz_matmul_add_bf16_0123456789abcdef 1324.000 1252.000", false, -1, {}});
+  std::ostringstream verdict;
+  CHECK(fz::detail::cache_show(races, "verdict fz_matmul_add_bf16", verdict));
+  CHECK_THAT(verdict.str(), Catch::Contains("// verdict (route, the fastest generated kernel, cuBLASLt us, its us): generated "
+                                            "fz_matmul_add_bf16_0123456789abcdef 1324.000 1252.000"));
+  fs::remove_all(races.dir());
 }
 
 TEST_CASE("a chained store reads a shared read-only store first and writes only its own", "[cache]") {
