@@ -6,6 +6,7 @@
 #include "fuzz_run.hpp"
 #include "fuzz_reference.hpp"
 #include "schedule/call_graph.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 namespace {
@@ -634,6 +635,44 @@ TEST_CASE("fuzz: --register-rows draws layer expressions whose rows a block hold
   CHECK(failed == 0);
   CHECK(registers >= 5);  // (seeds 1..24 of this slice: most cases' first output is a row layer)
   CHECK(whole >= 3);
+}
+
+TEST_CASE("fuzz: --generated-products makes every case a 16-bit product with an elementwise epilogue that fusion "
+          "generates itself, and one compiles", "[fuzz][nvrtc]") {
+  fuzz::GenOptions gen;
+  gen.generated_products = true;
+  int products = 0, tile_edges = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    const fuzz::Case c = fuzz::generate(0x9e0'0000 + seed, gen);
+    CHECK(c.generated);
+    REQUIRE(c.outputs.size() == 1);
+    // the root: elementwise steps down to the product (the epilogue)
+    const fuzz::Expr* e = &c.outputs[0];
+    while (e->kind == fuzz::Kind::unary || e->kind == fuzz::Kind::binary || e->kind == fuzz::Kind::cast) {
+      const fuzz::Expr* next = nullptr;
+      for (const fuzz::Expr& a : e->args)
+        if (a.kind != fuzz::Kind::input && a.kind != fuzz::Kind::scalar) next = &a;
+      if (!next) break;
+      e = next;
+    }
+    products += e->kind == fuzz::Kind::product;
+    const std::int64_t m = c.dim_sizes[static_cast<std::size_t>(c.out_dims[c.out_dims.size() - 2])];
+    const std::int64_t n = c.dim_sizes[static_cast<std::size_t>(c.out_dims.back())];
+    tile_edges += m % 64 != 0 || n % 64 != 0;
+  }
+  CHECK(products >= 10);
+  CHECK(tile_edges >= 3);
+  // one case through codegen and NVRTC, on mma.sync tiles (the Hopper path's kernel takes NVRTC two minutes on
+  // CI's two cores; the product tests compile it)
+  const fusion::detail::Tuning saved = fusion::detail::tuning();
+  fusion::detail::set_tuning("product_hopper=0");
+  const fuzz::Verdict v = fuzz::compile_only(fuzz::generate(0x9e0'0001, gen));
+  fusion::detail::tuning() = saved;
+  INFO(v.detail);
+  CHECK_FALSE(v.failed());
+  bool generated = false;
+  for (const std::string& k : v.strategies) generated = generated || k.starts_with("generated");
+  CHECK(generated);
 }
 
 TEST_CASE("fuzz: the reference pads as fz::pad does: the piece's math in its box, the fill around it", "[fuzz]") {

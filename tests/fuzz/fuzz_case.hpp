@@ -159,6 +159,10 @@ struct GenOptions {
   /// Draw matrix products (fz::matmul of two floating expressions, batched or not) with math around them and in
   /// their operands, likewise.
   bool products = false;
+  /// Make every case a product fusion generates itself (Case::generated): two 16-bit operand expressions, an
+  /// elementwise epilogue, results at and around tile edges (`--tune product_large_fill=1` sends them to the Hopper
+  /// path's tiles, `product_hopper=2|3` to its other rows).
+  bool generated_products = false;
 };
 Case generate(std::uint64_t seed, const GenOptions& o = {});
 

@@ -19,6 +19,7 @@ struct Generator {
   int reductions = 0;
   int in_piece = 0;  // inside a join's piece: no reduction, scan or join
   int products = 0;
+  bool sixteen_products = false;  // every product's operands one 16-bit dtype (GenOptions::generated_products)
   int contiguous_leaves = 0;  // new leaves contiguous (a join cut on vectors, half the time: its rows kernel's pieces)
 
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
@@ -119,10 +120,19 @@ struct Generator {
     return ints[pick(static_cast<int>(std::size(ints)))];
   }
 
+  Op unary_op() {
+    return static_cast<Op>(static_cast<int>(Op::neg) + pick(static_cast<int>(Op::signbit) - static_cast<int>(Op::neg) + 1));
+  }
+  Op binary_op() {
+    return static_cast<Op>(static_cast<int>(Op::add) + pick(static_cast<int>(Op::logical_or) - static_cast<int>(Op::add) + 1));
+  }
+
   Expr unary(const std::vector<int>& target, int depth, bool full) {
-    const Op op = static_cast<Op>(static_cast<int>(Op::neg) +
-                                  pick(static_cast<int>(Op::signbit) - static_cast<int>(Op::neg) + 1));
-    Expr a = gen(target, depth - 1, full);
+    const Op op = unary_op();
+    return unary_of(op, gen(target, depth - 1, full));
+  }
+  /// `op` of `a`, which is cast first where `op` does not take its dtype.
+  Expr unary_of(Op op, Expr a) {
     const DType d = *dtype(a);
     if (!fusion::ir::accepts(op, d))
       a = cast(std::move(a), fusion::ir::is_bitwise(op) ? integer_dtype() : DType::int16);
@@ -130,10 +140,13 @@ struct Generator {
   }
 
   Expr binary(const std::vector<int>& target, int depth, bool full) {
-    const Op op = static_cast<Op>(static_cast<int>(Op::add) +
-                                  pick(static_cast<int>(Op::logical_or) - static_cast<int>(Op::add) + 1));
+    const Op op = binary_op();
     Expr a = gen(target, depth - 1, full), b = gen(target, depth - 1);
     if (chance(0.2)) b = literal();
+    return binary_of(op, std::move(a), std::move(b));
+  }
+  /// `op` of `a` and `b` in either order, both made integers where `op` does not take their dtypes.
+  Expr binary_of(Op op, Expr a, Expr b) {
     if (chance(0.4)) std::swap(a, b);
     const auto da = dtype(a), db = dtype(b);
     const DType xa = da ? *da : fusion::promote_weak(*db, a.scalar_kind),
@@ -308,6 +321,12 @@ struct Generator {
     std::vector<int> a = lead, b = chance(0.5) ? lead : std::vector<int>{};
     const int k = new_dim({target[r - 2], target[r - 1]});
     c.dim_sizes[static_cast<std::size_t>(k)] = std::min<std::int64_t>(c.dim_sizes[static_cast<std::size_t>(k)], 64);
+    if (sixteen_products) {  // (GenOptions::generated_products: K whole 16-byte rows mostly, the Hopper path's; one step or five)
+      static const std::int64_t ks[] = {1, 3, 8, 16, 64, 72, 100, 128, 192, 320};
+      // (the float64 reference holds every product a_ik * b_kj: 2^20 of them at most, a few seconds)
+      const std::int64_t most = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, numel(target)));
+      c.dim_sizes[static_cast<std::size_t>(k)] = std::min(ks[pick(static_cast<int>(std::size(ks)))], most > 8 ? most / 8 * 8 : most);
+    }
     a.insert(a.end(), {target[r - 2], k});
     b.insert(b.end(), {k, target[r - 1]});
     ++in_piece;
@@ -316,7 +335,7 @@ struct Generator {
     static const DType floats[] = {DType::float32, DType::float32, DType::float64, DType::float16, DType::bfloat16};
     // 16-bit operands a third of the time (the products fusion generates itself, under Case::generated)
     const DType half = chance(0.5) ? DType::bfloat16 : DType::float16;
-    const bool sixteen = chance(0.35);
+    const bool sixteen = chance(0.35) || sixteen_products;
     for (Expr* e : {&x, &y}) {
       const auto d = dtype(*e);
       if (sixteen && d != half) *e = cast(std::move(*e), half);
@@ -476,6 +495,34 @@ struct Generator {
     if (reductions < 3) return reduce(target, depth, full);
     return unary(target, depth, full);
   }
+
+  /// GenOptions::generated_products: a product of two 16-bit expressions (K of 1 to 320, 2^20 products at most; results of up to 300 x 520,
+  /// batched a third of the time), then one to three elementwise steps meeting new inputs (a bias, a residual, any
+  /// broadcast) or literals, as fusion's own kernel (Case::generated): what its epilogue and its tile edges must
+  /// get right. The result's extents are drawn from the ones at and around tile edges.
+  void generated_products_case() {
+    static const std::int64_t rows[] = {1, 7, 16, 33, 64, 65, 100, 128, 129, 190, 256, 300};
+    static const std::int64_t columns[] = {8, 24, 100, 128, 136, 192, 200, 256, 260, 384, 520};
+    o.max_elements = 160000;
+    sixteen_products = true;
+    if (chance(0.33)) c.out_dims.push_back(new_dim({})), c.dim_sizes.back() = std::min<std::int64_t>(c.dim_sizes.back(), 3);
+    c.dim_sizes.push_back(rows[pick(static_cast<int>(std::size(rows)))]);
+    c.out_dims.push_back(static_cast<int>(c.dim_sizes.size() - 1));
+    c.dim_sizes.push_back(columns[pick(static_cast<int>(std::size(columns)))]);
+    c.out_dims.push_back(static_cast<int>(c.dim_sizes.size() - 1));
+    Expr e = product(c.out_dims, 1 + pick(3), true);
+    for (int step = 0, n = 1 + pick(3); step < n; ++step)
+      e = chance(0.35) ? unary_of(unary_op(), std::move(e))
+                       : binary_of(binary_op(), std::move(e), chance(0.25) ? literal() : input_leaf(c.out_dims, false));
+    c.outputs.push_back(std::move(e));
+    c.into = chance(0.5);
+    if (!c.into) {
+      auto b = build(c);
+      if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
+    }
+    if (c.into) c.out_layout = layout();
+    c.generated = true;
+  }
 };
 
 }  // namespace
@@ -520,6 +567,10 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
       auto b = build(c);
       if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
     }
+    return c;
+  }
+  if (o.generated_products) {  // every case a product of two 16-bit expressions with an elementwise epilogue
+    g.generated_products_case();
     return c;
   }
   const int rank = g.pick(5);

@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--aliases")) gen.aliases = true;  // some cases write outputs into inputs
     else if (!std::strcmp(argv[i], "--calls")) gen.calls = true;  // fz::function calls, fz::random leaves
     else if (!std::strcmp(argv[i], "--products")) gen.products = true;  // fz::matmul with math around and inside it
+    else if (!std::strcmp(argv[i], "--generated-products")) gen.generated_products = true;  // ... as fusion's own kernel, every case
     else if (!std::strcmp(argv[i], "--long-rows")) gen.long_rows = true;  // layer expressions over long rows
     else if (!std::strcmp(argv[i], "--register-rows")) gen.register_rows = true;  // ... over rows held in registers
     else if (!std::strcmp(argv[i], "--kernels")) kernels = true;  // (--regions) statements calling user kernels

@@ -202,6 +202,12 @@ std::string strategy_of(const std::string& plan_entry) {
   if (words.find("over a cluster of") != std::string::npos) s += " +cluster";  // (a layer's row split over blocks)
   if (words.find("the row held in registers") != std::string::npos) s += " +registers";  // (LayerVariant::registers)
   if (words.find("(no bound tests)") != std::string::npos) s += " +whole parts";  // (LayerVariant::full_parts)
+  // a generated product's kernel and tiles (ProductVariant::describe: "..., 128x192x64 tiles, Hopper: ...")
+  if (const auto t = words.find(" tiles, "); s.starts_with("generated") && t != std::string::npos) {
+    const std::size_t from = words.rfind(' ', t - 1) + 1;
+    s += fmt::format(" +{} {}", words.find(" tiles, Hopper", t) == t ? "Hopper" : "mma.sync", words.substr(from, t - from));
+    if (words.find("K split") != std::string::npos) s += " +split";
+  }
   return s;
 }
 
