@@ -324,6 +324,27 @@ TEST_CASE("generated products: what the kernel does not cover stays on cuBLASLt"
   CHECK_THAT(fz::inspect(fz::gelu(fz::matmul(x, w) + b)).plan[0], Catch::StartsWith("fz_matmul_"));
 }
 
+TEST_CASE("generated products: the Hopper epilogue warps keep their columns through a tile and load a bias before the wait",
+          "[matmul]") {
+  fz::GeneratedProducts on;
+  const auto x = fz::placeholder<bf16>({2048, 1024}), w = fz::placeholder<bf16>({1024, 4096});
+  const auto bias = fz::placeholder<bf16>({4096}), residual = fz::placeholder<bf16>({2048, 4096});
+  const std::string src = fz::inspect(fz::maximum(fz::matmul(x, w) + bias, 0.0f) * 0.5f + residual).source;
+  REQUIRE_THAT(src, Catch::Contains("wgmma.mma_async"));
+  // the epilogue warps alone take 8 columns a thread for the tile, rows FZ_ROW_STEP apart; the block's last tile,
+  // the consumers joining, goes the general way (352 threads x 8 are not whole rows)
+  CHECK_THAT(src, Catch::Contains("if (!last) {") && Catch::Contains("r0 += FZ_ROW_STEP * FZ_AHEAD") &&
+                      Catch::Contains("e0 += helpers * 8 * FZ_AHEAD"));
+  // an input the same in every row (the bias, row stride 0 at run time) is read once a tile, before the wait for the
+  // staged tile, so that its load's latency passes while the consumers finish; the residual's rows in the loop
+  const auto once = src.find("if (!last && st1.v[1] == 0 && n8c < N)"), wait = src.find("fz_bar_wait(staged, j & 1);");
+  REQUIRE(once != std::string::npos);
+  REQUIRE(wait != std::string::npos);
+  CHECK(once < wait);
+  CHECK_THAT(src, Catch::Contains("if (st1.v[1] == 0) fz_copy8(x1[g], same1);") &&
+                      Catch::Contains("else if (vec2) fz_copy8(x2[g], col2 + m[g] * st2.v[1]);"));
+}
+
 TEST_CASE("generated products: the source of two representative kernels matches the golden files", "[matmul]") {
   fz::GeneratedProducts on;
   // an MLP layer's bias + GELU + residual on large tiles (Hopper's copies and wgmma; mma.sync and cp.async), and a skinny transposed product with K split

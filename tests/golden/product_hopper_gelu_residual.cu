@@ -327,39 +327,95 @@ extern "C" __global__ void __launch_bounds__(384, 1) fz_matmul_add_gelu_bf16_c18
     const int helpers = last ? FZ_EPILOGUE + FZ_CONSUMERS : FZ_EPILOGUE;
     int m0, n0, batch;
     fz_tile_at(tl, unit, m0, n0, batch);
+    constexpr int FZ_ROW_STEP = FZ_EPILOGUE * 8 / FZ_BN;  // rows from one of a thread's groups to the next
+    static_assert(FZ_EPILOGUE * 8 % FZ_BN == 0, "the epilogue warps' groups of 8 columns repeat every row");
+    const int c0 = (threadIdx.x - 32) * 8 % FZ_BN, r_first = (threadIdx.x - 32) * 8 / FZ_BN;
+    const long long n8c = n0 + c0;
+    const bool whole = n8c + 8 <= N;
+    const unsigned short* col1 = in1 + batch * st1.v[0] + n8c * st1.v[2];  // row 0 of this thread's columns
+    const bool vec1 = whole && st1.v[2] == 1 && fz_aligned8(col1) && fz_aligned8(col1 + st1.v[1]);
+    alignas(16) unsigned short same1[8] = {};  // the values where they are the same in every row
+    if (!last && st1.v[1] == 0 && n8c < N) {
+      if (vec1) fz_copy8(same1, col1);
+      else for (int u = 0; u < 8; ++u) if (n8c + u < N) same1[u] = col1[u * st1.v[2]];
+    }
+    const unsigned short* col2 = in2 + batch * st2.v[0] + n8c * st2.v[2];  // row 0 of this thread's columns
+    const bool vec2 = whole && st2.v[2] == 1 && fz_aligned8(col2) && fz_aligned8(col2 + st2.v[1]);
+    alignas(16) unsigned short same2[8] = {};  // the values where they are the same in every row
+    if (!last && st2.v[1] == 0 && n8c < N) {
+      if (vec2) fz_copy8(same2, col2);
+      else for (int u = 0; u < 8; ++u) if (n8c + u < N) same2[u] = col2[u * st2.v[2]];
+    }
     fz_bar_wait(staged, j & 1);
-    #pragma unroll 1
-    for (int e0 = (threadIdx.x - 32) * 8; e0 < FZ_BM * FZ_BN; e0 += helpers * 8 * FZ_AHEAD) {
-      long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column
-      int at[FZ_AHEAD];                    // ... and where it lies in the staged tile
-      bool live[FZ_AHEAD];
-      alignas(16) unsigned short x1[FZ_AHEAD][8] = {};
-      alignas(16) unsigned short x2[FZ_AHEAD][8] = {};
-      alignas(16) unsigned short product[FZ_AHEAD][8];
-      #pragma unroll
-      for (int g = 0; g < FZ_AHEAD; ++g) {
-        const int e = e0 + g * helpers * 8, r = e / FZ_BN, c0 = e % FZ_BN;
-        m[g] = m0 + r, n8[g] = n0 + c0, at[g] = r * FZ_C_LD + c0;
-        live[g] = e < FZ_BM * FZ_BN && m[g] < M;
-        if (!live[g]) continue;
-        const bool whole = n8[g] + 8 <= N;
-        *reinterpret_cast<uint4*>(product[g]) = *reinterpret_cast<const uint4*>(cs + at[g]);
-        const unsigned short* at1 = in1 + batch * st1.v[0] + m[g] * st1.v[1] + n8[g] * st1.v[2];
-        if (whole && st1.v[2] == 1 && fz_aligned8(at1)) fz_copy8(x1[g], at1);
-        else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x1[g][u] = at1[u * st1.v[2]];
-        const unsigned short* at2 = in2 + batch * st2.v[0] + m[g] * st2.v[1] + n8[g] * st2.v[2];
-        if (whole && st2.v[2] == 1 && fz_aligned8(at2)) fz_copy8(x2[g], at2);
-        else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x2[g][u] = at2[u * st2.v[2]];
-      }
-      #pragma unroll
-      for (int g = 0; g < FZ_AHEAD; ++g) {
-        if (!live[g]) continue;
-        alignas(16) unsigned short y[8];
+    if (!last) {
+      #pragma unroll 1
+      for (int r0 = r_first; r0 < FZ_BM && n8c < N; r0 += FZ_ROW_STEP * FZ_AHEAD) {
+        long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column
+        int at[FZ_AHEAD];                    // ... and where it lies in the staged tile
+        bool live[FZ_AHEAD];
+        alignas(16) unsigned short x1[FZ_AHEAD][8] = {};
+        alignas(16) unsigned short x2[FZ_AHEAD][8] = {};
+        alignas(16) unsigned short product[FZ_AHEAD][8];
         #pragma unroll
-        for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(product[g][u]), fz_bfloat16_to_float(x1[g][u]), fz_bfloat16_to_float(x2[g][u]))));
-        unsigned short* to = out + (batch * M + m[g]) * N + n8[g];
-        if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);
-        else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];
+        for (int g = 0; g < FZ_AHEAD; ++g) {
+          const int r = r0 + g * FZ_ROW_STEP;
+          m[g] = m0 + r, n8[g] = n8c, at[g] = r * FZ_C_LD + c0;
+          live[g] = r < FZ_BM && m[g] < M;
+          if (!live[g]) continue;
+          *reinterpret_cast<uint4*>(product[g]) = *reinterpret_cast<const uint4*>(cs + at[g]);
+          if (st1.v[1] == 0) fz_copy8(x1[g], same1);
+          else if (vec1) fz_copy8(x1[g], col1 + m[g] * st1.v[1]);
+          else for (int u = 0; u < 8; ++u) if (n8c + u < N) x1[g][u] = col1[m[g] * st1.v[1] + u * st1.v[2]];
+          if (st2.v[1] == 0) fz_copy8(x2[g], same2);
+          else if (vec2) fz_copy8(x2[g], col2 + m[g] * st2.v[1]);
+          else for (int u = 0; u < 8; ++u) if (n8c + u < N) x2[g][u] = col2[m[g] * st2.v[1] + u * st2.v[2]];
+        }
+        #pragma unroll
+        for (int g = 0; g < FZ_AHEAD; ++g) {
+          if (!live[g]) continue;
+          alignas(16) unsigned short y[8];
+          #pragma unroll
+          for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(product[g][u]), fz_bfloat16_to_float(x1[g][u]), fz_bfloat16_to_float(x2[g][u]))));
+          unsigned short* to = out + (batch * M + m[g]) * N + n8[g];
+          if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);
+          else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];
+        }
+      }
+    }
+    else {
+      #pragma unroll 1
+      for (int e0 = (threadIdx.x - 32) * 8; e0 < FZ_BM * FZ_BN; e0 += helpers * 8 * FZ_AHEAD) {
+        long long m[FZ_AHEAD], n8[FZ_AHEAD];  // each group's row and first column
+        int at[FZ_AHEAD];                    // ... and where it lies in the staged tile
+        bool live[FZ_AHEAD];
+        alignas(16) unsigned short x1[FZ_AHEAD][8] = {};
+        alignas(16) unsigned short x2[FZ_AHEAD][8] = {};
+        alignas(16) unsigned short product[FZ_AHEAD][8];
+        #pragma unroll
+        for (int g = 0; g < FZ_AHEAD; ++g) {
+          const int e = e0 + g * helpers * 8, r = e / FZ_BN, c0 = e % FZ_BN;
+          m[g] = m0 + r, n8[g] = n0 + c0, at[g] = r * FZ_C_LD + c0;
+          live[g] = e < FZ_BM * FZ_BN && m[g] < M;
+          if (!live[g]) continue;
+          const bool whole = n8[g] + 8 <= N;
+          *reinterpret_cast<uint4*>(product[g]) = *reinterpret_cast<const uint4*>(cs + at[g]);
+          const unsigned short* at1 = in1 + batch * st1.v[0] + m[g] * st1.v[1] + n8[g] * st1.v[2];
+          if (whole && st1.v[2] == 1 && fz_aligned8(at1)) fz_copy8(x1[g], at1);
+          else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x1[g][u] = at1[u * st1.v[2]];
+          const unsigned short* at2 = in2 + batch * st2.v[0] + m[g] * st2.v[1] + n8[g] * st2.v[2];
+          if (whole && st2.v[2] == 1 && fz_aligned8(at2)) fz_copy8(x2[g], at2);
+          else for (int u = 0; u < 8; ++u) if (n8[g] + u < N) x2[g][u] = at2[u * st2.v[2]];
+        }
+        #pragma unroll
+        for (int g = 0; g < FZ_AHEAD; ++g) {
+          if (!live[g]) continue;
+          alignas(16) unsigned short y[8];
+          #pragma unroll
+          for (int u = 0; u < 8; ++u) y[u] = fz_float_to_bfloat16((float)(fz_expr(fz_bfloat16_to_float(product[g][u]), fz_bfloat16_to_float(x1[g][u]), fz_bfloat16_to_float(x2[g][u]))));
+          unsigned short* to = out + (batch * M + m[g]) * N + n8[g];
+          if (n8[g] + 8 <= N && fz_aligned8(to)) fz_copy8(to, y);
+          else for (int u = 0; u < 8 && n8[g] + u < N; ++u) to[u] = y[u];
+        }
       }
     }
     if (role == 2) fz_bar_arrive(drained);
