@@ -21,6 +21,20 @@ namespace lt = fusion::detail::cublaslt;
 
 namespace {
 
+/// `count` values spread over [-scale, scale) by a hash of their index (--varied). Tensor cores multiplying
+/// constants plausibly draw less power, and so hold higher clocks, than on the varied values of real work: H200,
+/// 8192x14336x4096, the bare cuBLASLt product 1.18 ms on this bench's constants, 1.39 ms (median; 1.17 the fastest)
+/// in a probe's batches of 10 calls on varied values (2026-12-01, not yet measured with --varied here)
+template <class T> std::vector<T> varied(std::size_t count, std::uint32_t seed, float scale) {
+  std::vector<T> v(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed * 40503u;
+    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+    v[i] = T(scale * (static_cast<float>(h % 2048u) / 1024.0f - 1.0f));
+  }
+  return v;
+}
+
 struct Case {
   const char* name;
   std::int64_t m, n, k;
@@ -220,7 +234,7 @@ void epilogues() {
 /// bfloat16, relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference; then
 /// what the default route's race settles on, and the times it measured. Then the compile time of one new generated
 /// kernel (NVRTC warm: another kernel compiled first).
-void generated(bool skinny, int race_batch, int race_sleep_ms) {
+void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data) {
   using T = fz::bfloat16;
   fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
   // (generated: the planned tile layout, forced; library: cuBLASLt + the epilogue kernel (the columns earlier
@@ -233,10 +247,15 @@ void generated(bool skinny, int race_batch, int race_sleep_ms) {
                          Shape3{256, 4096, 4096}, Shape3{64, 4096, 4096}, Shape3{16, 4096, 4096},
                          Shape3{64, 14336, 4096}, Shape3{16, 4096, 14336}}) {
     if (skinny && s.m > 512) continue;
-    auto a = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.m * s.k), T(0.01f)), {s.m, s.k});
-    auto b = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.k * s.n), T(0.02f)), {s.k, s.n});
-    auto bias = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.n), T(0.5f)), {s.n});
-    auto residual = fz::asarray(std::vector<T>(static_cast<std::size_t>(s.m * s.n), T(1.0f)), {s.m, s.n});
+    // (0.01, 0.02, 0.5 and 1.0 everywhere, as every result so far; --varied: values spread by a hash)
+    const auto values = [&](std::int64_t count, std::uint32_t seed, float scale, float constant) {
+      return varied_data ? varied<T>(static_cast<std::size_t>(count), seed, scale)
+                         : std::vector<T>(static_cast<std::size_t>(count), T(constant));
+    };
+    auto a = fz::asarray(values(s.m * s.k, 1, 0.1f, 0.01f), {s.m, s.k});
+    auto b = fz::asarray(values(s.k * s.n, 2, 0.1f, 0.02f), {s.k, s.n});
+    auto bias = fz::asarray(values(s.n, 3, 1.0f, 0.5f), {s.n});
+    auto residual = fz::asarray(values(s.m * s.n, 4, 1.0f, 1.0f), {s.m, s.n});
     auto out = fz::empty<T>({s.m, s.n});
     const auto expr = fz::maximum(fz::matmul(a, b) + bias, 0.0f) * 0.5f + residual;
     auto with = [&] {
@@ -317,10 +336,12 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--skinny] [--tune name=value]...
     bool skinny = false;  // only the products of 512 rows and fewer
+    bool varied_data = false;  // --varied: operands of varied values, not every element the same
     int race_batch = 4, race_sleep_ms = 20;
     std::string tuned;
     for (int i = 2; i < argc; ++i) {
       if (std::strcmp(argv[i], "--skinny") == 0) skinny = true;
+      if (std::strcmp(argv[i], "--varied") == 0) varied_data = true;
       if (std::strcmp(argv[i], "--race-batch") == 0 && i + 1 < argc) race_batch = std::max(1, std::atoi(argv[++i]));
       if (std::strcmp(argv[i], "--race-sleep") == 0 && i + 1 < argc) race_sleep_ms = std::max(0, std::atoi(argv[++i]));
       if (std::strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
@@ -328,8 +349,9 @@ int main(int argc, char** argv) {
         tuned += fmt::format(" (--tune {})", argv[++i]);
       }
     }
-    fmt::print("fusion-bench-matmul --generated on {}{}\n", fz::Device(0).properties().name, tuned);
-    generated(skinny, race_batch, race_sleep_ms);
+    fmt::print("fusion-bench-matmul --generated on {}{}{}\n", fz::Device(0).properties().name, tuned,
+               varied_data ? " (--varied: operands of varied values)" : "");
+    generated(skinny, race_batch, race_sleep_ms, varied_data);
     return 0;
   }
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
