@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The differential fuzzer without a GPU: the generator's coverage, a fixed-seed slice through codegen
 // and NVRTC (with the host reference run on every case), shrinking and the C++ repro.
+#include <algorithm>
 #include <set>
 
 #include "fuzz_run.hpp"
@@ -662,6 +663,21 @@ TEST_CASE("fuzz: --generated-products makes every case a 16-bit product with an 
   }
   CHECK(products >= 10);
   CHECK(tile_edges >= 3);
+  // a fifth: a few rows and columns over K of 512 to 2,048 (what the Hopper path splits over blocks), within the
+  // float64 reference's 2^20 products
+  int long_k = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const fuzz::Case c = fuzz::generate(0x9e0'0000 + seed, gen);
+    std::int64_t results = 1, k = 0;
+    for (int d : c.out_dims) results *= c.dim_sizes[static_cast<std::size_t>(d)];
+    for (std::size_t d = 0; d < c.dim_sizes.size(); ++d)
+      if (std::find(c.out_dims.begin(), c.out_dims.end(), static_cast<int>(d)) == c.out_dims.end()) k = std::max(k, c.dim_sizes[d]);
+    if (k < 512) continue;
+    ++long_k;
+    CHECK(results <= 2048);
+    CHECK(results * k <= (std::int64_t{1} << 20));
+  }
+  CHECK(long_k >= 3);
   // one case through codegen and NVRTC, on mma.sync tiles (the Hopper path's kernel takes NVRTC two minutes on
   // CI's two cores; the product tests compile it)
   const fusion::detail::Tuning saved = fusion::detail::tuning();

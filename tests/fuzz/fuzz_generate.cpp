@@ -20,6 +20,7 @@ struct Generator {
   int in_piece = 0;  // inside a join's piece: no reduction, scan or join
   int products = 0;
   bool sixteen_products = false;  // every product's operands one 16-bit dtype (GenOptions::generated_products)
+  bool long_k = false;            // ... and K of 512 to 2,048 over a result of a few rows (the Hopper path's K split)
   int contiguous_leaves = 0;  // new leaves contiguous (a join cut on vectors, half the time: its rows kernel's pieces)
 
   int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
@@ -325,7 +326,9 @@ struct Generator {
       static const std::int64_t ks[] = {1, 3, 8, 16, 64, 72, 100, 128, 192, 320};
       // (the float64 reference holds every product a_ik * b_kj: 2^20 of them at most, a few seconds)
       const std::int64_t most = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, numel(target)));
-      c.dim_sizes[static_cast<std::size_t>(k)] = std::min(ks[pick(static_cast<int>(std::size(ks)))], most > 8 ? most / 8 * 8 : most);
+      static const std::int64_t long_ks[] = {512, 520, 1024, 2048};
+      const std::int64_t drawn = long_k ? long_ks[pick(static_cast<int>(std::size(long_ks)))] : ks[pick(static_cast<int>(std::size(ks)))];
+      c.dim_sizes[static_cast<std::size_t>(k)] = std::min(drawn, most > 8 ? most / 8 * 8 : most);
     }
     a.insert(a.end(), {target[r - 2], k});
     b.insert(b.end(), {k, target[r - 1]});
@@ -496,19 +499,23 @@ struct Generator {
     return unary(target, depth, full);
   }
 
-  /// GenOptions::generated_products: a product of two 16-bit expressions (K of 1 to 320, 2^20 products at most; results of up to 300 x 520,
+  /// GenOptions::generated_products: a product of two 16-bit expressions (K of 1 to 320 or 512 to 2,048, 2^20 products at most; results of up to 300 x 520,
   /// batched a third of the time), then one to three elementwise steps meeting new inputs (a bias, a residual, any
   /// broadcast) or literals, as fusion's own kernel (Case::generated): what its epilogue and its tile edges must
-  /// get right. The result's extents are drawn from the ones at and around tile edges.
+  /// get right. The result's extents are drawn from the ones at and around tile edges; a fifth of the cases are a few
+  /// rows and columns over K of 512 to 2,048, which the Hopper path splits over blocks (its default fill only: the
+  /// fuzz stage's product_large_fill=1 sends them to whole tiles).
   void generated_products_case() {
     static const std::int64_t rows[] = {1, 7, 16, 33, 64, 65, 100, 128, 129, 190, 256, 300};
     static const std::int64_t columns[] = {8, 24, 100, 128, 136, 192, 200, 256, 260, 384, 520};
+    static const std::int64_t few_rows[] = {1, 7, 16}, few_columns[] = {8, 24, 100, 128};  // (2,048 results at most)
     o.max_elements = 160000;
     sixteen_products = true;
-    if (chance(0.33)) c.out_dims.push_back(new_dim({})), c.dim_sizes.back() = std::min<std::int64_t>(c.dim_sizes.back(), 3);
-    c.dim_sizes.push_back(rows[pick(static_cast<int>(std::size(rows)))]);
+    long_k = chance(0.2);
+    if (!long_k && chance(0.33)) c.out_dims.push_back(new_dim({})), c.dim_sizes.back() = std::min<std::int64_t>(c.dim_sizes.back(), 3);
+    c.dim_sizes.push_back(long_k ? few_rows[pick(3)] : rows[pick(static_cast<int>(std::size(rows)))]);
     c.out_dims.push_back(static_cast<int>(c.dim_sizes.size() - 1));
-    c.dim_sizes.push_back(columns[pick(static_cast<int>(std::size(columns)))]);
+    c.dim_sizes.push_back(long_k ? few_columns[pick(4)] : columns[pick(static_cast<int>(std::size(columns)))]);
     c.out_dims.push_back(static_cast<int>(c.dim_sizes.size() - 1));
     Expr e = product(c.out_dims, 1 + pick(3), true);
     for (int step = 0, n = 1 + pick(3); step < n; ++step)
