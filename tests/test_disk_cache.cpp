@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "runtime/compile/background_build.hpp"
 #include "runtime/compile/cache_commands.hpp"
+#include "runtime/compile/cubin_registers.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/compile/kernel_cache.hpp"
 #include "runtime/compile/nvrtc.hpp"
@@ -194,6 +196,52 @@ TEST_CASE("the engine compiles a kernel once, then finds it in a cache", "[cache
   // without a GPU inspect reads the disk cache; with one, the loaded module is found in memory
   CHECK(s2.disk_hits + s2.memory_hits == s1.disk_hits + s1.memory_hits + 1);
   CHECK(fs::exists(second.cache_path));
+}
+
+TEST_CASE("a kernel's registers are read from its cubin, as ptxas reports them, whatever NVRTC's log holds",
+          "[cache][nvrtc]") {
+  // Two kernels of different register needs. `--no-cache`: NVRTC's own cache (12.9 on, wherever a driver is
+  // loaded) answers a compile it has seen with no ptxas report in the log, which is why the cubin is read.
+  const std::string source = R"(
+extern "C" __global__ void fz_light(float* x, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+extern "C" __global__ void fz_heavy(float* x, int n) {
+  float a[24];
+  for (int j = 0; j < 24; ++j) a[j] = x[j * n + threadIdx.x];
+  float s = 0.0f;
+  for (int j = 0; j < 24; ++j)
+    for (int k = 0; k < 24; ++k) s += a[j] * a[k] * x[k];
+  x[threadIdx.x] = s;
+})";
+  const fz::detail::Target sm90{90, false, false};
+  const auto out = fz::detail::compile(source, "fz_heavy", sm90, {"--no-cache"});
+  // ptxas' report for one entry function: "Compiling entry function 'NAME'", then "Used N registers"
+  const auto reported = [&](const std::string& name) {
+    const std::size_t entry = out.log.find("entry function '" + name + "'");
+    const std::size_t used = out.log.find("Used ", entry);
+    return entry == std::string::npos || used == std::string::npos ? -1 : std::stoi(out.log.substr(used + 5));
+  };
+  INFO(out.log);
+  const int light = reported("fz_light"), heavy = reported("fz_heavy");
+  REQUIRE(light > 0);
+  REQUIRE(heavy > light);
+  CHECK(fz::detail::registers_in_cubin(out.binary, "fz_light") == light);
+  CHECK(fz::detail::registers_in_cubin(out.binary, "fz_heavy") == heavy);
+  CHECK(out.registers == heavy);
+  CHECK(fz::detail::registers_in_cubin(out.binary, "fz_other") == -1);  // two kernels, neither of them named
+  // one kernel under another name (a user module's): its count
+  const auto one = fz::detail::compile(source.substr(0, source.find("extern", 10)), "module", sm90, {"--no-cache"});
+  CHECK(fz::detail::registers_in_cubin(one.binary, "module") == light);
+  // not an image of that kind, or cut short: no count, and no read past its end
+  CHECK(fz::detail::registers_in_cubin("", "fz_heavy") == -1);
+  CHECK(fz::detail::registers_in_cubin(std::string_view(out.binary).substr(0, 200), "fz_heavy") == -1);
+  std::uint64_t headers = 0;  // e_shoff: the section headers' offset
+  std::memcpy(&headers, out.binary.data() + 0x28, sizeof headers);
+  REQUIRE(headers + 64 < out.binary.size());
+  CHECK(fz::detail::registers_in_cubin(std::string_view(out.binary).substr(0, headers + 32), "fz_heavy") == -1);
+  std::string foreign = out.binary;
+  foreign[4] = 1;  // a 32-bit ELF
+  CHECK(fz::detail::registers_in_cubin(foreign, "fz_heavy") == -1);
+  CHECK(fz::detail::registers_in_cubin(std::string(4096, '\x7f'), "fz_heavy") == -1);
 }
 
 TEST_CASE("cache management: ls, show, stats, clear and prune", "[cache]") {

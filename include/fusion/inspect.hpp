@@ -20,7 +20,7 @@ struct KernelInfo {
   std::string variant;     ///< the layout variant in words ("contiguous, 16-byte vectors, 32-bit index")
   std::string arch;        ///< the architecture it was compiled for (sm_90, ...)
   std::string cache_path;  ///< the disk-cache entry ("" when the disk cache is off)
-  int registers = -1;      ///< registers per thread reported by ptxas
+  int registers = -1;      ///< registers per thread (ptxas's count, read from the compiled cubin; -1 for PTX)
   int kernels = 1;         ///< kernels the expression runs as (1 when fully fused)
   /// Every kernel it runs as, in launch order: "name [hash] (strategy)" (`source` then holds every
   /// kernel's source; the other fields describe the last kernel). Printing a KernelInfo lists them all.

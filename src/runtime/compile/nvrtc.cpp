@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "fusion/error.hpp"
+#include "runtime/compile/cubin_registers.hpp"
 
 namespace fusion::detail {
 namespace {
@@ -144,7 +145,8 @@ CompileOutput compile(const std::string& source, const std::string& kernel_name,
     check_nvrtc(nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
     out.binary.resize(size);
     check_nvrtc(nvrtcGetCUBIN(prog, out.binary.data()), "nvrtcGetCUBIN");
-    out.registers = registers_in(out.log);
+    out.registers = registers_in_cubin(out.binary, kernel_name);
+    if (out.registers < 0) out.registers = registers_in(out.log);  // (a module whose kernels' names are not its own)
   }
   out.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
