@@ -244,6 +244,24 @@ extern "C" __global__ void fz_heavy(float* x, int n) {
   CHECK(fz::detail::registers_in_cubin(std::string(4096, '\x7f'), "fz_heavy") == -1);
 }
 
+TEST_CASE("a cached kernel stored without its register count (NVRTC's log had none) reports the cubin's",
+          "[cache][nvrtc]") {
+  auto x = fz::placeholder<float>({1000});
+  const auto expr = fz::sin(x * 1.25f) * fz::sqrt(x + 7.0f) - fz::exp2(x);
+  const auto first = fz::inspect(expr);
+  REQUIRE(first.registers > 0);
+  REQUIRE_FALSE(first.cache_path.empty());
+  auto entry = DiskCache::read_file(first.cache_path);
+  REQUIRE(entry);
+  entry->registers = -1;  // as an entry written from a log without ptxas' report reads
+  DiskCache::instance().store(*entry);
+  REQUIRE(DiskCache::read_file(first.cache_path)->registers == -1);
+  // without a GPU inspect reads the entry again (with one, the module loaded above answers)
+  CHECK(fz::inspect(expr).registers == first.registers);
+  entry->registers = first.registers;  // (the cache as it was)
+  DiskCache::instance().store(*entry);
+}
+
 TEST_CASE("cache management: ls, show, stats, clear and prune", "[cache]") {
   DiskCache cache(fresh_dir("admin"));
   for (int i = 0; i < 4; ++i) {

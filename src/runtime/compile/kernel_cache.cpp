@@ -14,6 +14,7 @@
 #include "fusion/error.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/compile/background_build.hpp"
+#include "runtime/compile/cubin_registers.hpp"
 #include "runtime/compile/disk_cache.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/measure/stats_counters.hpp"
@@ -80,7 +81,8 @@ std::optional<Artifact> stored_artifact(const codegen::GeneratedKernel& k, const
   a.target = t.name();
   a.ptx = t.ptx;
   a.binary = std::move(hit->binary);
-  a.registers = hit->registers;
+  // (entries written while NVRTC's own cache left ptxas' report out of the log hold -1: read the cubin instead)
+  a.registers = hit->registers >= 0 || t.ptx ? hit->registers : registers_in_cubin(a.binary, k.name);
   a.cache_path = std::move(hit->location);  // the store that had it (no second read)
   return a;
 }
