@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test entry point. `--gpu` marks a run of [gpu] tests: with no usable device it prints why and exits
 // 77, which ctest reports as skipped. `--device N` makes device N the main thread's current device, so the
-// single-device tests run on another device than 0 (scripts/gpu-check's `virtual` stage). Without --gpu and
+// single-device tests run on another device than 0 (scripts/gpu-check's `virtual` stage). `--tune name=value` sets a
+// tuning knob before any case runs, as fusion-fuzz and the benchmarks take it (cases that set knobs themselves restore
+// this value after). Without --gpu and
 // without a device, selecting a [gpu] case is refused with a message (its code would fail on the missing device).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include "fusion/device.hpp"
+#include "fusion/error.hpp"
+#include "schedule/tuning.hpp"
 
 int main(int argc, char** argv) {
   std::vector<char*> args;
@@ -21,6 +25,14 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--gpu") == 0) gpu = true;
     else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
+      try {
+        fusion::detail::set_tuning(argv[++i]);
+      } catch (const fusion::Error& e) {
+        std::printf("--tune: %s\n", e.what());
+        return 2;
+      }
+    }
     else args.push_back(argv[i]);
   }
   if (gpu && fusion::device_count() == 0) {
