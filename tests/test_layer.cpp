@@ -269,6 +269,14 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
     CHECK_THAT(k.source, Catch::Contains(bounds));
   }
   CHECK_THAT(fz::inspect(layer_norm()).source, Catch::Contains("__launch_bounds__(512, 3)"));  // float32: 42 registers
+  // an experiment: long rows held in registers with no values kept (layer norm over rows of 16,384 by 1,024 threads)
+  fz::detail::set_tuning("layer_long_registers=1");
+  fz::detail::set_tuning("layer_block=1024");
+  CHECK_THAT(fz::inspect(layer_norm()).variant,
+             Catch::Contains("(1024 threads per block)") && Catch::Contains("the row held in registers (4 vectors a thread)"));
+  t = saved;
+  CHECK_THAT(fz::inspect(layer_norm()).variant, !Catch::Contains("held in registers"));
+  CHECK_THROWS_AS(fz::detail::set_tuning("layer_long_registers=2"), fz::Error);
   fz::detail::set_tuning("layer_min_blocks=5");  // a measurement's override, wherever the row is held
   CHECK_THAT(fz::inspect(layer_norm()).source, Catch::Contains("__launch_bounds__(512, 5)"));
   t = saved;

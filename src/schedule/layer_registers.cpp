@@ -87,8 +87,8 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
   // (at most 8 vectors a thread, as every row measured: ptxas gave a float64 layer norm holding 16 vectors of its rows
   // of 1,024 159 registers a thread, one block of 256 threads an SM)
   const bool held_kind = V > 1 && !v.segmented && cached_bytes > 0 && r > 0 && r % V == 0 && !element_gather && C == 1;
-  // A longer row (up to kKeptRegisterRow) only where later passes need values kept, by the smallest block of 256 or 512
-  // threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
+  // A longer row (up to kKeptRegisterRow) only where later passes need values kept (or tuning().layer_long_registers
+  // asks), by the smallest block of 256 or 512 threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
   // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
   if (held_kind && r > kRegisterRow && r <= kKeptRegisterRow) {
@@ -96,7 +96,8 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
     const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
     for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
       const Part q = part_of(block);
-      if (q.vectors <= 8 && q.kept > 0 && q.registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+      if (q.vectors <= 8 && (q.kept > 0 || tuning().layer_long_registers) &&
+          q.registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
         long_row = true;
         v.group = v.block = static_cast<std::uint16_t>(block);
       }

@@ -41,6 +41,10 @@ struct Tuning {
   /// A row held in registers that fills every thread's vectors spells its vector count as a constant (0: as a kernel
   /// argument, as every row did before 2026-12-01; LayerVariant::full_parts).
   bool layer_full_parts = true;
+  /// Rows of 4,097 to 16,384 elements held in registers even where no later pass needs values kept (layer norm,
+  /// RMSNorm), by layer_block's threads (or the smallest block of kKeptRegisterBlocks that fits): an experiment, off.
+  /// (bfloat16 softmax over rows of 16,384 with layer_block=1024: 32 registers, two blocks of 1,024 an SM.)
+  bool layer_long_registers = false;
   /// Row statistics alone with a variance among them (var, std, a tie of mean and var) as a layer kernel: 0 never
   /// (one reduction kernel), 1 where one block holds each whole row, 2 wherever one applies (row_statistics.cpp).
   int layer_statistics = 1;
