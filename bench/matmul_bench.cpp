@@ -2,6 +2,7 @@
 // fz::matmul against a direct cuBLASLt call with the same heuristic in the same process (issue 37's bare
 // product targets): TFLOPS per shape and dtype, and the host time per call once descriptors are cached.
 //   fusion-bench-matmul [--quick]      (bench/peers/matmul.py times torch.matmul on the same shapes)
+//   fusion-bench-matmul --generated [--skinny] [--varied] [--sustain S] [--race-batch N] [--race-sleep MS] [--tune k=v]...
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,6 +59,27 @@ template <class F, class G> std::pair<double, double> median_ms(F&& first, G&& s
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   return {a[a.size() / 2], b[b.size() / 2]};
+}
+
+/// `run` alone for `seconds` / 2 (the clock settles: a large product holds the board at its power limit, where the
+/// clock falls below what alternating batches see), then the median of `calls`-call batches over `seconds` (--sustain).
+template <class F> double held_alone_ms(F&& run, double seconds, int calls) {
+  fz::Event start, stop;
+  const auto batches = [&](double for_seconds) {
+    std::vector<double> t;
+    for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(for_seconds);
+         std::chrono::steady_clock::now() < until;) {
+      start.record();
+      for (int i = 0; i < calls; ++i) run();
+      stop.record();
+      stop.synchronize();
+      t.push_back(fz::elapsed_time(start, stop) / calls);
+    }
+    std::sort(t.begin(), t.end());
+    return t.empty() ? 0.0 : t[t.size() / 2];
+  };
+  (void)batches(seconds / 2);
+  return batches(seconds);
 }
 
 /// The same product through cuBLASLt directly: row-major C = A·B as column-major Cᵀ = Bᵀ·Aᵀ, the
@@ -234,7 +256,7 @@ void epilogues() {
 /// bfloat16, relu(a @ b + bias) * 0.5 + residual, on a large product and on the skinny ones of inference; then
 /// what the default route's race settles on, and the times it measured. Then the compile time of one new generated
 /// kernel (NVRTC warm: another kernel compiled first).
-void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data) {
+void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data, double sustain) {
   using T = fz::bfloat16;
   fmt::print("\ngenerated products (fz::GeneratedProducts, bfloat16): relu(a @ b + bias) * 0.5 + residual\n");
   // (generated: the planned tile layout, forced; library: cuBLASLt + the epilogue kernel (the columns earlier
@@ -305,6 +327,12 @@ void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data)
     fmt::print("{:<24} {:>11.4f} {:>8.1f} {:>11.4f} {:>8.1f} {:>8.3f}x {:>9.4f} {:>9.3f}x {:>9.4f} {:>9.3f}x  {}\n",
                fmt::format("{}x{}x{}", s.m, s.n, s.k), g_ms, flop / g_ms / 1e9, d_ms, flop / d_ms / 1e9, g_ms / d_ms,
                bare_ms, g_ms / bare_ms, raced_ms, raced_ms / bare2_ms, variant);
+    if (sustain > 0) {  // each route alone for seconds (--sustain)
+      const double g = held_alone_ms(with, sustain, calls), d = held_alone_ms(without, sustain, calls),
+                   r = held_alone_ms([&] { out = expr; }, sustain, calls), c = held_alone_ms(bare, sustain, calls);
+      fmt::print("{:<24} held alone {} s: generated {:.4f} ms ({:.3f}x bare), library {:.4f} ({:.3f}x), raced {:.4f} "
+                 "({:.3f}x), bare {:.4f}\n", "", sustain, g, g / c, d, d / c, r, r / c, c);
+    }
   }
   // compile time: a new epilogue (a constant no other kernel has) after NVRTC is warm
   auto a = fz::asarray(std::vector<T>(64 * 64, T(0.01f)), {64, 64});
@@ -338,12 +366,14 @@ int main(int argc, char** argv) {
     bool skinny = false;  // only the products of 512 rows and fewer
     bool varied_data = false;  // --varied: operands of varied values, not every element the same
     int race_batch = 4, race_sleep_ms = 20;
+    double sustain = 0;  // --sustain S: each route also held alone, S / 2 seconds settling, S timed
     std::string tuned;
     for (int i = 2; i < argc; ++i) {
       if (std::strcmp(argv[i], "--skinny") == 0) skinny = true;
       if (std::strcmp(argv[i], "--varied") == 0) varied_data = true;
       if (std::strcmp(argv[i], "--race-batch") == 0 && i + 1 < argc) race_batch = std::max(1, std::atoi(argv[++i]));
       if (std::strcmp(argv[i], "--race-sleep") == 0 && i + 1 < argc) race_sleep_ms = std::max(0, std::atoi(argv[++i]));
+      if (std::strcmp(argv[i], "--sustain") == 0 && i + 1 < argc) sustain = std::max(0.0, std::atof(argv[++i]));
       if (std::strcmp(argv[i], "--tune") == 0 && i + 1 < argc) {
         fz::detail::set_tuning(argv[i + 1]);
         tuned += fmt::format(" (--tune {})", argv[++i]);
@@ -351,7 +381,7 @@ int main(int argc, char** argv) {
     }
     fmt::print("fusion-bench-matmul --generated on {}{}{}\n", fz::Device(0).properties().name, tuned,
                varied_data ? " (--varied: operands of varied values)" : "");
-    generated(skinny, race_batch, race_sleep_ms, varied_data);
+    generated(skinny, race_batch, race_sleep_ms, varied_data, sustain);
     return 0;
   }
   fmt::print("fusion-bench-matmul on {}: fz::matmul against cuBLASLt called directly with the same heuristic\n",
