@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
+#include "held_alone.hpp"
 #include "schedule/tuning.hpp"
 
 namespace fz = fusion;
@@ -166,15 +167,9 @@ int main(int argc, char** argv) {
     fmt::print("  each alone for {} s:\n", sustain);
     double alone[3] = {};
     for (int kind = 0; kind < 3; ++kind) {
-      const auto for_seconds = [&](double seconds) {  // batches of 20 calls
-        std::vector<double> t;
-        const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-        while (std::chrono::steady_clock::now() < until) t.push_back(batch(kind, 20));
-        return t;
-      };
-      (void)for_seconds(sustain / 2);  // the clock settles
-      (void)sampler.take(kind);
-      alone[kind] = median(for_seconds(sustain));
+      sampler.running(kind);
+      alone[kind] = 1e3 * fusion_bench::held_alone_ms([&] { run(kind); }, sustain, 20, [&] { (void)sampler.take(kind); });
+      sampler.running(-1);
       fmt::print("  {:<9} {:8.1f} us {:5.0f} TFLOPS{}\n", names[kind], alone[kind], flop / alone[kind] * 1e-6, sampler.take(kind));
     }
     fmt::print("  alone, against the bare product alone: generated {:.3f}x, library {:.3f}x\n", alone[0] / alone[2],

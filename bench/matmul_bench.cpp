@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fusion/fusion.hpp"
+#include "held_alone.hpp"
 #include "runtime/blas/cublaslt.hpp"
 #include "runtime/cuda/stream_state.hpp"
 #include "schedule/tuning.hpp"
@@ -59,27 +60,6 @@ template <class F, class G> std::pair<double, double> median_ms(F&& first, G&& s
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   return {a[a.size() / 2], b[b.size() / 2]};
-}
-
-/// `run` alone for `seconds` / 2 (the clock settles: a large product holds the board at its power limit, where the
-/// clock falls below what alternating batches see), then the median of `calls`-call batches over `seconds` (--sustain).
-template <class F> double held_alone_ms(F&& run, double seconds, int calls) {
-  fz::Event start, stop;
-  const auto batches = [&](double for_seconds) {
-    std::vector<double> t;
-    for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(for_seconds);
-         std::chrono::steady_clock::now() < until;) {
-      start.record();
-      for (int i = 0; i < calls; ++i) run();
-      stop.record();
-      stop.synchronize();
-      t.push_back(fz::elapsed_time(start, stop) / calls);
-    }
-    std::sort(t.begin(), t.end());
-    return t.empty() ? 0.0 : t[t.size() / 2];
-  };
-  (void)batches(seconds / 2);
-  return batches(seconds);
 }
 
 /// The same product through cuBLASLt directly: row-major C = A·B as column-major Cᵀ = Bᵀ·Aᵀ, the
@@ -328,6 +308,7 @@ void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data,
                fmt::format("{}x{}x{}", s.m, s.n, s.k), g_ms, flop / g_ms / 1e9, d_ms, flop / d_ms / 1e9, g_ms / d_ms,
                bare_ms, g_ms / bare_ms, raced_ms, raced_ms / bare2_ms, variant);
     if (sustain > 0) {  // each route alone for seconds (--sustain)
+      using fusion_bench::held_alone_ms;
       const double g = held_alone_ms(with, sustain, calls), d = held_alone_ms(without, sustain, calls),
                    r = held_alone_ms([&] { out = expr; }, sustain, calls), c = held_alone_ms(bare, sustain, calls);
       fmt::print("{:<24} held alone {} s: generated {:.4f} ms ({:.3f}x bare), library {:.4f} ({:.3f}x), raced {:.4f} "
