@@ -277,6 +277,21 @@ TEST_CASE("layout thresholds a benchmark may change steer the variant, and bad n
   t = saved;
   CHECK_THAT(fz::inspect(layer_norm()).variant, !Catch::Contains("held in registers"));
   CHECK_THROWS_AS(fz::detail::set_tuning("layer_long_registers=2"), fz::Error);
+  // float32 rows of 4,097-8,192 whose outputs are rows: in registers by blocks of 1,024, two vectors a thread; the
+  // row's statistics alone, 16-bit rows and rows of 16,384 stay in shared memory
+  auto e = fz::placeholder<float>({2048, 8192});
+  const auto norm_rows = [](const auto& a) { return a * fz::rsqrt(fz::mean(a * a, -1, true) + 1e-6f); };
+  CHECK_THAT(fz::inspect(norm_rows(e)).variant,
+             Catch::Contains("(1024 threads per block)") && Catch::Contains("the row held in registers (2 vectors a thread)"));
+  auto odd = fz::placeholder<float>({2048, 6000});
+  CHECK_THAT(fz::inspect(norm_rows(odd)).variant, Catch::Contains("(1024 threads per block), the row held in registers"));
+  CHECK_THAT(fz::inspect(fz::var(e, -1, true)).variant, !Catch::Contains("held in registers"));
+  auto eh = fz::cast<float>(fz::placeholder<fz::bfloat16>({2048, 8192}));
+  CHECK_THAT(fz::inspect(fz::cast<fz::bfloat16>(norm_rows(eh))).variant, !Catch::Contains("held in registers"));
+  CHECK_THAT(fz::inspect(norm_rows(y)).variant, !Catch::Contains("held in registers"));
+  fz::detail::set_tuning("layer_block=512");  // a measurement's block: the rule steps aside
+  CHECK_THAT(fz::inspect(norm_rows(e)).variant, !Catch::Contains("1024 threads"));
+  t = saved;
   fz::detail::set_tuning("layer_min_blocks=5");  // a measurement's override, wherever the row is held
   CHECK_THAT(fz::inspect(layer_norm()).source, Catch::Contains("__launch_bounds__(512, 5)"));
   t = saved;

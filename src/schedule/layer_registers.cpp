@@ -28,6 +28,14 @@ constexpr std::int64_t kRegisterRow = 4096;
 /// (bfloat16 layer norm 88.9 -> 58.6%, RMSNorm 91.4 -> 70.0%, float32 layer norm 95.4 -> 85.9%): shared memory.
 constexpr std::int64_t kKeptRegisterRow = 16384;
 constexpr std::array<std::int64_t, 2> kKeptRegisterBlocks = {256, 512};
+/// Float32 rows longer than kRegisterRow, up to this, whose outputs are rows (a layer norm, an RMSNorm; not only a
+/// row's statistics) are held in registers by blocks of kPlainRegisterBlock threads, two vectors a thread, with nothing
+/// kept. H200, rows of 8,192 (fusion-bench --layers --only D=8192 --tune layer_block=1024 --tune
+/// layer_long_registers=1, 2026-12-02, bench/results/layers/h200/long-registers-2026-12-02.txt): layer norm 89.0 ->
+/// 99.6%, RMSNorm 93.9 -> 102.4%, softmax unchanged; there bfloat16 rows lost 20 points (one vector a thread), `var`
+/// and ties of statistics 5-30, and float32 rows of 16,384 (four vectors) 8: those keep shared memory.
+constexpr std::int64_t kPlainRegisterRow = 8192;
+constexpr std::int64_t kPlainRegisterBlock = 1024;
 
 }  // namespace
 
@@ -91,7 +99,17 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
   // asks), by the smallest block of 256 or 512 threads whose part of the row and of those values fits the default budget. That block is then the row's wherever
   // it is held (a tuning that turns registers or kept values off keeps it), so its threads combine the same elements.
   bool long_row = false;
-  if (held_kind && r > kRegisterRow && r <= kKeptRegisterRow) {
+  bool rows_out = false;
+  for (int k = 0; k < v.n_outputs; ++k) rows_out = rows_out || !v.out_per_row[k];
+  if (held_kind && tuning().layer_block == 0 && !tuning().layer_long_registers && V == 4 && rows_out &&
+      r > kRegisterRow && r <= kPlainRegisterRow && part_of(kKeptRegisterBlocks.front()).kept == 0) {
+    const Part q = part_of(kPlainRegisterBlock);
+    if (q.kept == 0 && q.vectors <= 2 && q.registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
+      long_row = true;
+      v.group = v.block = static_cast<std::uint16_t>(kPlainRegisterBlock);
+    }
+  }
+  if (held_kind && !long_row && r > kRegisterRow && r <= kKeptRegisterRow) {
     const std::int64_t first = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.front();
     const std::int64_t last = tuning().layer_block > 0 ? tuning().layer_block : kKeptRegisterBlocks.back();
     for (std::int64_t block = first; block <= last && !long_row; block *= 2) {
