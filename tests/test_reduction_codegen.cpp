@@ -5,6 +5,7 @@
 
 #include "codegen/emit_reduction.hpp"
 #include "runtime/compile/nvrtc.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 using fz::DType;
@@ -143,6 +144,18 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
   CHECK_THAT(rows.variant, Catch::Contains("a warp per output"));
   const fz::KernelInfo cols = fz::inspect(fz::mean(m, 0));  // few columns: row groups of a block share them
   CHECK_THAT(cols.variant, Catch::Contains("8 rows of 32 threads"));
+  CHECK_THAT(cols.source, Catch::Contains("__launch_bounds__(256)") && Catch::Contains("#pragma unroll 4"));
+  {  // a measurement's registers and unrolling for those row groups: other kernels, other hashes
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("reduce_min_blocks=4");
+    fz::detail::set_tuning("reduce_unroll=8");
+    const fz::KernelInfo tuned = fz::inspect(fz::mean(m, 0));
+    fz::detail::tuning() = saved;
+    CHECK_THAT(tuned.variant, Catch::Contains("registers for 4 blocks per SM, rows unrolled 8 times"));
+    CHECK_THAT(tuned.source, Catch::Contains("__launch_bounds__(256, 4)") && Catch::Contains("#pragma unroll 8"));
+    CHECK(tuned.hash != cols.hash);
+    CHECK_THROWS_AS(fz::detail::set_tuning("reduce_min_blocks=9"), fz::Error);
+  }
   CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant,
              Catch::Contains("a thread per output"));  // 20 rows
 

@@ -296,6 +296,7 @@ GeneratedKernel emit_reduction(const ir::Graph& g, const ReduceVariant& v, std::
                     &k.signature,
                     {}};
   sk.one_accumulator = !op.step.empty();
+  sk.acc_bytes = accumulator_size(rn.op, vd);
   k.source = reduction_source(k, v, sk, ctx, heavy, fn);
   return k;
 }

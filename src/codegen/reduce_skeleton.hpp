@@ -49,6 +49,9 @@ struct ReduceSkeleton {
   /// One accumulator per thread even along 16-byte vectors (var: its accumulator is large and adding an
   /// element is cheap, so one accumulator per vector lane would only cost registers).
   bool one_accumulator = false;
+  /// Bytes of one accumulator, where known (0: not): row groups meet at one barrier where every vector lane's slots
+  /// fit in kOneMeetingBytes of shared memory, else at one a lane.
+  std::size_t acc_bytes = 0;
 };
 
 /// Writes the layout structs, `functions` (the op's device functions and the helpers) and the kernel,

@@ -27,6 +27,8 @@ struct ReduceVariant {
   /// block covers few columns but many rows, and fewer blocks share (split) each column. 1: a thread per
   /// output and column of the block.
   std::uint8_t row_groups = 1;
+  std::uint8_t min_blocks = 0;     ///< blocks per SM the registers must allow (`__launch_bounds__`); 0: unstated
+  std::uint8_t unroll = 0;         ///< row groups: the row loop's unrolling; 0: 4
   std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
   std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing
   DType out_dtype = DType::float32;

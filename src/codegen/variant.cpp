@@ -101,6 +101,14 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0x9e);
     h.add_byte(row_groups);
   }
+  if (min_blocks > 0) {  // likewise
+    h.add_byte(0xb1);
+    h.add_byte(min_blocks);
+  }
+  if (unroll > 0) {  // likewise
+    h.add_byte(0x4f);
+    h.add_byte(unroll);
+  }
 }
 
 std::string ReduceVariant::describe() const {
@@ -117,6 +125,8 @@ std::string ReduceVariant::describe() const {
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
+  if (min_blocks > 0) s += fmt::format(", registers for {} blocks per SM", min_blocks);
+  if (unroll > 0) s += fmt::format(", rows unrolled {} times", unroll);
   if (n_outputs > 1) s += fmt::format(", {} results from one pass over the input", n_outputs);
   return s;
 }

@@ -243,6 +243,8 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
     v.vector_width = static_cast<std::uint8_t>(outer_vector);
   } else if (!inner && groups > 1 && tiles_of(kBlockThreads) * 2 < target && L.n_red >= 4 * groups) {
     v.row_groups = static_cast<std::uint8_t>(groups);
+    v.min_blocks = static_cast<std::uint8_t>(tuning().reduce_min_blocks);
+    v.unroll = static_cast<std::uint8_t>(tuning().reduce_unroll);
     v.vector_width = static_cast<std::uint8_t>(outer_vector);
   }
   // Vectors along a contiguous reduced row: one reduced dimension, or two (a batch norm's N and H*W

@@ -61,6 +61,11 @@ struct Tuning {
   /// splits, 128 blocks, under one an SM): 32 / 16 / 8 / 4 rows 56.6 / 55.1 / 59.5 / 59.5% of the limit, again 52.5
   /// (32) and 57.2% (8); 4,096^2 and 8,192^2 within a point (bench/results/layouts/h200-2026-11-29-column-sums.txt).
   int reduce_min_rows = 8;
+  /// Blocks per SM a grouped (row-group) reduction's registers must allow: 0 leaves `__launch_bounds__` without it,
+  /// where ptxas keeps 32 registers (a full SM's threads) and so holds fewer of a thread's loads in flight than
+  /// its unrolled loop asks; 4 leaves it 64 (bench/column_sum_probe.cu).
+  int reduce_min_blocks = 0;
+  int reduce_unroll = 0;  ///< a grouped reduction's row loop unrolled this many times; 0: 4
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
   /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
   /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block

@@ -80,15 +80,16 @@ extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_b85821f836c19c22(co
     }
   }
   // The row groups meet in shared memory: row 0 combines the others' accumulators in row order.
-  __shared__ float fz_rows[224];
+  __shared__ float fz_rows[4][224];
   #pragma unroll
   for (int j = 0; j < 4; ++j) {
     acc[j] = fz_settle(acc[j]);
-    if (ty > 0) fz_rows[(ty - 1) * 32 + tx] = acc[j];
-    __syncthreads();
-    if (ty == 0) for (int g = 0; g < 7; ++g) acc[j] = fz_combine(acc[j], fz_rows[g * 32 + tx]);
-    __syncthreads();
+    if (ty > 0) fz_rows[j][(ty - 1) * 32 + tx] = acc[j];
   }
+  __syncthreads();
+  #pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (ty == 0) for (int g = 0; g < 7; ++g) acc[j] = fz_combine(acc[j], fz_rows[j][g * 32 + tx]);
   // Blocks of one output tile meet here: the last to arrive combines every block's partial in order.
   // Partials split-major (the block's outputs side by side): written and read back in whole lines.
   if (ty == 0 && o < n_out) for (int j = 0; j < 4; ++j) partials[(long long)blockIdx.y * n_out + o + j] = acc[j];
@@ -109,11 +110,12 @@ extern "C" __global__ void __launch_bounds__(256) fz_sum_f32_b85821f836c19c22(co
     }
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      if (ty > 0) fz_rows[(ty - 1) * 32 + tx] = acc[j];
-      __syncthreads();
-      if (ty == 0) for (int g = 0; g < 7; ++g) acc[j] = fz_combine(acc[j], fz_rows[g * 32 + tx]);
-      __syncthreads();
+      if (ty > 0) fz_rows[j][(ty - 1) * 32 + tx] = acc[j];
     }
+    __syncthreads();
+    #pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (ty == 0) for (int g = 0; g < 7; ++g) acc[j] = fz_combine(acc[j], fz_rows[j][g * 32 + tx]);
     if (ty == 0 && o < n_out) {
       #pragma unroll
       for (int j = 0; j < 4; ++j) { a = acc[j]; out[k_out + j] = fz_final(a, divisor); }
