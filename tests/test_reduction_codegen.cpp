@@ -101,6 +101,8 @@ std::vector<fz::codegen::ReduceVariant> layouts(DType d, DType out) {
   vs.push_back(v);
   v.rank_kept = 2, v.row_groups = 4, v.split = false;  // ... a middle axis, in one block per tile
   vs.push_back(v);
+  v.rank_kept = 1, v.row_groups = 8, v.cluster = 8;  // ... each tile's rows over a cluster (reduce_cluster)
+  vs.push_back(v);
   return vs;
 }
 
@@ -122,7 +124,7 @@ TEST_CASE("every reduction compiles through NVRTC for every dtype and thread lay
         fz::detail::compile(program, fmt::format("all_reductions_{}", fz::dtype_tag(d)), test::sweep_target(d)));
   }
   constexpr int n_ops = static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum);
-  CHECK(kernels == n_ops * fz::kNumDTypes * 9);
+  CHECK(kernels == n_ops * fz::kNumDTypes * 10);
 }
 
 TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][plan]") {
@@ -155,6 +157,18 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
     CHECK_THAT(tuned.source, Catch::Contains("__launch_bounds__(256, 4)") && Catch::Contains("#pragma unroll 8"));
     CHECK(tuned.hash != cols.hash);
     CHECK_THROWS_AS(fz::detail::set_tuning("reduce_min_blocks=9"), fz::Error);
+    // the row ranges of a column tile as a cluster's blocks (an experiment, reduce_cluster): no split partials
+    fz::detail::set_tuning("reduce_cluster=8");
+    auto tall = fz::placeholder<float>({3000, 64});
+    const fz::KernelInfo clustered = fz::inspect(fz::mean(tall, 0));
+    const fz::KernelInfo arg = fz::inspect(fz::argmin(fz::placeholder<std::int64_t>({3000, 64}), 0));
+    fz::detail::tuning() = saved;
+    CHECK_THAT(clustered.variant, Catch::Contains("over a cluster of 8 blocks") && !Catch::Contains("split over blocks"));
+    CHECK_THAT(clustered.source, Catch::Contains("__cluster_dims__(1, 8, 1)") && !Catch::Contains("counters"));
+    CHECK(clustered.registers > 0);  // compiled (NVRTC, sm_90)
+    CHECK(arg.registers > 0);        // an int64 argmin's accumulators too
+    CHECK_THAT(fz::inspect(fz::mean(tall, 0)).variant, Catch::Contains("split over blocks"));
+    CHECK_THROWS_AS(fz::detail::set_tuning("reduce_cluster=3"), fz::Error);
   }
   CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant,
              Catch::Contains("a thread per output"));  // 20 rows

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "reference_reduce.hpp"
+#include "schedule/tuning.hpp"
 #include "support.hpp"
 
 using fz::DType;
@@ -192,6 +193,23 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
   CHECK(checked == (static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum)) * fz::kNumDTypes * 7);
+}
+
+TEST_CASE("every reduction x dtype over columns in row groups split over a cluster (reduce_cluster) matches the host "
+          "reference", "[gpu][reductions][columns]") {
+  // An experiment's layout (off by default): each column tile's rows split over the blocks of a cluster, combined
+  // through distributed shared memory. 40 rows over 8 ranks leave each 5, fewer than its 8 row groups.
+  const std::vector<Case> cases = {{{3000, 64}, {0}}, {{40, 128}, {0}}, {{3000, 70}, {0}, true}, {{6, 40, 96}, {1}}};
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  for (const char* cluster : {"reduce_cluster=2", "reduce_cluster=8"}) {
+    INFO(cluster);
+    fz::detail::set_tuning(cluster);
+    CHECK_THAT(fz::inspect(fz::sum(fz::placeholder<float>({3000, 64}), 0)).variant, Catch::Contains("over a cluster of"));
+    const auto [checked, failed] = check_every_op_and_dtype(cases);
+    fz::detail::tuning() = saved;
+    CHECK(failed == 0);
+    CHECK(checked == (static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum)) * fz::kNumDTypes * 4);
+  }
 }
 
 TEST_CASE("a grouped column reduction of a misaligned view falls back to scalar loads", "[gpu][reductions][columns]") {

@@ -90,6 +90,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk);
   if (rr > 0) w.line("struct FzReduced {{ long long v[{}]; }};", rr);
   if (v.vector_width > 1) w.line("template <class T, int N> struct alignas(sizeof(T) * N) FzVec {{ T v[N]; }};");
+  if (v.cluster > 1) write_cluster_helpers(w);
   w.blank().line("{}", functions);
 
   // Arrays: the inputs, then the output (n_params). Dims entries: kept and reduced extents, the
@@ -162,8 +163,10 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
   const bool grouped = !inner && G > 1;
   {  // the kernel's closing brace is written when this scope ends, before the text is taken
     auto kernel =
-        w.block("extern \"C\" __global__ void __launch_bounds__({}{}) {}({})", kBlockThreads,
-                v.min_blocks > 0 ? fmt::format(", {}", v.min_blocks) : std::string(), s.kernel_name, sig.list());
+        w.block("extern \"C\" __global__ void __launch_bounds__({}{}){} {}({})", kBlockThreads,
+                v.min_blocks > 0 ? fmt::format(", {}", v.min_blocks) : std::string(),
+                v.cluster > 1 ? fmt::format(" __cluster_dims__(1, {}, 1)", v.cluster) : std::string(), s.kernel_name,
+                sig.list());
     write_wait_for_previous_kernel(w);
     if (!s.kernel_prep.empty()) w.text(s.kernel_prep);
     if (inner) {
@@ -344,7 +347,25 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     // Row 0 of a grouped block holds its settled results; otherwise every thread its own accumulators.
     const std::string owner = grouped ? "ty == 0 && o < n_out" : "o < n_out";
     const std::string settled = grouped ? "acc[j]" : "fz_settle(acc[j])";
-    if (!v.split) {
+    if (v.cluster > 1) {
+      // (row groups only: layout.cpp sets a cluster nowhere else)
+      w.line("// The cluster's blocks took the row ranges of this column tile (its ranks, blockIdx.y): rank 0 combines");
+      w.line("// their results in rank order from their shared memory.");
+      w.line("__shared__ {} fz_part[{}][{}];", s.acc, V, TX);
+      w.line("#pragma unroll");
+      w.line("for (int j = 0; j < {}; ++j) if (ty == 0) fz_part[j][tx] = acc[j];", V);
+      w.line("fz_cluster_sync();");
+      {
+        auto rank0 = w.block("if (fz_cluster_rank() == 0 && {})", owner);
+        w.line("#pragma unroll");
+        w.line("for (int j = 0; j < {}; ++j)", V);
+        w.line("  for (unsigned q = 1; q < {}; ++q) acc[j] = fz_combine(acc[j], *fz_cluster_peer(&fz_part[j][tx], q));",
+               v.cluster);
+        w.line("#pragma unroll");
+        w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
+      }
+      w.line("fz_cluster_sync();  // no block leaves while rank 0 may still read its results");
+    } else if (!v.split) {
       w.line("#pragma unroll");
       w.line("for (int j = 0; j < {}; ++j) {{ a = {}; if ({}) {} }}", V, settled, owner, store_j);
     } else {

@@ -29,6 +29,9 @@ struct ReduceVariant {
   std::uint8_t row_groups = 1;
   std::uint8_t min_blocks = 0;     ///< blocks per SM the registers must allow (`__launch_bounds__`); 0: unstated
   std::uint8_t unroll = 0;         ///< row groups: the row loop's unrolling; 0: 4
+  /// Row groups: > 1, the blocks of a column tile (blockIdx.y, one row range each) are a cluster of this many, rank 0
+  /// combining their results through distributed shared memory (no split partials)
+  std::uint8_t cluster = 1;
   std::uint8_t rank_kept = 0;      ///< dimensions of the output index space after collapsing
   std::uint8_t rank_reduced = 0;   ///< dimensions of the reduced index space after collapsing
   DType out_dtype = DType::float32;

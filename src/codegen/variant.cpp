@@ -109,6 +109,10 @@ void ReduceVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(0x4f);
     h.add_byte(unroll);
   }
+  if (cluster > 1) {  // likewise
+    h.add_byte(0xc1);
+    h.add_byte(cluster);
+  }
 }
 
 std::string ReduceVariant::describe() const {
@@ -125,6 +129,9 @@ std::string ReduceVariant::describe() const {
   s += fmt::format(", kept rank {}, reduced rank {}", rank_kept, rank_reduced);
   if (vector_width > 1) s += fmt::format(", {}-wide vectors", vector_width);
   if (split) s += ", split over blocks (combined by the last block, in a fixed order)";
+  if (cluster > 1)
+    s += fmt::format(", each column tile's rows split over a cluster of {} blocks (combined through distributed shared "
+                     "memory, in rank order)", cluster);
   if (min_blocks > 0) s += fmt::format(", registers for {} blocks per SM", min_blocks);
   if (unroll > 0) s += fmt::format(", rows unrolled {} times", unroll);
   if (n_outputs > 1) s += fmt::format(", {} results from one pass over the input", n_outputs);

@@ -293,6 +293,15 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   L.per_block = per_block;
   // Row groups keep more of each column's rows in one block; fewer blocks, longer ones, fill the device.
   size_split(L, v.row_groups > 1 ? sms * tuning().reduce_grouped_blocks_per_sm : target);
+  // Row groups over a cluster (tuning().reduce_cluster): the tile's row ranges are its ranks, no partials.
+  if (v.row_groups > 1 && !inner && tuning().reduce_cluster > 1 && device.compute_major >= 9 && L.n_out > 0 &&
+      L.n_red > 1) {
+    const std::int64_t C = tuning().reduce_cluster;
+    v.cluster = static_cast<std::uint8_t>(C);
+    v.split = false;
+    L.chunk = (L.n_red + C - 1) / C;
+    L.splits = C;
+  }
   L.divisor = static_cast<double>(L.n_red) - arg.ddof;
 }
 

@@ -66,6 +66,11 @@ struct Tuning {
   /// its unrolled loop asks; 4 leaves it 64 (bench/column_sum_probe.cu).
   int reduce_min_blocks = 0;
   int reduce_unroll = 0;  ///< a grouped reduction's row loop unrolled this many times; 0: 4
+  /// A grouped reduction's row ranges as the blocks of a cluster of this many (2, 4, 8), combined through distributed
+  /// shared memory instead of partials in global memory, a fence and a counter; 0: off (an experiment: H200,
+  /// bench/column_sum_probe.cu, the design at clusters of 8 read 87.0 / 88.3% of the probe's limit at 2,048^2 / 4,096^2
+  /// against 76.8-79.3 / 82.2-85.8% for the split's; never measured in fusion's own kernel yet).
+  int reduce_cluster = 0;
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
   /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
   /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block
