@@ -64,6 +64,65 @@ template <class Combine> void write_last_block_combines(SourceWriter& w, Combine
   w.line("if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch");
 }
 
+/// A grouped reduction's block: G row groups of TX threads, V accumulators a thread (a vector's lanes).
+struct RowGroups {
+  int G = 1, TX = 0, V = 1;
+  std::string acc;
+  /// Every lane's slots at once, so one barrier serves them all; else a lane at a time.
+  bool all_lanes = false;
+};
+
+/// Shared memory the row groups' slots may take to meet at one barrier: a barrier a lane, and one more before the
+/// slots were reused, took 8 a meeting (H200, column sums of 2,048^2 float32: 6.2-6.7 -> 5.7-6.3 us standalone;
+/// bench/column_sum_probe.cu). Larger accumulators (an int64 argmin's would take 57 KB) meet a lane at a time.
+constexpr std::size_t kOneMeetingBytes = 16384;
+
+/// The row groups meet in `fz_rows`: row 0 combines the others' accumulators in row order (`settle`: once after the
+/// rows, where accumulators become values; not after the split's partials, values already).
+void write_row_groups_meet(SourceWriter& w, const RowGroups& g, bool settle) {
+  if (!g.all_lanes) {
+    w.line("#pragma unroll");
+    auto lanes = w.block("for (int j = 0; j < {}; ++j)", g.V);
+    if (settle) w.line("acc[j] = fz_settle(acc[j]);");
+    w.line("if (ty > 0) fz_rows[0][(ty - 1) * {} + tx] = acc[j];", g.TX);
+    w.line("__syncthreads();");
+    w.line("if (ty == 0) for (int g = 0; g < {}; ++g) acc[j] = fz_combine(acc[j], fz_rows[0][g * {} + tx]);", g.G - 1, g.TX);
+    w.line("__syncthreads();");
+    return;
+  }
+  {
+    w.line("#pragma unroll");
+    auto lanes = w.block("for (int j = 0; j < {}; ++j)", g.V);
+    if (settle) w.line("acc[j] = fz_settle(acc[j]);");
+    w.line("if (ty > 0) fz_rows[j][(ty - 1) * {} + tx] = acc[j];", g.TX);
+  }
+  w.line("__syncthreads();");
+  w.line("#pragma unroll");
+  w.line("for (int j = 0; j < {}; ++j)", g.V);
+  w.line("  if (ty == 0) for (int g = 0; g < {}; ++g) acc[j] = fz_combine(acc[j], fz_rows[j][g * {} + tx]);", g.G - 1, g.TX);
+}
+
+/// The end of a grouped reduction whose column tile's row ranges are the `cluster` ranks of a cluster (blockIdx.y):
+/// row 0 of each holds its results; rank 0 combines them in rank order from their shared memory and `owner` stores.
+void write_cluster_combines(SourceWriter& w, const RowGroups& g, int cluster, const std::string& owner,
+                            const std::string& store_j) {
+  w.line("// The cluster's blocks took the row ranges of this column tile (its ranks, blockIdx.y): rank 0 combines");
+  w.line("// their results in rank order from their shared memory.");
+  w.line("__shared__ {} fz_part[{}][{}];", g.acc, g.V, g.TX);
+  w.line("#pragma unroll");
+  w.line("for (int j = 0; j < {}; ++j) if (ty == 0) fz_part[j][tx] = acc[j];", g.V);
+  w.line("fz_cluster_sync();");
+  {
+    auto rank0 = w.block("if (fz_cluster_rank() == 0 && {})", owner);
+    w.line("#pragma unroll");
+    w.line("for (int j = 0; j < {}; ++j)", g.V);
+    w.line("  for (unsigned q = 1; q < {}; ++q) acc[j] = fz_combine(acc[j], *fz_cluster_peer(&fz_part[j][tx], q));", cluster);
+    w.line("#pragma unroll");
+    w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", g.V, store_j);
+  }
+  w.line("fz_cluster_sync();  // no block leaves while rank 0 may still read its results");
+}
+
 }  // namespace
 
 /// Hopper's thread block clusters in inline PTX (no cooperative_groups header to find at run time).
@@ -270,41 +329,12 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     }
   }
   if (inner || (v.vector_width == 1 && !grouped)) w.line("a = fz_settle(a);");
-  // The row groups meet in shared memory: row 0 combines the others' accumulators in row order (`settle`: once
-  // after the rows, where accumulators become values; not after the split's partials, values already).
-  // Every lane of the vector has its slots where they fit, so one barrier serves them all (a barrier a lane, and one
-  // more before the slots were reused, took 8 a meeting: H200, column sums of 2,048^2 float32, 6.2-6.7 -> 5.7-6.3 us
-  // standalone; bench/column_sum_probe.cu). Larger accumulators (an int64 argmin's: 57 KB) meet a lane at a time.
-  constexpr std::size_t kOneMeetingBytes = 16384;
-  const int lanes_at_once =
-      s.acc_bytes > 0 && s.acc_bytes * v.vector_width * (G - 1) * TX <= kOneMeetingBytes ? v.vector_width : 1;
-  auto meet_row_groups = [&](bool settle) {
-    const int V = v.vector_width;
-    if (lanes_at_once == 1) {
-      w.line("#pragma unroll");
-      auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-      if (settle) w.line("acc[j] = fz_settle(acc[j]);");
-      w.line("if (ty > 0) fz_rows[0][(ty - 1) * {} + tx] = acc[j];", TX);
-      w.line("__syncthreads();");
-      w.line("if (ty == 0) for (int g = 0; g < {}; ++g) acc[j] = fz_combine(acc[j], fz_rows[0][g * {} + tx]);", G - 1, TX);
-      w.line("__syncthreads();");
-      return;
-    }
-    {
-      w.line("#pragma unroll");
-      auto lanes = w.block("for (int j = 0; j < {}; ++j)", V);
-      if (settle) w.line("acc[j] = fz_settle(acc[j]);");
-      w.line("if (ty > 0) fz_rows[j][(ty - 1) * {} + tx] = acc[j];", TX);
-    }
-    w.line("__syncthreads();");
-    w.line("#pragma unroll");
-    w.line("for (int j = 0; j < {}; ++j)", V);
-    w.line("  if (ty == 0) for (int g = 0; g < {}; ++g) acc[j] = fz_combine(acc[j], fz_rows[j][g * {} + tx]);", G - 1, TX);
-  };
+  const RowGroups rows{G, TX, v.vector_width, s.acc,
+                        s.acc_bytes > 0 && s.acc_bytes * v.vector_width * (G - 1) * TX <= kOneMeetingBytes};
   if (grouped) {
     w.line("// The row groups meet in shared memory: row 0 combines the others' accumulators in row order.");
-    w.line("__shared__ {} fz_rows[{}][{}];", s.acc, lanes_at_once, (G - 1) * TX);
-    meet_row_groups(true);
+    w.line("__shared__ {} fz_rows[{}][{}];", s.acc, rows.all_lanes ? v.vector_width : 1, (G - 1) * TX);
+    write_row_groups_meet(w, rows, true);
   }
   if (inner && v.group < kWarpThreads) {
     w.line("// {} outputs per warp: each group of {} lanes combines its own (lane 0 of a group gets only its lanes).",
@@ -348,23 +378,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
     const std::string owner = grouped ? "ty == 0 && o < n_out" : "o < n_out";
     const std::string settled = grouped ? "acc[j]" : "fz_settle(acc[j])";
     if (v.cluster > 1) {
-      // (row groups only: layout.cpp sets a cluster nowhere else)
-      w.line("// The cluster's blocks took the row ranges of this column tile (its ranks, blockIdx.y): rank 0 combines");
-      w.line("// their results in rank order from their shared memory.");
-      w.line("__shared__ {} fz_part[{}][{}];", s.acc, V, TX);
-      w.line("#pragma unroll");
-      w.line("for (int j = 0; j < {}; ++j) if (ty == 0) fz_part[j][tx] = acc[j];", V);
-      w.line("fz_cluster_sync();");
-      {
-        auto rank0 = w.block("if (fz_cluster_rank() == 0 && {})", owner);
-        w.line("#pragma unroll");
-        w.line("for (int j = 0; j < {}; ++j)", V);
-        w.line("  for (unsigned q = 1; q < {}; ++q) acc[j] = fz_combine(acc[j], *fz_cluster_peer(&fz_part[j][tx], q));",
-               v.cluster);
-        w.line("#pragma unroll");
-        w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
-      }
-      w.line("fz_cluster_sync();  // no block leaves while rank 0 may still read its results");
+      write_cluster_combines(w, rows, v.cluster, owner, store_j);
     } else if (!v.split) {
       w.line("#pragma unroll");
       w.line("for (int j = 0; j < {}; ++j) {{ a = {}; if ({}) {} }}", V, settled, owner, store_j);
@@ -390,7 +404,7 @@ void write_reduce_kernel(SourceWriter& w, const ReduceVariant& v, const ReduceSk
                 "n_out + o + j]));",
                 V);
           }
-          meet_row_groups(false);
+          write_row_groups_meet(w, rows, false);
           auto act = w.block("if ({})", owner);
           w.line("#pragma unroll");
           w.line("for (int j = 0; j < {}; ++j) {{ a = acc[j]; {} }}", V, store_j);
