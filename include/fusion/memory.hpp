@@ -13,6 +13,10 @@ struct CUstream_st;         // CUstream (cudaStream_t), without cuda.h
 
 namespace fusion {
 
+namespace detail {
+struct BlockCache;  // freed blocks kept on the host for the same stream's next allocation (memory_pool.cpp)
+}
+
 /// One per device. Freed blocks stay cached for reuse until free_all_blocks().
 class MemoryPool {
  public:
@@ -45,6 +49,7 @@ class MemoryPool {
  private:
   /// The driver pool of the device's current context generation (a new one after a device reset).
   CUmemPoolHandle_st* live_pool() const;
+  friend struct detail::BlockCache;
   int device_;
   struct State;
   State* state_;

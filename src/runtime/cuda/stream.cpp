@@ -7,6 +7,7 @@
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
+#include "runtime/memory/block_cache.hpp"
 #include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -46,7 +47,10 @@ StreamState::~StreamState() {
   if (scan_state && !is_stale(scan_state_generation, device)) driver().cuMemFree(scan_state);
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
   // reset destroyed is not touched: destroying it again would crash the driver.
-  if (owned && handle && !reset_destroyed()) driver().cuStreamDestroy(handle);
+  if (owned && handle && !reset_destroyed()) {
+    forget_stream_blocks(device, handle);  // blocks cached for it are freed in its order while it lives
+    driver().cuStreamDestroy(handle);
+  }
 }
 
 const StreamState& live(const StreamState& s) {

@@ -1,18 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "fusion/error.hpp"
 #include "fusion/memory.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "runtime/memory/block_cache.hpp"
 
 namespace fusion {
+
+namespace detail {
+namespace {
+struct CachedBlock {
+  CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  CUstream stream = nullptr;  // freed in this stream's order: only its own allocations may take it back
+};
+}  // namespace
+}  // namespace detail
 
 struct MemoryPool::State {
   std::atomic<std::size_t> used{0};
@@ -21,7 +34,83 @@ struct MemoryPool::State {
   std::atomic<unsigned> generation{0};  // of the device context the pool's memory belongs to
   std::uint64_t peers = 0;  // bit d: device d may reach the pool's memory (under renew_mu; kept over resets)
   std::mutex renew_mu;
+  // The block cache (detail::BlockCache): off unless FUSION_BLOCK_CACHE=1 or set_block_cache.
+  std::atomic<bool> cache_on{false};
+  std::mutex cache_mu;
+  std::vector<detail::CachedBlock> cached;  // oldest first
+  std::size_t cached_bytes = 0;
 };
+
+namespace detail {
+
+/// Freed blocks of up to kCachedBlockBytes kept on the host, each for the next allocation of its exact size on the
+/// stream that freed it: that allocation needs no driver call, where cuMemAllocFromPoolAsync and cuMemFreeAsync took
+/// about 1.1 us of host time a new array (H200, 2^20 `2.5 * x + w` into a new array a call: 4.4 us a statement
+/// against 3.5 into one array; bench/results/layouts/h200-2026-12-02-column-sums.txt). Stream order keeps it safe: the
+/// block's earlier uses all precede its free on that stream, and the new use follows. Never during a stream capture
+/// (the graph's memory nodes own those), flushed (freed in each block's stream order) on free_all_blocks, on an
+/// allocation the driver refuses and when the stream is destroyed; dropped with the memory on a device reset.
+/// An experiment, off by default (FUSION_BLOCK_CACHE=1 turns it on): not yet run on a GPU.
+struct BlockCache {
+  static constexpr std::size_t kCachedBlocks = 64;
+  static constexpr std::size_t kCachedBlockBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kCachedBytes = std::size_t{64} << 20;
+
+  static bool capturing(CUstream s) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return driver().cuStreamIsCapturing(s, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  static bool usable(MemoryPool::State& st, std::size_t bytes, CUstream s) {
+    return st.cache_on.load(std::memory_order_relaxed) && bytes <= kCachedBlockBytes && !capturing(s);
+  }
+  /// A block of `bytes` freed on `s`, or 0.
+  static CUdeviceptr take(MemoryPool::State& st, std::size_t bytes, CUstream s) {
+    std::lock_guard lock(st.cache_mu);
+    for (auto it = st.cached.rbegin(); it != st.cached.rend(); ++it) {
+      if (it->bytes != bytes || it->stream != s) continue;
+      const CUdeviceptr p = it->ptr;
+      st.cached.erase(std::next(it).base());
+      st.cached_bytes -= bytes;
+      return p;
+    }
+    return 0;
+  }
+  /// Keeps a freed block, freeing the oldest beyond the cache's bounds.
+  static void keep(MemoryPool::State& st, CUdeviceptr p, std::size_t bytes, CUstream s) {
+    std::lock_guard lock(st.cache_mu);
+    st.cached.push_back({p, bytes, s});
+    st.cached_bytes += bytes;
+    while (st.cached.size() > kCachedBlocks || st.cached_bytes > kCachedBytes) {
+      const CachedBlock old = st.cached.front();
+      st.cached.erase(st.cached.begin());
+      st.cached_bytes -= old.bytes;
+      driver().cuMemFreeAsync(old.ptr, old.stream);
+    }
+  }
+  static void set(MemoryPool& pool, bool on) {
+    pool.live_pool();
+    pool.state_->cache_on = on;
+    if (!on) flush(*pool.state_, nullptr, true);
+  }
+  static std::size_t count(const MemoryPool& pool) {
+    std::lock_guard lock(pool.state_->cache_mu);
+    return pool.state_->cached.size();
+  }
+  static void forget(MemoryPool& pool, CUstream s) { flush(*pool.state_, s, false); }
+  /// Frees the cached blocks of stream `s` (every stream's where `every`), each in its stream's order.
+  static void flush(MemoryPool::State& st, CUstream s, bool every) {
+    std::lock_guard lock(st.cache_mu);
+    const auto gone = std::stable_partition(st.cached.begin(), st.cached.end(),
+                                            [&](const CachedBlock& b) { return !every && b.stream != s; });
+    for (auto it = gone; it != st.cached.end(); ++it) {
+      st.cached_bytes -= it->bytes;
+      driver().cuMemFreeAsync(it->ptr, it->stream);
+    }
+    st.cached.erase(gone, st.cached.end());
+  }
+};
+
+}  // namespace detail
 
 namespace {
 
@@ -63,6 +152,11 @@ CUmemoryPool MemoryPool::live_pool() const {
       for (int peer = 0; peer < 64; ++peer)
         if (state_->peers >> peer & 1) grant_access(fresh, peer);
       if (CUmemoryPool old = state_->pool.exchange(fresh)) detail::driver().cuMemPoolDestroy(old);
+      {  // the cached blocks died with the context
+        std::lock_guard cache(state_->cache_mu);
+        state_->cached.clear();
+        state_->cached_bytes = 0;
+      }
       state_->used = 0;
       state_->generation.store(g, std::memory_order_release);
     }
@@ -88,6 +182,7 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t device_total
 
 MemoryPool::MemoryPool(int device) : device_(device), state_(new State) {
   live_pool();
+  if (const char* env = std::getenv("FUSION_BLOCK_CACHE")) state_->cache_on = std::string(env) == "1";
   if (const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT"))
     state_->limit = parse_memory_limit(env, detail::properties_of(device).total_memory);
 }
@@ -108,6 +203,7 @@ std::size_t MemoryPool::total_bytes() const {
 
 void MemoryPool::free_all_blocks() {
   const CUmemoryPool pool = live_pool();
+  detail::BlockCache::flush(*state_, nullptr, true);
   FUSION_CU(cuCtxSynchronize);  // pending stream-ordered frees must complete before their blocks can go back
   FUSION_CU(cuMemPoolTrimTo, pool, 0);
 }
@@ -151,8 +247,11 @@ std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
   } while (!state_->used.compare_exchange_weak(before, before + bytes));
   CUdeviceptr p = 0;
   auto s = static_cast<CUstream>(stream);
+  if (detail::BlockCache::usable(*state_, bytes, s))
+    if ((p = detail::BlockCache::take(*state_, bytes, s)) != 0) return p;
   CUresult r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // cached blocks may be what is missing: release them and retry once
+    detail::BlockCache::flush(*state_, nullptr, true);
     detail::driver().cuCtxSynchronize();
     detail::driver().cuMemPoolTrimTo(pool, 0);
     r = detail::driver().cuMemAllocFromPoolAsync(&p, bytes, pool, s);
@@ -171,19 +270,48 @@ std::uint64_t MemoryPool::allocate(std::size_t bytes, void* stream) {
 void MemoryPool::deallocate(std::uint64_t ptr, std::size_t bytes, void* stream) {
   if (!ptr) return;
   detail::ensure_context(device_);
-  CUresult r = detail::driver().cuMemFreeAsync(ptr, static_cast<CUstream>(stream));
+  const auto s = static_cast<CUstream>(stream);
   state_->used -= bytes;
+  if (detail::BlockCache::usable(*state_, bytes, s)) return detail::BlockCache::keep(*state_, ptr, bytes, s);
+  CUresult r = detail::driver().cuMemFreeAsync(ptr, s);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) detail::check(r, "cuMemFreeAsync");
 }
 
-MemoryPool& memory_pool(int device) {
-  static std::mutex mu;
-  static MemoryPool* pools[64] = {};
-  detail::checked_device(device);
-  std::lock_guard lock(mu);
-  if (!pools[device]) pools[device] = new MemoryPool(device);  // never destroyed: frees may run at exit
-  return *pools[device];
+namespace {
+struct Pools {
+  std::mutex mu;
+  MemoryPool* by_device[64] = {};  // never destroyed: frees may run at exit
+};
+Pools& pools() {
+  static Pools p;
+  return p;
 }
+}  // namespace
+
+MemoryPool& memory_pool(int device) {
+  detail::checked_device(device);
+  Pools& all = pools();
+  std::lock_guard lock(all.mu);
+  if (!all.by_device[device]) all.by_device[device] = new MemoryPool(device);
+  return *all.by_device[device];
+}
+
+namespace detail {
+
+void set_block_cache(MemoryPool& pool, bool on) { BlockCache::set(pool, on); }
+std::size_t cached_blocks(const MemoryPool& pool) { return BlockCache::count(pool); }
+
+void forget_stream_blocks(int device, void* stream) {
+  if (device < 0 || device >= 64) return;
+  MemoryPool* pool = nullptr;
+  {
+    std::lock_guard lock(pools().mu);
+    pool = pools().by_device[device];
+  }
+  if (pool) BlockCache::forget(*pool, static_cast<CUstream>(stream));
+}
+
+}  // namespace detail
 
 MemoryPool& default_memory_pool() { return memory_pool(detail::enter_current_device()); }
 

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device pool's cache of freed blocks (detail::BlockCache in memory_pool.cpp): each kept for the next allocation of
+// its size on the stream that freed it, so that allocation makes no driver call. Off unless FUSION_BLOCK_CACHE=1.
+#pragma once
+#include <cstddef>
+
+#include "fusion/memory.hpp"
+
+namespace fusion::detail {
+
+/// Turns `pool`'s block cache on or off (off frees what it holds, in each block's stream order).
+void set_block_cache(MemoryPool& pool, bool on);
+/// Blocks `pool` holds for reuse.
+std::size_t cached_blocks(const MemoryPool& pool);
+/// Frees the blocks device `device`'s pool holds for `stream` (a CUstream about to be destroyed).
+void forget_stream_blocks(int device, void* stream);
+
+}  // namespace fusion::detail
