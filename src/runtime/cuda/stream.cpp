@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
-#include "runtime/memory/block_cache.hpp"
 #include "runtime/cuda/held_work.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -37,6 +37,12 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 
 }  // namespace
 
+namespace {
+std::atomic<StreamReleaseHook> release_hook{nullptr};
+}  // namespace
+
+void set_stream_release_hook(StreamReleaseHook hook) { release_hook.store(hook); }
+
 StreamState::~StreamState() {
   if (!reduce_workspace && !blas_workspace && !index_fault && !scan_state && !(owned && handle)) return;
   if (!context_for_release(device)) return;
@@ -48,7 +54,7 @@ StreamState::~StreamState() {
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
   // reset destroyed is not touched: destroying it again would crash the driver.
   if (owned && handle && !reset_destroyed()) {
-    forget_stream_blocks(device, handle);  // blocks cached for it are freed in its order while it lives
+    if (const StreamReleaseHook hook = release_hook.load()) hook(device, handle);  // while it still lives
     driver().cuStreamDestroy(handle);
   }
 }

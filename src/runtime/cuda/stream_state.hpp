@@ -46,4 +46,9 @@ const StreamState& live(const StreamState& s);
 /// The calling thread's current stream on the current device (its context made current). Hot path.
 const std::shared_ptr<StreamState>& current_stream_state();
 
+/// Called with each stream fusion owns just before it is destroyed, while work may still be queued on it (the device
+/// pool, a layer above, frees the blocks it cached for that stream: runtime/memory/block_cache.hpp).
+using StreamReleaseHook = void (*)(int device, CUstream stream);
+void set_stream_release_hook(StreamReleaseHook hook);
+
 }  // namespace fusion::detail

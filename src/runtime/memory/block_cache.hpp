@@ -12,7 +12,7 @@ namespace fusion::detail {
 void set_block_cache(MemoryPool& pool, bool on);
 /// Blocks `pool` holds for reuse.
 std::size_t cached_blocks(const MemoryPool& pool);
-/// Frees the blocks device `device`'s pool holds for `stream` (a CUstream about to be destroyed).
-void forget_stream_blocks(int device, void* stream);
+/// Frees the blocks device `device`'s pool holds for `stream` (about to be destroyed: the stream release hook).
+void forget_stream_blocks(int device, CUstream_st* stream);
 
 }  // namespace fusion::detail

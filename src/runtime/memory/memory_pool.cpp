@@ -13,6 +13,7 @@
 #include "fusion/memory.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
+#include "runtime/cuda/stream_state.hpp"
 #include "runtime/memory/block_cache.hpp"
 
 namespace fusion {
@@ -183,6 +184,7 @@ std::size_t parse_memory_limit(const std::string& text, std::size_t device_total
 MemoryPool::MemoryPool(int device) : device_(device), state_(new State) {
   live_pool();
   if (const char* env = std::getenv("FUSION_BLOCK_CACHE")) state_->cache_on = std::string(env) == "1";
+  detail::set_stream_release_hook(&detail::forget_stream_blocks);  // a stream's cached blocks go before it does
   if (const char* env = std::getenv("FUSION_GPU_MEMORY_LIMIT"))
     state_->limit = parse_memory_limit(env, detail::properties_of(device).total_memory);
 }
@@ -301,14 +303,14 @@ namespace detail {
 void set_block_cache(MemoryPool& pool, bool on) { BlockCache::set(pool, on); }
 std::size_t cached_blocks(const MemoryPool& pool) { return BlockCache::count(pool); }
 
-void forget_stream_blocks(int device, void* stream) {
+void forget_stream_blocks(int device, CUstream_st* stream) {
   if (device < 0 || device >= 64) return;
   MemoryPool* pool = nullptr;
   {
     std::lock_guard lock(pools().mu);
     pool = pools().by_device[device];
   }
-  if (pool) BlockCache::forget(*pool, static_cast<CUstream>(stream));
+  if (pool) BlockCache::forget(*pool, stream);
 }
 
 }  // namespace detail
