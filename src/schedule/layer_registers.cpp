@@ -102,8 +102,8 @@ void hold_row_in_registers(const ir::Graph& g, codegen::LayerVariant& v, int np,
   bool rows_out = false;
   for (int k = 0; k < v.n_outputs; ++k) rows_out = rows_out || !v.out_per_row[k];
   if (held_kind && tuning().layer_block == 0 && !tuning().layer_long_registers && V == 4 && rows_out &&
-      r > kRegisterRow && r <= kPlainRegisterRow && part_of(kKeptRegisterBlocks.front()).kept == 0) {
-    const Part q = part_of(kPlainRegisterBlock);
+      r > kRegisterRow && r <= kPlainRegisterRow) {
+    const Part q = part_of(kPlainRegisterBlock);  // (what is kept does not depend on the block)
     if (q.kept == 0 && q.vectors <= 2 && q.registers <= static_cast<std::size_t>(Tuning{}.layer_registers)) {
       long_row = true;
       v.group = v.block = static_cast<std::uint16_t>(kPlainRegisterBlock);
