@@ -157,7 +157,7 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
     CHECK_THAT(tuned.source, Catch::Contains("__launch_bounds__(256, 4)") && Catch::Contains("#pragma unroll 8"));
     CHECK(tuned.hash != cols.hash);
     CHECK_THROWS_AS(fz::detail::set_tuning("reduce_min_blocks=9"), fz::Error);
-    // the row ranges of a column tile as a cluster's blocks (an experiment, reduce_cluster): no split partials
+    // the row ranges of a column tile as a cluster's blocks (reduce_cluster): no split partials
     fz::detail::set_tuning("reduce_cluster=8");
     auto tall = fz::placeholder<float>({3000, 64});
     const fz::KernelInfo clustered = fz::inspect(fz::mean(tall, 0));
@@ -167,7 +167,12 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
     CHECK_THAT(clustered.source, Catch::Contains("__cluster_dims__(1, 8, 1)") && !Catch::Contains("counters"));
     CHECK(clustered.registers > 0);  // compiled (NVRTC, sm_90)
     CHECK(arg.registers > 0);        // an int64 argmin's accumulators too
+    // by default too, with registers for 4 blocks an SM (a split would cut each tile 47 ways)
+    CHECK_THAT(fz::inspect(fz::mean(tall, 0)).variant,
+               Catch::Contains("over a cluster of 8") && Catch::Contains("registers for 4 blocks per SM"));
+    fz::detail::set_tuning("reduce_cluster=0");
     CHECK_THAT(fz::inspect(fz::mean(tall, 0)).variant, Catch::Contains("split over blocks"));
+    fz::detail::tuning() = saved;
     CHECK_THROWS_AS(fz::detail::set_tuning("reduce_cluster=3"), fz::Error);
   }
   CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant,
@@ -207,9 +212,18 @@ TEST_CASE("generated reduction kernels match the golden files", "[reduction][gol
   CHECK(split.variant.find("split over blocks") != std::string::npos);
   test::check_golden("split_argmax", split.source);
   auto tall = fz::placeholder<float>({4096, 4096});
-  const auto columns = fz::inspect(fz::sum(tall, 0));  // row groups over 128 columns, 16-byte loads, split
+  const auto columns = fz::inspect(fz::sum(tall, 0));  // row groups over 128 columns, 16-byte loads, a cluster of 8
   CHECK_THAT(columns.variant, Catch::Contains("8 rows of 32 threads"));
-  test::check_golden("column_sum_grouped", columns.source);
+  CHECK_THAT(columns.variant, Catch::Contains("over a cluster of 8"));
+  test::check_golden("column_sum_cluster", columns.source);
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("reduce_cluster=0");  // the same split over blocks, combined through partials
+  const auto split_columns = fz::inspect(fz::sum(tall, 0));
+  fz::detail::tuning() = saved;
+  CHECK_THAT(split_columns.variant, Catch::Contains("split over blocks"));
+  test::check_golden("column_sum_grouped", split_columns.source);
+  // 8,192^2 splits each tile only 9 ways: the split stays
+  CHECK_THAT(fz::inspect(fz::sum(fz::placeholder<float>({8192, 8192}), 0)).variant, !Catch::Contains("cluster"));
 }
 
 TEST_CASE("short rows reduce in part of a warp, for every op and dtype", "[reduction][nvrtc]") {

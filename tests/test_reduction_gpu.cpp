@@ -190,6 +190,9 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
                                    {{6, 40, 96}, {1}},
                                    {{6, 40, 90}, {1}},
                                    {{300, 128}, {0}, false, false, 2}};
+  // 3,000 rows: each tile's rows over a cluster of 8 (a split would cut it 47 ways); 257: split over 5 blocks
+  CHECK_THAT(fz::inspect(fz::sum(fz::placeholder<float>({3000, 64}), 0)).variant, Catch::Contains("over a cluster of 8"));
+  CHECK_THAT(fz::inspect(fz::sum(fz::placeholder<float>({257, 96}), 0)).variant, Catch::Contains("split over blocks"));
   const auto [checked, failed] = check_every_op_and_dtype(cases);
   CHECK(failed == 0);
   CHECK(checked == (static_cast<int>(Op::var) + 1 - static_cast<int>(Op::sum)) * fz::kNumDTypes * 7);
@@ -197,8 +200,9 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
 
 TEST_CASE("every reduction x dtype over columns in row groups split over a cluster (reduce_cluster) matches the host "
           "reference", "[gpu][reductions][columns]") {
-  // An experiment's layout (off by default): each column tile's rows split over the blocks of a cluster, combined
-  // through distributed shared memory. 40 rows over 8 ranks leave each 5, fewer than its 8 row groups.
+  // Each column tile's rows split over the blocks of a cluster, combined through distributed shared memory (by
+  // default clusters of 8 where the split would cut a tile 16 ways; here forced at 2 and 8, with the default's
+  // registers for 4 blocks an SM left out). 40 rows over 8 ranks leave each 5, fewer than its 8 row groups.
   const std::vector<Case> cases = {{{3000, 64}, {0}}, {{40, 128}, {0}}, {{3000, 70}, {0}, true}, {{6, 40, 96}, {1}}};
   const fz::detail::Tuning saved = fz::detail::tuning();
   for (const char* cluster : {"reduce_cluster=2", "reduce_cluster=8"}) {

@@ -293,11 +293,15 @@ void analyze_reduction(int np, const ArrayBase& out, const Reduced& shapes, cons
   L.per_block = per_block;
   // Row groups keep more of each column's rows in one block; fewer blocks, longer ones, fill the device.
   size_split(L, v.row_groups > 1 ? sms * tuning().reduce_grouped_blocks_per_sm : target);
-  // Row groups over a cluster (tuning().reduce_cluster): the tile's row ranges are its ranks, no partials.
-  if (v.row_groups > 1 && !inner && tuning().reduce_cluster > 1 && device.compute_major >= 9 && L.n_out > 0 &&
-      L.n_red > 1) {
-    const std::int64_t C = tuning().reduce_cluster;
+  // Row groups over a cluster: the tile's row ranges are its ranks, combined through distributed shared memory, no
+  // partials. By default where the split cuts each tile 16 or more ways (its last block's combine then costs more
+  // than the ranks' exchange; at 9 ways the split was as fast), with registers for 4 blocks an SM, without which
+  // ptxas keeps 32 and fewer loads in flight (tuning.hpp: reduce_cluster).
+  const bool auto_cluster = tuning().reduce_cluster < 0 && L.splits >= 16;
+  const std::int64_t C = auto_cluster ? 8 : std::max(tuning().reduce_cluster, 0);
+  if (v.row_groups > 1 && !inner && C > 1 && device.compute_major >= 9 && L.n_out > 0 && L.n_red > 1) {
     v.cluster = static_cast<std::uint8_t>(C);
+    if (auto_cluster && tuning().reduce_min_blocks == 0) v.min_blocks = 4;
     v.split = false;
     L.chunk = (L.n_red + C - 1) / C;
     L.splits = C;

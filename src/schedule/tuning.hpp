@@ -67,10 +67,13 @@ struct Tuning {
   int reduce_min_blocks = 0;
   int reduce_unroll = 0;  ///< a grouped reduction's row loop unrolled this many times; 0: 4
   /// A grouped reduction's row ranges as the blocks of a cluster of this many (2, 4, 8), combined through distributed
-  /// shared memory instead of partials in global memory, a fence and a counter; 0: off (an experiment: H200,
-  /// bench/column_sum_probe.cu, the design at clusters of 8 read 87.0 / 88.3% of the probe's limit at 2,048^2 / 4,096^2
-  /// against 76.8-79.3 / 82.2-85.8% for the split's; never measured in fusion's own kernel yet).
-  int reduce_cluster = 0;
+  /// shared memory instead of partials in global memory, a fence and a counter; 0: off; -1 (the default): clusters of
+  /// 8, with registers for 4 blocks per SM, where the split would cut each column tile 16 or more ways. H200, fusion-bench
+  /// --layouts, sum(m, 0) float32 at 2,048^2 / 4,096^2 / 8,192^2 (splits of 33 / 17 / 9): the split 64.5-64.8 /
+  /// 81.9-82.0 / 101.4-101.8% of the limit, clusters of 8 alone 58.4 / 75.3 / 102.1%, with reduce_min_blocks=4
+  /// 80.5 / 87.6 / 99.8%, clusters of 4 49.3 / 52.6 / 89.3%, of 2 30.4 / 30.2 / 58.4%
+  /// (bench/results/layouts/h200-2026-12-02-column-clusters.txt).
+  int reduce_cluster = -1;
   bool reduce_outer_vectors = true;      ///< 16-byte loads across neighbouring outputs of outer-mode reductions
   /// Rows of a reduction along them up to this many elements take a warp each, longer ones a block. H100,
   /// var over rows of 4,096 float32 (2^26 elements, fusion-bench --layers --tune reduce_warp_row=N): a block
