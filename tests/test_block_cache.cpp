@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device pool's block cache (FUSION_BLOCK_CACHE; runtime/memory/block_cache.hpp), run under the null driver
-// (build/null-driver, the ctest entry unit.null_driver): which freed blocks come back, on which stream, and when
+// (build/null-driver, the ctest entry unit.null_driver; on by default): which freed blocks come back, on which stream, and when
 // they are freed for good.
+#include "runtime/cuda/driver.hpp"
+#include "runtime/cuda/stream_state.hpp"
 #include "runtime/memory/block_cache.hpp"
 #include "support.hpp"
 
 namespace {
 
-struct CacheOn {  // the cache on for one test, then off (which frees what it holds)
+struct CacheOn {  // the cache emptied and on for one test, emptied again after it (turning it off frees what it holds)
   fz::MemoryPool& pool = fz::default_memory_pool();
-  CacheOn() { fz::detail::set_block_cache(pool, true); }
-  ~CacheOn() { fz::detail::set_block_cache(pool, false); }
+  CacheOn() { fz::detail::set_block_cache(pool, false), fz::detail::set_block_cache(pool, true); }
+  ~CacheOn() { fz::detail::set_block_cache(pool, false), fz::detail::set_block_cache(pool, true); }
 };
 
 }  // namespace
@@ -79,4 +81,25 @@ TEST_CASE("the block cache keeps few, small blocks and frees a stream's when the
     CHECK(fz::detail::cached_blocks(pool) == 2);
   }
   CHECK(fz::detail::cached_blocks(pool) == 1);  // the destroyed stream's block freed in its order first
+}
+
+TEST_CASE("the block cache keeps no block of another library's stream, whose end fusion cannot see",
+          "[null-driver][memory]") {
+  CacheOn on;
+  fz::MemoryPool& pool = on.pool;
+  CUstream foreign = nullptr;  // made straight through the driver, as another library would
+  REQUIRE(fz::detail::driver().cuStreamCreateWithPriority(&foreign, CU_STREAM_NON_BLOCKING, 0) == CUDA_SUCCESS);
+  CHECK_FALSE(fz::detail::stream_lifetime_known(foreign));
+  {
+    const fz::Stream taken = fz::Stream::from_external(foreign);
+    pool.deallocate(pool.allocate(2048, taken.handle()), 2048, taken.handle());
+    CHECK(fz::detail::cached_blocks(pool) == 0);  // freed for good: the handle may die and be reused unseen
+    const fz::Stream own;
+    CHECK(fz::detail::stream_lifetime_known(own.handle()));
+    pool.deallocate(pool.allocate(2048, own.handle()), 2048, own.handle());
+    CHECK(fz::detail::cached_blocks(pool) == 1);  // fusion's own stream: kept until it goes
+  }
+  CHECK(fz::detail::cached_blocks(pool) == 0);
+  fz::detail::driver().cuStreamDestroy(foreign);
+  CHECK(fz::detail::stream_lifetime_known(fz::Stream::null().handle()));  // built-in handles are never destroyed
 }

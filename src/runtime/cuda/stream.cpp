@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 
 #include "fusion/error.hpp"
 #include "fusion/event.hpp"
@@ -39,9 +40,30 @@ thread_local std::shared_ptr<StreamState> tls_current[kMaxDevices];
 
 namespace {
 std::atomic<StreamReleaseHook> release_hook{nullptr};
+
+struct OwnedHandles {  // the live streams fusion created, by handle (a count: a reset's stale handle may be reused)
+  std::mutex mu;
+  std::unordered_map<CUstream, int> live;
+};
+OwnedHandles& owned_handles() {
+  static auto* h = new OwnedHandles;  // never destroyed: streams may be released at exit
+  return *h;
+}
+void count_owned(CUstream s, int delta) {
+  OwnedHandles& h = owned_handles();
+  std::lock_guard lock(h.mu);
+  if ((h.live[s] += delta) <= 0) h.live.erase(s);
+}
 }  // namespace
 
 void set_stream_release_hook(StreamReleaseHook hook) { release_hook.store(hook); }
+
+bool stream_lifetime_known(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) return true;
+  OwnedHandles& h = owned_handles();
+  std::lock_guard lock(h.mu);
+  return h.live.count(stream) > 0;
+}
 
 StreamState::~StreamState() {
   if (!reduce_workspace && !blas_workspace && !index_fault && !scan_state && !(owned && handle)) return;
@@ -53,6 +75,7 @@ StreamState::~StreamState() {
   if (scan_state && !is_stale(scan_state_generation, device)) driver().cuMemFree(scan_state);
   // The driver releases the stream once its queued work completes; nothing is cut short. A stream a
   // reset destroyed is not touched: destroying it again would crash the driver.
+  if (owned && handle) count_owned(handle, -1);
   if (owned && handle && !reset_destroyed()) {
     if (const StreamReleaseHook hook = release_hook.load()) hook(device, handle);  // while it still lives
     driver().cuStreamDestroy(handle);
@@ -87,6 +110,7 @@ Stream::Stream(StreamOptions options) {
   s->priority = options.priority;
   FUSION_CU(cuStreamCreateWithPriority, &s->handle, options.non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT,
             options.priority);
+  detail::count_owned(s->handle, 1);
   FUSION_CU(cuStreamGetPriority, s->handle, &s->priority);  // the driver clamps to the device's range
   s->generation = detail::context_generation(dev);
   state_ = std::move(s);

@@ -51,4 +51,9 @@ const std::shared_ptr<StreamState>& current_stream_state();
 using StreamReleaseHook = void (*)(int device, CUstream stream);
 void set_stream_release_hook(StreamReleaseHook hook);
 
+/// Whether fusion sees `stream`'s end: a built-in handle (the null, legacy and per-thread streams, never destroyed) or
+/// a live stream fusion created (whose destruction calls the release hook first). Another library's stream, taken in
+/// by Stream::from_external, may be destroyed behind fusion's back and its handle reused.
+bool stream_lifetime_known(CUstream stream);
+
 }  // namespace fusion::detail

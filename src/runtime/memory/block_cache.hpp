@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device pool's cache of freed blocks (detail::BlockCache in memory_pool.cpp): each kept for the next allocation of
-// its size on the stream that freed it, so that allocation makes no driver call. Off unless FUSION_BLOCK_CACHE=1.
+// its size on the stream that freed it, so that allocation makes no driver call. On unless FUSION_BLOCK_CACHE=0.
 #pragma once
 #include <cstddef>
 
