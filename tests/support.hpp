@@ -13,7 +13,10 @@
 #include <sstream>
 #include <random>
 #include <string>
+#include <stdexcept>
 #include <vector>
+
+#include <unistd.h>
 
 #include "fusion/fusion.hpp"
 #include "runtime/compile/nvrtc.hpp"
@@ -21,6 +24,15 @@
 namespace fz = fusion;
 
 namespace test {
+
+/// The running test binary's own path, for tests that start it again as a child process: wherever the binary was
+/// copied to (a GPU round may run binaries built elsewhere), not where CMake built it.
+inline std::string self_binary() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
+  return std::string(path, static_cast<std::size_t>(n));
+}
 
 /// Sets an environment variable for a scope, then puts back what was there.
 struct ScopedEnv {

@@ -269,7 +269,7 @@ TEST_CASE("device reset by another library (child)", "[.][gpu][child]") {
 
 TEST_CASE("faults: arrays, streams and events outliving a device reset by another library", "[gpu][faults]") {
   // In a child process: the reset would free every array the other tests of this process hold.
-  const std::string cmd = std::string(FUSION_TEST_BINARY) + " --gpu \"device reset by another library (child)\" 2>&1";
+  const std::string cmd = test::self_binary() + " --gpu \"device reset by another library (child)\" 2>&1";
   const auto child = test::run_command(cmd);
   INFO(child.text);
   CHECK(child.status == 0);

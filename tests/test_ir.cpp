@@ -122,7 +122,7 @@ TEST_CASE("a child reports why it has no device", "[.][child_no_driver]") {
 }
 
 TEST_CASE("FUSION_CUDA_DRIVER names the driver library to load, and the error names it", "[ir][device]") {
-  const std::string cmd = std::string("FUSION_CUDA_DRIVER=/nonexistent/libcuda-stand-in.so.1 ") + FUSION_TEST_BINARY +
+  const std::string cmd = std::string("FUSION_CUDA_DRIVER=/nonexistent/libcuda-stand-in.so.1 ") + test::self_binary() +
                           " \"a child reports why it has no device\" 2>&1";
   const auto child = test::run_command(cmd);
   CHECK(child.status == 0);
@@ -132,7 +132,7 @@ TEST_CASE("FUSION_CUDA_DRIVER names the driver library to load, and the error na
 }
 
 TEST_CASE("FUSION_SHOW_KERNELS prints each new kernel's name and source once", "[ir][nvrtc]") {
-  const std::string cmd = std::string("FUSION_SHOW_KERNELS=1 FUSION_CACHE=0 ") + FUSION_TEST_BINARY +
+  const std::string cmd = std::string("FUSION_SHOW_KERNELS=1 FUSION_CACHE=0 ") + test::self_binary() +
                           " \"sizes and scalar values are arguments: they never change the kernel\" 2>&1";
   const auto child = test::run_command(cmd);
   CHECK(child.status == 0);

@@ -304,7 +304,7 @@ TEST_CASE("memory limit from the environment (child)", "[.][gpu][child]") {
 
 TEST_CASE("FUSION_GPU_MEMORY_LIMIT sets the pool's limit, as bytes or a percentage", "[gpu][memory]") {
   for (const char* value : {"50%", "123456789"}) {
-    const std::string cmd = std::string("FUSION_GPU_MEMORY_LIMIT=") + value + " " + FUSION_TEST_BINARY +
+    const std::string cmd = std::string("FUSION_GPU_MEMORY_LIMIT=") + value + " " + test::self_binary() +
                             " --gpu \"memory limit from the environment (child)\" > /dev/null 2>&1";
     INFO("FUSION_GPU_MEMORY_LIMIT=" << value);
     CHECK(std::system(cmd.c_str()) == 0);

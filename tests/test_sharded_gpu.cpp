@@ -680,7 +680,7 @@ TEST_CASE("several processes, one GPU each, bootstrapped through a shared file",
         "FUSION_RANK={0} FUSION_WORLD_SIZE={1} FUSION_DEVICE={0} FUSION_NCCL_ID_FILE={2} {3} --gpu "
         "\"[process_group_child]\" "
         "> {2}.{0}.log 2>&1 & p{0}=$!; ",
-        r, world, file, FUSION_TEST_BINARY);
+        r, world, file, test::self_binary());
   cmd += "s=0; ";
   for (int r = 0; r < world; ++r) cmd += fmt::format("wait $p{} || s=1; ", r);
   cmd += "exit $s'";
