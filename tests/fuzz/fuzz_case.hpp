@@ -152,6 +152,9 @@ struct GenOptions {
   /// Make some cases layer expressions over long rows (4,097 to 300,000 elements, 1 to 16 rows: the cluster and
   /// block-per-row layer kernels), likewise.
   bool long_rows = false;
+  /// Make half the cases a reduction over the rows of a tall matrix (1,024 to 4,097 rows, 1 to 257 columns: the
+  /// grouped column kernels, over a cluster or split over blocks), likewise.
+  bool tall_columns = false;
   /// Make every case a layer expression over 16 to 63 rows of the lengths a block holds in registers (1,024, 4,096 and
   /// 8,192 elements, filling every thread's vectors, and 4,000, not: LayerVariant::registers and full_parts; rows of
   /// 8,192 only where values are kept), as the long rows' cases are otherwise built.

@@ -499,6 +499,33 @@ struct Generator {
     return unary(target, depth, full);
   }
 
+  /// GenOptions::tall_columns: a reduction over the rows of a tall matrix (1,024 to 4,097 rows, 1 to 257 columns) of any
+  /// expression, sometimes met by an input or literal after it: the grouped column kernels, whose row ranges are the
+  /// blocks of a cluster where a split would cut each column tile 16 or more ways (schedule/reduce_layout.cpp), and
+  /// the split over blocks where it would not.
+  void tall_columns_case() {
+    static const std::int64_t rows[] = {1024, 1500, 2048, 3001, 4097};
+    static const std::int64_t columns[] = {1, 7, 64, 64, 70, 96, 128, 128, 200, 257};  // (fewer than 64: a thread a row)
+    static const Op ops[] = {Op::sum, Op::sum, Op::mean, Op::var, Op::max, Op::min, Op::nanmax, Op::argmax, Op::argmin,
+                             Op::any};
+    c.dim_sizes = {rows[pick(static_cast<int>(std::size(rows)))], columns[pick(static_cast<int>(std::size(columns)))]};
+    o.max_elements = c.dim_sizes[0] * c.dim_sizes[1];
+    Expr r = wrap(Kind::reduce, ops[pick(static_cast<int>(std::size(ops)))], {});
+    r.axes = 1u;  // the rows
+    r.negative_axes = chance(0.3);
+    ++reductions;
+    r.args.push_back(gen({0, 1}, 1 + pick(3), true));
+    c.out_dims = {1};
+    c.outputs.push_back(chance(0.5) ? std::move(r)
+                                    : binary_of(binary_op(), std::move(r), chance(0.3) ? literal() : input_leaf({1}, false)));
+    c.into = chance(0.5);
+    if (!c.into) {
+      auto b = build(c);
+      if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
+    }
+    if (c.into) c.out_layout = layout();
+  }
+
   /// GenOptions::generated_products: a product of two 16-bit expressions (K of 1 to 320 or 512 to 2,048, 2^20 products at most; results of up to 300 x 520,
   /// batched a third of the time), then one to three elementwise steps meeting new inputs (a bias, a residual, any
   /// broadcast) or literals, as fusion's own kernel (Case::generated): what its epilogue and its tile edges must
@@ -574,6 +601,10 @@ Case generate(std::uint64_t seed, const GenOptions& o) {
       auto b = build(c);
       if (!b || !(b->result_shapes[0] == b->out_shape)) c.into = true;
     }
+    return c;
+  }
+  if (o.tall_columns && g.chance(0.5)) {  // (drawn only with the option: other seeds' cases stay what they were)
+    g.tall_columns_case();
     return c;
   }
   if (o.generated_products) {  // every case a product of two 16-bit expressions with an elementwise epilogue

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // fusion-fuzz: differential fuzzing of the engine against the float64 reference.
-//   fusion-fuzz [--count N] [--seconds S] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--products] [--long-rows] [--register-rows] [--regions [--kernels]] [--tune name=value] [--print] [--case SEED] [--trace]
+//   fusion-fuzz [--count N] [--seconds S] [--seed S] [--threads T] [--compile-only] [--max-depth D] [--scans] [--gathers] [--scatters] [--joins] [--aliases] [--calls] [--products] [--long-rows] [--tall-columns] [--register-rows] [--regions [--kernels]] [--tune name=value] [--print] [--case SEED] [--trace]
 // --print writes the cases as Catch2 tests instead of running them (what a failure's repro looks like).
 // --seconds stops drawing new cases after that long (the summary counts the cases that ran): a campaign that fits
 // a device call and still prints its table.
@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--products")) gen.products = true;  // fz::matmul with math around and inside it
     else if (!std::strcmp(argv[i], "--generated-products")) gen.generated_products = true;  // ... as fusion's own kernel, every case
     else if (!std::strcmp(argv[i], "--long-rows")) gen.long_rows = true;  // layer expressions over long rows
+    else if (!std::strcmp(argv[i], "--tall-columns")) gen.tall_columns = true;  // reductions over many rows, few columns
     else if (!std::strcmp(argv[i], "--register-rows")) gen.register_rows = true;  // ... over rows held in registers
     else if (!std::strcmp(argv[i], "--kernels")) kernels = true;  // (--regions) statements calling user kernels
     else if (!std::strcmp(argv[i], "--tune")) fusion::detail::set_tuning(next());  // e.g. scan_strips=2
