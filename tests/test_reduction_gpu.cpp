@@ -199,7 +199,7 @@ TEST_CASE("every reduction x dtype over columns in row groups (few outputs, many
 }
 
 TEST_CASE("every reduction x dtype over columns in row groups split over a cluster (reduce_cluster) matches the host "
-          "reference", "[gpu][reductions][columns]") {
+          "reference", "[gpu][reductions][clusters]") {
   // Each column tile's rows split over the blocks of a cluster, combined through distributed shared memory (by
   // default clusters of 8 where the split would cut a tile 16 ways; here forced at 2 and 8, with the default's
   // registers for 4 blocks an SM left out). 40 rows over 8 ranks leave each 5, fewer than its 8 row groups.
