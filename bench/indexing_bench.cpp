@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "fusion/fusion.hpp"
 #include "schedule/tuning.hpp"
 
@@ -56,7 +57,7 @@ template <class F> std::uint64_t kernels_of(F&& run) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   bool quick = false, scans_only = false, joins_only = false, embedding_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
@@ -202,4 +203,15 @@ int main(int argc, char** argv) {
            kernels_of(lse_run));
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  static const char* const flags[] = {"--quick", "--scans", "--joins", "--embedding", nullptr};
+  static const char* const with_value[] = {"--tune", nullptr};
+  if (const char* bad = bench::unknown_flag(argc, argv, flags, with_value)) {
+    fmt::print(stderr, "fusion-bench-indexing: unknown flag '{}'\n"
+               "usage: fusion-bench-indexing [--quick] [--scans | --joins | --embedding] [--tune name=value]...\n", bad);
+    return 2;
+  }
+  return bench::guarded_main("fusion-bench-indexing", [&] { return run(argc, argv); });
 }

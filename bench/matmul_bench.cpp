@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "fusion/fusion.hpp"
 #include "held_alone.hpp"
 #include "runtime/blas/cublaslt.hpp"
@@ -341,7 +342,7 @@ void generated(bool skinny, int race_batch, int race_sleep_ms, bool varied_data,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   if (argc > 1 && std::strcmp(argv[1], "--generated") == 0) {  // [--skinny] [--tune name=value]...
     bool skinny = false;  // only the products of 512 rows and fewer
@@ -386,4 +387,8 @@ int main(int argc, char** argv) {
     else bench<float>(c);
   }
   epilogues();
+}
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("fusion-bench-matmul", [&] { return run(argc, argv); });
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "fusion/fusion.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/distributed/nccl.hpp"
@@ -120,7 +121,6 @@ int run(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--devices") && i + 1 < argc)
       for (char* t = std::strtok(argv[++i], ","); t; t = std::strtok(nullptr, ",")) devices.push_back(std::atoi(t));
   }
-  if (fz::device_count() == 0) return fmt::print("fusion-bench-sharded needs a GPU: {}\n", fz::no_device_reason()), 0;
   if (devices.empty()) {
     devices.resize(static_cast<std::size_t>(fz::device_count()));
     std::iota(devices.begin(), devices.end(), 0);
@@ -260,10 +260,5 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const fz::Error& e) {
-    fmt::print(stderr, "fusion-bench-sharded: {}\n", e.what());
-    return 1;
-  }
+  return bench::guarded_main("fusion-bench-sharded", [&] { return run(argc, argv); });
 }
