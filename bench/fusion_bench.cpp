@@ -15,6 +15,8 @@
 //                                                 the layers suite (the cases whose name contains TEXT), with
 //                                                 layout thresholds changed (schedule/tuning.hpp)
 //   --calls-per-sample N (any suite)              calls between one pair of events (10, as bench/peers times)
+//   --cold-l2 (any suite)                         each sample after a fill of twice L2 (outside its events): inputs
+//                                                 smaller than L2 read from memory, not from the last sample's L2
 #include <cuda.h>
 #include <fmt/format.h>
 
@@ -49,6 +51,10 @@ std::string only;  ///< --only: run the layers cases whose name contains it
 /// --calls-per-sample N changes it: where a kernel takes about as long as the host's enqueue (a column sum of 2,048^2,
 /// 5-6 us against 3-4), the first call's launch is a tenth of each sample; more calls tell the kernel from that.
 int calls_per_sample = 10;
+bool cold_l2 = false;  // --cold-l2: each sample starts with L2 holding none of its inputs (BenchmarkOptions::flush_l2)
+fz::BenchmarkOptions timing(int n_repeat) {
+  return {.n_repeat = n_repeat, .n_warmup = 3, .calls_per_sample = calls_per_sample, .flush_l2 = cold_l2};
+}
 bool wanted(const std::string& name) { return only.empty() || name.find(only) != std::string::npos; }
 
 template <class T> fz::Array<T> random_array(std::int64_t n, float lo, float hi, unsigned seed) {
@@ -69,8 +75,7 @@ struct Row {
 template <class T> void suite(std::int64_t n, std::vector<Row>& rows) {
   auto x = random_array<T>(n, -2, 2, 1), y = random_array<T>(n, -2, 2, 2), z = random_array<T>(n, 0.5f, 2, 3);
   const std::string dt(fz::dtype_name(fz::dtype_of<T>));
-  const fz::BenchmarkOptions opts{
-      .n_repeat = n >= (1 << 24) ? 20 : 100, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(n >= (1 << 24) ? 20 : 100);
   auto run = [&](const std::string& name, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dt, n, fz::compare_fusion(name, [&] { return fz::Array<T>(fn()); }, opts)});
   };
@@ -91,7 +96,7 @@ void reduction_suite(std::vector<Row>& rows) {
   const std::int64_t n = std::int64_t{1} << 26;
   auto x = random_array<float>(n, -2, 2, 1), y = random_array<float>(n, -2, 2, 2);
   auto m = x.reshape({8192, 8192});
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(20);
   auto run = [&](const std::string& name, auto&& fn) {
     if (wanted(name)) rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
   };
@@ -117,7 +122,7 @@ void user_suite(std::vector<Row>& rows) {
                                                   "squared_diff");
   static const fz::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
   static const auto sq_r = fz::function<float(float, float)>("sq_r", "(float x, float y) { return x * x + y * y; }");
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(20);
   auto run = [&](const std::string& name, auto&& fn) {
     if (wanted(name)) rows.push_back({name, "float32", n, fz::compare_fusion(name, fn, opts)});
   };
@@ -138,7 +143,7 @@ void layers_suite(std::vector<Row>& rows) {
   const std::int64_t n = std::int64_t{1} << 26;
   auto flat = random_array<float>(n, -3, 3, 5);
   auto flat_bf = random_array<fz::bfloat16>(n, -3, 3, 6);
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(20);
   auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
   };
@@ -241,7 +246,7 @@ void layers_suite(std::vector<Row>& rows) {
 /// 2^26 elements, and the broadcasts in bfloat16 and float16.
 template <class T> void layouts_at(std::int64_t n, const char* dt, std::vector<Row>& rows) {
   const std::int64_t side = static_cast<std::int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(20);
   auto run = [&](const std::string& name, auto&& fn) {
     const std::string full = fmt::format("{} {}^2", name, side);
     if (wanted(full))
@@ -286,7 +291,7 @@ double copy_pct_of_limit(std::int64_t bytes, double limit_gbs) {
   auto a = fz::full<std::uint8_t>({bytes}, 1), b = fz::empty<std::uint8_t>({bytes});
   const CUstream s = fusion::detail::current_stream_state()->handle;
   const auto r = fz::benchmark("copy", [&] { FUSION_CU(cuMemcpyDtoDAsync, b.data_ptr(), a.data_ptr(), bytes, s); },
-                               {.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample});
+                               timing(20));
   return 100.0 * 2.0 * static_cast<double>(bytes) / (r.gpu.median * 1e3) / limit_gbs;
 }
 
@@ -310,7 +315,7 @@ void layouts_suite(std::vector<Row>& rows) {
 /// (an array of 2^26 values: only the writes count).
 void random_suite(std::vector<Row>& rows) {
   const std::int64_t n = std::int64_t{1} << 26;
-  const fz::BenchmarkOptions opts{.n_repeat = 20, .n_warmup = 3, .calls_per_sample = calls_per_sample};
+  const fz::BenchmarkOptions opts = timing(20);
   auto run = [&](const std::string& name, const char* dtype, auto&& fn) {
     if (wanted(name)) rows.push_back({name, dtype, n, fz::compare_fusion(name, fn, opts)});
   };
@@ -668,6 +673,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     if (!std::strcmp(argv[i], "--log2n") && i + 1 < argc) sizes = {std::atoi(argv[++i])};
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!std::strcmp(argv[i], "--cold-l2")) cold_l2 = true;
     if (!std::strcmp(argv[i], "--calls-per-sample") && i + 1 < argc) calls_per_sample = std::max(1, std::atoi(argv[++i]));
     if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) {
       try {
@@ -729,8 +735,8 @@ int main(int argc, char** argv) {
   fmt::print(
       "(% limit: the least bytes, each input read and each output written once, over the fused time, against the copy\n"
       " bandwidth; % moved: the bytes the fused plan really moved, which a plan that re-reads its input inflates;\n"
-      " GPU time per call: {} calls between one pair of events, medians, as bench/peers times PyTorch and JAX)\n",
-      calls_per_sample);
+      " GPU time per call: {} calls between one pair of events, medians, as bench/peers times PyTorch and JAX{})\n",
+      calls_per_sample, cold_l2 ? "; each sample after a fill of twice L2, so no input starts there" : "");
   fmt::print("{:<28} {:>9} {:>5} {:>10} {:>8} {:>8} {:>11} {:>8} {:>8}  {}\n", "expression", "dtype", "log2n",
              "fused us", "% limit", "% moved", "unfused us", "kernels", "speedup", "agree");
   bool all_agree = true;

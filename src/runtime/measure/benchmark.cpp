@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "runtime/cuda/device_state.hpp"
@@ -57,9 +58,15 @@ BenchmarkResult benchmark(std::string name, const std::function<void()>& fn, Ben
   stream.synchronize();
   std::vector<double> cpu, gpu;
   Event start, end;
+  std::optional<Array<std::uint8_t>> flush;  // (allocated once: its allocation is not what a sample should time)
+  if (options.flush_l2) {
+    const std::size_t l2 = Device::current().properties().l2_cache_bytes;
+    flush = empty<std::uint8_t>({static_cast<std::int64_t>(2 * std::max<std::size_t>(l2, std::size_t{1} << 20))});
+  }
   const auto began = Clock::now();
   const double calls = options.calls_per_sample;
   for (int i = 0; i < options.n_repeat; ++i) {
+    if (flush) FUSION_CU(cuMemsetD8Async, flush->data_ptr(), static_cast<unsigned char>(i), flush->nbytes(), stream.handle());
     start.record(stream);
     const auto t0 = Clock::now();
     for (int c = 0; c < options.calls_per_sample; ++c) fn();
