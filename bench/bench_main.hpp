@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fusion/fusion.hpp>
 
@@ -24,16 +25,22 @@ int guarded_main(const char* name, Body&& body) {
   }
 }
 
-/// For mains that read their flags by hand: argv[i] when it is none of `known` (a null-terminated list), else nullptr,
-/// so that a misspelt flag stops the run instead of silently measuring the default.
-inline const char* unknown_flag(int argc, char** argv, const char* const* known, const char* const* with_value) {
+/// A flag a benchmark reads by hand, and how many values follow it.
+struct Flag {
+  const char* name;
+  int values = 0;
+};
+
+/// argv[i] when it is none of `known`, else nullptr: a misspelt flag stops the run instead of silently measuring the
+/// default.
+template <std::size_t N>
+const char* unknown_flag(int argc, char** argv, const Flag (&known)[N]) {
   for (int i = 1; i < argc; ++i) {
-    bool found = false;
-    for (const char* const* k = with_value; *k && !found; ++k)
-      if (!std::strcmp(argv[i], *k)) found = true, ++i;
-    for (const char* const* k = known; *k && !found; ++k)
-      if (!std::strcmp(argv[i], *k)) found = true;
-    if (!found) return argv[i];
+    const Flag* hit = nullptr;
+    for (const Flag& f : known)
+      if (!std::strcmp(argv[i], f.name)) hit = &f;
+    if (!hit) return argv[i];
+    i += hit->values;
   }
   return nullptr;
 }

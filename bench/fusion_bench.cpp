@@ -33,6 +33,7 @@
 #include <malloc.h>
 #include <sys/resource.h>
 
+#include "bench_main.hpp"
 #include "fast_math_errors.hpp"
 #include "fusion/fusion.hpp"
 #include "runtime/cuda/driver.hpp"
@@ -668,17 +669,21 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
+  static const bench::Flag flags[] = {
+      {"--first-call"}, {"--host-loop", 2}, {"--steps"}, {"--layers"}, {"--layouts"}, {"--random"}, {"--fast-math"},
+      {"--cold-l2"}, {"--json", 1}, {"--log2n", 1}, {"--only", 1}, {"--calls-per-sample", 1}, {"--tune", 1}};
+  if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
+    fmt::print(stderr, "fusion-bench: unknown flag '{}' (the flags are listed at the head of bench/fusion_bench.cpp)\n", bad);
+    return 2;
+  }
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
   bool only_layers = false, only_layouts = false, only_random = false, fast_math = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--first-call")) return first_call();
     if (!std::strcmp(argv[i], "--host-loop") && i + 2 < argc) return host_loop(argv[i + 1], std::atoi(argv[i + 2]));
-    if (!std::strcmp(argv[i], "--steps")) {
-      if (fz::device_count() == 0) return fmt::print("fusion-bench needs a GPU: {}\n", fz::no_device_reason()), 0;
-      return steps_suite();
-    }
+    if (!std::strcmp(argv[i], "--steps")) return steps_suite();
     if (!std::strcmp(argv[i], "--layers")) only_layers = true;
     if (!std::strcmp(argv[i], "--layouts")) only_layouts = true;
     if (!std::strcmp(argv[i], "--random")) only_random = true;
@@ -688,18 +693,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     if (!std::strcmp(argv[i], "--cold-l2")) cold_l2 = true;
     if (!std::strcmp(argv[i], "--calls-per-sample") && i + 1 < argc) calls_per_sample = std::max(1, std::atoi(argv[++i]));
-    if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) {
-      try {
-        fz::detail::set_tuning(argv[++i]);
-      } catch (const fz::Error& e) {
-        fmt::print(stderr, "fusion-bench: {}\n", e.what());
-        return 2;
-      }
-    }
-  }
-  if (fz::device_count() == 0) {
-    fmt::print("fusion-bench needs a GPU: {}\n", fz::no_device_reason());
-    return 0;
+    if (!std::strcmp(argv[i], "--tune") && i + 1 < argc) fz::detail::set_tuning(argv[++i]);
   }
   const auto& props = fz::Device(0).properties();
   const double copy = fz::copy_bandwidth_gbs();
@@ -779,4 +773,8 @@ int main(int argc, char** argv) {
       trimmed_compile.ms, trimmed_compile.nvrtc_ms, trimmed_compile.page_faults);
   if (!json.empty()) write_json_and_csv(json, rows, props.name, driver, date, copy, dispatch, compile.ms);
   return all_agree ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return bench::guarded_main("fusion-bench", [&] { return run(argc, argv); });
 }

@@ -206,9 +206,8 @@ static int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-  static const char* const flags[] = {"--quick", "--scans", "--joins", "--embedding", nullptr};
-  static const char* const with_value[] = {"--tune", nullptr};
-  if (const char* bad = bench::unknown_flag(argc, argv, flags, with_value)) {
+  static const bench::Flag flags[] = {{"--quick"}, {"--scans"}, {"--joins"}, {"--embedding"}, {"--tune", 1}};
+  if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
     fmt::print(stderr, "fusion-bench-indexing: unknown flag '{}'\n"
                "usage: fusion-bench-indexing [--quick] [--scans | --joins | --embedding] [--tune name=value]...\n", bad);
     return 2;
