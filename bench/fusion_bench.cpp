@@ -670,13 +670,6 @@ void write_json_and_csv(const std::string& json, const std::vector<Row>& rows, c
 }  // namespace
 
 static int run(int argc, char** argv) {
-  static const bench::Flag flags[] = {
-      {"--first-call"}, {"--host-loop", 2}, {"--steps"}, {"--layers"}, {"--layouts"}, {"--random"}, {"--fast-math"},
-      {"--cold-l2"}, {"--json", 1}, {"--log2n", 1}, {"--only", 1}, {"--calls-per-sample", 1}, {"--tune", 1}};
-  if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
-    fmt::print(stderr, "fusion-bench: unknown flag '{}' (the flags are listed at the head of bench/fusion_bench.cpp)\n", bad);
-    return 2;
-  }
   std::string json;
   std::vector<int> sizes = {10, 20, 26};
   bool only_layers = false, only_layouts = false, only_random = false, fast_math = false;
@@ -776,5 +769,12 @@ static int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  static const bench::Flag flags[] = {
+      {"--first-call"}, {"--host-loop", 2}, {"--steps"}, {"--layers"}, {"--layouts"}, {"--random"}, {"--fast-math"},
+      {"--cold-l2"}, {"--json", 1}, {"--log2n", 1}, {"--only", 1}, {"--calls-per-sample", 1}, {"--tune", 1}};
+  if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
+    fmt::print(stderr, "fusion-bench: unknown flag '{}' (the flags are listed at the head of bench/fusion_bench.cpp)\n", bad);
+    return 2;
+  }
   return bench::guarded_main("fusion-bench", [&] { return run(argc, argv); });
 }
