@@ -387,6 +387,7 @@ static int run(int argc, char** argv) {
     else bench<float>(c);
   }
   epilogues();
+  return 0;
 }
 
 int main(int argc, char** argv) {
