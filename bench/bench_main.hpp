@@ -31,15 +31,15 @@ struct Flag {
   int values = 0;
 };
 
-/// argv[i] when it is none of `known`, else nullptr: a misspelt flag stops the run instead of silently measuring the
-/// default.
+/// argv[i] when it is none of `known` or lacks its values, else nullptr: a misspelt flag stops the run instead of
+/// silently measuring the default.
 template <std::size_t N>
 const char* unknown_flag(int argc, char** argv, const Flag (&known)[N]) {
   for (int i = 1; i < argc; ++i) {
     const Flag* hit = nullptr;
     for (const Flag& f : known)
       if (!std::strcmp(argv[i], f.name)) hit = &f;
-    if (!hit) return argv[i];
+    if (!hit || i + hit->values >= argc) return argv[i];
     i += hit->values;
   }
   return nullptr;

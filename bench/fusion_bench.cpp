@@ -773,7 +773,8 @@ int main(int argc, char** argv) {
       {"--first-call"}, {"--host-loop", 2}, {"--steps"}, {"--layers"}, {"--layouts"}, {"--random"}, {"--fast-math"},
       {"--cold-l2"}, {"--json", 1}, {"--log2n", 1}, {"--only", 1}, {"--calls-per-sample", 1}, {"--tune", 1}};
   if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
-    fmt::print(stderr, "fusion-bench: unknown flag '{}' (the flags are listed at the head of bench/fusion_bench.cpp)\n", bad);
+    fmt::print(stderr, "fusion-bench: unknown flag, or one without its value: '{}' (the flags: bench/fusion_bench.cpp)\n",
+               bad);
     return 2;
   }
   return bench::guarded_main("fusion-bench", [&] { return run(argc, argv); });

@@ -208,7 +208,7 @@ static int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   static const bench::Flag flags[] = {{"--quick"}, {"--scans"}, {"--joins"}, {"--embedding"}, {"--tune", 1}};
   if (const char* bad = bench::unknown_flag(argc, argv, flags)) {
-    fmt::print(stderr, "fusion-bench-indexing: unknown flag '{}'\n"
+    fmt::print(stderr, "fusion-bench-indexing: unknown flag, or one without its value: '{}'\n"
                "usage: fusion-bench-indexing [--quick] [--scans | --joins | --embedding] [--tune name=value]...\n", bad);
     return 2;
   }
