@@ -24,11 +24,11 @@ struct BenchmarkOptions {
   /// alone, with the host's time to its first launch; more let that hide behind queued work, as in a
   /// loop, and as bench/peers times PyTorch and JAX (10).
   int calls_per_sample = 1;
-  /// Before each sample, read a buffer of twice the device's L2 on the stream (one sum kernel), outside the events,
-  /// so that each sample starts with none of fn's data in L2 and no dirty lines to write back: inputs smaller than L2 (16 MB of a 2,048^2 float matrix on a
-  /// 50-60 MB L2) otherwise stay there between calls and read faster than memory can deliver, by a margin that
-  /// changes from process to process. The read also keeps the GPU busy while the host enqueues the first call, so
-  /// calls_per_sample = 1 times the call alone without its launch gap.
+  /// Before each sample, read a buffer of twice the device's L2 on the stream (one sum kernel), outside the
+  /// events, so that each sample starts with none of fn's data in L2 and no dirty lines to write back. Inputs
+  /// smaller than L2 (16 MB of a 2,048^2 float matrix on a 50-60 MB L2) otherwise stay there between calls and
+  /// read faster than memory delivers, by a margin that changes from process to process. The read also keeps
+  /// the GPU busy while the host enqueues the first call, so calls_per_sample = 1 times the call alone.
   bool flush_l2 = false;
 };
 

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fusion/benchmark.hpp"
-#include "fusion/reductions.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -15,6 +14,7 @@
 #include <optional>
 #include <ostream>
 
+#include "fusion/reductions.hpp"
 #include "runtime/cuda/device_state.hpp"
 #include "runtime/cuda/driver.hpp"
 #include "runtime/cuda/stream_state.hpp"
@@ -59,7 +59,7 @@ BenchmarkResult benchmark(std::string name, const std::function<void()>& fn, Ben
   stream.synchronize();
   std::vector<double> cpu, gpu;
   Event start, end;
-  // The fill is a read (a sum of the buffer), not a memset: a memset leaves L2 full of dirty lines whose
+  // The flush is a read (a sum of the buffer), not a memset: a memset leaves L2 full of dirty lines whose
   // write-back then competes with the sample's own reads (H200: a 4,096^2 column sum 18 -> 27 us after one).
   std::optional<Array<float>> flush, flushed;  // (allocated once: their allocation is not what a sample should time)
   if (options.flush_l2) {
