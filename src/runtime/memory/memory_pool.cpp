@@ -19,13 +19,13 @@
 namespace fusion {
 
 namespace detail {
-namespace {
+// (a named namespace's type, not an anonymous one's: MemoryPool::State holds them, and a unity build, where this
+// file is included into another, warns of a member whose type has internal linkage)
 struct CachedBlock {
   CUdeviceptr ptr = 0;
   std::size_t bytes = 0;
   CUstream stream = nullptr;  // freed in this stream's order: only its own allocations may take it back
 };
-}  // namespace
 }  // namespace detail
 
 struct MemoryPool::State {
