@@ -172,8 +172,12 @@ TEST_CASE("inspect shows how an expression with reductions runs", "[reduction][p
                Catch::Contains("over a cluster of 8") && Catch::Contains("registers for 4 blocks per SM"));
     fz::detail::set_tuning("reduce_cluster=0");
     CHECK_THAT(fz::inspect(fz::mean(tall, 0)).variant, Catch::Contains("split over blocks"));
+    fz::detail::set_tuning("reduce_cluster=-1");  // the default again, as --tune can say it
+    CHECK_THAT(fz::inspect(fz::mean(tall, 0)).variant, Catch::Contains("over a cluster of 8"));
     fz::detail::tuning() = saved;
     CHECK_THROWS_AS(fz::detail::set_tuning("reduce_cluster=3"), fz::Error);
+    CHECK_THROWS_AS(fz::detail::set_tuning("reduce_cluster=-2"), fz::Error);
+    CHECK_THROWS_AS(fz::detail::set_tuning("reduce_min_blocks=-1"), fz::Error);  // (the only negative value)
   }
   CHECK_THAT(fz::inspect(fz::mean(m.slice({fz::Slice{0, 20}}), 0)).variant,
              Catch::Contains("a thread per output"));  // 20 rows

@@ -27,7 +27,9 @@ void set_tuning(std::string_view assignment) {
   std::int64_t value = 0;
   const std::string_view text = eq == std::string_view::npos ? std::string_view() : assignment.substr(eq + 1);
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
+  // (reduce_cluster=-1 puts back its default, the choice from the split: the one tuning whose default is no number)
+  const bool back_to_default = name == "reduce_cluster" && value == -1;
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || (value < 0 && !back_to_default))
     throw Error(fmt::format("tuning '{}': expected name=value with a non-negative integer value", assignment));
   Tuning& t = tuning();
   if (name == "cluster_slice" && value > 0) t.cluster_slice = value;
@@ -54,7 +56,7 @@ void set_tuning(std::string_view assignment) {
   else if (name == "reduce_min_rows" && value >= 1 && value <= 1024) t.reduce_min_rows = static_cast<int>(value);
   else if (name == "reduce_min_blocks" && value <= 8) t.reduce_min_blocks = static_cast<int>(value);
   else if (name == "reduce_unroll" && value <= 32) t.reduce_unroll = static_cast<int>(value);
-  else if (name == "reduce_cluster" && (value == 0 || value == 2 || value == 4 || value == 8))
+  else if (name == "reduce_cluster" && (value == -1 || value == 0 || value == 2 || value == 4 || value == 8))
     t.reduce_cluster = static_cast<int>(value);
   else if (name == "reduce_warp_row" && value >= 32) t.reduce_warp_row = value;
   else if (name == "linear_blocks_per_sm" && value <= 64) t.linear_blocks_per_sm = static_cast<int>(value);
@@ -83,7 +85,7 @@ void set_tuning(std::string_view assignment) {
         fmt::format("tuning '{}': known are cluster_slice=N (N > 0), max_cluster=1|2|4|8|16, layer_block=0|64..1024 (a "
                     "power of two), layer_fit_blocks=0|1|2, layer_min_blocks=0..32, layer_resident=0|1, layer_spare_block=0|1, layer_keep_values=0|1, layer_keep_min_threads=0..2048, layer_registers=0..128, layer_full_parts=0|1, layer_long_registers=0|1, layer_statistics=0|1|2, "
                     "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
-                    "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_min_rows=1..1024, reduce_min_blocks=0..8, reduce_unroll=0..32, reduce_cluster=0|2|4|8 (default: 8 where a split would cut 16 ways), reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "
+                    "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_min_rows=1..1024, reduce_min_blocks=0..8, reduce_unroll=0..32, reduce_cluster=-1|0|2|4|8 (-1, the default: 8 where a split would cut 16 ways), reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "
                     "scan_items=0|1|2|4|8|16|32, scan_lookback=0|1|2, scan_min_blocks=0..8, scan_prefetch=0..64, scan_strips=0|1|2, scan_registers=0|1, "
                     "product_large=0..3, product_large_fill=1..1000, product_small=0..2, product_skinny=0..3, product_split_blocks_per_sm=0..32, product_hopper=0..3, product_ahead=0..8, product_cluster=1|2, product_candidates=1..4",
                     assignment));
