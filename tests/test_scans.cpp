@@ -68,7 +68,20 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(lse_rows.variant.find("each thread's items in registers") != std::string::npos);
   CHECK(lse_rows.source.find("fz_r[16];") != std::string::npos);
   CHECK(blocks(fz::inspect(fz::cumsum(rows, 1)), 5));
-  CHECK(blocks(forward, 5));  // one pass, float
+  // one pass, float: a warp of its own looking back (9 warps), two tiles a block in dynamic shared memory, 3 an
+  // SM; with the look-back in warp 0 between barriers, 5 blocks of 8 warps
+  CHECK(forward.variant.find("a warp looking back while the others load the next partition") != std::string::npos);
+  CHECK(forward.source.find("__launch_bounds__(288, 3)") != std::string::npos);
+  CHECK(forward.source.find("extern __shared__") != std::string::npos);
+  {
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("scan_pipelined=0");
+    const auto between_barriers = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 24}), 0));
+    fz::detail::tuning() = saved;
+    CHECK(blocks(between_barriers, 5));
+    CHECK(between_barriers.variant.find("a warp looking back") == std::string::npos);
+    CHECK(between_barriers.hash != forward.hash);
+  }
   CHECK(blocks(fz::inspect(fz::logcumsumexp(fz::placeholder<float>({1 << 24}), 0)), 4));
   CHECK(blocks(fz::inspect(fz::cumsum(rows, 1, {.reverse = true})), 4));
   const auto lse_double = fz::inspect(fz::logcumsumexp(fz::placeholder<double>({8192, 8192}), 1));

@@ -211,6 +211,24 @@ TEST_CASE("scans in one pass: the stream's state across sizes and policies, fz::
     check_scan<Op::cummin, std::int32_t>({3, 50000}, 1, {true, true}, -1000000, 1000000, 41);
   }
   t = saved;
+  // A warp of its own looking back while the others load the next partition (the default: two tiles in
+  // dynamic shared memory), with and without the prefetch, tiles of 4096; and warp 0 looking back between
+  // barriers: whole and partial last partitions, every dtype class.
+  for (const char* policy : {"scan_prefetch=4", "scan_prefetch=0", "scan_items=16", "scan_pipelined=0"}) {
+    t = saved;
+    fz::detail::set_tuning(policy);
+    INFO(policy);
+    const bool piped = fz::inspect(fz::cumsum(fz::placeholder<float>({1 << 22}), 0)).variant.find(
+                           "a warp looking back while the others load") != std::string::npos;
+    CHECK(piped == (std::string(policy) != "scan_pipelined=0"));
+    check_scan<Op::cumsum, float>({1 << 22}, 0, {}, -1, 1, 43);
+    check_scan<Op::cumsum, float>({(1 << 20) + 12345}, 0, {true, false}, -1, 1, 44);
+    check_scan<Op::cumsum, std::int64_t>({1 << 21}, 0, {true, true}, -1000, 1000, 45);
+    check_scan<Op::cummax, float>({2, 1 << 20}, 1, {false, true}, -1e6, 1e6, 46);
+    check_scan<Op::cumprod, fz::bfloat16>({7, 90000}, 1, {}, 0.98, 1.02, 47);
+    check_scan<Op::cumsum, std::uint8_t>({1 << 20}, 0, {true, true}, 0, 255, 48);
+  }
+  t = saved;
   // A step's graph has a state of its own: replays between direct scans on the stream stay exact.
   const auto hx = test::random<float>(1 << 21, -1, 1, 42);
   const fz::Array<float> x = fz::asarray(hx, {1 << 21});

@@ -22,15 +22,19 @@ namespace {
 
 /// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the groups it
 /// completes, then takes its carry from the groups before it (scan_state.hpp). Warp 0 does it: its lanes
-/// gather the nodes needed, lane 0 combines them in the fixed order. Nothing is published later than it
+/// gather the nodes needed and fold them across the lanes in a fixed order (fz_fold: lane 0 the whole,
+/// five dependent steps where lane 0 alone chained a combine a node, up to 31 a level and about 45 in all
+/// for 32,768 partitions; no faster on the H200, 2^28 f32, but no slower and shorter). Nothing is published later than it
 /// must be: the total before any wait, the completed groups after waiting only for their other 31 nodes.
 /// (Publishing after the carry would chain each partition to the one before it.) A gather issues all its
 /// loads before it waits on any: about one memory round trip, where a level at a time took one per level
 /// (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
-void write_lookback(SourceWriter& w, const std::string& acc, int warps, const std::function<void()>& others) {
+/// `totals` reads lane's warp total of the partition (lanes from `n_totals` on read fz_none); the carry goes
+/// to shared `carry_to`. This is the warp's part (row, c, lane in scope); write_lookback the block's.
+void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& totals, int n_totals,
+                         const std::string& carry_to, bool publish_total = true) {
   constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
-    auto tree = w.block("if (warp == 0)");
     w.line("fz_node* const fz_row = fz_nodes + row * (2 * chunks + 8);");
     w.line("// where level l's nodes start (computed where needed: an array of them took registers)");
     w.line("const auto fz_level = [&](int l) {{ long long o = 0; for (int i = 0; i < l; ++i) o += (chunks >> (5 * i)) + 1; return fz_row + o; }};");
@@ -63,31 +67,34 @@ void write_lookback(SourceWriter& w, const std::string& acc, int warps, const st
       w.line("memcpy(&fz_runs[at_l[r]][at_i[r]], &bits[r], sizeof({}));", acc);
     }
     w.line(";");
-    w.line("{} s = fz_none;  // (lane 0) the node of level l ending at c", acc);
-    {
-      auto total = w.block("if (lane == 0)");
-      w.line("for (int i = 0; i < {}; ++i) s = fz_combine(s, fz_warp[fz_buf][i]);  // the partition's total", warps);
-      w.line("fz_publish(fz_row + c, fz_published, s);");
-    }
+    w.line("// (lane 0) the node of level l ending at c, from the partition's total: its warps' totals folded");
+    w.line("{} s = fz_fold(lane < {} ? {} : fz_none);", acc, n_totals, totals);
+    if (publish_total) w.line("if (lane == 0) fz_publish(fz_row + c, fz_published, s);");
     {
       auto completes = w.block("if (top > 0)");
       w.line("fz_gather(0, top);");
       w.line("__syncwarp();");
-      auto runs = w.block("if (lane == 0)");
-      w.line("for (int l = 0; l < top; ++l) {{  // the group's other nodes in order, then this one");
-      w.line("  {} t = fz_none;", acc);
-      w.line("  for (int i = 0; i < 31; ++i) t = fz_combine(t, fz_runs[l][i]);");
-      w.line("  s = fz_combine(t, s);");
-      w.line("  fz_publish(fz_level(l + 1) + (c >> (5 * (l + 1))), fz_published, s);");
-      w.line("}}");
+      auto runs = w.block("for (int l = 0; l < top; ++l)");
+      w.line("s = fz_combine(fz_fold(lane < 31 ? fz_runs[l][lane] : fz_none), s);  // the group's other nodes, then this one");
+      w.line("if (lane == 0) fz_publish(fz_level(l + 1) + (c >> (5 * (l + 1))), fz_published, s);");
     }
     w.line("fz_gather(top, {});", kScanLevels);
     w.line("__syncwarp();");
-    auto carry = w.block("if (lane == 0)");
-    w.line("{} p = fz_none;  // the nodes before c's at each level, the highest level first", acc);
+    w.line("// the nodes before c's at each level, the highest level first, each level folded across the lanes (the");
+    w.line("// levels' folds independent of each other; levels above c's highest digit skipped)");
+    w.line("{} p = fz_none;", acc);
+    w.line("#pragma unroll");
     w.line("for (int l = {}; l >= 0; --l)", kScanLevels - 1);
-    w.line("  for (int i = 0; i < ((c >> (5 * l)) & 31); ++i) p = fz_combine(p, fz_runs[l][i]);");
-    w.line("fz_carry = p;");
+    w.line("  if (l == 0 || (c >> (5 * l)) != 0) p = fz_combine(p, fz_fold(lane < ((c >> (5 * l)) & 31) ? fz_runs[l][lane] : fz_none));");
+    w.line("if (lane == 0) {} = p;", carry_to);
+  }
+}
+
+/// Warp 0 looks back while the others run `others` (a prefetch), then the block takes the carry.
+void write_lookback(SourceWriter& w, const std::string& acc, const std::function<void()>& others) {
+  {
+    auto warp0 = w.block("if (warp == 0)");
+    write_lookback_warp(w, acc, "fz_warp[fz_buf][lane]", kScanBlock / 32, "fz_carry");
   }
   if (others) others();
   w.line("__syncthreads();");
@@ -243,14 +250,16 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("}}");
   }
   w.line("// Shuffles move 32- and 64-bit values: narrower ones widen.");
-  w.line("template <class T> __device__ __forceinline__ T fz_shfl_up(T a, int d) {{");
-  w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_up_sync(0xffffffffu, (int)a, d);");
-  w.line("  else return __shfl_up_sync(0xffffffffu, a, d);");
-  w.line("}}");
-  w.line("template <class T> __device__ __forceinline__ T fz_shfl(T a, int lane) {{");
-  w.line("  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)a, lane);");
-  w.line("  else return __shfl_sync(0xffffffffu, a, lane);");
-  w.line("}}").blank();
+  const auto shuffle = [&](const char* name, const char* intrinsic, const char* arg) {
+    w.line("template <class T> __device__ __forceinline__ T {}(T a, int {}) {{", name, arg);
+    w.line("  if constexpr (sizeof(T) < 4) return (T){}(0xffffffffu, (int)a, {});", intrinsic, arg);
+    w.line("  else return {}(0xffffffffu, a, {});", intrinsic, arg);
+    w.line("}}");
+  };
+  shuffle("fz_shfl_up", "__shfl_up_sync", "d");
+  shuffle("fz_shfl", "__shfl_sync", "lane");
+  if (v.lookback) shuffle("fz_shfl_down", "__shfl_down_sync", "d");
+  w.blank();
   if (v.vector > 1) write_vector_helpers(w);
   if (v.lookback) {
     w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
@@ -263,6 +272,15 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     w.line("}}");
     w.line("__device__ __forceinline__ void fz_load(const fz_node* node, unsigned long long& flag, unsigned long long& bits) {{");
     w.line("  asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(flag), \"=l\"(bits) : \"l\"(node) : \"memory\");");
+    w.line("}}").blank();
+    w.line("// The warp's values combined in lane order, v0 first, in lane 0: a fixed tree, so the same bits each run.");
+    w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{", acc);
+    w.line("  #pragma unroll");
+    w.line("  for (int d = 1; d < 32; d *= 2) {{");
+    w.line("    const {} y = fz_shfl_down(v, d);", acc);
+    w.line("    if ((threadIdx.x & 31) + d < 32) v = fz_combine(v, y);");
+    w.line("  }}");
+    w.line("  return v;");
     w.line("}}").blank();
   }
 
@@ -338,60 +356,64 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     }
     if (v.totals) w.line("fz_chunk_totals[row * chunks + c] = carry;");
   } else {
-    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", kScanBlock, v.min_blocks,
+    auto kernel = w.block("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({})", v.threads(), v.min_blocks,
                           k.name, sig.list());
     write_wait_for_previous_kernel(w);
-    w.line("// Each warp's total of a tile, for two tiles: a warp runs at most one tile ahead of the others.");
-    w.line("__shared__ {} fz_warp[2][{}];", acc, W);
-    if (pairs) w.line("__shared__ {} fz_warp_s[2][{}];  // (logcumsumexp: each total as a pair, fz_warp + log fz_warp_s)", acc, W);
-    w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, v.tile() + v.tile() / 32);
+    const bool piped = v.pipelined;  // (lookback) a warp of its own looks back while the others load the next
+    const std::int64_t padded = v.tile() + v.tile() / 32;
+    if (piped) {
+      w.line("// Each warp's total of a tile, for the two partitions a block holds (one loading, one looked back on).");
+      w.line("__shared__ {} fz_warp[2][{}];", acc, W);
+      w.line("// The two partitions' tiles, a pad word after every 32 (dynamic: past the 48 KB static arrays may take).");
+      w.line("extern __shared__ __align__(16) unsigned char fz_dynamic[];");
+      w.line("{0} (* const fz_tiles)[{1}] = ({0} (*)[{1}])fz_dynamic;", acc, padded);
+    } else {
+      w.line("// Each warp's total of a tile, for two tiles: a warp runs at most one tile ahead of the others.");
+      w.line("__shared__ {} fz_warp[2][{}];", acc, W);
+      if (pairs) w.line("__shared__ {} fz_warp_s[2][{}];  // (logcumsumexp: each total as a pair, fz_warp + log fz_warp_s)", acc, W);
+      w.line("__shared__ {} fz_tile[{}];  // the tile, a pad word after every 32", acc, padded);
+    }
     w.line("const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;");
-    w.line("// The thread's {} consecutive elements of the tile: together in the padded layout ({} divides 32).", I, I);
-    w.line("{}* const fz_mine = fz_tile + threadIdx.x * {} + (threadIdx.x * {} >> 5);", acc, I, I);
+    // The thread's own elements: in a tile of fz_tile (pipelined: declared with each partition).
+    const auto declare_mine = [&] {
+      w.line("// The thread's {} consecutive elements of the tile: together in the padded layout ({} divides 32).", I, I);
+      w.line("{}* const fz_mine = fz_tile + threadIdx.x * {} + (threadIdx.x * {} >> 5);", acc, I, I);
+    };
+    if (!piped) declare_mine();
     w.line("const {} fz_none = {};", acc, scan_identity(scan.op, rd));
-    w.line("int fz_buf = 0;  // which of fz_warp this tile writes");
+    if (!piped) w.line("int fz_buf = 0;  // which of fz_warp this tile writes");
     if (v.lookback) {
       w.line("// The partitions' tree of published sums (codegen/scan_state.hpp).");
       w.line("__shared__ {} fz_runs[{}][32];  // per level, the nodes c's carry or completed groups need", acc, kScanLevels);
-      w.line("__shared__ {} fz_carry;", acc);
-      w.line("__shared__ long long fz_claimed;");
+      if (piped) {
+        w.line("__shared__ {} fz_carries[2];  // each held partition's carry", acc);
+        w.line("__shared__ long long fz_held[2];  // the partitions claimed, in the order they were");
+      } else {
+        w.line("__shared__ {} fz_carry;", acc);
+        w.line("__shared__ long long fz_claimed;");
+      }
       w.line("fz_node* const fz_nodes = (fz_node*)((char*)fz_state + {});", kScanStateHeaderBytes);
       w.line("const unsigned fz_published = *(volatile unsigned*)fz_state + 1;  // this launch's flag");
     }
-    {
-    auto blocks = v.lookback ? w.block("for (;;)") : w.block("for (long long b = blockIdx.x; b < n_rows * chunks; b += gridDim.x)");
-    if (v.lookback) {
-      w.line("// Partitions are claimed in order, so the ones a partition waits for are held by running blocks.");
-      w.line("if (threadIdx.x == 0) fz_claimed = atomicAdd(fz_state + 1, 1u);");
-      w.line("__syncthreads();");
-      w.line("const long long b = fz_claimed;");
-      w.line("if (b >= n_rows * chunks) break;");
-    }
-    w.line("const long long row = b / chunks, c = b - row * chunks;");
-    w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
-    decode("row", "k", true);
-    w.line("{} carry = fz_none;", acc);
-    if (pairs) w.line("{} carry_s = 1;  // the carry as a pair: carry + log(carry_s)", acc);
-    {
-    auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
-    write_tile_loads(w, v, pdt, acc, expr_call);
-    w.line("__syncwarp();  // (each warp moves its own span of the tile: no block-wide barrier)");
-    if (v.thread_registers)
-      w.line("{} fz_r[{}];  // the thread's elements, in registers from its pass to their results", acc, I);
-    else
-      w.line("{}* const fz_r = fz_mine;  // the thread's elements, in the tile from its pass to their results", acc);
-    if (lse) {
-      write_lse_thread_scan(w, acc, I, v.thread_registers, pairs);
-    } else {
-      w.line("// Each thread scans its {} consecutive elements in order.", I);
-      w.line("{} run = fz_none;", acc);
-      w.line("#pragma unroll");
-      w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_mine[k]);", I);
-    }
-    if (pairs) {
-      write_lse_pair_prefixes(w, acc, W);
-      write_lse_results(w, acc, I, v.exclusive, true);
-    } else {
+    // A tile's loads, each thread's pass over its elements and the warp's scan of the threads' totals, up to
+    // the warp's total in fz_warp[fz_buf] and `before` (the warp's lanes before this one); then, from the
+    // carry, the tile's results and stores.
+    const auto front = [&] {
+      write_tile_loads(w, v, pdt, acc, expr_call);
+      w.line("__syncwarp();  // (each warp moves its own span of the tile: no block-wide barrier)");
+      if (v.thread_registers)
+        w.line("{} fz_r[{}];  // the thread's elements, in registers from its pass to their results", acc, I);
+      else
+        w.line("{}* const fz_r = fz_mine;  // the thread's elements, in the tile from its pass to their results", acc);
+      if (lse) {
+        write_lse_thread_scan(w, acc, I, v.thread_registers, pairs);
+      } else {
+        w.line("// Each thread scans its {} consecutive elements in order.", I);
+        w.line("{} run = fz_none;", acc);
+        w.line("#pragma unroll");
+        w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_mine[k]);", I);
+      }
+      if (pairs) return;
       w.line("// The warp's threads before this one, then the tile's warps before this one.");
       w.line("{} inc = run;", acc);
       w.line("#pragma unroll");
@@ -399,11 +421,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
              acc);
       w.line("{} before = fz_shfl_up(inc, 1);", acc);
       w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
-      w.line("__syncthreads();");
-      if (v.lookback)
-        write_lookback(w, acc, W, v.prefetch == 0 ? std::function<void()>() : [&] {
-          write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
-        });
+    };
+    const auto back = [&] {
       w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
       w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
       w.line("#pragma unroll");
@@ -420,11 +439,128 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
                              [](const char* p) { return fmt::format("fz_combine(pre, {})", p); });
       }
       w.line("carry = fz_combine(carry, fz_total);");
+    };
+    const auto stores = [&] {
+      w.line("__syncwarp();");
+      write_tile_stores(w, v, acc, [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
+      w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
+    };
+    const auto prefetch = [&] {
+      write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
+    };
+    // Partition `b`'s row and chunk, its part of the row [lo, hi) (one tile) and the operands' row offsets.
+    const auto partition = [&](const char* b) {
+      w.line("const long long row = {0} / chunks, c = {0} - row * chunks;", b);
+      w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n, base = lo;");
+      decode("row", "k", true);
+    };
+    if (piped) {
+      // Warps 0..W-1 load and scan partition s + 1 (and publish its total) while warp W looks back on partition
+      // s; then they finish partition s - 1, whose carry the step before found, and claim the next. No warp
+      // waits on a look-back unless it took longer than a partition's loads.
+      w.line("const long long fz_parts = n_rows * chunks;");
+      w.line("// Partitions are claimed in order, so the ones a partition waits for are held by running blocks.");
+      w.line("if (threadIdx.x == 0) fz_held[0] = atomicAdd(fz_state + 1, 1u);");
+      w.line("__syncthreads();");
+      w.line("// (warps 0..{}) the partitions loaded: s - 1, finished in step s, and s, looked back on in it", W - 1);
+      w.line("long long fz_prev = -1, fz_cur = -1;");
+      w.line("{} fz_prev_before = fz_none, fz_cur_before = fz_none;  // this thread's `before` in each", acc);
+      const auto compute_barrier = [&] {
+        w.line("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");  // warps 0..{} only", kScanBlock, W - 1);
+      };
+      // Warps 0..W-1: the partition claimed into fz_held[slot], loaded and scanned into buffer `slot`, its total
+      // published.
+      const auto load = [&](const char* slot) {
+        w.line("const long long fz_b = fz_held[{}];", slot);
+        {
+          auto valid = w.block("if (fz_b < fz_parts)");
+          w.line("const int fz_buf = {};", slot);
+          w.line("{}* const fz_tile = fz_tiles[fz_buf];", acc);
+          declare_mine();
+          partition("fz_b");
+          front();
+          w.line("fz_cur = fz_b, fz_cur_before = before;");
+        }
+        compute_barrier();
+        auto total = w.block("if (warp == 0 && fz_b < fz_parts)");
+        w.line("const long long row = fz_b / chunks, c = fz_b - row * chunks;");
+        w.line("const {} s = fz_fold(lane < {} ? fz_warp[{}][lane] : fz_none);  // the partition's total", acc, W, slot);
+        w.line("if (lane == 0) fz_publish(fz_nodes + row * (2 * chunks + 8) + c, fz_published, s);");
+      };
+      // Warps 0..W-1: partition fz_prev's results (its tile in buffer `slot`, its carry found) and stores.
+      const auto finish = [&](const char* slot) {
+        w.line("const int fz_buf = {};", slot);
+        w.line("{}* const fz_tile = fz_tiles[fz_buf];", acc);
+        declare_mine();
+        partition("fz_prev");
+        w.line("{} carry = fz_carries[fz_buf];", acc);
+        w.line("const {} before = fz_prev_before;", acc);
+        w.line("{}* const fz_r = fz_mine;", acc);
+        back();
+        stores();
+      };
+      {
+        auto first = w.block("if (warp < {})", W);
+        load("0");
+      }
+      w.line("__syncthreads();");
+      w.line("int fz_s = 0;");
+      {
+        auto steps = w.block("for (;; ++fz_s)");
+        w.line("const int fz_now = fz_s & 1;  // partition s's slot; s - 1 and s + 1 share the other");
+        w.line("const long long fz_b = fz_held[fz_now];");
+        w.line("if (fz_b >= fz_parts) break;  // (the same for every thread: read after the barrier)");
+        {
+          auto looker = w.block("if (warp == {})", W);
+          partition("fz_b");
+          write_lookback_warp(w, acc, "fz_warp[fz_now][lane]", W, "fz_carries[fz_now]", false);
+        }
+        {
+          auto loaders = w.block("else");
+          {
+            auto done = w.block("if (fz_prev >= 0)");
+            finish("fz_now ^ 1");
+          }
+          w.line("if (threadIdx.x == 0) fz_held[fz_now ^ 1] = atomicAdd(fz_state + 1, 1u);");
+          compute_barrier();  // (partition s - 1's tile, totals and slot free again)
+          if (v.prefetch) {
+            auto pf = w.block("");
+            w.line("const long long b = fz_held[fz_now ^ 1];");
+            prefetch();
+          }
+          w.line("fz_prev = fz_cur, fz_prev_before = fz_cur_before, fz_cur = -1;");
+          load("fz_now ^ 1");
+        }
+        w.line("__syncthreads();");
+      }
+      // The last partition a block held, looked back on in the last step: finished here.
+      auto last = w.block("if (warp < {} && fz_prev >= 0)", W);
+      finish("(fz_s & 1) ^ 1");
+    } else {
+    auto blocks = v.lookback ? w.block("for (;;)") : w.block("for (long long b = blockIdx.x; b < n_rows * chunks; b += gridDim.x)");
+    if (v.lookback) {
+      w.line("// Partitions are claimed in order, so the ones a partition waits for are held by running blocks.");
+      w.line("if (threadIdx.x == 0) fz_claimed = atomicAdd(fz_state + 1, 1u);");
+      w.line("__syncthreads();");
+      w.line("const long long b = fz_claimed;");
+      w.line("if (b >= n_rows * chunks) break;");
     }
-    w.line("__syncwarp();");
-    write_tile_stores(w, v, acc, [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
-    w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
+    w.line("const long long row = b / chunks, c = b - row * chunks;");
+    w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;  // this block's part of the row");
+    decode("row", "k", true);
+    w.line("{} carry = fz_none;", acc);
+    if (pairs) w.line("{} carry_s = 1;  // the carry as a pair: carry + log(carry_s)", acc);
+    auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
+    front();
+    if (pairs) {
+      write_lse_pair_prefixes(w, acc, W);
+      write_lse_results(w, acc, I, v.exclusive, true);
+    } else {
+      w.line("__syncthreads();");
+      if (v.lookback) write_lookback(w, acc, v.prefetch == 0 ? std::function<void()>() : prefetch);
+      back();
     }
+    stores();
     }
     if (v.lookback) {
       w.line("// The last block to finish readies the state for the next launch.");

@@ -220,6 +220,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
     h.add_byte(prefetch);
   }
   if (thread_registers) h.add_byte(0x7e);
+  if (pipelined) h.add_byte(0x91);
 }
 
 std::string ScanVariant::describe() const {
@@ -237,6 +238,7 @@ std::string ScanVariant::describe() const {
   if (prefetch) s += fmt::format(", partitions {}/16 of the blocks ahead prefetched into L2", prefetch);
   else if (!columns) s += ", a block per row";
   if (thread_registers) s += ", each thread's items in registers";
+  if (pipelined) s += ", a warp looking back while the others load the next partition";
   return s;
 }
 

@@ -97,6 +97,13 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     L.resident_blocks = blocks;
     L.chunk = L.v.tile();
     L.chunks = tiles();
+    // A warp of its own looks back while the others load the next partition (ScanVariant::pipelined). H200, one
+    // row of 2^28 f32 (--tune scan_pipelined=0|1): 586-587 us (90.4-90.5% of the copy limit) with warp 0 looking
+    // back between two barriers, 551.5-554.9 us (95.0-96.8%) pipelined, prefetch distances 3..8/16 alike; with
+    // no look-back at all (wrong carries, a probe) 517-529 us. (logcumsumexp keeps warp 0: not measured.)
+    L.v.pipelined = !lse && tuning().scan_pipelined == 1;
+    if (L.v.pipelined)  // (two tiles: past the 48 KB of static arrays, dynamic shared memory)
+      L.shared_bytes = static_cast<unsigned>(2 * (L.v.tile() + L.v.tile() / 32) * itemsize(dtype_info(scan.dtype).compute));
   }
   // 5 blocks per SM (48 registers) where 4-byte accumulators fit them without spilling: the tile loop of a block
   // waits on its loads, then on its barriers, and a fifth block hides more of both. H200 (fusion-bench-indexing
@@ -104,6 +111,14 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // limit, one row of 2^28 f32 in one pass 85.7 / 89.9 / 78.2%, row-wise cumsum 99% at each. 8-byte accumulators,
   // logcumsumexp in one pass and rows walked element by element (reversed, strided) spill at 48 registers.
   if (tuning().scan_min_blocks == 0 && narrow && L.v.contiguous && !(lse && L.v.lookback)) L.v.min_blocks = 5;
+  // (pipelined, two tiles a block: as many blocks an SM as their shared memory leaves room for, 228 KB an SM,
+  // (2 KB a block for its static arrays and the hardware's reserve), and launched as many, no more, so that
+  // the prefetch's distance, a share of the grid, counts partitions being worked on
+  if (L.v.pipelined) {
+    const std::int64_t fit = static_cast<std::int64_t>(device.max_shared_per_sm) / (L.shared_bytes + 2048);
+    if (tuning().scan_min_blocks == 0) L.v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(fit, 1, 6));
+    L.resident_blocks = std::max<std::int64_t>(1, device.sms) * std::clamp<std::int64_t>(fit, 1, L.v.min_blocks);
+  }
   // (logcumsumexp in double spilled 56 bytes a thread with its items in the tile, 128 with them in registers)
   L.v.thread_registers = !L.v.lookback && !(lse && !narrow) && tuning().scan_registers == 1;
   L.v.vector = L.v.contiguous && vectors && L.v.items % 4 == 0 ? 4 : 1;

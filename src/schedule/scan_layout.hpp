@@ -20,6 +20,7 @@ struct ScanLayout {
   std::int64_t n_rows = 0, n = 0;               // rows, and the axis's extent
   std::int64_t chunk = 0, chunks = 1;           // elements per block's part of a row, parts per row
   std::int64_t resident_blocks = 0;             // (lookback) blocks launched: 8 per SM
+  unsigned shared_bytes = 0;                    // dynamic shared memory per block (a partition's tiles)
 };
 
 /// The layout of scan call `c` (its graph: one scan of a prologue) writing `out` (of the scan's shape

@@ -88,7 +88,7 @@ void launch(const ScanSlot& k, const ScanLayout& L, const Call& c, ArrayBase* ou
   if (L.v.columns) blocks = (parts + codegen::kScanBlock - 1) / codegen::kScanBlock;
   if (L.v.strips) blocks = (L.n_rows + 31) / 32;  // a block per strip of 32 rows
   blocks = std::min<std::int64_t>(blocks, codegen::kMaxGridX);
-  launch_kernel(k.kernel->function, k.signature, a, {blocks, 1, codegen::kScanBlock, 0}, *stream);
+  launch_kernel(k.kernel->function, k.signature, a, {blocks, 1, static_cast<unsigned>(L.v.threads()), L.shared_bytes}, *stream);
   std::vector<const ArrayBase*> written;
   if (out) written.push_back(out);
   if (totals) written.push_back(totals);
