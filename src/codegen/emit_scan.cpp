@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/scan_lookback.hpp"
+#include "codegen/scan_lse.hpp"
 #include "codegen/scan_ops.hpp"
 #include "codegen/scan_state.hpp"
 #include "codegen/scan_strips.hpp"
@@ -17,193 +19,6 @@ namespace fusion::codegen {
 
 using ir::Node;
 using ir::Op;
-
-namespace {
-
-/// A one-pass scan's partition (fz_warp holding its warps' totals) publishes its total, then the groups it
-/// completes, then takes its carry from the groups before it (scan_state.hpp). Warp 0 does it: its lanes
-/// gather the nodes needed and fold them across the lanes in a fixed order (fz_fold: lane 0 the whole,
-/// five dependent steps where lane 0 alone chained a combine a node, up to 31 a level and about 45 in all
-/// for 32,768 partitions; no faster on the H200, 2^28 f32, but no slower and shorter). Nothing is published later than it
-/// must be: the total before any wait, the completed groups after waiting only for their other 31 nodes.
-/// (Publishing after the carry would chain each partition to the one before it.) A gather issues all its
-/// loads before it waits on any: about one memory round trip, where a level at a time took one per level
-/// (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
-/// `totals` reads lane's warp total of the partition (lanes from `n_totals` on read fz_none); the carry goes
-/// to shared `carry_to`. This is the warp's part (row, c, lane in scope); write_lookback the block's.
-void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& totals, int n_totals,
-                         const std::string& carry_to, bool publish_total = true) {
-  constexpr int kRounds = 4;  // loads in flight per lane and batch
-  {
-    w.line("fz_node* const fz_row = fz_nodes + row * (2 * chunks + 8);");
-    w.line("// where level l's nodes start (computed where needed: an array of them took registers)");
-    w.line("const auto fz_level = [&](int l) {{ long long o = 0; for (int i = 0; i < l; ++i) o += (chunks >> (5 * i)) + 1; return fz_row + o; }};");
-    w.line("int top = 0;  // c completes the groups of levels 1..top: its digits below top are all 31");
-    w.line("while (top < {} && ((c >> (5 * top)) & 31) == 31) ++top;", kScanLevels - 1);
-    w.line("// the nodes c needs of level l: those before its own in its group (all 31 others where it completes it)");
-    w.line("const auto fz_needed = [&](int l) {{ return l < top ? 31 : (int)((c >> (5 * l)) & 31); }};");
-    w.line("// fz_runs[l][i] for the needed nodes of levels [from, to): the lanes take them in turn, {} at a time each,", kRounds);
-    w.line("// every load issued before any is waited on");
-    {
-      auto gather = w.block("const auto fz_gather = [&](int from, int to)");
-      w.line("int total = 0;");
-      w.line("for (int l = from; l < to; ++l) total += fz_needed(l);");
-      auto batch = w.block("for (int first = 0; first < total; first += {})", 32 * kRounds);
-      w.line("unsigned long long f[{0}], bits[{0}];", kRounds);
-      w.line("int at_l[{0}], at_i[{0}];", kRounds);
-      w.line("#pragma unroll");
-      {
-        auto issue = w.block("for (int r = 0; r < {}; ++r)", kRounds);
-        w.line("int e = first + 32 * r + lane, l = from;");
-        w.line("while (l < to && e >= fz_needed(l)) e -= fz_needed(l++);");
-        w.line("at_l[r] = l, at_i[r] = e;");
-        w.line("if (l < to) fz_load(fz_level(l) + ((c >> (5 * l)) & ~31ll) + e, f[r], bits[r]);");
-      }
-      w.line("#pragma unroll");
-      auto wait = w.block("for (int r = 0; r < {}; ++r)", kRounds);
-      w.line("if (at_l[r] >= to) continue;");
-      w.line("const fz_node* const node = fz_level(at_l[r]) + ((c >> (5 * at_l[r])) & ~31ll) + at_i[r];");
-      w.line("while (f[r] != fz_published) {{ __nanosleep(20); fz_load(node, f[r], bits[r]); }}");
-      w.line("memcpy(&fz_runs[at_l[r]][at_i[r]], &bits[r], sizeof({}));", acc);
-    }
-    w.line(";");
-    w.line("// (lane 0) the node of level l ending at c, from the partition's total: its warps' totals folded");
-    w.line("{} s = fz_fold(lane < {} ? {} : fz_none);", acc, n_totals, totals);
-    if (publish_total) w.line("if (lane == 0) fz_publish(fz_row + c, fz_published, s);");
-    {
-      auto completes = w.block("if (top > 0)");
-      w.line("fz_gather(0, top);");
-      w.line("__syncwarp();");
-      auto runs = w.block("for (int l = 0; l < top; ++l)");
-      w.line("s = fz_combine(fz_fold(lane < 31 ? fz_runs[l][lane] : fz_none), s);  // the group's other nodes, then this one");
-      w.line("if (lane == 0) fz_publish(fz_level(l + 1) + (c >> (5 * (l + 1))), fz_published, s);");
-    }
-    w.line("fz_gather(top, {});", kScanLevels);
-    w.line("__syncwarp();");
-    w.line("// the nodes before c's at each level, the highest level first, each level folded across the lanes (the");
-    w.line("// levels' folds independent of each other; levels above c's highest digit skipped)");
-    w.line("{} p = fz_none;", acc);
-    w.line("#pragma unroll");
-    w.line("for (int l = {}; l >= 0; --l)", kScanLevels - 1);
-    w.line("  if (l == 0 || (c >> (5 * l)) != 0) p = fz_combine(p, fz_fold(lane < ((c >> (5 * l)) & 31) ? fz_runs[l][lane] : fz_none));");
-    w.line("if (lane == 0) {} = p;", carry_to);
-  }
-}
-
-/// Warp 0 looks back while the others run `others` (a prefetch), then the block takes the carry.
-void write_lookback(SourceWriter& w, const std::string& acc, const std::function<void()>& others) {
-  {
-    auto warp0 = w.block("if (warp == 0)");
-    write_lookback_warp(w, acc, "fz_warp[fz_buf][lane]", kScanBlock / 32, "fz_carry");
-  }
-  if (others) others();
-  w.line("__syncthreads();");
-  w.line("carry = fz_carry;");
-}
-
-/// A thread's results over its `items` elements, in place: each element's running form x becomes value(x)
-/// (inclusive), or the form before it does, `last_init` before the first (exclusive; `first`, when given,
-/// is element 0's result as it is).
-template <class Value>
-void write_thread_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, const std::string& last_init,
-                          const std::string& first, Value&& value) {
-  if (exclusive) w.line("{} last = {};  // the thread's elements before k", acc, last_init);
-  w.line("#pragma unroll");
-  if (!exclusive) {
-    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = {};", items, value("fz_r[k]"));
-    return;
-  }
-  auto results = w.block("for (int k = 0; k < {}; ++k)", items);
-  w.line("const {} here = fz_r[k];  // the thread's elements to k", acc);
-  w.line("fz_mine[k] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
-  w.line("last = here;");
-}
-
-/// logcumsumexp's thread pass, in the exp domain: with m the maximum of the thread's elements, the tile
-/// keeps the running sums p_k of exp(x - m) (an exp each and a chain of adds: no log on the chain), and
-/// the thread's total is m + log(p). Where m is not finite (all -inf, +inf, NaN) or the elements spread too
-/// far below it (some exp(x - m) not a normal number) the thread scans with fz_combine as every other scan
-/// does, and `fz_exp` says which form its tile holds.
-void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, bool registers, bool pairs) {
-  const bool fl = acc == "float";
-  w.line("// Each thread scans its {} consecutive elements: against their maximum, as sums of exponentials.", items);
-  w.line("{} fz_m = fz_none, fz_lo = -fz_none;  // (NaN left out: it reaches the sums through its exponential)", acc);
-  w.line("#pragma unroll");
-  w.line("for (int k = 0; k < {}; ++k) {{ {}fz_m = {}(fz_m, fz_r[k]); fz_lo = {}(fz_lo, fz_r[k]); }}", items,
-         registers ? "fz_r[k] = fz_mine[k]; " : "", fl ? "fmaxf" : "fmax", fl ? "fminf" : "fmin");
-  w.line("// A finite maximum, and every exponential against it a normal number: a wider spread (or a -inf) would lose");
-  w.line("// the small elements' digits, or all of them, in the sums (exp(-200) is 0 in float).");
-  w.line("const bool fz_exp = fz_m - fz_m == ({0})0 && fz_m - fz_lo <= ({0}){1};", acc, fl ? 80 : 700);
-  w.line("{} run = fz_none;", acc);
-  if (pairs) w.line("{} run_s = 1;  // the thread's total as a pair: run + log(run_s)", acc);
-  {
-    auto sums = w.block("if (fz_exp)");
-    w.line("{} p = 0;", acc);
-    w.line("#pragma unroll");
-    w.line("for (int k = 0; k < {}; ++k) fz_r[k] = p = p + fz_lse_exp(fz_r[k] - fz_m);", items);
-    if (pairs) w.line("run = fz_m, run_s = p;");
-    else w.line("run = fz_m + fz_lse_log(p);");
-  }
-  {
-    auto exact = w.block("else");
-    w.line("#pragma unroll");
-    w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_r[k]);", items);
-  }
-}
-
-/// logcumsumexp across a block's threads and warps and along its tiles as pairs (m, s), the value m + log s
-/// (fz_pair): the thread's total, the prefixes before each thread (pm, ps), the tiles' carry (carry, carry_s).
-/// Two pairs combine with one exponential, where two values combine with an exponential and an accurate log1p
-/// (fz_combine): of the about 57 instructions an element the row-wise kernel issued (H200, rows of 8192 f32, 84% of
-/// the issue slots busy), the 11 combines a thread makes a tile took about 25.
-void write_lse_pair_prefixes(SourceWriter& w, const std::string& acc, int W) {
-  w.line("// The warp's threads before this one, then the tile's warps before this one, as pairs.");
-  w.line("{} im = run, is = run_s;", acc);
-  w.line("#pragma unroll");
-  w.line("for (int d = 1; d < 32; d *= 2) {{ const {} ym = fz_shfl_up(im, d), ys = fz_shfl_up(is, d); if (lane >= d) "
-         "fz_pair(im, is, ym, ys); }}",
-         acc);
-  w.line("const {} before_m = fz_shfl_up(im, 1), before_s = fz_shfl_up(is, 1);", acc);
-  w.line("if (lane == 31) fz_warp[fz_buf][warp] = im, fz_warp_s[fz_buf][warp] = is;");
-  w.line("__syncthreads();");
-  w.line("{0} wm = lane < {1} ? fz_warp[fz_buf][lane] : fz_none, ws = lane < {1} ? fz_warp_s[fz_buf][lane] : ({0})1;", acc, W);
-  w.line("#pragma unroll");
-  w.line("for (int d = 1; d < {}; d *= 2) {{ const {} ym = fz_shfl_up(wm, d), ys = fz_shfl_up(ws, d); if (lane >= d) "
-         "fz_pair(wm, ws, ym, ys); }}",
-         W, acc);
-  w.line("{} pm = carry, ps = carry_s;  // in a fixed order: the carry, the warps before, the lanes before", acc);
-  w.line("if (warp > 0) fz_pair(pm, ps, fz_shfl(wm, warp - 1), fz_shfl(ws, warp - 1));");
-  w.line("if (lane > 0) fz_pair(pm, ps, before_m, before_s);");
-  w.line("const {} pre = pm + fz_lse_log(ps);  // (exact where pm is not finite or ps not a number)", acc);
-  w.line("fz_pair(carry, carry_s, fz_shfl(wm, {0}), fz_shfl(ws, {0}));  // the tile's total, for the next tile", W - 1);
-}
-
-/// logcumsumexp's results from a thread's sums: with M = max(pre, m), each is M + log(a + b p_k) where
-/// a = exp(pre - M) and b = exp(m - M), one log per element. A carry of +inf or NaN takes fz_combine.
-void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, bool pairs) {
-  if (pairs) {  // (pre as the pair (pm, ps))
-    w.line("const {} fz_big = pm > fz_m ? pm : fz_m;", acc);
-    w.line("const {0} fz_a = ps * fz_lse_exp(pm - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
-  } else {
-    w.line("const {} fz_big = pre > fz_m ? pre : fz_m;", acc);
-    w.line("const {0} fz_a = fz_lse_exp(pre - fz_big), fz_b = fz_lse_exp(fz_m - fz_big);", acc);
-  }
-  {
-    auto fast = pairs ? w.block("if (fz_exp && ps - ps == ({0})0 && (pm - pm == ({0})0 || pm == fz_none))", acc)
-                      : w.block("if (fz_exp && (pre - pre == ({})0 || pre == fz_none))", acc);
-    write_thread_results(w, acc, items, exclusive, "0", "pre",
-                         [](const char* p) { return fmt::format("fz_big + fz_lse_log(fz_a + fz_b * {})", p); });
-  }
-  auto exact = w.block("else");
-  w.line("{} before_k = fz_none;", acc);
-  w.line("#pragma unroll");
-  auto results = w.block("for (int k = 0; k < {}; ++k)", items);
-  w.line("const {} here = fz_exp ? fz_m + fz_lse_log(fz_r[k]) : fz_r[k];  // the thread's elements to k", acc);
-  w.line("fz_mine[k] = fz_combine(pre, {});", exclusive ? "before_k" : "here");
-  w.line("before_k = here;");
-}
-
-}  // namespace
 
 GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_view name_given) {
   if (g.outputs.size() != 1 || !ir::is_scan(g.nodes[g.outputs[0]].op))
@@ -261,28 +76,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   if (v.lookback) shuffle("fz_shfl_down", "__shfl_down_sync", "d");
   w.blank();
   if (v.vector > 1) write_vector_helpers(w);
-  if (v.lookback) {
-    w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
-    w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");
-    w.line("struct __align__(16) fz_node {{ unsigned long long flag, bits; }};");
-    w.line("__device__ __forceinline__ void fz_publish(fz_node* node, unsigned long long flag, {} v) {{", acc);
-    w.line("  unsigned long long bits = 0;");
-    w.line("  memcpy(&bits, &v, sizeof v);");
-    w.line("  asm volatile(\"st.volatile.global.v2.u64 [%0], {{%1, %2}};\" :: \"l\"(node), \"l\"(flag), \"l\"(bits) : \"memory\");");
-    w.line("}}");
-    w.line("__device__ __forceinline__ void fz_load(const fz_node* node, unsigned long long& flag, unsigned long long& bits) {{");
-    w.line("  asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(flag), \"=l\"(bits) : \"l\"(node) : \"memory\");");
-    w.line("}}").blank();
-    w.line("// The warp's values combined in lane order, v0 first, in lane 0: a fixed tree, so the same bits each run.");
-    w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{", acc);
-    w.line("  #pragma unroll");
-    w.line("  for (int d = 1; d < 32; d *= 2) {{");
-    w.line("    const {} y = fz_shfl_down(v, d);", acc);
-    w.line("    if ((threadIdx.x & 31) + d < 32) v = fz_combine(v, y);");
-    w.line("  }}");
-    w.line("  return v;");
-    w.line("}}").blank();
-  }
+  if (v.lookback) write_lookback_helpers(w, acc);
 
   KernelSignature& sig = k.signature;
   for (int p = 0; p < np; ++p)

@@ -130,4 +130,18 @@ void write_next_tile_prefetch(SourceWriter& w, const ScanVariant& v,
   }
 }
 
+void write_thread_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, const std::string& last_init,
+                          const std::string& first, const std::function<std::string(const char*)>& value) {
+  if (exclusive) w.line("{} last = {};  // the thread's elements before k", acc, last_init);
+  w.line("#pragma unroll");
+  if (!exclusive) {
+    w.line("for (int k = 0; k < {}; ++k) fz_mine[k] = {};", items, value("fz_r[k]"));
+    return;
+  }
+  auto results = w.block("for (int k = 0; k < {}; ++k)", items);
+  w.line("const {} here = fz_r[k];  // the thread's elements to k", acc);
+  w.line("fz_mine[k] = {};", first.empty() ? value("last") : fmt::format("k == 0 ? {} : {}", first, value("last")));
+  w.line("last = here;");
+}
+
 }  // namespace fusion::codegen

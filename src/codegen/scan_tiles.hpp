@@ -34,4 +34,10 @@ void write_tile_stores(SourceWriter& w, const ScanVariant& v, const std::string&
 void write_next_tile_prefetch(SourceWriter& w, const ScanVariant& v,
                               const std::function<void(const char*, const char*)>& decode);
 
+/// A thread's results over its `items` elements, in place: each element's running form x becomes value(x)
+/// (inclusive), or the form before it does, `last_init` before the first (exclusive; `first`, when given,
+/// is element 0's result as it is).
+void write_thread_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, const std::string& last_init,
+                          const std::string& first, const std::function<std::string(const char*)>& value);
+
 }  // namespace fusion::codegen

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one-pass scan's look-back (ScanVariant::lookback): each partition publishes its total and the groups it
+// completes into the tree of published sums (scan_state.hpp), then takes its carry from the nodes before it,
+// gathered by one warp and folded across its lanes in a fixed order.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "codegen/source_writer.hpp"
+
+namespace fusion::codegen {
+
+/// The device helpers the look-back uses: fz_node (a tree node, flag and value in one 16-byte word),
+/// fz_publish, fz_load, and fz_fold (a warp's values combined in lane order; needs fz_combine and fz_shfl_down).
+void write_lookback_helpers(SourceWriter& w, const std::string& acc);
+
+/// The look-back of one warp on partition c of row `row` (both in scope, and lane): `totals` reads lane's warp
+/// total of the partition (lanes from `n_totals` on read fz_none); the carry goes to shared `carry_to`. Unless
+/// `publish_total` is false (the pipelined kernel's loading warps published it), the partition's total first.
+void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& totals, int n_totals,
+                         const std::string& carry_to, bool publish_total = true);
+
+/// Warp 0 looks back while the block's other warps run `others` (a prefetch; may be empty), then every thread
+/// takes the carry (`carry`) after a block barrier.
+void write_lookback(SourceWriter& w, const std::string& acc, const std::function<void()>& others);
+
+}  // namespace fusion::codegen
