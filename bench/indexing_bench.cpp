@@ -189,6 +189,9 @@ static int run(int argc, char** argv) {
     auto run = [&] { out = fz::cumsum(x * 2.f, 0); };
     report(fmt::format("cumsum(x * 2) of {} f32 (one row, one pass)", N).c_str(), 8.0 * N,
            median_ms(run), copy, kernels_of(run));
+    auto lse_one = [&] { out = fz::logcumsumexp(x, 0); };  // (pipelined at --tune scan_pipelined=2)
+    report(fmt::format("logcumsumexp of {} f32 (one row, one pass)", N).c_str(), 8.0 * N, median_ms(lse_one), copy,
+           kernels_of(lse_one));
     const std::int64_t R = quick ? 2048 : 8192;
     const auto m = fz::full<float>({R, R}, 0.25f);
     fz::Array<float> rows = fz::zeros<float>({R, R});

@@ -81,6 +81,15 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
     CHECK(blocks(between_barriers, 5));
     CHECK(between_barriers.variant.find("a warp looking back") == std::string::npos);
     CHECK(between_barriers.hash != forward.hash);
+    // logcumsumexp in one pass keeps warp 0 unless tuned to 2 (then it compiles pipelined too)
+    const auto lse_row = fz::placeholder<float>({1 << 24});
+    CHECK(fz::inspect(fz::logcumsumexp(lse_row, 0)).variant.find("a warp looking back") == std::string::npos);
+    fz::detail::set_tuning("scan_pipelined=2");
+    const auto lse_piped = fz::inspect(fz::logcumsumexp(lse_row, 0));
+    fz::detail::tuning() = saved;
+    CHECK(lse_piped.variant.find("a warp looking back") != std::string::npos);
+    CHECK(lse_piped.source.find("__launch_bounds__(288, 3)") != std::string::npos);
+    CHECK(lse_piped.registers > 0);  // compiled by NVRTC
   }
   CHECK(blocks(fz::inspect(fz::logcumsumexp(fz::placeholder<float>({1 << 24}), 0)), 4));
   CHECK(blocks(fz::inspect(fz::cumsum(rows, 1, {.reverse = true})), 4));

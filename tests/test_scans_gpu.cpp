@@ -214,7 +214,7 @@ TEST_CASE("scans in one pass: the stream's state across sizes and policies, fz::
   // A warp of its own looking back while the others load the next partition (the default: two tiles in
   // dynamic shared memory), with and without the prefetch, tiles of 4096; and warp 0 looking back between
   // barriers: whole and partial last partitions, every dtype class.
-  for (const char* policy : {"scan_prefetch=4", "scan_prefetch=0", "scan_items=16", "scan_pipelined=0"}) {
+  for (const char* policy : {"scan_prefetch=4", "scan_prefetch=0", "scan_items=16", "scan_pipelined=0", "scan_pipelined=2"}) {
     t = saved;
     fz::detail::set_tuning(policy);
     INFO(policy);
@@ -227,6 +227,12 @@ TEST_CASE("scans in one pass: the stream's state across sizes and policies, fz::
     check_scan<Op::cummax, float>({2, 1 << 20}, 1, {false, true}, -1e6, 1e6, 46);
     check_scan<Op::cumprod, fz::bfloat16>({7, 90000}, 1, {}, 0.98, 1.02, 47);
     check_scan<Op::cumsum, std::uint8_t>({1 << 20}, 0, {true, true}, 0, 255, 48);
+    // logcumsumexp in one pass: pipelined at scan_pipelined=2 only
+    const bool lse_piped = fz::inspect(fz::logcumsumexp(fz::placeholder<float>({1 << 22}), 0)).variant.find(
+                               "a warp looking back") != std::string::npos;
+    CHECK(lse_piped == (std::string(policy) == "scan_pipelined=2"));
+    check_scan<Op::logcumsumexp, float>({3, 100000}, 1, {true, false}, -30, 30, 49);
+    check_scan<Op::logcumsumexp, float>({1 << 21}, 0, {false, true}, -30, 30, 50);
   }
   t = saved;
   // A step's graph has a state of its own: replays between direct scans on the stream stay exact.

@@ -259,6 +259,10 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("// (warps 0..{}) the partitions loaded: s - 1, finished in step s, and s, looked back on in it", W - 1);
       w.line("long long fz_prev = -1, fz_cur = -1;");
       w.line("{} fz_prev_before = fz_none, fz_cur_before = fz_none;  // this thread's `before` in each", acc);
+      if (lse) {  // (and its tile's form: the maximum its sums are taken from, and whether they are exponentials)
+        w.line("{} fz_prev_m = fz_none, fz_cur_m = fz_none;", acc);
+        w.line("bool fz_prev_exp = false, fz_cur_exp = false;");
+      }
       const auto compute_barrier = [&] {
         w.line("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");  // warps 0..{} only", kScanBlock, W - 1);
       };
@@ -274,6 +278,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
           partition("fz_b");
           front();
           w.line("fz_cur = fz_b, fz_cur_before = before;");
+          if (lse) w.line("fz_cur_m = fz_m, fz_cur_exp = fz_exp;");
         }
         compute_barrier();
         auto total = w.block("if (warp == 0 && fz_b < fz_parts)");
@@ -289,6 +294,10 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         partition("fz_prev");
         w.line("{} carry = fz_carries[fz_buf];", acc);
         w.line("const {} before = fz_prev_before;", acc);
+        if (lse) {
+          w.line("const {} fz_m = fz_prev_m;", acc);
+          w.line("const bool fz_exp = fz_prev_exp;");
+        }
         w.line("{}* const fz_r = fz_mine;", acc);
         back();
         stores();
@@ -323,6 +332,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
             prefetch();
           }
           w.line("fz_prev = fz_cur, fz_prev_before = fz_cur_before, fz_cur = -1;");
+          if (lse) w.line("fz_prev_m = fz_cur_m, fz_prev_exp = fz_cur_exp;");
           load("fz_now ^ 1");
         }
         w.line("__syncthreads();");

@@ -100,8 +100,9 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // A warp of its own looks back while the others load the next partition (ScanVariant::pipelined). H200, one
     // row of 2^28 f32 (--tune scan_pipelined=0|1): 586-587 us (90.4-90.5% of the copy limit) with warp 0 looking
     // back between two barriers, 551.5-554.9 us (95.0-96.8%) pipelined, prefetch distances 3..8/16 alike; with
-    // no look-back at all (wrong carries, a probe) 517-529 us. (logcumsumexp keeps warp 0: not measured.)
-    L.v.pipelined = !lse && tuning().scan_pipelined == 1;
+    // no look-back at all (wrong carries, a probe) 517-529 us. (logcumsumexp keeps warp 0 unless tuned to 2: the
+    // pipelined kernel takes its steps too, not measured yet.)
+    L.v.pipelined = lse ? tuning().scan_pipelined == 2 : tuning().scan_pipelined >= 1;
     if (L.v.pipelined)  // (two tiles: past the 48 KB of static arrays, dynamic shared memory)
       L.shared_bytes = static_cast<unsigned>(2 * (L.v.tile() + L.v.tile() / 32) * itemsize(dtype_info(scan.dtype).compute));
   }
