@@ -132,6 +132,20 @@ TEST_CASE("fuzz: a fixed-seed slice with scans in strips (along a non-contiguous
   CHECK(s.with_scans > 25);
 }
 
+TEST_CASE("fuzz: a fixed-seed slice with scans in one pass over tiles of 256 (any rows) matches the reference",
+          "[gpu][fuzz][slices]") {
+  // One pass is chosen for rows of two tiles or more (16,384 elements and up), longer than the fuzzer's rows:
+  // tuned to take every such row, in tiles of 256, so that its shapes split into many partitions (the
+  // pipelined look-back, a warp of its own, for all but logcumsumexp).
+  const fz::detail::Tuning saved = fz::detail::tuning();
+  fz::detail::set_tuning("scan_lookback=1");
+  fz::detail::set_tuning("scan_items=1");
+  const Slice s = run_slice(0x1b'0000, 200, {.scans = true});
+  fz::detail::tuning() = saved;
+  CHECK(s.failed == 0);
+  CHECK(s.with_scans > 25);
+}
+
 TEST_CASE("fuzz: a fixed-seed slice writing outputs into inputs they read (x = f(x.T, y)) matches the reference",
           "[gpu][fuzz][slices]") {
   int aliased = 0;
