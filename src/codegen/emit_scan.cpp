@@ -154,7 +154,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
                           k.name, sig.list());
     write_wait_for_previous_kernel(w);
     const bool piped = v.pipelined;  // (lookback) a warp of its own looks back while the others load the next
-    const std::int64_t padded = v.tile() + v.tile() / 32;
+    const std::int64_t padded = v.padded_tile();
     if (piped) {
       w.line("// Each warp's total of a tile, for the two partitions a block holds (one loading, one looked back on).");
       w.line("__shared__ {} fz_warp[2][{}];", acc, W);
@@ -242,9 +242,11 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     const auto prefetch = [&] {
       write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
     };
-    // Partition `b`'s row and chunk, its part of the row [lo, hi) (one tile) and the operands' row offsets.
+    // Partition `b`'s row and chunk; with `partition`, its part of the row [lo, hi) (one tile) and the operands'
+    // row offsets.
+    const auto row_and_chunk = [&](const char* b) { w.line("const long long row = {0} / chunks, c = {0} - row * chunks;", b); };
     const auto partition = [&](const char* b) {
-      w.line("const long long row = {0} / chunks, c = {0} - row * chunks;", b);
+      row_and_chunk(b);
       w.line("const long long lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n, base = lo;");
       decode("row", "k", true);
     };
@@ -282,9 +284,9 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         }
         compute_barrier();
         auto total = w.block("if (warp == 0 && fz_b < fz_parts)");
-        w.line("const long long row = fz_b / chunks, c = fz_b - row * chunks;");
+        row_and_chunk("fz_b");
         w.line("const {} s = fz_fold(lane < {} ? fz_warp[{}][lane] : fz_none);  // the partition's total", acc, W, slot);
-        w.line("if (lane == 0) fz_publish(fz_nodes + row * (2 * chunks + 8) + c, fz_published, s);");
+        w.line("if (lane == 0) fz_publish({} + c, fz_published, s);", row_nodes("row"));
       };
       // Warps 0..W-1: partition fz_prev's results (its tile in buffer `slot`, its carry found) and stores.
       const auto finish = [&](const char* slot) {

@@ -44,7 +44,7 @@ void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::str
                          const std::string& carry_to, bool publish_total) {
   constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
-    w.line("fz_node* const fz_row = fz_nodes + row * (2 * chunks + 8);");
+    w.line("fz_node* const fz_row = {};", row_nodes("row"));
     w.line("// where level l's nodes start (computed where needed: an array of them took registers)");
     w.line("const auto fz_level = [&](int l) {{ long long o = 0; for (int i = 0; i < l; ++i) o += (chunks >> (5 * i)) + 1; return fz_row + o; }};");
     w.line("int top = 0;  // c completes the groups of levels 1..top: its digits below top are all 31");

@@ -10,6 +10,9 @@
 
 namespace fusion::codegen {
 
+/// Where row `row`'s nodes of the tree start (an expression; scan_state.hpp's layout: 2 * chunks + 8 a row).
+inline std::string row_nodes(const char* row) { return std::string("fz_nodes + ") + row + " * (2 * chunks + 8)"; }
+
 /// The device helpers the look-back uses: fz_node (a tree node, flag and value in one 16-byte word),
 /// fz_publish, fz_load, and fz_fold (a warp's values combined in lane order; needs fz_combine and fz_shfl_down).
 void write_lookback_helpers(SourceWriter& w, const std::string& acc);

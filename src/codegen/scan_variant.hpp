@@ -60,9 +60,10 @@ struct ScanVariant {
   /// held them between: one shared-memory read and write an element fewer (logcumsumexp two). Off for one
   /// pass over partitions: its 32 items spilled across the look-back.
   bool thread_registers = false;
-  /// (lookback, not logcumsumexp) A warp of its own (warp 8 of 9) looks back on a block's partition while the
-  /// other eight load and scan its next one into a second tile, then finish the first: the loads go on through
-  /// the look-back, where the block waited at a barrier. Two tiles a block (dynamic shared memory).
+  /// (lookback; logcumsumexp only where tuned) A warp of its own (warp 8 of 9) looks back on a block's
+  /// partition while the other eight load and scan its next one into a second tile, then finish the first: the
+  /// loads go on through the look-back, where the block waited at a barrier. Two tiles a block (dynamic shared
+  /// memory).
   bool pipelined = false;
   DType out_dtype = DType::float32;
   std::uint8_t n_params = 0;
@@ -72,6 +73,8 @@ struct ScanVariant {
   void hash_into(StableHasher& h, std::uint32_t n_slots) const;
   std::string describe() const;
   std::int64_t tile() const { return std::int64_t{kScanBlock} * items; }
+  /// A tile's words in shared memory: a pad word after every 32 (a thread's consecutive items conflict-free).
+  std::int64_t padded_tile() const { return tile() + tile() / 32; }
   /// Threads a block: kScanBlock, and the pipelined kernel's looking-back warp.
   int threads() const { return kScanBlock + (pipelined ? 32 : 0); }
 };

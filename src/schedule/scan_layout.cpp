@@ -104,7 +104,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // pipelined kernel takes its steps too, not measured yet.)
     L.v.pipelined = lse ? tuning().scan_pipelined == 2 : tuning().scan_pipelined >= 1;
     if (L.v.pipelined)  // (two tiles: past the 48 KB of static arrays, dynamic shared memory)
-      L.shared_bytes = static_cast<unsigned>(2 * (L.v.tile() + L.v.tile() / 32) * itemsize(dtype_info(scan.dtype).compute));
+      L.shared_bytes = static_cast<unsigned>(2 * L.v.padded_tile() * itemsize(dtype_info(scan.dtype).compute));
   }
   // 5 blocks per SM (48 registers) where 4-byte accumulators fit them without spilling: the tile loop of a block
   // waits on its loads, then on its barriers, and a fifth block hides more of both. H200 (fusion-bench-indexing
@@ -112,9 +112,9 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // limit, one row of 2^28 f32 in one pass 85.7 / 89.9 / 78.2%, row-wise cumsum 99% at each. 8-byte accumulators,
   // logcumsumexp in one pass and rows walked element by element (reversed, strided) spill at 48 registers.
   if (tuning().scan_min_blocks == 0 && narrow && L.v.contiguous && !(lse && L.v.lookback)) L.v.min_blocks = 5;
-  // (pipelined, two tiles a block: as many blocks an SM as their shared memory leaves room for, 228 KB an SM,
-  // (2 KB a block for its static arrays and the hardware's reserve), and launched as many, no more, so that
-  // the prefetch's distance, a share of the grid, counts partitions being worked on
+  // (pipelined, two tiles a block: as many blocks an SM as their shared memory leaves room for, 228 KB an SM with
+  // 2 KB a block for its static arrays and the hardware's reserve; launched as many, no more, so that the
+  // prefetch's distance, a share of the grid, counts partitions being worked on)
   if (L.v.pipelined) {
     const std::int64_t fit = static_cast<std::int64_t>(device.max_shared_per_sm) / (L.shared_bytes + 2048);
     if (tuning().scan_min_blocks == 0) L.v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(fit, 1, 6));

@@ -19,8 +19,8 @@ struct ScanLayout {
   std::int64_t ast[codegen::kMaxParams + 1]{};  // ... and along the axis
   std::int64_t n_rows = 0, n = 0;               // rows, and the axis's extent
   std::int64_t chunk = 0, chunks = 1;           // elements per block's part of a row, parts per row
-  std::int64_t resident_blocks = 0;             // (lookback) blocks launched: 8 per SM
-  unsigned shared_bytes = 0;                    // dynamic shared memory per block (a partition's tiles)
+  std::int64_t resident_blocks = 0;             // (lookback) blocks launched: 8 per SM, pipelined those resident
+  unsigned shared_bytes = 0;                    // dynamic shared memory per block (the pipelined kernel's two tiles)
 };
 
 /// The layout of scan call `c` (its graph: one scan of a prologue) writing `out` (of the scan's shape
