@@ -189,9 +189,17 @@ static int run(int argc, char** argv) {
     auto run = [&] { out = fz::cumsum(x * 2.f, 0); };
     report(fmt::format("cumsum(x * 2) of {} f32 (one row, one pass)", N).c_str(), 8.0 * N,
            median_ms(run), copy, kernels_of(run));
-    auto lse_one = [&] { out = fz::logcumsumexp(x, 0); };  // (pipelined at --tune scan_pipelined=2)
+    auto lse_one = [&] { out = fz::logcumsumexp(x, 0); };  // (--tune scan_pipelined=0: warp 0 looks back)
     report(fmt::format("logcumsumexp of {} f32 (one row, one pass)", N).c_str(), 8.0 * N, median_ms(lse_one), copy,
            kernels_of(lse_one));
+    {  // 8-byte accumulators: tiles a quarter as long, as many blocks an SM as their registers fit
+      const std::int64_t N8 = N / 2;
+      const auto x8 = fz::full<double>({N8}, 0.5);
+      fz::Array<double> out8 = fz::zeros<double>({N8});
+      auto run8 = [&] { out8 = fz::cumsum(x8, 0); };
+      report(fmt::format("cumsum of {} f64 (one row, one pass)", N8).c_str(), 16.0 * N8, median_ms(run8), copy,
+             kernels_of(run8));
+    }
     const std::int64_t R = quick ? 2048 : 8192;
     const auto m = fz::full<float>({R, R}, 0.25f);
     fz::Array<float> rows = fz::zeros<float>({R, R});

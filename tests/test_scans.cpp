@@ -73,6 +73,11 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(forward.variant.find("a warp looking back while the others load the next partition") != std::string::npos);
   CHECK(forward.source.find("__launch_bounds__(288, 3)") != std::string::npos);
   CHECK(forward.source.find("extern __shared__") != std::string::npos);
+  // 8-byte accumulators: as many blocks as their registers fit unspilled (their shared memory fits 6)
+  const auto wide = fz::placeholder<std::int64_t>({1 << 24});
+  CHECK(fz::inspect(fz::cumsum(wide, 0)).source.find("__launch_bounds__(288, 3)") != std::string::npos);
+  CHECK(fz::inspect(fz::logcumsumexp(fz::placeholder<double>({1 << 24}), 0)).source.find("__launch_bounds__(288, 2)") !=
+        std::string::npos);
   {
     const fz::detail::Tuning saved = fz::detail::tuning();
     fz::detail::set_tuning("scan_pipelined=0");
@@ -81,17 +86,23 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
     CHECK(blocks(between_barriers, 5));
     CHECK(between_barriers.variant.find("a warp looking back") == std::string::npos);
     CHECK(between_barriers.hash != forward.hash);
-    // logcumsumexp in one pass keeps warp 0 unless tuned to 2 (then it compiles pipelined too)
+    // logcumsumexp in one pass likewise, its tiles' prefixes as pairs, its look-back's folds in one exponential
+    // and one log (fz_fold_pair)
     const auto lse_row = fz::placeholder<float>({1 << 24});
-    CHECK(fz::inspect(fz::logcumsumexp(lse_row, 0)).variant.find("a warp looking back") == std::string::npos);
-    fz::detail::set_tuning("scan_pipelined=2");
-    const auto lse_piped = fz::inspect(fz::logcumsumexp(lse_row, 0));
+    fz::detail::set_tuning("scan_pipelined=0");
+    const auto lse_between = fz::inspect(fz::logcumsumexp(lse_row, 0));
     fz::detail::tuning() = saved;
+    CHECK(blocks(lse_between, 4));
+    CHECK(lse_between.variant.find("a warp looking back") == std::string::npos);
+    const auto lse_piped = fz::inspect(fz::logcumsumexp(lse_row, 0));
     CHECK(lse_piped.variant.find("a warp looking back") != std::string::npos);
     CHECK(lse_piped.source.find("__launch_bounds__(288, 3)") != std::string::npos);
-    CHECK(lse_piped.registers > 0);  // compiled by NVRTC
+    for (const auto* lse : {&lse_between, &lse_piped}) {
+      CHECK(lse->source.find("fz_fold_pair(lane < 8 ? fz_warp[") != std::string::npos);
+      CHECK(lse->source.find("fz_pair(pm, ps, before_m, before_s)") != std::string::npos);
+      CHECK(lse->registers > 0);  // compiled by NVRTC
+    }
   }
-  CHECK(blocks(fz::inspect(fz::logcumsumexp(fz::placeholder<float>({1 << 24}), 0)), 4));
   CHECK(blocks(fz::inspect(fz::cumsum(rows, 1, {.reverse = true})), 4));
   const auto lse_double = fz::inspect(fz::logcumsumexp(fz::placeholder<double>({8192, 8192}), 1));
   CHECK(blocks(lse_double, 4));

@@ -52,18 +52,9 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   if (rk > 0) w.line("struct FzKept {{ long long v[{}]; }};", rk).blank();
   w.line("{}", body.str());
   const bool lse = scan.op == Op::logcumsumexp;
-  // (the one-pass scan publishes and looks back on values, not pairs)
-  const bool pairs = lse && !v.strips && !v.columns && !v.lookback;
+  // (logcumsumexp's tiles combine pairs; the one-pass scan publishes and looks back on values)
+  const bool pairs = lse && !v.strips && !v.columns;
   write_scan_step(w, scan.op, rd);
-  if (pairs) {
-    w.line("// logcumsumexp's pairs (m, s), the value m + log s: (m, s) takes in (m2, s2) with one exponential. Infinities");
-    w.line("// keep the larger m (two equal ones add their s); a NaN reaches s through the exponential and stays there.");
-    w.line("__device__ __forceinline__ void fz_pair({0}& m, {0}& s, {0} m2, {0} s2) {{", acc);
-    w.line("  const {0} e = m == m2 ? ({0})1 : fz_lse_exp(-fabs(m - m2));", acc);
-    w.line("  if (m >= m2) s = s + s2 * e;");
-    w.line("  else s = s * e + s2, m = m2;");
-    w.line("}}");
-  }
   w.line("// Shuffles move 32- and 64-bit values: narrower ones widen.");
   const auto shuffle = [&](const char* name, const char* intrinsic, const char* arg) {
     w.line("template <class T> __device__ __forceinline__ T {}(T a, int {}) {{", name, arg);
@@ -75,8 +66,9 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
   shuffle("fz_shfl", "__shfl_sync", "lane");
   if (v.lookback) shuffle("fz_shfl_down", "__shfl_down_sync", "d");
   w.blank();
+  if (pairs) write_lse_pair_helpers(w, acc, v.lookback);
   if (v.vector > 1) write_vector_helpers(w);
-  if (v.lookback) write_lookback_helpers(w, acc);
+  if (v.lookback) write_lookback_helpers(w, acc, !pairs);
 
   KernelSignature& sig = k.signature;
   for (int p = 0; p < np; ++p)
@@ -158,6 +150,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     if (piped) {
       w.line("// Each warp's total of a tile, for the two partitions a block holds (one loading, one looked back on).");
       w.line("__shared__ {} fz_warp[2][{}];", acc, W);
+      if (pairs) w.line("__shared__ {} fz_warp_s[2][{}];  // (logcumsumexp: each total as a pair, fz_warp + log fz_warp_s)", acc, W);
       w.line("// The two partitions' tiles, a pad word after every 32 (dynamic: past the 48 KB static arrays may take).");
       w.line("extern __shared__ __align__(16) unsigned char fz_dynamic[];");
       w.line("{0} (* const fz_tiles)[{1}] = ({0} (*)[{1}])fz_dynamic;", acc, padded);
@@ -207,7 +200,10 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         w.line("#pragma unroll");
         w.line("for (int k = 0; k < {}; ++k) fz_r[k] = run = fz_combine(run, fz_mine[k]);", I);
       }
-      if (pairs) return;
+      if (pairs) {
+        write_lse_lane_prefixes(w, acc);
+        return;
+      }
       w.line("// The warp's threads before this one, then the tile's warps before this one.");
       w.line("{} inc = run;", acc);
       w.line("#pragma unroll");
@@ -216,7 +212,13 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("{} before = fz_shfl_up(inc, 1);", acc);
       w.line("if (lane == 31) fz_warp[fz_buf][warp] = inc;");
     };
+    // (the one-pass scan: a tile a partition, its carry looked back on)
     const auto back = [&] {
+      if (pairs) {
+        write_lse_warp_prefixes(w, acc, W);
+        write_lse_results(w, acc, I, v.exclusive, true);
+        return;
+      }
       w.line("// The warps' totals scanned across lanes (a few steps, where a loop over them chained up to {}).", W - 1);
       w.line("{} fz_warps = lane < {} ? fz_warp[fz_buf][lane] : fz_none;", acc, W);
       w.line("#pragma unroll");
@@ -238,6 +240,13 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("__syncwarp();");
       write_tile_stores(w, v, acc, [&](const std::string& x) { return store_conversion(rd, v.out_dtype, x); });
       w.line("__syncwarp();  // fz_tile's span is read before the next tile writes it");
+    };
+    // Lane 0's total of the partition in buffer `slot`: its warps' totals folded.
+    const auto partition_total = [&](const std::string& slot) {
+      if (pairs)
+        return fmt::format("fz_fold_pair(lane < {0} ? fz_warp[{1}][lane] : fz_none, lane < {0} ? fz_warp_s[{1}][lane] : ({2})1)",
+                           W, slot, acc);
+      return fmt::format("fz_fold(lane < {} ? fz_warp[{}][lane] : fz_none)", W, slot);
     };
     const auto prefetch = [&] {
       write_next_tile_prefetch(w, v, [&](const char* row, const char* prefix) { decode(row, prefix, false); });
@@ -261,6 +270,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
       w.line("// (warps 0..{}) the partitions loaded: s - 1, finished in step s, and s, looked back on in it", W - 1);
       w.line("long long fz_prev = -1, fz_cur = -1;");
       w.line("{} fz_prev_before = fz_none, fz_cur_before = fz_none;  // this thread's `before` in each", acc);
+      if (pairs) w.line("{} fz_prev_before_s = 1, fz_cur_before_s = 1;  // (as pairs, before_m and before_s)", acc);
       if (lse) {  // (and its tile's form: the maximum its sums are taken from, and whether they are exponentials)
         w.line("{} fz_prev_m = fz_none, fz_cur_m = fz_none;", acc);
         w.line("bool fz_prev_exp = false, fz_cur_exp = false;");
@@ -279,13 +289,14 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
           declare_mine();
           partition("fz_b");
           front();
-          w.line("fz_cur = fz_b, fz_cur_before = before;");
+          if (pairs) w.line("fz_cur = fz_b, fz_cur_before = before_m, fz_cur_before_s = before_s;");
+          else w.line("fz_cur = fz_b, fz_cur_before = before;");
           if (lse) w.line("fz_cur_m = fz_m, fz_cur_exp = fz_exp;");
         }
         compute_barrier();
         auto total = w.block("if (warp == 0 && fz_b < fz_parts)");
         row_and_chunk("fz_b");
-        w.line("const {} s = fz_fold(lane < {} ? fz_warp[{}][lane] : fz_none);  // the partition's total", acc, W, slot);
+        w.line("const {} s = {};  // the partition's total", acc, partition_total(slot));
         w.line("if (lane == 0) fz_publish({} + c, fz_published, s);", row_nodes("row"));
       };
       // Warps 0..W-1: partition fz_prev's results (its tile in buffer `slot`, its carry found) and stores.
@@ -295,7 +306,8 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         declare_mine();
         partition("fz_prev");
         w.line("{} carry = fz_carries[fz_buf];", acc);
-        w.line("const {} before = fz_prev_before;", acc);
+        if (pairs) w.line("const {} carry_s = 1, before_m = fz_prev_before, before_s = fz_prev_before_s;", acc);
+        else w.line("const {} before = fz_prev_before;", acc);
         if (lse) {
           w.line("const {} fz_m = fz_prev_m;", acc);
           w.line("const bool fz_exp = fz_prev_exp;");
@@ -318,7 +330,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         {
           auto looker = w.block("if (warp == {})", W);
           partition("fz_b");
-          write_lookback_warp(w, acc, "fz_warp[fz_now][lane]", W, "fz_carries[fz_now]", false);
+          write_lookback_warp(w, acc, partition_total("fz_now"), "fz_carries[fz_now]", false);
         }
         {
           auto loaders = w.block("else");
@@ -334,6 +346,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
             prefetch();
           }
           w.line("fz_prev = fz_cur, fz_prev_before = fz_cur_before, fz_cur = -1;");
+          if (pairs) w.line("fz_prev_before_s = fz_cur_before_s;");
           if (lse) w.line("fz_prev_m = fz_cur_m, fz_prev_exp = fz_cur_exp;");
           load("fz_now ^ 1");
         }
@@ -358,12 +371,15 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     if (pairs) w.line("{} carry_s = 1;  // the carry as a pair: carry + log(carry_s)", acc);
     auto tiles = w.block("for (long long base = lo; base < hi; base += {}, fz_buf ^= 1)", v.tile());
     front();
-    if (pairs) {
-      write_lse_pair_prefixes(w, acc, W);
+    w.line("__syncthreads();");
+    if (v.lookback) {
+      write_lookback(w, acc, partition_total("fz_buf"), v.prefetch == 0 ? std::function<void()>() : prefetch);
+      back();
+    } else if (pairs) {
+      write_lse_warp_prefixes(w, acc, W);
       write_lse_results(w, acc, I, v.exclusive, true);
+      w.line("fz_pair(carry, carry_s, fz_shfl(wm, {0}), fz_shfl(ws, {0}));  // the tile's total, for the next tile", W - 1);
     } else {
-      w.line("__syncthreads();");
-      if (v.lookback) write_lookback(w, acc, v.prefetch == 0 ? std::function<void()>() : prefetch);
       back();
     }
     stores();

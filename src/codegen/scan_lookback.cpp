@@ -8,7 +8,7 @@
 
 namespace fusion::codegen {
 
-void write_lookback_helpers(SourceWriter& w, const std::string& acc) {
+void write_lookback_helpers(SourceWriter& w, const std::string& acc, bool fold) {
   w.line("// A node of the one-pass scan's tree (codegen/scan_state.hpp): its flag and value in one 16-byte word,");
   w.line("// written and read whole, so a reader that sees the flag sees the value (no fence between them).");
   w.line("struct __align__(16) fz_node {{ unsigned long long flag, bits; }};");
@@ -20,6 +20,7 @@ void write_lookback_helpers(SourceWriter& w, const std::string& acc) {
   w.line("__device__ __forceinline__ void fz_load(const fz_node* node, unsigned long long& flag, unsigned long long& bits) {{");
   w.line("  asm volatile(\"ld.volatile.global.v2.u64 {{%0, %1}}, [%2];\" : \"=l\"(flag), \"=l\"(bits) : \"l\"(node) : \"memory\");");
   w.line("}}").blank();
+  if (!fold) return;
   w.line("// The warp's values combined in lane order, v0 first, in lane 0: a fixed tree, so the same bits each run.");
   w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{", acc);
   w.line("  #pragma unroll");
@@ -40,7 +41,7 @@ void write_lookback_helpers(SourceWriter& w, const std::string& acc) {
 // (Publishing after the carry would chain each partition to the one before it.) A gather issues all its
 // loads before it waits on any: about one memory round trip, where a level at a time took one per level
 // (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
-void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& totals, int n_totals,
+void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& total,
                          const std::string& carry_to, bool publish_total) {
   constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
@@ -77,7 +78,7 @@ void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::str
     }
     w.line(";");
     w.line("// (lane 0) the node of level l ending at c, from the partition's total: its warps' totals folded");
-    w.line("{} s = fz_fold(lane < {} ? {} : fz_none);", acc, n_totals, totals);
+    w.line("{} s = {};", acc, total);
     if (publish_total) w.line("if (lane == 0) fz_publish(fz_row + c, fz_published, s);");
     {
       auto completes = w.block("if (top > 0)");
@@ -99,10 +100,11 @@ void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::str
   }
 }
 
-void write_lookback(SourceWriter& w, const std::string& acc, const std::function<void()>& others) {
+void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total,
+                    const std::function<void()>& others) {
   {
     auto warp0 = w.block("if (warp == 0)");
-    write_lookback_warp(w, acc, "fz_warp[fz_buf][lane]", kScanBlock / 32, "fz_carry");
+    write_lookback_warp(w, acc, total, "fz_carry");
   }
   if (others) others();
   w.line("__syncthreads();");

@@ -14,17 +14,19 @@ namespace fusion::codegen {
 inline std::string row_nodes(const char* row) { return std::string("fz_nodes + ") + row + " * (2 * chunks + 8)"; }
 
 /// The device helpers the look-back uses: fz_node (a tree node, flag and value in one 16-byte word),
-/// fz_publish, fz_load, and fz_fold (a warp's values combined in lane order; needs fz_combine and fz_shfl_down).
-void write_lookback_helpers(SourceWriter& w, const std::string& acc);
+/// fz_publish, fz_load, and unless `fold` is false (logcumsumexp writes its own, scan_lse.hpp) fz_fold (a warp's
+/// values combined in lane order; needs fz_combine and fz_shfl_down).
+void write_lookback_helpers(SourceWriter& w, const std::string& acc, bool fold = true);
 
-/// The look-back of one warp on partition c of row `row` (both in scope, and lane): `totals` reads lane's warp
-/// total of the partition (lanes from `n_totals` on read fz_none); the carry goes to shared `carry_to`. Unless
-/// `publish_total` is false (the pipelined kernel's loading warps published it), the partition's total first.
-void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& totals, int n_totals,
+/// The look-back of one warp on partition c of row `row` (both in scope, and lane): `total` is the partition's
+/// total in lane 0 (its warps' totals folded); the carry goes to shared `carry_to`. Unless `publish_total` is
+/// false (the pipelined kernel's loading warps published it), the partition's total first.
+void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& total,
                          const std::string& carry_to, bool publish_total = true);
 
 /// Warp 0 looks back while the block's other warps run `others` (a prefetch; may be empty), then every thread
 /// takes the carry (`carry`) after a block barrier.
-void write_lookback(SourceWriter& w, const std::string& acc, const std::function<void()>& others);
+void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total,
+                    const std::function<void()>& others);
 
 }  // namespace fusion::codegen

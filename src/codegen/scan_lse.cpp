@@ -34,8 +34,38 @@ void write_lse_thread_scan(SourceWriter& w, const std::string& acc, int items, b
   }
 }
 
-void write_lse_pair_prefixes(SourceWriter& w, const std::string& acc, int W) {
-  w.line("// The warp's threads before this one, then the tile's warps before this one, as pairs.");
+void write_lse_pair_helpers(SourceWriter& w, const std::string& acc, bool folds) {
+  w.line("// logcumsumexp's pairs (m, s), the value m + log s: (m, s) takes in (m2, s2) with one exponential. Infinities");
+  w.line("// keep the larger m (two equal ones add their s); a NaN reaches s through the exponential and stays there.");
+  w.line("__device__ __forceinline__ void fz_pair({0}& m, {0}& s, {0} m2, {0} s2) {{", acc);
+  w.line("  const {0} e = m == m2 ? ({0})1 : fz_lse_exp(-fabs(m - m2));", acc);
+  w.line("  if (m >= m2) s = s + s2 * e;");
+  w.line("  else s = s * e + s2, m = m2;");
+  w.line("}}");
+  if (!folds) return;
+  w.line("// The warp's pairs as one value, in lane 0: the lanes' largest m, then the sum of their s exp(m - largest) in a");
+  w.line("// fixed tree (the same bits each run), one exponential a lane and one log, where a chain of five combines took");
+  w.line("// an exponential and an accurate log1p each (and held up every look-back behind it). A NaN anywhere is the");
+  w.line("// result; so is an infinite largest m otherwise.");
+  w.line("__device__ __forceinline__ {0} fz_fold_pair({0} m, {0} s) {{", acc);
+  w.line("  {} big = m;", acc);
+  w.line("  #pragma unroll");
+  w.line("  for (int d = 16; d >= 1; d /= 2) big = {}(big, __shfl_xor_sync(0xffffffffu, big, d));",
+         acc == "float" ? "fmaxf" : "fmax");
+  w.line("  if (big - big != ({})0) return __any_sync(0xffffffffu, m != m || s != s) ? big - big : big;", acc);
+  w.line("  {} e = s * fz_lse_exp(m - big);  // (m = -inf: 0)", acc);
+  w.line("  #pragma unroll");
+  w.line("  for (int d = 1; d < 32; d *= 2) {{");
+  w.line("    const {} y = fz_shfl_down(e, d);", acc);
+  w.line("    if ((threadIdx.x & 31) + d < 32) e = e + y;");
+  w.line("  }}");
+  w.line("  return big + fz_lse_log(e);");
+  w.line("}}");
+  w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{ return fz_fold_pair(v, ({0})1); }}", acc).blank();
+}
+
+void write_lse_lane_prefixes(SourceWriter& w, const std::string& acc) {
+  w.line("// The warp's threads before this one, as pairs; the warp's total to fz_warp, fz_warp_s.");
   w.line("{} im = run, is = run_s;", acc);
   w.line("#pragma unroll");
   w.line("for (int d = 1; d < 32; d *= 2) {{ const {} ym = fz_shfl_up(im, d), ys = fz_shfl_up(is, d); if (lane >= d) "
@@ -43,7 +73,10 @@ void write_lse_pair_prefixes(SourceWriter& w, const std::string& acc, int W) {
          acc);
   w.line("const {} before_m = fz_shfl_up(im, 1), before_s = fz_shfl_up(is, 1);", acc);
   w.line("if (lane == 31) fz_warp[fz_buf][warp] = im, fz_warp_s[fz_buf][warp] = is;");
-  w.line("__syncthreads();");
+}
+
+void write_lse_warp_prefixes(SourceWriter& w, const std::string& acc, int W) {
+  w.line("// The tile's warps before this one, as pairs, then the prefix before this thread: (pm, ps) and pre.");
   w.line("{0} wm = lane < {1} ? fz_warp[fz_buf][lane] : fz_none, ws = lane < {1} ? fz_warp_s[fz_buf][lane] : ({0})1;", acc, W);
   w.line("#pragma unroll");
   w.line("for (int d = 1; d < {}; d *= 2) {{ const {} ym = fz_shfl_up(wm, d), ys = fz_shfl_up(ws, d); if (lane >= d) "
@@ -53,7 +86,6 @@ void write_lse_pair_prefixes(SourceWriter& w, const std::string& acc, int W) {
   w.line("if (warp > 0) fz_pair(pm, ps, fz_shfl(wm, warp - 1), fz_shfl(ws, warp - 1));");
   w.line("if (lane > 0) fz_pair(pm, ps, before_m, before_s);");
   w.line("const {} pre = pm + fz_lse_log(ps);  // (exact where pm is not finite or ps not a number)", acc);
-  w.line("fz_pair(carry, carry_s, fz_shfl(wm, {0}), fz_shfl(ws, {0}));  // the tile's total, for the next tile", W - 1);
 }
 
 void write_lse_results(SourceWriter& w, const std::string& acc, int items, bool exclusive, bool pairs) {

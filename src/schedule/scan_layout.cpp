@@ -102,7 +102,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // back between two barriers, 551.5-554.9 us (95.0-96.8%) pipelined, prefetch distances 3..8/16 alike; with
     // no look-back at all (wrong carries, a probe) 517-529 us. (logcumsumexp keeps warp 0 unless tuned to 2: the
     // pipelined kernel takes its steps too, not measured yet.)
-    L.v.pipelined = lse ? tuning().scan_pipelined == 2 : tuning().scan_pipelined >= 1;
+    L.v.pipelined = tuning().scan_pipelined == 1;
     if (L.v.pipelined)  // (two tiles: past the 48 KB of static arrays, dynamic shared memory)
       L.shared_bytes = static_cast<unsigned>(2 * L.v.padded_tile() * itemsize(dtype_info(scan.dtype).compute));
   }
@@ -114,10 +114,14 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   if (tuning().scan_min_blocks == 0 && narrow && L.v.contiguous && !(lse && L.v.lookback)) L.v.min_blocks = 5;
   // (pipelined, two tiles a block: as many blocks an SM as their shared memory leaves room for, 228 KB an SM with
   // 2 KB a block for its static arrays and the hardware's reserve; launched as many, no more, so that the
-  // prefetch's distance, a share of the grid, counts partitions being worked on)
+  // prefetch's distance, a share of the grid, counts partitions being worked on). 8-byte accumulators' tiles are
+  // a quarter as long, and registers bound them instead: at the 6 blocks their shared memory fits (32 registers)
+  // cumsum of f64 and int64 spilled 460-480 bytes a thread and logcumsumexp of f64 1,250, at 3 none, at 4 140-150
+  // (logcumsumexp 490; 250 at 3, 16 at 2). (ptxas -v, sm_90.)
   if (L.v.pipelined) {
     const std::int64_t fit = static_cast<std::int64_t>(device.max_shared_per_sm) / (L.shared_bytes + 2048);
-    if (tuning().scan_min_blocks == 0) L.v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(fit, 1, 6));
+    const std::int64_t most = narrow ? 6 : lse ? 2 : 3;
+    if (tuning().scan_min_blocks == 0) L.v.min_blocks = static_cast<std::uint8_t>(std::clamp<std::int64_t>(fit, 1, most));
     L.resident_blocks = std::max<std::int64_t>(1, device.sms) * std::clamp<std::int64_t>(fit, 1, L.v.min_blocks);
   }
   // (logcumsumexp in double spilled 56 bytes a thread with its items in the tile, 128 with them in registers)

@@ -111,7 +111,7 @@ struct Tuning {
   /// 0 in the shared-memory tile (ScanVariant::thread_registers).
   int scan_registers = 1;
   /// One-pass scans: 1 gives the look-back a warp of its own while the others load the next partition
-  /// (ScanVariant::pipelined), 0 the block's warp 0 between barriers; 2 pipelines logcumsumexp's too.
+  /// (ScanVariant::pipelined), 0 the block's warp 0 between barriers.
   int scan_pipelined = 1;
   /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
   /// least (schedule/product_layout.cpp's kLargeTiles), and the blocks per SM a split of K aims at
