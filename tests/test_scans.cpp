@@ -75,7 +75,9 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(forward.source.find("extern __shared__") != std::string::npos);
   // 8-byte accumulators: as many blocks as their registers fit unspilled (their shared memory fits 6)
   const auto wide = fz::placeholder<std::int64_t>({1 << 24});
-  CHECK(fz::inspect(fz::cumsum(wide, 0)).source.find("__launch_bounds__(288, 3)") != std::string::npos);
+  const auto wide_scan = fz::inspect(fz::cumsum(wide, 0));
+  CHECK(wide_scan.source.find("__launch_bounds__(288, 3)") != std::string::npos);
+  CHECK(wide_scan.variant.find("4096 per tile") != std::string::npos);  // (16 items a thread)
   CHECK(fz::inspect(fz::logcumsumexp(fz::placeholder<double>({1 << 24}), 0)).source.find("__launch_bounds__(288, 2)") !=
         std::string::npos);
   {

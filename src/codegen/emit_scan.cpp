@@ -330,7 +330,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
         {
           auto looker = w.block("if (warp == {})", W);
           partition("fz_b");
-          write_lookback_warp(w, acc, partition_total("fz_now"), "fz_carries[fz_now]", false);
+          write_lookback_warp(w, acc, partition_total("fz_now"), "fz_carries[fz_now]", false, pairs);
         }
         {
           auto loaders = w.block("else");
@@ -373,7 +373,7 @@ GeneratedKernel emit_scan(const ir::Graph& g, const ScanVariant& v, std::string_
     front();
     w.line("__syncthreads();");
     if (v.lookback) {
-      write_lookback(w, acc, partition_total("fz_buf"), v.prefetch == 0 ? std::function<void()>() : prefetch);
+      write_lookback(w, acc, partition_total("fz_buf"), pairs, v.prefetch == 0 ? std::function<void()>() : prefetch);
       back();
     } else if (pairs) {
       write_lse_warp_prefixes(w, acc, W);

@@ -42,7 +42,7 @@ void write_lookback_helpers(SourceWriter& w, const std::string& acc, bool fold) 
 // loads before it waits on any: about one memory round trip, where a level at a time took one per level
 // (H100, one row of 2^28 f32: blocks waited at the barrier after it half their time).
 void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& total,
-                         const std::string& carry_to, bool publish_total) {
+                         const std::string& carry_to, bool publish_total, bool fold_all) {
   constexpr int kRounds = 4;  // loads in flight per lane and batch
   {
     w.line("fz_node* const fz_row = {};", row_nodes("row"));
@@ -90,21 +90,30 @@ void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::str
     }
     w.line("fz_gather(top, {});", kScanLevels);
     w.line("__syncwarp();");
-    w.line("// the nodes before c's at each level, the highest level first, each level folded across the lanes (the");
-    w.line("// levels' folds independent of each other; levels above c's highest digit skipped)");
-    w.line("{} p = fz_none;", acc);
-    w.line("#pragma unroll");
-    w.line("for (int l = {}; l >= 0; --l)", kScanLevels - 1);
-    w.line("  if (l == 0 || (c >> (5 * l)) != 0) p = fz_combine(p, fz_fold(lane < ((c >> (5 * l)) & 31) ? fz_runs[l][lane] : fz_none));");
+    if (fold_all) {
+      w.line("// the nodes before c's at every level folded across the lanes at once");
+      w.line("{} fz_before[{}];", acc, kScanLevels);
+      w.line("#pragma unroll");
+      w.line("for (int l = 0; l < {}; ++l) fz_before[l] = lane < ((c >> (5 * l)) & 31) ? fz_runs[l][lane] : fz_none;",
+             kScanLevels);
+      w.line("const {} p = fz_fold_all(fz_before);", acc);
+    } else {
+      w.line("// the nodes before c's at each level, the highest level first, each level folded across the lanes (the");
+      w.line("// levels' folds independent of each other; levels above c's highest digit skipped)");
+      w.line("{} p = fz_none;", acc);
+      w.line("#pragma unroll");
+      w.line("for (int l = {}; l >= 0; --l)", kScanLevels - 1);
+      w.line("  if (l == 0 || (c >> (5 * l)) != 0) p = fz_combine(p, fz_fold(lane < ((c >> (5 * l)) & 31) ? fz_runs[l][lane] : fz_none));");
+    }
     w.line("if (lane == 0) {} = p;", carry_to);
   }
 }
 
-void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total,
+void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total, bool fold_all,
                     const std::function<void()>& others) {
   {
     auto warp0 = w.block("if (warp == 0)");
-    write_lookback_warp(w, acc, total, "fz_carry");
+    write_lookback_warp(w, acc, total, "fz_carry", true, fold_all);
   }
   if (others) others();
   w.line("__syncthreads();");

@@ -20,13 +20,14 @@ void write_lookback_helpers(SourceWriter& w, const std::string& acc, bool fold =
 
 /// The look-back of one warp on partition c of row `row` (both in scope, and lane): `total` is the partition's
 /// total in lane 0 (its warps' totals folded); the carry goes to shared `carry_to`. Unless `publish_total` is
-/// false (the pipelined kernel's loading warps published it), the partition's total first.
+/// false (the pipelined kernel's loading warps published it), the partition's total first. With `fold_all`
+/// (logcumsumexp: fz_fold_all, scan_lse.hpp) the nodes before c's of every level fold in one step.
 void write_lookback_warp(SourceWriter& w, const std::string& acc, const std::string& total,
-                         const std::string& carry_to, bool publish_total = true);
+                         const std::string& carry_to, bool publish_total, bool fold_all);
 
 /// Warp 0 looks back while the block's other warps run `others` (a prefetch; may be empty), then every thread
-/// takes the carry (`carry`) after a block barrier.
-void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total,
+/// takes the carry (`carry`) after a block barrier (`total` and `fold_all` as write_lookback_warp takes them).
+void write_lookback(SourceWriter& w, const std::string& acc, const std::string& total, bool fold_all,
                     const std::function<void()>& others);
 
 }  // namespace fusion::codegen

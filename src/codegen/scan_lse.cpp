@@ -61,7 +61,28 @@ void write_lse_pair_helpers(SourceWriter& w, const std::string& acc, bool folds)
   w.line("  }}");
   w.line("  return big + fz_lse_log(e);");
   w.line("}}");
-  w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{ return fz_fold_pair(v, ({0})1); }}", acc).blank();
+  w.line("__device__ __forceinline__ {0} fz_fold({0} v) {{ return fz_fold_pair(v, ({0})1); }}", acc);
+  w.line("// Several values a lane folded at once the same way (the look-back's levels: one exponential a value and one");
+  w.line("// log, where a fold a level and a combine between levels chained three logs).");
+  w.line("template <int N> __device__ __forceinline__ {0} fz_fold_all(const {0} (&v)[N]) {{", acc);
+  w.line("  {} big = v[0];", acc);
+  w.line("  bool nan = v[0] != v[0];");
+  w.line("  #pragma unroll");
+  w.line("  for (int i = 1; i < N; ++i) big = {}(big, v[i]), nan = nan || v[i] != v[i];", acc == "float" ? "fmaxf" : "fmax");
+  w.line("  #pragma unroll");
+  w.line("  for (int d = 16; d >= 1; d /= 2) big = {}(big, __shfl_xor_sync(0xffffffffu, big, d));",
+         acc == "float" ? "fmaxf" : "fmax");
+  w.line("  if (big - big != ({})0) return __any_sync(0xffffffffu, nan) ? big - big : big;", acc);
+  w.line("  {} e = 0;", acc);
+  w.line("  #pragma unroll");
+  w.line("  for (int i = 0; i < N; ++i) e = e + fz_lse_exp(v[i] - big);");
+  w.line("  #pragma unroll");
+  w.line("  for (int d = 1; d < 32; d *= 2) {{");
+  w.line("    const {} y = fz_shfl_down(e, d);", acc);
+  w.line("    if ((threadIdx.x & 31) + d < 32) e = e + y;");
+  w.line("  }}");
+  w.line("  return big + fz_lse_log(e);");
+  w.line("}}").blank();
 }
 
 void write_lse_lane_prefixes(SourceWriter& w, const std::string& acc) {

@@ -89,8 +89,11 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   if (tiles() >= 2 && (policy == 1 || (policy == 0 && few_rows))) {
     // One pass over partitions: 32 elements per thread for narrow accumulators (fewer partitions, each
     // waiting for its carry about as long). H100, one row of 2^28 f32: 8, 16, 32 items at 42.9, 63.6,
-    // 74.9% of the copy limit (fusion-bench-indexing --scans --tune scan_items=N).
-    if (tuning().scan_items == 0 && narrow) L.v.items = 32;
+    // 74.9% of the copy limit (fusion-bench-indexing --scans --tune scan_items=N). 16 for 8-byte ones where the
+    // look-back has a warp of its own (two tiles of 32 KB a block): H200, one row of 2^27 f64, 8 and 16 items at
+    // 66.0 and 86.8% (795-798 and 613-614 us), 72 registers unspilled at 3 blocks an SM (logcumsumexp of f64
+    // spilled 142 bytes at 16 and 2 blocks: 8).
+    if (tuning().scan_items == 0) L.v.items = narrow ? 32 : tuning().scan_pipelined == 1 && !lse ? 16 : 8;
     L.v.lookback = true;
     // (4 blocks per SM at first: at 5 or 6 the registers spilled then, and one row of 2^28 f32 fell from 60.0% of
     // the copy limit to 41.0 and 34.8%, H100; the kernel now fits 5 without spilling: below)
