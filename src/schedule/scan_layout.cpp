@@ -103,8 +103,8 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
     // A warp of its own looks back while the others load the next partition (ScanVariant::pipelined). H200, one
     // row of 2^28 f32 (--tune scan_pipelined=0|1): 586-587 us (90.4-90.5% of the copy limit) with warp 0 looking
     // back between two barriers, 551.5-554.9 us (95.0-96.8%) pipelined, prefetch distances 3..8/16 alike; with
-    // no look-back at all (wrong carries, a probe) 517-529 us. (logcumsumexp keeps warp 0 unless tuned to 2: the
-    // pipelined kernel takes its steps too, not measured yet.)
+    // no look-back at all (wrong carries, a probe) 517-529 us. logcumsumexp too, its look-back folded in pairs:
+    // 631-634 us (84.3-86.0%) against 680-682 us (78.4-78.6%) at scan_pipelined=0 (H200, 2026-12-04).
     L.v.pipelined = tuning().scan_pipelined == 1;
     if (L.v.pipelined)  // (two tiles: past the 48 KB of static arrays, dynamic shared memory)
       L.shared_bytes = static_cast<unsigned>(2 * L.v.padded_tile() * itemsize(dtype_info(scan.dtype).compute));
