@@ -47,6 +47,17 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
   CHECK(strips.kernels == 1);
   CHECK(strips.variant.find("a block per 32 neighbouring rows") != std::string::npos);
   CHECK(strips.registers > 0);
+  CHECK(strips.variant.find("each run of the next tile loaded before this one is scanned") != std::string::npos);
+  {  // scan_ahead=0: each run loaded after the tile before it is stored, a kernel of its own
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("scan_ahead=0");
+    const auto after = fz::inspect(fz::cumsum(fz::placeholder<float>({64, 5000}), 0));
+    fz::detail::tuning() = saved;
+    CHECK(after.variant.find("next tile") == std::string::npos);
+    CHECK(after.hash != strips.hash);
+    CHECK(after.source.find("fz_y[") == std::string::npos);
+    CHECK(strips.source.find("fz_y[") != std::string::npos);
+  }
   {  // tuned to 2, few rows take the strips too (the fuzzer's shapes); the blocks per SM tuning reaches them
     const fz::detail::Tuning saved = fz::detail::tuning();
     fz::detail::set_tuning("scan_strips=2");

@@ -161,9 +161,13 @@ TEST_CASE("scans along a non-contiguous axis of many rows: a block per strip of 
   // 32 rows per SM or more (H100: 4224): strips, the last one partial; axes of whole and partial tiles of 128
   auto& t = fz::detail::tuning();
   const fz::detail::Tuning saved = t;
-  for (const char* policy : {"scan_strips=1", "scan_strips=0"}) {
+  // (the policies accumulate: strips loading each next tile ahead, strips without, a thread per row)
+  for (const char* policy : {"scan_strips=1", "scan_ahead=0", "scan_strips=0"}) {
     fz::detail::set_tuning(policy);
     INFO(policy);
+    const auto layout = fz::inspect(fz::cumsum(fz::placeholder<float>({300, 5000}), 0)).variant;
+    CHECK((layout.find("a block per 32 neighbouring rows") != std::string::npos) == (std::string(policy) != "scan_strips=0"));
+    CHECK((layout.find("next tile loaded before") != std::string::npos) == (std::string(policy) == "scan_strips=1"));
     check_scan<Op::cumsum, float>({300, 5000}, 0, {}, -1, 1, 60);
     check_scan<Op::cumsum, std::int64_t>({130, 5001}, 0, {true, true}, -1000, 1000, 61);
     check_scan<Op::cummax, std::int8_t>({77, 50, 120}, 0, {false, true}, -128, 127, 62);  // rows 50 x 120

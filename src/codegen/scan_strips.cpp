@@ -17,27 +17,43 @@ void write_strip_scan(SourceWriter& w, const ScanVariant& v, const std::string& 
   w.line("const long long fz_r = fz_live ? row : n_rows - 1;  // (a lane past the last row reads a row, writes none)");
   decode("fz_r", "k", true);
   w.line("{} carry = fz_none;  // the strip's elements before the tile, for this lane's row", acc);
-  auto tiles = w.block("for (long long base = 0; base < n; base += {})", W * I);
-  w.line("const long long first = base + warp * {};  // the thread's run: positions [first, first + {})", I, I);
-  w.line("{} fz_x[{}];", acc, I);
-  w.line("const long long q0 = {};  // the run's first element's place along the axis", v.reverse ? "n - 1 - first" : "first");
-  {
-    auto whole = w.block("if (fz_live && first + {} <= n)", I);
-    w.line("// The whole run: each operand from one pointer, stepping along the axis (no tests, few registers).");
-    for (int p = 0; p < v.n_params; ++p)
-      w.line("const auto* const fz_p{0} = in{0} + (k{0} + q0 * ast{0});  const long long fz_s{0} = {1}ast{0};", p,
-             v.reverse ? "-" : "");
-    w.line("#pragma unroll");
-    w.line("for (int k = 0; k < {}; ++k) fz_x[k] = {};", I,
-           call([](int p) { return fmt::format("fz_p{0}[k * fz_s{0}]", p); }));
-  }
-  {
+  // A thread's run of positions [first, first + I) into the array x (past the axis's end: fz_none).
+  const auto load_run = [&](const char* x, const char* first, const char* q0) {
+    {
+      auto whole = w.block("if (fz_live && {} + {} <= n)", first, I);
+      w.line("// The whole run: each operand from one pointer, stepping along the axis (no tests, few registers).");
+      for (int p = 0; p < v.n_params; ++p)
+        w.line("const auto* const fz_p{0} = in{0} + (k{0} + {2} * ast{0});  const long long fz_s{0} = {1}ast{0};", p,
+               v.reverse ? "-" : "", q0);
+      w.line("#pragma unroll");
+      w.line("for (int k = 0; k < {}; ++k) {}[k] = {};", I, x,
+             call([](int p) { return fmt::format("fz_p{0}[k * fz_s{0}]", p); }));
+    }
     auto part = w.block("else");
     w.line("#pragma unroll");
     auto loads = w.block("for (int k = 0; k < {}; ++k)", I);
-    w.line("const long long j = first + k, q = {};", v.reverse ? "n - 1 - j" : "j");
-    w.line("fz_x[k] = fz_live && j < n ? {} : fz_none;",
-           call([](int p) { return fmt::format("in{0}[k{0} + q * ast{0}]", p); }));
+    w.line("const long long j = {} + k, q = {};", first, v.reverse ? "n - 1 - j" : "j");
+    w.line("{}[k] = fz_live && j < n ? {} : fz_none;", x, call([](int p) { return fmt::format("in{0}[k{0} + q * ast{0}]", p); }));
+  };
+  const char* const step = v.reverse ? "n - 1 - " : "";
+  if (v.ahead) {
+    w.line("{} fz_x[{}];  // the thread's run of the tile being scanned", acc, I);
+    auto scope = w.block("");
+    w.line("const long long first = warp * {}, q0 = {}first;", I, step);
+    load_run("fz_x", "first", "q0");
+  }
+  auto tiles = w.block("for (long long base = 0; base < n; base += {})", W * I);
+  w.line("const long long first = base + warp * {};  // the thread's run: positions [first, first + {})", I, I);
+  if (!v.ahead) w.line("{} fz_x[{}];", acc, I);
+  w.line("const long long q0 = {}first;  // the run's first element's place along the axis", step);
+  if (v.ahead) {
+    w.line("// The next tile's run, its loads in flight while this tile is scanned and stored");
+    w.line("{} fz_y[{}];", acc, I);
+    auto scope = w.block("");
+    w.line("const long long first_y = first + {}, q_y = {}first_y;", W * I, step);
+    load_run("fz_y", "first_y", "q_y");
+  } else {
+    load_run("fz_x", "first", "q0");
   }
   w.line("{} run = fz_none;", acc);
   w.line("#pragma unroll");
@@ -62,12 +78,18 @@ void write_strip_scan(SourceWriter& w, const ScanVariant& v, const std::string& 
     result();
     w.line("fz_po[k * fz_so] = {};", stored("r"));
   }
-  auto part = w.block("else");
-  w.line("#pragma unroll");
-  auto stores = w.block("for (int k = 0; k < {}; ++k)", I);
-  w.line("const long long j = first + k, q = {};", v.reverse ? "n - 1 - j" : "j");
-  result();
-  w.line("if (fz_live && j < n) out[k_out + q * ast_out] = {};", stored("r"));
+  {
+    auto part = w.block("else");
+    w.line("#pragma unroll");
+    auto stores = w.block("for (int k = 0; k < {}; ++k)", I);
+    w.line("const long long j = first + k, q = {};", v.reverse ? "n - 1 - j" : "j");
+    result();
+    w.line("if (fz_live && j < n) out[k_out + q * ast_out] = {};", stored("r"));
+  }
+  if (v.ahead) {
+    w.line("#pragma unroll");
+    w.line("for (int k = 0; k < {}; ++k) fz_x[k] = fz_y[k];", I);
+  }
 }
 
 }  // namespace fusion::codegen

@@ -41,6 +41,9 @@ struct ScanVariant {
   /// (columns) One pass: a block per strip of 32 neighbouring rows, its warps taking consecutive runs of
   /// `items` positions along the axis per tile (codegen/scan_strips.hpp).
   bool strips = false;
+  /// (strips) Each thread loads its run of the next tile into registers before it scans this one: the loads
+  /// stay in flight through the tile's barriers and stores, where a strip's few blocks an SM left memory idle.
+  bool ahead = false;
   /// (tiles) Every operand and the output run along the axis with stride 1, forward: a whole tile's loads and
   /// stores take no bounds test and address from one pointer per operand.
   bool contiguous = false;

@@ -221,6 +221,7 @@ void ScanVariant::hash_into(StableHasher& h, std::uint32_t n_slots) const {
   }
   if (thread_registers) h.add_byte(0x7e);
   if (pipelined) h.add_byte(0x91);
+  if (ahead) h.add_byte(0xad);
 }
 
 std::string ScanVariant::describe() const {
@@ -239,6 +240,7 @@ std::string ScanVariant::describe() const {
   else if (!columns) s += ", a block per row";
   if (thread_registers) s += ", each thread's items in registers";
   if (pipelined) s += ", a warp looking back while the others load the next partition";
+  if (ahead) s += ", each run of the next tile loaded before this one is scanned";
   return s;
 }
 

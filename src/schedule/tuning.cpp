@@ -70,6 +70,7 @@ void set_tuning(std::string_view assignment) {
   else if (name == "scan_strips" && value <= 2) t.scan_strips = static_cast<int>(value);
   else if (name == "scan_registers" && value <= 1) t.scan_registers = static_cast<int>(value);
   else if (name == "scan_pipelined" && value <= 1) t.scan_pipelined = static_cast<int>(value);
+  else if (name == "scan_ahead" && value <= 1) t.scan_ahead = static_cast<int>(value);
   else if (name == "product_large" && value <= 3) t.product_large = static_cast<int>(value);
   else if (name == "product_large_fill" && value >= 1 && value <= 1000) t.product_large_fill = static_cast<int>(value);
   else if (name == "product_small" && value <= 2) t.product_small = static_cast<int>(value);
@@ -87,7 +88,7 @@ void set_tuning(std::string_view assignment) {
                     "power of two), layer_fit_blocks=0|1|2, layer_min_blocks=0..32, layer_resident=0|1, layer_spare_block=0|1, layer_keep_values=0|1, layer_keep_min_threads=0..2048, layer_registers=0..128, layer_full_parts=0|1, layer_long_registers=0|1, layer_statistics=0|1|2, "
                     "row_split_accesses=1..64, reduce_blocks_per_sm=1..32, reduce_row_groups=1|2|4|..|32, "
                     "reduce_grouped_blocks_per_sm=1..32, reduce_outer_vectors=0|1, reduce_min_rows=1..1024, reduce_min_blocks=0..8, reduce_unroll=0..32, reduce_cluster=-1|0|2|4|8 (-1, the default: 8 where a split would cut 16 ways), reduce_warp_row=32.., linear_blocks_per_sm=0..64, linear_call_blocks_per_sm=0..64, launch_overlap=0|1, "
-                    "scan_items=0|1|2|4|8|16|32, scan_lookback=0|1|2, scan_min_blocks=0..8, scan_prefetch=0..64, scan_strips=0|1|2, scan_registers=0|1, scan_pipelined=0|1, "
+                    "scan_items=0|1|2|4|8|16|32, scan_lookback=0|1|2, scan_min_blocks=0..8, scan_prefetch=0..64, scan_strips=0|1|2, scan_registers=0|1, scan_pipelined=0|1, scan_ahead=0|1, "
                     "product_large=0..3, product_large_fill=1..1000, product_small=0..2, product_skinny=0..3, product_split_blocks_per_sm=0..32, product_hopper=0..3, product_ahead=0..8, product_cluster=1|2, product_candidates=1..4",
                     assignment));
 }

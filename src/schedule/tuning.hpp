@@ -113,6 +113,9 @@ struct Tuning {
   /// One-pass scans: 1 gives the look-back a warp of its own while the others load the next partition
   /// (ScanVariant::pipelined), 0 the block's warp 0 between barriers.
   int scan_pipelined = 1;
+  /// Strips (scan_strips): 1 loads each thread's run of the next tile into registers before this one is
+  /// scanned (ScanVariant::ahead), 0 after its stores.
+  int scan_ahead = 1;
   /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
   /// least (schedule/product_layout.cpp's kLargeTiles), and the blocks per SM a split of K aims at
   /// where the tiles are fewer (0: never split).
