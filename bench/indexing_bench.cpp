@@ -209,6 +209,13 @@ static int run(int argc, char** argv) {
     auto col_run = [&] { rows = fz::cumsum(m, 0); };
     report(fmt::format("column-wise cumsum of {}x{} f32 (axis 0)", R, R).c_str(), 8.0 * R * R, median_ms(col_run),
            copy, kernels_of(col_run));
+    {  // 8-byte accumulators in strips: runs of 16 loaded after the stores (--tune scan_items=8: runs of 8 ahead)
+      const auto m8 = fz::full<double>({R, R}, 0.25);
+      fz::Array<double> cols8 = fz::zeros<double>({R, R});
+      auto col8_run = [&] { cols8 = fz::cumsum(m8, 0); };
+      report(fmt::format("column-wise cumsum of {}x{} f64 (axis 0)", R, R).c_str(), 16.0 * R * R, median_ms(col8_run),
+             copy, kernels_of(col8_run));
+    }
     auto lse_run = [&] { rows = fz::logcumsumexp(m, 1); };
     report(fmt::format("row-wise logcumsumexp of {}x{} f32", R, R).c_str(), 8.0 * R * R, median_ms(lse_run), copy,
            kernels_of(lse_run));

@@ -58,6 +58,18 @@ TEST_CASE("scans compile to a kernel of their own with the prologue inside", "[s
     CHECK(after.source.find("fz_y[") == std::string::npos);
     CHECK(strips.source.find("fz_y[") != std::string::npos);
   }
+  {  // 8-byte accumulators load after the stores, in runs of 16 (two runs of 16 spilled at 4 blocks an SM); ahead
+     // where tuned to runs of 8
+    const auto wide = fz::inspect(fz::cumsum(fz::placeholder<double>({64, 5000}), 0)).variant;
+    CHECK(wide.find("each warp a run of 16") != std::string::npos);
+    CHECK(wide.find("next tile") == std::string::npos);
+    const fz::detail::Tuning saved = fz::detail::tuning();
+    fz::detail::set_tuning("scan_items=8");
+    const auto eight = fz::inspect(fz::cumsum(fz::placeholder<double>({64, 5000}), 0)).variant;
+    fz::detail::tuning() = saved;
+    CHECK(eight.find("each warp a run of 8") != std::string::npos);
+    CHECK(eight.find("next tile") != std::string::npos);
+  }
   {  // tuned to 2, few rows take the strips too (the fuzzer's shapes); the blocks per SM tuning reaches them
     const fz::detail::Tuning saved = fz::detail::tuning();
     fz::detail::set_tuning("scan_strips=2");

@@ -60,7 +60,11 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
       // SM, and memory idled through each tile's barriers and stores. H200, cumsum(x, 0) of 8192x8192 f32
       // (--tune scan_ahead=1|0): 137.4-138.2 us (95.2-95.8% of the copy limit) against 153.7-153.9 us (85.2-85.6%);
       // 8 items 79.2%, 32 items (2 blocks an SM, 128 registers) 85.4% ahead and 88.6% not.
-      L.v.ahead = tuning().scan_ahead == 1;
+      // 8-byte accumulators keep the order of before: two runs of 16 spilled 172-272 bytes at the 64 registers of 4
+      // blocks an SM (f64, int64; ptxas -v, sm_90); runs of 8 ahead fit (64 registers, no spill) but have not run
+      // on a GPU yet (fusion-bench-indexing --scans has the f64 row to measure them: --tune scan_items=8).
+      const bool wide = itemsize(dtype_info(scan.dtype).compute) > 4;
+      L.v.ahead = tuning().scan_ahead == 1 && (!wide || tuning().scan_items == 8);
       L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : 16;
       return;
     }

@@ -114,7 +114,7 @@ struct Tuning {
   /// (ScanVariant::pipelined), 0 the block's warp 0 between barriers.
   int scan_pipelined = 1;
   /// Strips (scan_strips): 1 loads each thread's run of the next tile into registers before this one is
-  /// scanned (ScanVariant::ahead), 0 after its stores.
+  /// scanned (ScanVariant::ahead; 4-byte accumulators, 8-byte ones where scan_items=8), 0 after its stores.
   int scan_ahead = 1;
   /// Generated products (fz::GeneratedProducts): the row of the tile table for products with a tile per SM at
   /// least (schedule/product_layout.cpp's kLargeTiles), and the blocks per SM a split of K aims at
