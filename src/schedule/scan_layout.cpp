@@ -42,6 +42,8 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   if (tuning().scan_min_blocks > 0) L.v.min_blocks = static_cast<std::uint8_t>(tuning().scan_min_blocks);
 
   const std::int64_t blocks = std::max<std::int64_t>(1, device.sms) * 8;
+  // Accumulators of 4 bytes at most: what bounds their registers and tiles differs from 8-byte ones' throughout
+  const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4, lse = scan.op == ir::Op::logcumsumexp;
   L.chunks = 1;
   L.chunk = std::max<std::int64_t>(L.n, 1);
   // The output contiguous along the rows and not along the axis (`cumsum(x, 0)` of a C-ordered x): a thread
@@ -63,8 +65,7 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
       // 8-byte accumulators keep the order of before: two runs of 16 spilled 172-272 bytes at the 64 registers of 4
       // blocks an SM (f64, int64; ptxas -v, sm_90); runs of 8 ahead fit (64 registers, no spill) but have not run
       // on a GPU yet (fusion-bench-indexing --scans has the f64 row to measure them: --tune scan_items=8).
-      const bool wide = itemsize(dtype_info(scan.dtype).compute) > 4;
-      L.v.ahead = tuning().scan_ahead == 1 && (!wide || tuning().scan_items == 8);
+      L.v.ahead = tuning().scan_ahead == 1 && (narrow || tuning().scan_items == 8);
       L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : 16;
       return;
     }
@@ -89,7 +90,6 @@ void analyze_scan(const Call& c, const ArrayBase& out, const Shape& shape, int a
   // took 92 registers). A block per row fills the GPU when the rows are many and short; rows of several
   // tiles split into partitions of a tile scanned in one pass (lookback): blocks claim them in order, so
   // the work balances and a few long rows spread over the whole GPU.
-  const bool narrow = itemsize(dtype_info(scan.dtype).compute) <= 4, lse = scan.op == ir::Op::logcumsumexp;
   L.v.items = tuning().scan_items > 0 ? static_cast<std::uint8_t>(tuning().scan_items) : narrow ? 16 : 8;
   if (!narrow) L.v.items = std::min<std::uint8_t>(L.v.items, 16);  // the tile in shared memory: 33 KB at most
   const int policy = tuning().scan_lookback;
